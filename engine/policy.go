@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// ImagePolicy is the kubelet's ImageGCPolicy.
+type ImagePolicy struct {
+	// HighThresholdPercent is the image-filesystem usage at or above which
+	// image GC runs (--image-gc-high-threshold, default 85).
+	HighThresholdPercent int
+	// LowThresholdPercent is the usage image GC frees down to
+	// (--image-gc-low-threshold, default 80).
+	LowThresholdPercent int
+	// MinAge is how long after it is first detected an image is protected
+	// (--minimum-image-ttl-duration, default 2m).
+	MinAge time.Duration
+	// MaxAge removes images idle for longer, whatever the usage
+	// (--image-maximum-gc-age, 0 = off).
+	MaxAge time.Duration
+}
+
+// ContainerPolicy is the kubelet's GCPolicy for dead containers.
+type ContainerPolicy struct {
+	// MinAge is the minimum age of a dead container before it may go
+	// (--minimum-container-ttl-duration, default 0).
+	MinAge time.Duration
+	// MaxPerPodContainer is how many dead instances each (pod, container
+	// name) keeps (--maximum-dead-containers-per-container, default 1; < 0
+	// no limit).
+	MaxPerPodContainer int
+	// MaxContainers caps the dead containers on the node
+	// (--maximum-dead-containers, default -1 = no limit).
+	MaxContainers int
+}
+
+// DiskPolicy is the old diskSpaceManager's reserve plus the eviction
+// manager's hard thresholds, shown beside it.
+type DiskPolicy struct {
+	// ThresholdMiB: a filesystem with less available is "out of disk"
+	// (--low-diskspace-threshold-mb, default 256).
+	ThresholdMiB int64
+	// EvictionHard is the kubelet's evictionHard map, signal to threshold
+	// ("15%" or a quantity such as "1Gi").
+	EvictionHard map[string]string
+}
+
+// Policy is the whole effective GC policy.
+type Policy struct {
+	Image     ImagePolicy
+	Container ContainerPolicy
+	Disk      DiskPolicy
+	// PodLogsDir is the kubelet's podLogsDir (default /var/log/pods).
+	PodLogsDir string
+}
+
+// Kubelet defaults, from pkg/kubelet/apis/config/v1beta1/defaults.go and the
+// kubelet's flags.
+const (
+	DefaultImageGCHighThresholdPercent = 85
+	DefaultImageGCLowThresholdPercent  = 80
+	DefaultImageMinimumGCAge           = 2 * time.Minute
+	DefaultContainerMinAge             = 0
+	DefaultMaxPerPodContainer          = 1
+	DefaultMaxContainers               = -1
+	DefaultLowDiskSpaceThresholdMiB    = 256
+	DefaultPodLogsDir                  = "/var/log/pods"
+	// ContainerLogsDir holds the kubelet's /var/log/containers symlinks.
+	ContainerLogsDir = "/var/log/containers"
+	// ImageGCPeriod and ContainerGCPeriod are the kubelet's periods.
+	ImageGCPeriod     = 5 * time.Minute
+	ContainerGCPeriod = time.Minute
+)
+
+// DefaultEvictionHard returns the kubelet's default hard eviction thresholds.
+func DefaultEvictionHard() map[string]string {
+	return map[string]string{
+		"memory.available":  "100Mi",
+		"nodefs.available":  "10%",
+		"nodefs.inodesFree": "5%",
+		"imagefs.available": "15%",
+	}
+}
+
+// DefaultPolicy returns the kubelet's defaults.
+func DefaultPolicy() Policy {
+	return Policy{
+		Image: ImagePolicy{
+			HighThresholdPercent: DefaultImageGCHighThresholdPercent,
+			LowThresholdPercent:  DefaultImageGCLowThresholdPercent,
+			MinAge:               DefaultImageMinimumGCAge,
+		},
+		Container: ContainerPolicy{
+			MinAge:             DefaultContainerMinAge,
+			MaxPerPodContainer: DefaultMaxPerPodContainer,
+			MaxContainers:      DefaultMaxContainers,
+		},
+		Disk: DiskPolicy{
+			ThresholdMiB: DefaultLowDiskSpaceThresholdMiB,
+			EvictionHard: DefaultEvictionHard(),
+		},
+		PodLogsDir: DefaultPodLogsDir,
+	}
+}
+
+// PolicyError is a policy value out of range. Field is the kubelet flag
+// name, so the operator knows what to change.
+type PolicyError struct {
+	Field string
+	Msg   string
+}
+
+func (e *PolicyError) Error() string { return fmt.Sprintf("--%s: %s", e.Field, e.Msg) }
+
+// Validate checks the image policy as NewImageGCManager does: range errors
+// first, then the relation between low and high, then MaxAge against MinAge.
+func (p ImagePolicy) Validate() error {
+	if p.HighThresholdPercent < 0 || p.HighThresholdPercent > 100 {
+		return &PolicyError{"image-gc-high-threshold", fmt.Sprintf("must be in [0, 100], got %d", p.HighThresholdPercent)}
+	}
+	if p.LowThresholdPercent < 0 || p.LowThresholdPercent > 100 {
+		return &PolicyError{"image-gc-low-threshold", fmt.Sprintf("must be in [0, 100], got %d", p.LowThresholdPercent)}
+	}
+	if p.LowThresholdPercent > p.HighThresholdPercent {
+		return &PolicyError{"image-gc-low-threshold", fmt.Sprintf("%d must not exceed --image-gc-high-threshold %d", p.LowThresholdPercent, p.HighThresholdPercent)}
+	}
+	if p.MinAge < 0 {
+		return &PolicyError{"minimum-image-ttl-duration", fmt.Sprintf("must not be negative, got %s", p.MinAge)}
+	}
+	if p.MaxAge < 0 {
+		return &PolicyError{"image-maximum-gc-age", fmt.Sprintf("must not be negative, got %s", p.MaxAge)}
+	}
+	if p.MaxAge > 0 && p.MaxAge <= p.MinAge {
+		return &PolicyError{"image-maximum-gc-age", fmt.Sprintf("%s must be greater than --minimum-image-ttl-duration %s", p.MaxAge, p.MinAge)}
+	}
+	return nil
+}
+
+// PeriodicDisabled reports whether periodic image GC is off, as in the
+// kubelet: a high threshold of 100 with no MaxAge.
+func (p ImagePolicy) PeriodicDisabled() bool {
+	return p.HighThresholdPercent == 100 && p.MaxAge == 0
+}
+
+// Validate checks the container policy.
+func (p ContainerPolicy) Validate() error {
+	if p.MinAge < 0 {
+		return &PolicyError{"minimum-container-ttl-duration", fmt.Sprintf("must not be negative, got %s", p.MinAge)}
+	}
+	return nil
+}
+
+// Validate checks the disk policy.
+func (p DiskPolicy) Validate() error {
+	if p.ThresholdMiB < 0 {
+		return &PolicyError{"low-diskspace-threshold-mb", fmt.Sprintf("must not be negative, got %d", p.ThresholdMiB)}
+	}
+	return nil
+}
+
+// Validate checks the whole policy; the first error names its flag.
+func (p Policy) Validate() error {
+	if err := p.Image.Validate(); err != nil {
+		return err
+	}
+	if err := p.Container.Validate(); err != nil {
+		return err
+	}
+	return p.Disk.Validate()
+}
+
+// policyJSON is the effective policy as it appears in a plan, with
+// durations as Go duration strings.
+type policyJSON struct {
+	ImageGCHighThresholdPercent   int               `json:"imageGCHighThresholdPercent"`
+	ImageGCLowThresholdPercent    int               `json:"imageGCLowThresholdPercent"`
+	ImageMinimumGCAge             string            `json:"imageMinimumGCAge"`
+	ImageMaximumGCAge             string            `json:"imageMaximumGCAge"`
+	MinimumContainerTTLDuration   string            `json:"minimumContainerTTLDuration"`
+	MaxDeadContainersPerContainer int               `json:"maximumDeadContainersPerContainer"`
+	MaxDeadContainers             int               `json:"maximumDeadContainers"`
+	LowDiskSpaceThresholdMB       int64             `json:"lowDiskSpaceThresholdMB"`
+	EvictionHard                  map[string]string `json:"evictionHard,omitempty"`
+	PodLogsDir                    string            `json:"podLogsDir"`
+}
+
+// MarshalJSON writes the policy under the kubelet's configuration names.
+func (p Policy) MarshalJSON() ([]byte, error) {
+	return json.Marshal(policyJSON{
+		ImageGCHighThresholdPercent:   p.Image.HighThresholdPercent,
+		ImageGCLowThresholdPercent:    p.Image.LowThresholdPercent,
+		ImageMinimumGCAge:             p.Image.MinAge.String(),
+		ImageMaximumGCAge:             p.Image.MaxAge.String(),
+		MinimumContainerTTLDuration:   p.Container.MinAge.String(),
+		MaxDeadContainersPerContainer: p.Container.MaxPerPodContainer,
+		MaxDeadContainers:             p.Container.MaxContainers,
+		LowDiskSpaceThresholdMB:       p.Disk.ThresholdMiB,
+		EvictionHard:                  p.Disk.EvictionHard,
+		PodLogsDir:                    p.PodLogsDir,
+	})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (p *Policy) UnmarshalJSON(b []byte) error {
+	var j policyJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	var err error
+	dur := func(field, s string) time.Duration {
+		if s == "" || err != nil {
+			return 0
+		}
+		d, e := time.ParseDuration(s)
+		if e != nil {
+			err = fmt.Errorf("policy.%s: %w", field, e)
+		}
+		return d
+	}
+	*p = Policy{
+		Image: ImagePolicy{
+			HighThresholdPercent: j.ImageGCHighThresholdPercent,
+			LowThresholdPercent:  j.ImageGCLowThresholdPercent,
+			MinAge:               dur("imageMinimumGCAge", j.ImageMinimumGCAge),
+			MaxAge:               dur("imageMaximumGCAge", j.ImageMaximumGCAge),
+		},
+		Container: ContainerPolicy{
+			MinAge:             dur("minimumContainerTTLDuration", j.MinimumContainerTTLDuration),
+			MaxPerPodContainer: j.MaxDeadContainersPerContainer,
+			MaxContainers:      j.MaxDeadContainers,
+		},
+		Disk:       DiskPolicy{ThresholdMiB: j.LowDiskSpaceThresholdMB, EvictionHard: j.EvictionHard},
+		PodLogsDir: j.PodLogsDir,
+	}
+	return err
+}

@@ -1,0 +1,98 @@
+package engine
+
+import "time"
+
+// ItemKind is the kind of object a pass acts on.
+type ItemKind string
+
+// Item kinds.
+const (
+	ItemImage     ItemKind = "image"
+	ItemContainer ItemKind = "container"
+	ItemSandbox   ItemKind = "sandbox"
+	ItemLog       ItemKind = "log"
+)
+
+// Outcome is what happened to one planned item.
+type Outcome string
+
+// Outcomes.
+const (
+	// OutcomeRemoved: the runtime removed it.
+	OutcomeRemoved Outcome = "removed"
+	// OutcomeGone: it was already gone (NotFound) when re-checked or removed.
+	OutcomeGone Outcome = "already-gone"
+	// OutcomeSkipped: the re-check just before deletion found it must stay
+	// (now in use, running, pinned or ready); Detail says why.
+	OutcomeSkipped Outcome = "skipped"
+	// OutcomeFailed: the runtime returned an error; Error has it.
+	OutcomeFailed Outcome = "failed"
+	// OutcomePlanned: a dry-run; nothing was done.
+	OutcomePlanned Outcome = "planned"
+)
+
+// ItemResult is the executor's record of one planned item.
+type ItemResult struct {
+	Time      time.Time `json:"time"`
+	Kind      ItemKind  `json:"kind"`
+	ID        string    `json:"id"`
+	Outcome   Outcome   `json:"outcome"`
+	Reason    string    `json:"reason"`
+	Detail    string    `json:"detail,omitempty"`
+	SizeBytes int64     `json:"sizeBytes,omitempty"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// PassReport is the record of one pass, real or dry-run.
+type PassReport struct {
+	// ID numbers passes from 1 within one process.
+	ID         int64        `json:"id"`
+	Kind       PassKind     `json:"kind"`
+	DryRun     bool         `json:"dryRun"`
+	Forced     bool         `json:"forced"`
+	StartedAt  time.Time    `json:"startedAt"`
+	FinishedAt time.Time    `json:"finishedAt"`
+	Plan       Plan         `json:"plan"`
+	Items      []ItemResult `json:"items"`
+	// EstimatedBytesFreed sums the runtime-reported sizes of the images
+	// removed: an estimate, since layers may be shared.
+	EstimatedBytesFreed int64 `json:"estimatedBytesFreed"`
+	// MeasuredBytesFreed is the image filesystem's available bytes after
+	// minus before; nil when it could not be measured.
+	MeasuredBytesFreed *int64   `json:"measuredBytesFreed,omitempty"`
+	ImageFsBefore      *FsStats `json:"imageFsBefore,omitempty"`
+	ImageFsAfter       *FsStats `json:"imageFsAfter,omitempty"`
+	Events             []Event  `json:"events"`
+	// Error is a pass-level failure (the snapshot could not be taken);
+	// per-item failures are in Items.
+	Error string `json:"error,omitempty"`
+}
+
+// Count returns how many items had the outcome.
+func (r PassReport) Count(o Outcome) int {
+	n := 0
+	for _, it := range r.Items {
+		if it.Outcome == o {
+			n++
+		}
+	}
+	return n
+}
+
+// OK reports whether the pass ran and no item failed.
+func (r PassReport) OK() bool { return r.Error == "" && r.Count(OutcomeFailed) == 0 }
+
+// JournalEntry is one line of the append-only deletion journal.
+type JournalEntry struct {
+	Time        time.Time `json:"time"`
+	Pass        int64     `json:"pass"`
+	PassKind    PassKind  `json:"passKind"`
+	Kind        ItemKind  `json:"kind"`
+	ID          string    `json:"id"`
+	RepoTags    []string  `json:"repoTags,omitempty"`
+	RepoDigests []string  `json:"repoDigests,omitempty"`
+	SizeBytes   int64     `json:"sizeBytes,omitempty"`
+	Reason      string    `json:"reason"`
+	PodUID      string    `json:"podUID,omitempty"`
+	Name        string    `json:"name,omitempty"`
+}

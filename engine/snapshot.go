@@ -1,0 +1,153 @@
+package engine
+
+import "time"
+
+// APIVersion is the apiVersion of every document nodegc reads or writes.
+const APIVersion = "nodegc/v1"
+
+// Kinds of the JSON documents nodegc reads and writes.
+const (
+	KindSnapshot = "NodeSnapshot"
+	KindPlan     = "GCPlan"
+)
+
+// Snapshot is everything the planners need to know about a node at one
+// instant. It is the NodeSnapshot contract of DESIGN.md; fields beyond the
+// contract are optional and ignored by other readers.
+type Snapshot struct {
+	APIVersion   string        `json:"apiVersion"`
+	Kind         string        `json:"kind"`
+	TakenAt      time.Time     `json:"takenAt"`
+	Runtime      RuntimeInfo   `json:"runtime"`
+	ImageFs      FsStats       `json:"imageFs"`
+	RootFs       *FsStats      `json:"rootFs,omitempty"`
+	Images       []Image       `json:"images"`
+	ImageRecords []ImageRecord `json:"imageRecords"`
+	Sandboxes    []Sandbox     `json:"sandboxes"`
+	Containers   []Container   `json:"containers"`
+	PodSource    PodSource     `json:"podSource"`
+	// Logs lists the log files on disk that log GC may act on. Optional: nil
+	// when the logs were not scanned (a snapshot of another node, a test).
+	Logs *LogFiles `json:"logs,omitempty"`
+}
+
+// RuntimeInfo names the CRI runtime a snapshot was taken from.
+type RuntimeInfo struct {
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Endpoint string `json:"endpoint"`
+	// SandboxImages are the references (tags or IDs) of the sandbox ("pause")
+	// images: the one the runtime's verbose status names as its configured
+	// sandbox image, and those that sandboxes were seen running. They are
+	// never removed, pinned or not (containerd before 1.7 does not pin them).
+	SandboxImages []string `json:"sandboxImages,omitempty"`
+}
+
+// FsStats describes one filesystem. The kubelet reads the same numbers
+// through cadvisor; available is what an unprivileged writer may use.
+type FsStats struct {
+	Mountpoint     string `json:"mountpoint"`
+	CapacityBytes  int64  `json:"capacityBytes"`
+	AvailableBytes int64  `json:"availableBytes"`
+	UsedBytes      int64  `json:"usedBytes"`
+	Inodes         int64  `json:"inodes"`
+	InodesFree     int64  `json:"inodesFree"`
+}
+
+// Image is one image as the runtime lists it.
+type Image struct {
+	ID          string   `json:"id"`
+	RepoTags    []string `json:"repoTags"`
+	RepoDigests []string `json:"repoDigests"`
+	SizeBytes   int64    `json:"sizeBytes"`
+	Pinned      bool     `json:"pinned"`
+}
+
+// ImageRecord is what nodegc remembers about an image between passes, as the
+// kubelet's imageRecord does: when it was first detected and when a pass last
+// saw a container (in any state) use it. LastUsed is nil for an image never
+// seen in use.
+type ImageRecord struct {
+	ID            string     `json:"id"`
+	FirstDetected time.Time  `json:"firstDetected"`
+	LastUsed      *time.Time `json:"lastUsed,omitempty"`
+}
+
+// SandboxState is a CRI pod sandbox state; the constants are the JSON values.
+type SandboxState string
+
+// Pod sandbox states.
+const (
+	SandboxReady    SandboxState = "SANDBOX_READY"
+	SandboxNotReady SandboxState = "SANDBOX_NOTREADY"
+)
+
+// Sandbox is one pod sandbox.
+type Sandbox struct {
+	ID           string       `json:"id"`
+	PodUID       string       `json:"podUID"`
+	PodName      string       `json:"podName"`
+	PodNamespace string       `json:"podNamespace"`
+	Attempt      uint32       `json:"attempt"`
+	State        SandboxState `json:"state"`
+	CreatedAt    time.Time    `json:"createdAt"`
+	// LogDirectory is the sandbox's log directory as the runtime reports it
+	// (optional; may be empty or relative when another CRI client made it).
+	LogDirectory string `json:"logDirectory,omitempty"`
+}
+
+// ContainerState is a CRI container state; the constants are the JSON values.
+type ContainerState string
+
+// Container states.
+const (
+	ContainerCreated ContainerState = "CONTAINER_CREATED"
+	ContainerRunning ContainerState = "CONTAINER_RUNNING"
+	ContainerExited  ContainerState = "CONTAINER_EXITED"
+	ContainerUnknown ContainerState = "CONTAINER_UNKNOWN"
+)
+
+// Container is one container, live or dead.
+type Container struct {
+	ID           string         `json:"id"`
+	PodSandboxID string         `json:"podSandboxId"`
+	PodUID       string         `json:"podUID"`
+	Name         string         `json:"name"`
+	Attempt      uint32         `json:"attempt"`
+	ImageID      string         `json:"imageId"`
+	ImageRef     string         `json:"imageRef"`
+	State        ContainerState `json:"state"`
+	CreatedAt    time.Time      `json:"createdAt"`
+	FinishedAt   *time.Time     `json:"finishedAt,omitempty"`
+	ExitCode     int32          `json:"exitCode"`
+	// LogPath is the container's log path as the runtime reports it
+	// (optional; may be empty or relative).
+	LogPath string `json:"logPath,omitempty"`
+}
+
+// PodSource is the API server's view of the pods bound to this node. Without
+// a ready source the engine behaves like a kubelet whose sources are not
+// ready: no pod-based removal, only the limits.
+type PodSource struct {
+	Ready            bool     `json:"ready"`
+	RemovablePodUIDs []string `json:"removablePodUIDs"`
+}
+
+// LogFiles is what log GC sees on disk.
+type LogFiles struct {
+	// PodLogsDir is the kubelet's podLogsDir (default /var/log/pods).
+	PodLogsDir string `json:"podLogsDir"`
+	// PodDirs are the names (not paths) of the directories in PodLogsDir,
+	// each <namespace>_<name>_<uid>.
+	PodDirs []string `json:"podDirs"`
+	// ContainerLinks are the symlinks in /var/log/containers.
+	ContainerLinks []LogLink `json:"containerLinks"`
+}
+
+// LogLink is one /var/log/containers/*.log symlink. Its name ends in
+// -<container id>.log, which is how log GC ties it to a container.
+type LogLink struct {
+	Path        string `json:"path"`
+	Target      string `json:"target"`
+	ContainerID string `json:"containerId"`
+}
