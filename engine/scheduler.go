@@ -54,7 +54,9 @@ func NewScheduler(e *Engine, o SchedulerOptions) *Scheduler { return &Scheduler{
 func (s *Scheduler) Engine() *Engine { return s.e }
 
 // Run runs periodic passes until ctx is done.
-func (s *Scheduler) Run(ctx context.Context) error { return errors.New("scheduler: not implemented yet") }
+func (s *Scheduler) Run(ctx context.Context) error {
+	return errors.New("scheduler: not implemented yet")
+}
 
 // Force runs a pass of the kind now, paused or not.
 func (s *Scheduler) Force(ctx context.Context, kind PassKind) (PassReport, error) {
