@@ -3,7 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,16 +44,71 @@ type Options struct {
 var ErrReadOnly = errors.New("read-only: this engine cannot remove anything")
 
 // Engine collects snapshots, plans and applies passes for one runtime. It is
-// safe for concurrent use; passes are serialised.
+// safe for concurrent use; passes and snapshots are serialised, because each
+// snapshot updates the image records.
 type Engine struct {
-	o Options
+	o       Options
+	now     func() time.Time
+	statfs  func(string) (FsStats, error)
+	log     *slog.Logger
+	journal *journal
+	passSeq atomic.Int64
+
+	mu        sync.Mutex // serialises snapshots and passes
+	records   map[string]ImageRecord
+	started   time.Time
+	fresh     bool // started without persisted records
+	simulated bool // the runtime reports its own filesystem
+	// Warning is set when the records file was corrupt and moved aside.
+	warning error
 }
 
 // New validates the options and the policy, and loads the image records
-// from StateDir.
+// from StateDir (creating it 0700). A corrupt records file is moved aside
+// and the engine starts fresh; Warning reports it.
 func New(o Options) (*Engine, error) {
-	return nil, errors.New("engine: not implemented yet")
+	if o.Reader == nil {
+		return nil, errors.New("engine: no runtime reader")
+	}
+	if err := o.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{o: o, now: o.Now, statfs: o.Statfs, log: o.Logger, records: map[string]ImageRecord{}}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.statfs == nil {
+		e.statfs = Statfs
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.o.Policy.PodLogsDir == "" {
+		e.o.Policy.PodLogsDir = DefaultPodLogsDir
+	}
+	e.started = e.now()
+	e.fresh = true
+	if o.StateDir != "" {
+		if err := ensureStateDir(o.StateDir); err != nil {
+			return nil, err
+		}
+		recs, found, warning, err := loadRecords(o.StateDir, e.started)
+		if err != nil {
+			return nil, err
+		}
+		if warning != nil {
+			e.log.Warn("image records reset", "err", warning)
+			e.warning = warning
+		}
+		e.records, e.fresh = recs, !found
+		e.journal = openJournal(o.StateDir)
+	}
+	return e, nil
 }
+
+// Warning returns the problem found with the persisted state at start (a
+// corrupt records file that was moved aside), or nil.
+func (e *Engine) Warning() error { return e.warning }
 
 // Policy returns the effective policy.
 func (e *Engine) Policy() Policy { return e.o.Policy }
@@ -57,31 +116,120 @@ func (e *Engine) Policy() Policy { return e.o.Policy }
 // ReadOnly reports whether the engine has no Remover.
 func (e *Engine) ReadOnly() bool { return e.o.Remover == nil }
 
+// Now returns the engine's clock reading.
+func (e *Engine) Now() time.Time { return e.now() }
+
 // Snapshot collects the runtime's state and the filesystems, updates the
 // image records (first detected, last used) and persists them.
 func (e *Engine) Snapshot(ctx context.Context) (Snapshot, error) {
-	return Snapshot{}, errors.New("engine: not implemented yet")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.snapshotLocked(ctx)
+}
+
+func (e *Engine) snapshotLocked(ctx context.Context) (Snapshot, error) {
+	s, err := e.collect(ctx)
+	if err != nil {
+		return s, err
+	}
+	used := ImagesInUse(s.Images, s.Containers)
+	inUse := make(map[string]bool, len(used))
+	for id := range used {
+		inUse[id] = true
+	}
+	e.records = updateRecords(e.records, s.Images, inUse, s.TakenAt)
+	if e.o.StateDir != "" {
+		if err := saveRecords(e.o.StateDir, e.records, s.TakenAt); err != nil {
+			return s, err
+		}
+	}
+	s.ImageRecords = sortedRecords(e.records)
+	return s, nil
 }
 
 // Plan takes a snapshot and plans a pass of the kind at the engine's now.
 func (e *Engine) Plan(ctx context.Context, kind PassKind) (Plan, error) {
-	return Plan{}, errors.New("engine: not implemented yet")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.planLocked(ctx, kind)
+}
+
+func (e *Engine) planLocked(ctx context.Context, kind PassKind) (Plan, error) {
+	if !validPass(kind) {
+		return Plan{}, fmt.Errorf("unknown pass kind %q", kind)
+	}
+	s, err := e.snapshotLocked(ctx)
+	if err != nil {
+		return Plan{}, err
+	}
+	return PlanPass(s, e.effectivePolicy(s.TakenAt), kind, s.TakenAt), nil
+}
+
+// effectivePolicy is the policy with the MaxAge pass held back while the
+// engine has run for less than MaxAge without persisted records: like the
+// kubelet, it cannot know how long an image has been idle before it
+// started. With records from an earlier run, MaxAge applies at once.
+func (e *Engine) effectivePolicy(now time.Time) Policy {
+	p := e.o.Policy
+	if e.fresh && p.Image.MaxAge > 0 && now.Sub(e.started) < p.Image.MaxAge {
+		p.Image.MaxAge = 0
+	}
+	return p
+}
+
+// validPass reports whether kind is a known pass kind.
+func validPass(kind PassKind) bool {
+	switch kind {
+	case PassImages, PassContainers, PassFull, PassReclaimAll:
+		return true
+	}
+	return false
+}
+
+// DryRun plans a pass and reports every item as planned. It makes no
+// mutating runtime call.
+func (e *Engine) DryRun(ctx context.Context, kind PassKind) (PassReport, error) {
+	start := e.now()
+	p, err := e.Plan(ctx, kind)
+	if err != nil {
+		return PassReport{}, err
+	}
+	r := PassReport{ID: e.passSeq.Add(1), Kind: kind, DryRun: true, StartedAt: start, Plan: p, Events: planEvents(p)}
+	for _, it := range plannedItems(p) {
+		it.Outcome = OutcomePlanned
+		it.Time = start
+		r.Items = append(r.Items, it)
+		if it.Kind == ItemImage {
+			r.EstimatedBytesFreed += it.SizeBytes
+		}
+	}
+	r.FinishedAt = e.now()
+	return r, nil
+}
+
+// Run plans and applies one pass.
+func (e *Engine) Run(ctx context.Context, kind PassKind) (PassReport, error) {
+	if e.ReadOnly() {
+		return PassReport{}, ErrReadOnly
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	start := e.now()
+	p, err := e.planLocked(ctx, kind)
+	if err != nil {
+		return PassReport{ID: e.passSeq.Add(1), Kind: kind, StartedAt: start, FinishedAt: e.now(), Error: err.Error(), Events: []Event{}}, err
+	}
+	return e.applyLocked(ctx, p, start), nil
 }
 
 // Apply performs the plan: each item is re-checked just before it is
 // removed, a removal error is recorded and the pass goes on, and every
 // deletion is journaled. It returns ErrReadOnly without a Remover.
 func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
-	return PassReport{}, errors.New("engine: not implemented yet")
-}
-
-// DryRun plans a pass and reports every item as planned. It makes no
-// mutating runtime call.
-func (e *Engine) DryRun(ctx context.Context, kind PassKind) (PassReport, error) {
-	return PassReport{}, errors.New("engine: not implemented yet")
-}
-
-// Run plans and applies one pass.
-func (e *Engine) Run(ctx context.Context, kind PassKind) (PassReport, error) {
-	return PassReport{}, errors.New("engine: not implemented yet")
+	if e.ReadOnly() {
+		return PassReport{}, ErrReadOnly
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.applyLocked(ctx, p, e.now()), nil
 }

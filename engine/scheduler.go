@@ -2,7 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"sync"
 	"time"
 )
 
@@ -29,6 +30,7 @@ type Status struct {
 	ImageGCDisabled   bool        `json:"imageGCDisabled"`
 	LastReport        *PassReport `json:"lastReport,omitempty"`
 	Passes            int64       `json:"passes"`
+	ReadOnly          bool        `json:"readOnly"`
 }
 
 // Notice is what subscribers receive: a finished pass, an event, or a
@@ -39,53 +41,257 @@ type Notice struct {
 	Status Status
 }
 
-// Scheduler runs container GC and image GC periodically, as the kubelet
-// does, and on demand; it can pause, resume and run dry-runs, and it
-// publishes reports and events to subscribers.
+// noticeBuffer is how many notices a subscriber may fall behind by before
+// it loses some.
+const noticeBuffer = 64
+
+// Scheduler runs container GC every ContainerPeriod and image GC every
+// ImagePeriod, as the kubelet does, and passes on demand. It can pause and
+// resume the periodic passes (forced passes still run), run dry-runs, and
+// it publishes reports and kubelet-style events to subscribers.
+//
+// Unlike the kubelet, the first periodic passes come one period after Run
+// starts, so an operator who opens the dashboard has time to pause.
 type Scheduler struct {
-	e *Engine
-	o SchedulerOptions
+	e     *Engine
+	o     SchedulerOptions
+	wake  chan struct{}
+	runMu sync.Mutex // one pass at a time, periodic or forced
+
+	mu          sync.Mutex
+	st          Status
+	subs        map[int]chan Notice
+	nextSub     int
+	imageFailed bool // the previous image pass failed (ImageGCFailed needs two in a row)
 }
 
 // NewScheduler returns a scheduler for the engine.
-func NewScheduler(e *Engine, o SchedulerOptions) *Scheduler { return &Scheduler{e: e, o: o} }
+func NewScheduler(e *Engine, o SchedulerOptions) *Scheduler {
+	if o.ImagePeriod <= 0 {
+		o.ImagePeriod = ImageGCPeriod
+	}
+	if o.ContainerPeriod <= 0 {
+		o.ContainerPeriod = ContainerGCPeriod
+	}
+	if o.Now == nil {
+		o.Now = e.now
+	}
+	if o.After == nil {
+		o.After = time.After
+	}
+	s := &Scheduler{e: e, o: o, wake: make(chan struct{}, 1), subs: map[int]chan Notice{}}
+	now := o.Now()
+	s.st = Status{
+		Paused:            o.Paused,
+		NextImagePass:     now.Add(o.ImagePeriod),
+		NextContainerPass: now.Add(o.ContainerPeriod),
+		ImageGCDisabled:   e.Policy().Image.PeriodicDisabled(),
+		ReadOnly:          e.ReadOnly(),
+	}
+	return s
+}
 
 // Engine returns the scheduler's engine.
 func (s *Scheduler) Engine() *Engine { return s.e }
 
-// Run runs periodic passes until ctx is done.
+// Run runs periodic passes until ctx is done. A read-only engine runs no
+// periodic passes.
 func (s *Scheduler) Run(ctx context.Context) error {
-	return errors.New("scheduler: not implemented yet")
+	for {
+		s.mu.Lock()
+		next := s.st.NextContainerPass
+		if !s.st.ImageGCDisabled && s.st.NextImagePass.Before(next) {
+			next = s.st.NextImagePass
+		}
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.wake:
+			continue
+		case <-s.o.After(max(next.Sub(s.o.Now()), 0)):
+		}
+		now := s.o.Now()
+		s.mu.Lock()
+		dueC := !now.Before(s.st.NextContainerPass)
+		dueI := !s.st.ImageGCDisabled && !now.Before(s.st.NextImagePass)
+		if dueC {
+			s.st.NextContainerPass = now.Add(s.o.ContainerPeriod)
+		}
+		if dueI {
+			s.st.NextImagePass = now.Add(s.o.ImagePeriod)
+		}
+		run := !s.st.Paused && !s.st.ReadOnly
+		s.mu.Unlock()
+		if run && dueC {
+			s.pass(ctx, PassContainers, false)
+		}
+		if run && dueI {
+			s.pass(ctx, PassImages, false)
+		}
+		if dueC || dueI {
+			s.publish(Notice{})
+		}
+	}
 }
 
 // Force runs a pass of the kind now, paused or not.
 func (s *Scheduler) Force(ctx context.Context, kind PassKind) (PassReport, error) {
-	return PassReport{}, errors.New("scheduler: not implemented yet")
+	if s.e.ReadOnly() {
+		return PassReport{}, ErrReadOnly
+	}
+	return s.pass(ctx, kind, true)
+}
+
+// pass runs one real pass and publishes its report and events.
+func (s *Scheduler) pass(ctx context.Context, kind PassKind, forced bool) (PassReport, error) {
+	return s.do(ctx, kind, func() (PassReport, error) { return s.e.Run(ctx, kind) }, forced)
+}
+
+// do runs fn as the one pass in flight, then records and publishes it.
+func (s *Scheduler) do(ctx context.Context, kind PassKind, fn func() (PassReport, error), forced bool) (PassReport, error) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	s.mu.Lock()
+	s.st.Running = kind
+	s.mu.Unlock()
+	s.publish(Notice{})
+	r, err := fn()
+	r.Forced = forced
+	if r.Kind == "" {
+		r.Kind = kind
+	}
+	s.mu.Lock()
+	s.st.Running = ""
+	if !r.DryRun {
+		s.st.Passes++
+		rc := r
+		s.st.LastReport = &rc
+		r.Events = append(r.Events, s.failureEvents(r, err)...)
+		s.st.LastReport.Events = r.Events
+	}
+	s.mu.Unlock()
+	rc := r
+	s.publish(Notice{Report: &rc})
+	for i := range r.Events {
+		ev := r.Events[i]
+		s.publish(Notice{Event: &ev})
+	}
+	return r, err
+}
+
+// failureEvents adds the kubelet's pass-failure events: ContainerGCFailed
+// on every failed container pass, ImageGCFailed only when the image pass
+// failed twice in a row (the kubelet's prevImageGCFailed). s.mu is held.
+func (s *Scheduler) failureEvents(r PassReport, err error) []Event {
+	var out []Event
+	now := s.o.Now()
+	imageFailed := err != nil || hasEvent(r.Events, EventFreeDiskSpaceFailed) || hasEvent(r.Events, EventInvalidDiskCapacity) || kindFailed(r, ItemImage)
+	containerFailed := err != nil || kindFailed(r, ItemContainer) || kindFailed(r, ItemSandbox)
+	msg := func(kind ItemKind) string {
+		if err != nil {
+			return err.Error()
+		}
+		for _, it := range r.Items {
+			if it.Kind == kind && it.Outcome == OutcomeFailed {
+				return fmt.Sprintf("%s %s: %s", it.Kind, it.ID, it.Error)
+			}
+		}
+		return "failed to free enough disk space"
+	}
+	if r.Kind == PassContainers || r.Kind == PassFull || r.Kind == PassReclaimAll {
+		if containerFailed {
+			out = append(out, Event{Time: now, Reason: EventContainerGCFailed, Warning: true, Message: msg(ItemContainer)})
+		}
+	}
+	if r.Kind == PassImages || r.Kind == PassFull || r.Kind == PassReclaimAll {
+		if imageFailed && s.imageFailed {
+			out = append(out, Event{Time: now, Reason: EventImageGCFailed, Warning: true, Message: msg(ItemImage)})
+		}
+		s.imageFailed = imageFailed
+	}
+	return out
+}
+
+// kindFailed reports whether any item of the kind failed.
+func kindFailed(r PassReport, kind ItemKind) bool {
+	for _, it := range r.Items {
+		if it.Kind == kind && it.Outcome == OutcomeFailed {
+			return true
+		}
+	}
+	return false
 }
 
 // Preview runs a dry-run of the kind: a report whose Plan can be applied
-// with Apply, and whose items are all OutcomePlanned.
+// with Apply, and whose items are all OutcomePlanned. It makes no mutating
+// runtime call.
 func (s *Scheduler) Preview(ctx context.Context, kind PassKind) (PassReport, error) {
-	return PassReport{}, errors.New("scheduler: not implemented yet")
+	return s.do(ctx, kind, func() (PassReport, error) { return s.e.DryRun(ctx, kind) }, true)
 }
 
-// Apply applies exactly the given plan (a previewed one).
+// Apply applies exactly the given plan (a previewed one), re-checking each
+// item.
 func (s *Scheduler) Apply(ctx context.Context, p Plan) (PassReport, error) {
-	return PassReport{}, errors.New("scheduler: not implemented yet")
+	if s.e.ReadOnly() {
+		return PassReport{}, ErrReadOnly
+	}
+	return s.do(ctx, p.Pass, func() (PassReport, error) { return s.e.Apply(ctx, p) }, true)
 }
 
 // Pause stops periodic passes; forced passes still run.
-func (s *Scheduler) Pause() {}
+func (s *Scheduler) Pause() { s.setPaused(true) }
 
 // Resume restarts periodic passes.
-func (s *Scheduler) Resume() {}
+func (s *Scheduler) Resume() { s.setPaused(false) }
+
+func (s *Scheduler) setPaused(p bool) {
+	s.mu.Lock()
+	s.st.Paused = p
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	s.publish(Notice{})
+}
 
 // Status returns the current state.
-func (s *Scheduler) Status() Status { return Status{} }
+func (s *Scheduler) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
 
 // Subscribe returns a channel of notices and a func that unsubscribes. A
 // subscriber that falls behind loses notices rather than blocking passes.
 func (s *Scheduler) Subscribe() (<-chan Notice, func()) {
-	ch := make(chan Notice)
-	return ch, func() {}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextSub
+	s.nextSub++
+	ch := make(chan Notice, noticeBuffer)
+	s.subs[id] = ch
+	return ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if c, ok := s.subs[id]; ok {
+			delete(s.subs, id)
+			close(c)
+		}
+	}
+}
+
+// publish sends n, with the current status, to every subscriber that has
+// room.
+func (s *Scheduler) publish(n Notice) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n.Status = s.st
+	for _, ch := range s.subs {
+		select {
+		case ch <- n:
+		default:
+		}
+	}
 }

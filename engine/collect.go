@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Statfs measures the filesystem that holds path, as the kubelet's cadvisor
+// does for the image and root filesystems: capacity and available (for an
+// unprivileged writer) in bytes, and inodes.
+func Statfs(path string) (FsStats, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return FsStats{}, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	bs := int64(st.Bsize)
+	return FsStats{
+		Mountpoint:     path,
+		CapacityBytes:  int64(st.Blocks) * bs,
+		AvailableBytes: int64(st.Bavail) * bs,
+		UsedBytes:      int64(st.Blocks-st.Bfree) * bs,
+		Inodes:         int64(st.Files),
+		InodesFree:     int64(st.Ffree),
+	}, nil
+}
+
+// collect reads the runtime, the filesystems and (optionally) the log
+// directories into a snapshot. It does not touch the image records.
+func (e *Engine) collect(ctx context.Context) (Snapshot, error) {
+	s := Snapshot{APIVersion: APIVersion, Kind: KindSnapshot, TakenAt: e.now()}
+	var err error
+	if s.Runtime, err = e.o.Reader.Info(ctx); err != nil {
+		return s, fmt.Errorf("runtime info: %w", err)
+	}
+	if s.Images, err = e.o.Reader.ListImages(ctx); err != nil {
+		return s, fmt.Errorf("list images: %w", err)
+	}
+	if s.Containers, err = e.o.Reader.ListContainers(ctx); err != nil {
+		return s, fmt.Errorf("list containers: %w", err)
+	}
+	if s.Sandboxes, err = e.o.Reader.ListSandboxes(ctx); err != nil {
+		return s, fmt.Errorf("list pod sandboxes: %w", err)
+	}
+	if s.ImageFs, err = e.imageFs(ctx); err != nil {
+		return s, err
+	}
+	if !e.simulated {
+		root := e.o.RootFsPath
+		if root == "" {
+			root = "/"
+		}
+		if fs, err := e.statfs(root); err == nil {
+			s.RootFs = &fs
+		}
+	}
+	if e.o.PodSource != nil {
+		if s.PodSource, err = e.o.PodSource(ctx); err != nil {
+			return s, fmt.Errorf("pod source: %w", err)
+		}
+	}
+	if e.o.ScanLogs {
+		s.Logs = e.scanLogs()
+	}
+	return s, nil
+}
+
+// imageFs measures the image filesystem: the runtime names its mountpoint
+// and statfs gives capacity and available. A simulated runtime reports the
+// whole filesystem itself.
+func (e *Engine) imageFs(ctx context.Context) (FsStats, error) {
+	u, err := e.o.Reader.ImageFs(ctx)
+	if err != nil {
+		return FsStats{}, fmt.Errorf("image filesystem info: %w", err)
+	}
+	if u.Simulated != nil {
+		e.simulated = true
+		return *u.Simulated, nil
+	}
+	if u.Mountpoint == "" {
+		return FsStats{}, fmt.Errorf("image filesystem info: the runtime reported no mountpoint")
+	}
+	fs, err := e.statfs(u.Mountpoint)
+	if err != nil {
+		return FsStats{}, fmt.Errorf("image filesystem: %w", err)
+	}
+	return fs, nil
+}
+
+// scanLogs lists the pod log directories and the /var/log/containers
+// symlinks. Unreadable directories yield empty lists: log GC then does
+// nothing, which is safe.
+func (e *Engine) scanLogs() *LogFiles {
+	lf := &LogFiles{PodLogsDir: e.o.Policy.PodLogsDir, PodDirs: []string{}, ContainerLinks: []LogLink{}}
+	if ents, err := os.ReadDir(lf.PodLogsDir); err == nil {
+		for _, d := range ents {
+			if d.IsDir() {
+				lf.PodDirs = append(lf.PodDirs, d.Name())
+			}
+		}
+	}
+	dir := e.containerLogsDir()
+	if ents, err := os.ReadDir(dir); err == nil {
+		for _, d := range ents {
+			name := d.Name()
+			if d.Type()&os.ModeSymlink == 0 || !strings.HasSuffix(name, ".log") {
+				continue
+			}
+			p := filepath.Join(dir, name)
+			target, _ := os.Readlink(p)
+			lf.ContainerLinks = append(lf.ContainerLinks, LogLink{Path: p, Target: target, ContainerID: containerIDFromLogName(name)})
+		}
+	}
+	slices.Sort(lf.PodDirs)
+	return lf
+}
+
+// containerLogsDir is /var/log/containers unless overridden.
+func (e *Engine) containerLogsDir() string {
+	if e.o.ContainerLogsDir != "" {
+		return e.o.ContainerLogsDir
+	}
+	return ContainerLogsDir
+}
+
+// containerIDFromLogName takes the container ID out of a
+// /var/log/containers name, <pod>_<ns>_<container>-<id>.log.
+func containerIDFromLogName(name string) string {
+	base := strings.TrimSuffix(name, ".log")
+	if i := strings.LastIndexByte(base, '-'); i >= 0 {
+		return base[i+1:]
+	}
+	return ""
+}

@@ -1,0 +1,358 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// StopTimeout is how long an UNKNOWN container is given to stop before it is
+// removed.
+const StopTimeout = 10 * time.Second
+
+// executor applies one plan. It re-checks every item against the runtime
+// just before it removes it, so a plan that went stale between planning
+// and applying can only remove less, never more.
+type executor struct {
+	e   *Engine
+	ctx context.Context
+	r   *PassReport
+	// sandboxRefs are the runtime's sandbox image references, read once
+	// per pass.
+	sandboxRefs []string
+	// live is the container list read after the container phase, for the
+	// sandbox and log re-checks; nil until needed.
+	live []Container
+}
+
+// plannedItems lists a plan's items in execution order: containers,
+// sandboxes, logs, then images (the kubelet removes containers before the
+// sandboxes they held, and image GC runs on its own).
+func plannedItems(p Plan) []ItemResult {
+	var out []ItemResult
+	for _, c := range p.ContainerGC.Remove {
+		out = append(out, ItemResult{Kind: ItemContainer, ID: c.ID, Reason: string(c.Reason), Detail: c.Detail})
+	}
+	for _, s := range p.SandboxGC.Remove {
+		out = append(out, ItemResult{Kind: ItemSandbox, ID: s.ID, Reason: s.Reason})
+	}
+	for _, l := range p.LogGC.Remove {
+		out = append(out, ItemResult{Kind: ItemLog, ID: l.Path, Reason: l.Reason})
+	}
+	for _, i := range p.ImageGC.Remove {
+		out = append(out, ItemResult{Kind: ItemImage, ID: i.ID, Reason: string(i.Reason), Detail: i.Detail, SizeBytes: i.SizeBytes})
+	}
+	return out
+}
+
+// planEvents copies the plan's events, stamped with its evaluation time.
+func planEvents(p Plan) []Event {
+	out := make([]Event, 0, len(p.ImageGC.Events))
+	for _, ev := range p.ImageGC.Events {
+		if ev.Time.IsZero() {
+			ev.Time = p.EvaluatedAt
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// applyLocked performs p; e.mu is held.
+func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassReport {
+	r := PassReport{ID: e.passSeq.Add(1), Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
+	if before, err := e.imageFs(ctx); err == nil {
+		r.ImageFsBefore = &before
+	}
+	x := &executor{e: e, ctx: ctx, r: &r}
+	if info, err := e.o.Reader.Info(ctx); err == nil {
+		x.sandboxRefs = info.SandboxImages
+	}
+	for _, c := range p.ContainerGC.Remove {
+		x.add(x.container(c))
+	}
+	for _, s := range p.SandboxGC.Remove {
+		x.add(x.sandbox(s))
+	}
+	for _, l := range p.LogGC.Remove {
+		x.add(x.logPath(l))
+	}
+	removedImages := map[string]bool{}
+	for _, i := range p.ImageGC.Remove {
+		it := x.image(i)
+		x.add(it)
+		if it.Outcome == OutcomeRemoved {
+			r.EstimatedBytesFreed += i.SizeBytes
+		}
+		if it.Outcome == OutcomeRemoved || it.Outcome == OutcomeGone {
+			removedImages[i.ID] = true
+		}
+	}
+	if after, err := e.imageFs(ctx); err == nil {
+		r.ImageFsAfter = &after
+		if r.ImageFsBefore != nil {
+			m := after.AvailableBytes - r.ImageFsBefore.AvailableBytes
+			r.MeasuredBytesFreed = &m
+		}
+	}
+	if len(removedImages) > 0 {
+		for id := range removedImages {
+			delete(e.records, id)
+		}
+		if e.o.StateDir != "" {
+			if err := saveRecords(e.o.StateDir, e.records, e.now()); err != nil {
+				e.log.Error("save image records", "err", err)
+			}
+		}
+	}
+	if p.ImageGC.Triggered && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed) {
+		// The plan expected to free enough, but removals failed or were
+		// skipped: the kubelet reports the same event.
+		r.Events = append(r.Events, Event{Time: e.now(), Reason: EventFreeDiskSpaceFailed, Warning: true,
+			Message: fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", p.ImageGC.BytesToFree, r.EstimatedBytesFreed)})
+	}
+	r.FinishedAt = e.now()
+	e.log.Info("pass done", "pass", r.ID, "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed), "skipped", r.Count(OutcomeSkipped))
+	return r
+}
+
+// hasEvent reports whether evs holds an event with the reason.
+func hasEvent(evs []Event, reason string) bool {
+	for _, ev := range evs {
+		if ev.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// add stamps and records an item result.
+func (x *executor) add(it ItemResult) {
+	it.Time = x.e.now()
+	x.r.Items = append(x.r.Items, it)
+}
+
+// outcome classifies a runtime error: nil is success, NotFound means the
+// item is already gone, anything else is a failure recorded on the item.
+func outcome(it ItemResult, what string, err error) ItemResult {
+	switch {
+	case err == nil:
+		it.Outcome = OutcomeRemoved
+	case errors.Is(err, ErrNotFound):
+		it.Outcome = OutcomeGone
+	default:
+		it.Outcome = OutcomeFailed
+		it.Error = fmt.Sprintf("%s: %v", what, err)
+	}
+	return it
+}
+
+// journal appends a deletion to the journal, logging (not failing) on error.
+func (x *executor) journal(en JournalEntry) {
+	en.Time, en.Pass, en.PassKind = x.e.now(), x.r.ID, x.r.Plan.Pass
+	if err := x.e.journal.append(en); err != nil {
+		x.e.log.Error("journal", "err", err)
+	}
+}
+
+// image re-checks and removes one image: it must still exist, be unpinned,
+// not be a sandbox image and be used by no container in any state.
+func (x *executor) image(rm ImageRemoval) ItemResult {
+	it := ItemResult{Kind: ItemImage, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail, SizeBytes: rm.SizeBytes}
+	img, err := x.e.o.Reader.ImageStatus(x.ctx, rm.ID)
+	if err != nil {
+		return recheckFailed(it, err)
+	}
+	if img.Pinned {
+		return skipped(it, "pinned since planning")
+	}
+	if IsSandboxImage(img, x.sandboxRefs) {
+		return skipped(it, "sandbox image")
+	}
+	containers, err := x.e.o.Reader.ListContainers(x.ctx)
+	if err != nil {
+		return recheckFailed(it, err)
+	}
+	if users := ImagesInUse([]Image{img}, containers)[img.ID]; len(users) > 0 {
+		return skipped(it, fmt.Sprintf("in use since planning by container %s (%s)", users[0].Name, users[0].ID))
+	}
+	it = outcome(it, "remove image", x.e.o.Remover.RemoveImage(x.ctx, rm.ID))
+	if it.Outcome == OutcomeRemoved {
+		x.journal(JournalEntry{Kind: ItemImage, ID: rm.ID, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests, SizeBytes: img.SizeBytes, Reason: string(rm.Reason)})
+		x.e.log.Info("removed image", "image", rm.ID, "tags", img.RepoTags, "size", img.SizeBytes, "reason", rm.Reason, "pass", x.r.ID)
+	}
+	return it
+}
+
+// container re-checks and removes one dead container. A container running
+// again is skipped; an UNKNOWN one is stopped first, as the kubelet does.
+func (x *executor) container(rm ContainerRemoval) ItemResult {
+	it := ItemResult{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail}
+	cur, err := x.e.o.Reader.ContainerStatus(x.ctx, rm.ID)
+	if err != nil {
+		return recheckFailed(it, err)
+	}
+	switch cur.State {
+	case ContainerRunning:
+		return skipped(it, "running since planning")
+	case ContainerUnknown:
+		if err := x.e.o.Remover.StopContainer(x.ctx, rm.ID, StopTimeout); err != nil && !errors.Is(err, ErrNotFound) {
+			it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop unknown-state container: %v", err)
+			return it
+		}
+	}
+	it = outcome(it, "remove container", x.e.o.Remover.RemoveContainer(x.ctx, rm.ID))
+	if it.Outcome == OutcomeRemoved {
+		x.journal(JournalEntry{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), PodUID: cur.PodUID, Name: cur.Name})
+		x.e.log.Info("removed container", "container", rm.ID, "pod", cur.PodUID, "name", cur.Name, "reason", rm.Reason, "pass", x.r.ID)
+	}
+	return it
+}
+
+// liveContainers lists the containers once, after the container phase, for
+// the sandbox and log re-checks.
+func (x *executor) liveContainers() ([]Container, error) {
+	if x.live != nil {
+		return x.live, nil
+	}
+	cs, err := x.e.o.Reader.ListContainers(x.ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cs == nil {
+		cs = []Container{}
+	}
+	x.live = cs
+	return cs, nil
+}
+
+// sandbox re-checks, stops and removes one sandbox: it must not be READY
+// and no container may reference it.
+func (x *executor) sandbox(rm SandboxRemoval) ItemResult {
+	it := ItemResult{Kind: ItemSandbox, ID: rm.ID, Reason: rm.Reason}
+	cur, err := x.e.o.Reader.SandboxStatus(x.ctx, rm.ID)
+	if err != nil {
+		return recheckFailed(it, err)
+	}
+	if cur.State == SandboxReady {
+		return skipped(it, "ready since planning")
+	}
+	cs, err := x.liveContainers()
+	if err != nil {
+		return recheckFailed(it, err)
+	}
+	for _, c := range cs {
+		if c.PodSandboxID == rm.ID {
+			return skipped(it, fmt.Sprintf("still holds container %s (%s)", c.Name, c.ID))
+		}
+	}
+	if err := x.e.o.Remover.StopSandbox(x.ctx, rm.ID); err != nil && !errors.Is(err, ErrNotFound) {
+		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop sandbox: %v", err)
+		return it
+	}
+	it = outcome(it, "remove sandbox", x.e.o.Remover.RemoveSandbox(x.ctx, rm.ID))
+	if it.Outcome == OutcomeRemoved {
+		x.journal(JournalEntry{Kind: ItemSandbox, ID: rm.ID, Reason: rm.Reason, PodUID: cur.PodUID, Name: cur.PodNamespace + "/" + cur.PodName})
+		x.e.log.Info("removed sandbox", "sandbox", rm.ID, "pod", cur.PodUID, "reason", rm.Reason, "pass", x.r.ID)
+	}
+	return it
+}
+
+// logPath re-checks and removes one log path. Only absolute paths strictly
+// inside the pod logs directory or /var/log/containers are ever touched;
+// a pod directory whose pod runs a container again, or a symlink whose
+// container runs, is skipped.
+func (x *executor) logPath(rm LogRemoval) ItemResult {
+	it := ItemResult{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason}
+	podDir, linkDir := x.e.o.Policy.PodLogsDir, x.e.containerLogsDir()
+	inPods, inLinks := WithinDir(podDir, rm.Path), WithinDir(linkDir, rm.Path)
+	if !inPods && !inLinks {
+		return skipped(it, fmt.Sprintf("outside %s and %s", podDir, linkDir))
+	}
+	fi, err := os.Lstat(rm.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		it.Outcome = OutcomeGone
+		return it
+	}
+	if err != nil {
+		return recheckFailed(it, err)
+	}
+	cs, err := x.liveContainers()
+	if err != nil {
+		return recheckFailed(it, err)
+	}
+	if inLinks {
+		if fi.Mode()&os.ModeSymlink == 0 {
+			return skipped(it, "not a symlink")
+		}
+		id := containerIDFromLogName(filepath.Base(rm.Path))
+		for _, c := range cs {
+			if c.ID == id && c.State == ContainerRunning {
+				return skipped(it, "its container runs")
+			}
+		}
+		return outcome(it, "remove log symlink", removeLog(rm.Path, false))
+	}
+	if filepath.Dir(filepath.Clean(rm.Path)) != filepath.Clean(podDir) || !fi.IsDir() {
+		return skipped(it, "not a pod log directory")
+	}
+	name := filepath.Base(rm.Path)
+	uid := name[strings.LastIndexByte(name, '_')+1:]
+	for _, c := range cs {
+		if c.PodUID == uid && c.State == ContainerRunning {
+			return skipped(it, fmt.Sprintf("pod runs container %s again", c.Name))
+		}
+	}
+	it = outcome(it, "remove pod log directory", removeLog(rm.Path, true))
+	if it.Outcome == OutcomeRemoved {
+		x.journal(JournalEntry{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason, PodUID: uid})
+	}
+	return it
+}
+
+// removeLog removes a symlink or a whole directory; a path already gone
+// wraps ErrNotFound.
+func removeLog(path string, dir bool) error {
+	var err error
+	if dir {
+		err = os.RemoveAll(path)
+	} else {
+		err = os.Remove(path)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: %w", path, ErrNotFound)
+	}
+	return err
+}
+
+// WithinDir reports whether path is an absolute, clean path strictly inside
+// dir (dir itself does not count). Log GC acts only on such paths, because
+// runtimes report empty or relative log paths for containers other CRI
+// clients made.
+func WithinDir(dir, path string) bool {
+	if !filepath.IsAbs(path) || !filepath.IsAbs(dir) || path != filepath.Clean(path) {
+		return false
+	}
+	rel, err := filepath.Rel(filepath.Clean(dir), path)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+// recheckFailed records an item whose re-check could not be made: NotFound
+// is already gone; anything else fails the item without removing it.
+func recheckFailed(it ItemResult, err error) ItemResult {
+	if errors.Is(err, ErrNotFound) {
+		it.Outcome = OutcomeGone
+		return it
+	}
+	it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("re-check: %v", err)
+	return it
+}
+
+// skipped records an item the re-check kept.
+func skipped(it ItemResult, why string) ItemResult {
+	it.Outcome, it.Detail = OutcomeSkipped, why
+	return it
+}

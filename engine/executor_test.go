@@ -1,0 +1,338 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+var execNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+// newTestEngine returns an engine over rt with a fixed clock and state in a
+// temp dir.
+func newTestEngine(t *testing.T, rt *fakeRuntime, readOnly bool) *Engine {
+	t.Helper()
+	o := Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(), Now: func() time.Time { return execNow }}
+	if readOnly {
+		o.Remover = nil
+	}
+	e, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// outcomes maps item ID to outcome.
+func outcomes(r PassReport) map[string]Outcome {
+	out := map[string]Outcome{}
+	for _, it := range r.Items {
+		out[it.ID] = it.Outcome
+	}
+	return out
+}
+
+func TestApplyRechecksEachItem(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(rt *fakeRuntime)
+		plan  Plan
+		want  map[string]Outcome
+		// removed lists the mutating calls the runtime must have seen.
+		removed []string
+	}{
+		{
+			name:    "an unused image is removed",
+			setup:   func(rt *fakeRuntime) { rt.images["i1"] = Image{ID: "i1", SizeBytes: 10} },
+			plan:    Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", SizeBytes: 10, Reason: RemoveForSpace}}}},
+			want:    map[string]Outcome{"i1": OutcomeRemoved},
+			removed: []string{"RemoveImage i1"},
+		},
+		{
+			name: "an image a container started on since planning is kept",
+			setup: func(rt *fakeRuntime) {
+				rt.images["i1"] = Image{ID: "i1", SizeBytes: 10}
+				rt.containers["c1"] = Container{ID: "c1", ImageID: "i1", State: ContainerRunning}
+			},
+			plan: Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", SizeBytes: 10, Reason: RemoveForSpace}}}},
+			want: map[string]Outcome{"i1": OutcomeSkipped},
+		},
+		{
+			name: "an image used only by an exited container is kept",
+			setup: func(rt *fakeRuntime) {
+				rt.images["i1"] = Image{ID: "i1", SizeBytes: 10}
+				rt.containers["c1"] = Container{ID: "c1", ImageRef: "i1", State: ContainerExited}
+			},
+			plan: Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
+			want: map[string]Outcome{"i1": OutcomeSkipped},
+		},
+		{
+			name:  "an image pinned since planning is kept",
+			setup: func(rt *fakeRuntime) { rt.images["i1"] = Image{ID: "i1", Pinned: true} },
+			plan:  Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
+			want:  map[string]Outcome{"i1": OutcomeSkipped},
+		},
+		{
+			name: "the sandbox image is kept even unpinned",
+			setup: func(rt *fakeRuntime) {
+				rt.images["i1"] = Image{ID: "i1", RepoTags: []string{"registry.k8s.io/pause:3.9"}}
+				rt.info.SandboxImages = []string{"registry.k8s.io/pause:3.9"}
+			},
+			plan: Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
+			want: map[string]Outcome{"i1": OutcomeSkipped},
+		},
+		{
+			name:  "an image deleted behind our back is already gone",
+			setup: func(rt *fakeRuntime) {},
+			plan:  Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
+			want:  map[string]Outcome{"i1": OutcomeGone},
+		},
+		{
+			name: "a removal error is recorded and the pass goes on",
+			setup: func(rt *fakeRuntime) {
+				rt.images["i1"] = Image{ID: "i1", SizeBytes: 10}
+				rt.images["i2"] = Image{ID: "i2", SizeBytes: 20}
+				rt.fail["RemoveImage i1"] = errors.New("disk on fire")
+			},
+			plan: Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}, {ID: "i2", Reason: RemoveForSpace}}}},
+			want: map[string]Outcome{"i1": OutcomeFailed, "i2": OutcomeRemoved},
+			// The failed call is still a call.
+			removed: []string{"RemoveImage i1", "RemoveImage i2"},
+		},
+		{
+			name: "NotFound on removal means already gone",
+			setup: func(rt *fakeRuntime) {
+				rt.images["i1"] = Image{ID: "i1"}
+				rt.fail["RemoveImage i1"] = ErrNotFound
+			},
+			plan:    Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
+			want:    map[string]Outcome{"i1": OutcomeGone},
+			removed: []string{"RemoveImage i1"},
+		},
+		{
+			name:  "a container running again is kept",
+			setup: func(rt *fakeRuntime) { rt.containers["c1"] = Container{ID: "c1", State: ContainerRunning} },
+			plan:  Plan{ContainerGC: ContainerPlan{Remove: []ContainerRemoval{{ID: "c1", Reason: RemovePerContainerLimit}}}},
+			want:  map[string]Outcome{"c1": OutcomeSkipped},
+		},
+		{
+			name:    "an UNKNOWN container is stopped before it is removed",
+			setup:   func(rt *fakeRuntime) { rt.containers["c1"] = Container{ID: "c1", State: ContainerUnknown} },
+			plan:    Plan{ContainerGC: ContainerPlan{Remove: []ContainerRemoval{{ID: "c1", Reason: RemovePerContainerLimit, State: ContainerUnknown}}}},
+			want:    map[string]Outcome{"c1": OutcomeRemoved},
+			removed: []string{"StopContainer c1", "RemoveContainer c1"},
+		},
+		{
+			name: "an UNKNOWN container that will not stop is not removed",
+			setup: func(rt *fakeRuntime) {
+				rt.containers["c1"] = Container{ID: "c1", State: ContainerUnknown}
+				rt.fail["StopContainer c1"] = errors.New("shim gone")
+			},
+			plan:    Plan{ContainerGC: ContainerPlan{Remove: []ContainerRemoval{{ID: "c1", Reason: RemovePerContainerLimit}}}},
+			want:    map[string]Outcome{"c1": OutcomeFailed},
+			removed: []string{"StopContainer c1"},
+		},
+		{
+			name:    "a not-ready sandbox is stopped, then removed",
+			setup:   func(rt *fakeRuntime) { rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady} },
+			plan:    Plan{SandboxGC: SandboxPlan{Remove: []SandboxRemoval{{ID: "s1", Reason: SandboxSuperseded}}}},
+			want:    map[string]Outcome{"s1": OutcomeRemoved},
+			removed: []string{"StopSandbox s1", "RemoveSandbox s1"},
+		},
+		{
+			name:  "a sandbox ready again is kept",
+			setup: func(rt *fakeRuntime) { rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxReady} },
+			plan:  Plan{SandboxGC: SandboxPlan{Remove: []SandboxRemoval{{ID: "s1", Reason: SandboxSuperseded}}}},
+			want:  map[string]Outcome{"s1": OutcomeSkipped},
+		},
+		{
+			name: "a sandbox that gained a container is kept",
+			setup: func(rt *fakeRuntime) {
+				rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
+				rt.containers["c9"] = Container{ID: "c9", PodSandboxID: "s1", State: ContainerCreated}
+			},
+			plan: Plan{SandboxGC: SandboxPlan{Remove: []SandboxRemoval{{ID: "s1", Reason: SandboxSuperseded}}}},
+			want: map[string]Outcome{"s1": OutcomeSkipped},
+		},
+		{
+			name: "containers go before the sandbox that held them",
+			setup: func(rt *fakeRuntime) {
+				rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
+				rt.containers["c1"] = Container{ID: "c1", PodSandboxID: "s1", State: ContainerExited}
+			},
+			plan: Plan{
+				ContainerGC: ContainerPlan{Remove: []ContainerRemoval{{ID: "c1", Reason: RemovePodRemovable}}},
+				SandboxGC:   SandboxPlan{Remove: []SandboxRemoval{{ID: "s1", Reason: SandboxPodRemovable}}},
+			},
+			want:    map[string]Outcome{"c1": OutcomeRemoved, "s1": OutcomeRemoved},
+			removed: []string{"RemoveContainer c1", "StopSandbox s1", "RemoveSandbox s1"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := newFakeRuntime()
+			tc.setup(rt)
+			e := newTestEngine(t, rt, false)
+			r, err := e.Apply(context.Background(), tc.plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := outcomes(r); !mapsEqual(got, tc.want) {
+				t.Errorf("outcomes = %v, want %v (items %+v)", got, tc.want, r.Items)
+			}
+			if got := rt.mutatingCalls(); !slices.Equal(got, tc.removed) {
+				t.Errorf("mutating calls = %v, want %v", got, tc.removed)
+			}
+		})
+	}
+}
+
+func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestApplyMeasuresAndJournals(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.images["i1"] = Image{ID: "i1", SizeBytes: 30, RepoTags: []string{"a:1"}, RepoDigests: []string{"a@sha256:1"}}
+	rt.images["i2"] = Image{ID: "i2", SizeBytes: 50, RepoTags: []string{"b:1"}}
+	e := newTestEngine(t, rt, false)
+	plan := Plan{Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 60, Remove: []ImageRemoval{
+		{ID: "i1", SizeBytes: 30, Reason: RemoveForSpace}, {ID: "i2", SizeBytes: 50, Reason: RemoveForSpace}}}}
+	r, err := e.Apply(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.EstimatedBytesFreed != 80 {
+		t.Errorf("estimated = %d, want 80", r.EstimatedBytesFreed)
+	}
+	if r.MeasuredBytesFreed == nil || *r.MeasuredBytesFreed != 80 {
+		t.Errorf("measured = %v, want 80", r.MeasuredBytesFreed)
+	}
+	if hasEvent(r.Events, EventFreeDiskSpaceFailed) {
+		t.Errorf("unexpected FreeDiskSpaceFailed: %+v", r.Events)
+	}
+	j, err := ReadJournal(e.o.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j) != 2 || j[0].ID != "i1" || j[1].ID != "i2" || j[0].RepoTags[0] != "a:1" || j[0].RepoDigests[0] != "a@sha256:1" || j[0].SizeBytes != 30 || j[0].Reason != "space" || j[0].Pass != r.ID || j[0].Kind != ItemImage {
+		t.Errorf("journal = %+v", j)
+	}
+	fi, err := os.Stat(filepath.Join(e.o.StateDir, journalFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("journal mode = %v, %v; want 0600", fi.Mode(), err)
+	}
+}
+
+func TestApplyReportsFreeDiskSpaceFailedWhenRemovalsFail(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.images["i1"] = Image{ID: "i1", SizeBytes: 30}
+	rt.fail["RemoveImage i1"] = errors.New("boom")
+	e := newTestEngine(t, rt, false)
+	r, _ := e.Apply(context.Background(), Plan{Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 10,
+		Remove: []ImageRemoval{{ID: "i1", SizeBytes: 30, Reason: RemoveForSpace}}}})
+	if !hasEvent(r.Events, EventFreeDiskSpaceFailed) || r.OK() {
+		t.Errorf("events %+v, ok %v: want FreeDiskSpaceFailed and a failed pass", r.Events, r.OK())
+	}
+}
+
+func TestReadOnlyEngineRefusesToApply(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.images["i1"] = Image{ID: "i1"}
+	e := newTestEngine(t, rt, true)
+	if _, err := e.Apply(context.Background(), Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1"}}}}); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Apply err = %v, want ErrReadOnly", err)
+	}
+	if _, err := e.Run(context.Background(), PassFull); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Run err = %v, want ErrReadOnly", err)
+	}
+	if got := rt.mutatingCalls(); len(got) != 0 {
+		t.Errorf("mutating calls %v", got)
+	}
+}
+
+func TestApplyLogPaths(t *testing.T) {
+	root := t.TempDir()
+	pods := filepath.Join(root, "pods")
+	links := filepath.Join(root, "containers")
+	for _, d := range []string{filepath.Join(pods, "ns_gone_uid1"), filepath.Join(pods, "ns_back_uid2"), links, filepath.Join(root, "victim")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("/nowhere", filepath.Join(links, "p_ns_c-dead1.log"))
+	os.Symlink("/nowhere", filepath.Join(links, "p_ns_c-live1.log"))
+	rt := newFakeRuntime()
+	rt.containers["live1"] = Container{ID: "live1", State: ContainerRunning}
+	rt.containers["c2"] = Container{ID: "c2", PodUID: "uid2", State: ContainerRunning}
+	e, err := New(Options{Reader: rt, Remover: rt, Policy: func() Policy { p := DefaultPolicy(); p.PodLogsDir = pods; return p }(),
+		ContainerLogsDir: links, Now: func() time.Time { return execNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := Plan{LogGC: LogPlan{Remove: []LogRemoval{
+		{Path: filepath.Join(pods, "ns_gone_uid1"), Reason: LogPodRemovable},
+		{Path: filepath.Join(pods, "ns_back_uid2"), Reason: LogPodRemovable},
+		{Path: filepath.Join(links, "p_ns_c-dead1.log"), Reason: LogDangling},
+		{Path: filepath.Join(links, "p_ns_c-live1.log"), Reason: LogDangling},
+		{Path: "victim", Reason: LogDangling},
+		{Path: pods + "/../victim", Reason: LogPodRemovable},
+		{Path: pods, Reason: LogPodRemovable},
+		{Path: "", Reason: LogDangling},
+	}}}
+	r, _ := e.Apply(context.Background(), plan)
+	want := map[string]Outcome{
+		filepath.Join(pods, "ns_gone_uid1"):      OutcomeRemoved,
+		filepath.Join(pods, "ns_back_uid2"):      OutcomeSkipped,
+		filepath.Join(links, "p_ns_c-dead1.log"): OutcomeRemoved,
+		filepath.Join(links, "p_ns_c-live1.log"): OutcomeSkipped,
+		"victim":                                 OutcomeSkipped,
+		pods + "/../victim":                      OutcomeSkipped,
+		pods:                                     OutcomeSkipped,
+		"":                                       OutcomeSkipped,
+	}
+	if got := outcomes(r); !mapsEqual(got, want) {
+		t.Errorf("outcomes = %v\nwant %v", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(root, "victim")); err != nil {
+		t.Errorf("a path outside the log dirs was touched: %v", err)
+	}
+	if _, err := os.Stat(pods); err != nil {
+		t.Errorf("the pod logs dir itself was removed: %v", err)
+	}
+}
+
+func TestWithinDir(t *testing.T) {
+	cases := []struct {
+		dir, path string
+		want      bool
+	}{
+		{"/var/log/pods", "/var/log/pods/ns_p_uid", true},
+		{"/var/log/pods", "/var/log/pods/ns_p_uid/c/0.log", true},
+		{"/var/log/pods", "/var/log/pods", false},
+		{"/var/log/pods", "/var/log/pods/", false},
+		{"/var/log/pods", "/var/log/pods/../../etc", false},
+		{"/var/log/pods", "/var/log/podsevil/x", false},
+		{"/var/log/pods", "ns_p_uid", false},
+		{"/var/log/pods", "", false},
+		{"/var/log/pods", ".", false},
+		{"relative", "relative/x", false},
+	}
+	for _, tc := range cases {
+		if got := WithinDir(tc.dir, tc.path); got != tc.want {
+			t.Errorf("WithinDir(%q, %q) = %v, want %v", tc.dir, tc.path, got, tc.want)
+		}
+	}
+}

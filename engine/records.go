@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// recordsFile is the name of the image records file in the state dir.
+const recordsFile = "image-records.json"
+
+// recordsDoc is the on-disk form of the image records.
+type recordsDoc struct {
+	APIVersion string        `json:"apiVersion"`
+	Kind       string        `json:"kind"`
+	SavedAt    time.Time     `json:"savedAt"`
+	Records    []ImageRecord `json:"records"`
+}
+
+// loadRecords reads the records from dir. A missing file is no records and
+// no error (found is false). A corrupt file is moved aside to
+// <file>.corrupt-<unix time> and reported in warning; the engine then starts
+// fresh, as if the file were missing.
+func loadRecords(dir string, now time.Time) (recs map[string]ImageRecord, found bool, warning error, err error) {
+	path := filepath.Join(dir, recordsFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]ImageRecord{}, false, nil, nil
+	}
+	if err != nil {
+		return nil, false, nil, fmt.Errorf("read image records: %w", err)
+	}
+	var doc recordsDoc
+	derr := json.Unmarshal(data, &doc)
+	if derr == nil && doc.Kind != "ImageRecords" {
+		derr = fmt.Errorf("kind %q, want ImageRecords", doc.Kind)
+	}
+	if derr == nil {
+		for i, r := range doc.Records {
+			if r.ID == "" {
+				derr = fmt.Errorf("records[%d].id: required", i)
+				break
+			}
+		}
+	}
+	if derr != nil {
+		aside := fmt.Sprintf("%s.corrupt-%d", path, now.Unix())
+		if rerr := os.Rename(path, aside); rerr != nil {
+			return nil, false, nil, fmt.Errorf("move corrupt image records aside: %w", rerr)
+		}
+		return map[string]ImageRecord{}, false, fmt.Errorf("image records %s are corrupt (%v): moved to %s, starting fresh", path, derr, aside), nil
+	}
+	recs = make(map[string]ImageRecord, len(doc.Records))
+	for _, r := range doc.Records {
+		recs[r.ID] = r
+	}
+	return recs, true, nil, nil
+}
+
+// saveRecords writes the records atomically: a temp file in the same
+// directory, fsync, rename, fsync of the directory. A crash at any point
+// leaves either the old file or the new one, never a torn one.
+func saveRecords(dir string, recs map[string]ImageRecord, now time.Time) error {
+	doc := recordsDoc{APIVersion: APIVersion, Kind: "ImageRecords", SavedAt: now, Records: sortedRecords(recs)}
+	data, err := json.MarshalIndent(doc, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode image records: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(dir, recordsFile), data)
+}
+
+// sortedRecords returns the records ordered by image ID.
+func sortedRecords(recs map[string]ImageRecord) []ImageRecord {
+	out := make([]ImageRecord, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b ImageRecord) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// ensureStateDir creates dir with mode 0700 and tightens it if it exists.
+func ensureStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create state dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("chmod state dir: %w", err)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data (mode 0600) atomically.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// updateRecords applies one detection pass to the records, as the
+// kubelet's detectImages does: a new image is first detected now, an image
+// in use is last used now, and records of vanished images are dropped.
+func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string]bool, now time.Time) map[string]ImageRecord {
+	next := make(map[string]ImageRecord, len(images))
+	for _, img := range images {
+		r, ok := recs[img.ID]
+		if !ok {
+			r = ImageRecord{ID: img.ID, FirstDetected: now}
+		}
+		if inUse[img.ID] {
+			t := now
+			r.LastUsed = &t
+		}
+		next[img.ID] = r
+	}
+	return next
+}
