@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRecordsSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	rt := newFakeRuntime()
+	rt.images["old"] = Image{ID: "old", SizeBytes: 1}
+	rt.images["used"] = Image{ID: "used", SizeBytes: 1}
+	rt.containers["c"] = Container{ID: "c", ImageID: "used", State: ContainerExited}
+	now := execNow
+	clock := func() time.Time { return now }
+	e1, err := New(Options{Reader: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e1.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// An hour later, a new process over the same state dir.
+	now = execNow.Add(time.Hour)
+	rt.images["new"] = Image{ID: "new", SizeBytes: 1}
+	delete(rt.containers, "c")
+	e2, err := New(Options{Reader: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e2.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]ImageRecord{}
+	for _, r := range s.ImageRecords {
+		got[r.ID] = r
+	}
+	if !got["old"].FirstDetected.Equal(execNow) || got["old"].LastUsed != nil {
+		t.Errorf("old = %+v, want first detected at the first run and never used", got["old"])
+	}
+	if !got["used"].FirstDetected.Equal(execNow) || got["used"].LastUsed == nil || !got["used"].LastUsed.Equal(execNow) {
+		t.Errorf("used = %+v, want last used at the first run", got["used"])
+	}
+	if !got["new"].FirstDetected.Equal(now) {
+		t.Errorf("new = %+v, want first detected now", got["new"])
+	}
+	for _, f := range []string{dir, filepath.Join(dir, recordsFile)} {
+		fi, err := os.Stat(f)
+		want := os.FileMode(0o600)
+		if f == dir {
+			want = 0o700
+		}
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s mode %v (%v), want %v", f, fi.Mode().Perm(), err, want)
+		}
+	}
+}
+
+func TestRecordsOfVanishedImagesAreDropped(t *testing.T) {
+	recs := updateRecords(map[string]ImageRecord{"gone": {ID: "gone", FirstDetected: execNow}}, []Image{{ID: "here"}}, nil, execNow)
+	if _, ok := recs["gone"]; ok || len(recs) != 1 {
+		t.Errorf("records = %v, want only 'here'", recs)
+	}
+}
+
+func TestCorruptRecordsAreMovedAsideAndTheEngineStartsFresh(t *testing.T) {
+	for name, content := range map[string]string{
+		"truncated JSON":     `{"apiVersion":"nodegc/v1","kind":"ImageRecords","records":[{"id":"a","firstDe`,
+		"wrong kind":         `{"kind":"Something","records":[]}`,
+		"record without id":  `{"kind":"ImageRecords","records":[{"firstDetected":"2026-01-01T00:00:00Z"}]}`,
+		"not JSON at all":    "\x00\x01garbage",
+		"wrong type of date": `{"kind":"ImageRecords","records":[{"id":"a","firstDetected":12}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, recordsFile)
+			os.WriteFile(path, []byte(content), 0o600)
+			e, err := New(Options{Reader: newFakeRuntime(), Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Warning() == nil || !strings.Contains(e.Warning().Error(), "corrupt") {
+				t.Errorf("warning = %v, want a corrupt-records warning", e.Warning())
+			}
+			aside := path + ".corrupt-" + "1793534400"
+			if b, err := os.ReadFile(aside); err != nil || string(b) != content {
+				t.Errorf("corrupt file not kept aside at %s: %v", aside, err)
+			}
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Errorf("corrupt file still in place: %v", err)
+			}
+			if !e.fresh || len(e.records) != 0 {
+				t.Errorf("engine did not start fresh")
+			}
+		})
+	}
+}
+
+func TestSaveRecordsLeavesNoTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	recs := map[string]ImageRecord{"a": {ID: "a", FirstDetected: execNow}}
+	for range 3 {
+		if err := saveRecords(dir, recs, execNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != recordsFile {
+		t.Errorf("state dir holds %v, want only %s", ents, recordsFile)
+	}
+	got, found, warn, err := loadRecords(dir, execNow)
+	if err != nil || warn != nil || !found || !got["a"].FirstDetected.Equal(execNow) {
+		t.Errorf("load = %v %v %v %v", got, found, warn, err)
+	}
+}

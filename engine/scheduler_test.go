@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock drives the scheduler's loop: After registers a waiter, and
+// advance moves time and fires the waiters that are due.
+type fakeClock struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	now     time.Time
+	waiters []waiter
+}
+
+type waiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newFakeClock(t time.Time) *fakeClock {
+	c := &fakeClock{now: t}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	c.waiters = append(c.waiters, waiter{c.now.Add(d), ch})
+	c.cond.Broadcast()
+	return ch
+}
+
+// waitIdle blocks until the loop waits on the clock again.
+func (c *fakeClock) waitIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.waiters) == 0 {
+		c.cond.Wait()
+	}
+}
+
+// advance moves the clock by d, one due waiter at a time, letting the loop
+// run its passes between steps.
+func (c *fakeClock) advance(d time.Duration) {
+	end := c.Now().Add(d)
+	for {
+		c.waitIdle()
+		c.mu.Lock()
+		w := c.waiters[0]
+		if w.at.After(end) {
+			c.now = end
+			c.mu.Unlock()
+			return
+		}
+		c.waiters = c.waiters[1:]
+		c.now = w.at
+		c.mu.Unlock()
+		w.ch <- w.at
+	}
+}
+
+// deadContainers puts two dead instances of one container in the runtime;
+// the default policy (one dead per container) removes the older.
+func deadContainers(rt *fakeRuntime) {
+	rt.sandboxes["s1"] = Sandbox{ID: "s1", PodUID: "u1", State: SandboxReady, CreatedAt: execNow.Add(-time.Hour)}
+	rt.containers["old"] = Container{ID: "old", PodSandboxID: "s1", PodUID: "u1", Name: "app", Attempt: 0, State: ContainerExited, CreatedAt: execNow.Add(-time.Hour)}
+	rt.containers["new"] = Container{ID: "new", PodSandboxID: "s1", PodUID: "u1", Name: "app", Attempt: 1, State: ContainerExited, CreatedAt: execNow.Add(-time.Minute)}
+}
+
+func startScheduler(t *testing.T, rt *fakeRuntime, paused bool) (*Scheduler, *fakeClock) {
+	t.Helper()
+	clk := newFakeClock(execNow)
+	e, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewScheduler(e, SchedulerOptions{Paused: paused, After: clk.After})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, clk
+}
+
+func TestSchedulerPeriodicPasses(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		paused     bool
+		wantCalls  []string
+		wantPasses int64
+	}{
+		{name: "a running scheduler removes the older dead container after one container period", wantCalls: []string{"RemoveContainer old"}, wantPasses: 1},
+		{name: "a paused scheduler runs no periodic pass", paused: true, wantPasses: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := newFakeRuntime()
+			deadContainers(rt)
+			s, clk := startScheduler(t, rt, tc.paused)
+			clk.advance(ContainerGCPeriod - time.Second)
+			if got := rt.mutatingCalls(); len(got) != 0 {
+				t.Fatalf("a pass ran before the first period: %v", got)
+			}
+			clk.advance(time.Second)
+			clk.waitIdle()
+			if got := rt.mutatingCalls(); !slices.Equal(got, tc.wantCalls) {
+				t.Errorf("mutating calls = %v, want %v", got, tc.wantCalls)
+			}
+			st := s.Status()
+			if st.Passes != tc.wantPasses || st.Paused != tc.paused {
+				t.Errorf("status = %+v", st)
+			}
+			if want := execNow.Add(2 * ContainerGCPeriod); !st.NextContainerPass.Equal(want) {
+				t.Errorf("next container pass %v, want %v", st.NextContainerPass, want)
+			}
+		})
+	}
+}
+
+func TestSchedulerForceRunsWhilePaused(t *testing.T) {
+	rt := newFakeRuntime()
+	deadContainers(rt)
+	s, _ := startScheduler(t, rt, true)
+	r, err := s.Force(context.Background(), PassContainers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Forced || r.Count(OutcomeRemoved) != 1 || !s.Status().Paused {
+		t.Errorf("report %+v, status %+v", r, s.Status())
+	}
+}
+
+func TestPreviewThenApplyRemovesExactlyThePreviewedItems(t *testing.T) {
+	rt := newFakeRuntime()
+	deadContainers(rt)
+	s, _ := startScheduler(t, rt, true)
+	ctx := context.Background()
+	pr, err := s.Preview(ctx, PassFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.mutatingCalls(); len(got) != 0 {
+		t.Fatalf("preview made mutating calls: %v", got)
+	}
+	if !pr.DryRun || len(pr.Items) != 1 || pr.Items[0].Outcome != OutcomePlanned || pr.Items[0].ID != "old" {
+		t.Fatalf("preview = %+v", pr.Items)
+	}
+	// A new dead instance appears after the preview: applying the
+	// previewed plan must not touch it.
+	rt.containers["newer"] = Container{ID: "newer", PodSandboxID: "s1", PodUID: "u1", Name: "app", Attempt: 2, State: ContainerExited, CreatedAt: execNow}
+	ar, err := s.Apply(ctx, pr.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.mutatingCalls(); !slices.Equal(got, []string{"RemoveContainer old"}) {
+		t.Errorf("mutating calls = %v, want only the previewed one", got)
+	}
+	if ar.DryRun || ar.Count(OutcomeRemoved) != 1 {
+		t.Errorf("apply report %+v", ar)
+	}
+}
+
+func TestImageGCFailedOnlyFromTheSecondFailureInARow(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.fs = FsStats{Mountpoint: "/fake", CapacityBytes: 0}
+	s, _ := startScheduler(t, rt, true)
+	ch, stop := s.Subscribe()
+	defer stop()
+	ctx := context.Background()
+	var got [][]string
+	for range 3 {
+		r, _ := s.Force(ctx, PassImages)
+		var reasons []string
+		for _, ev := range r.Events {
+			reasons = append(reasons, ev.Reason)
+		}
+		got = append(got, reasons)
+	}
+	want := [][]string{
+		{EventInvalidDiskCapacity},
+		{EventInvalidDiskCapacity, EventImageGCFailed},
+		{EventInvalidDiskCapacity, EventImageGCFailed},
+	}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("pass %d events = %v, want %v", i+1, got[i], want[i])
+		}
+	}
+	// Subscribers saw the reports and the events.
+	var reports, events int
+	for len(ch) > 0 {
+		n := <-ch
+		if n.Report != nil {
+			reports++
+		}
+		if n.Event != nil {
+			events++
+		}
+	}
+	if reports != 3 || events != 5 {
+		t.Errorf("subscriber saw %d reports and %d events, want 3 and 5", reports, events)
+	}
+}
+
+func TestPeriodicImageGCDisabledAtHigh100WithoutMaxAge(t *testing.T) {
+	rt := newFakeRuntime()
+	p := DefaultPolicy()
+	p.Image.HighThresholdPercent, p.Image.LowThresholdPercent = 100, 80
+	e, err := New(Options{Reader: rt, Remover: rt, Policy: p, Now: func() time.Time { return execNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !NewScheduler(e, SchedulerOptions{}).Status().ImageGCDisabled {
+		t.Error("periodic image GC is not disabled at high=100, maxAge=0")
+	}
+	p.Image.MaxAge = time.Hour
+	e, _ = New(Options{Reader: rt, Remover: rt, Policy: p})
+	if NewScheduler(e, SchedulerOptions{}).Status().ImageGCDisabled {
+		t.Error("periodic image GC disabled although MaxAge is set")
+	}
+}
