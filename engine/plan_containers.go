@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// evictUnit is the kubelet's unit of container eviction
+// (pkg/kubelet/kuberuntime/kuberuntime_gc.go): the dead instances of one
+// container name in one pod.
+type evictUnit struct {
+	podUID string
+	name   string
+}
+
+func compareUnits(a, b evictUnit) int {
+	return cmp.Or(cmp.Compare(a.podUID, b.podUID), cmp.Compare(a.name, b.name))
+}
+
+// compareNewestFirst is the kubelet's byAttempt order ("newest first"):
+// attempt descending, then createdAt descending; nodegc ends on the ID so
+// that ties are deterministic.
+func compareNewestFirst(a, b *Container) int {
+	return cmp.Or(
+		cmp.Compare(b.Attempt, a.Attempt),
+		b.CreatedAt.Compare(a.CreatedAt),
+		cmp.Compare(a.ID, b.ID),
+	)
+}
+
+// isDead reports whether a container in the state may be collected: the
+// kubelet prunes only RUNNING, and nodegc also keeps any state the CRI
+// contract does not name, to be safe.
+func isDead(st ContainerState) bool {
+	return st == ContainerExited || st == ContainerCreated || st == ContainerUnknown
+}
+
+// PlanContainers is the kubelet's container GC (evictContainers in
+// pkg/kubelet/kuberuntime/kuberuntime_gc.go) as a pure function:
+//
+//  1. Evictable containers are those not RUNNING (CREATED, EXITED and
+//     UNKNOWN are dead) created at or before now - MinAge, grouped into
+//     units of (pod UID, container name).
+//  2. If the pod source is ready, every container of a unit whose pod is
+//     removable goes (pod-removable).
+//  3. If MaxPerPodContainer >= 0, each unit keeps its newest N
+//     (per-container-limit).
+//  4. If MaxContainers >= 0 and more dead containers remain, each unit is
+//     trimmed to max(1, floor(MaxContainers/units)), then the oldest of
+//     all remaining go until the total fits (node-limit).
+//
+// "Newest" is the kubelet's byAttempt order: attempt, then createdAt. The
+// removals are in execution order: by step, then by unit (pod UID, name),
+// oldest first within a unit. An UNKNOWN container is stopped before it is
+// removed; its State in the plan says so.
+func PlanContainers(s Snapshot, p ContainerPolicy, now time.Time) ContainerPlan {
+	return planContainers(s, p, now, removablePods(s))
+}
+
+// planContainers is PlanContainers with the set of pods whose containers
+// all go (removable pods, or terminated ones for the reclaim pass).
+func planContainers(s Snapshot, p ContainerPolicy, now time.Time, evictPods map[string]bool) ContainerPlan {
+	plan := ContainerPlan{Remove: []ContainerRemoval{}}
+	newestGCTime := now.Add(-p.MinAge)
+	units := make(map[evictUnit][]*Container)
+	seen := make(map[string]bool, len(s.Containers))
+	for i := range s.Containers {
+		c := &s.Containers[i]
+		if seen[c.ID] {
+			continue // a duplicate ID: the first one stands for both
+		}
+		seen[c.ID] = true
+		if !isDead(c.State) || c.CreatedAt.After(newestGCTime) {
+			continue
+		}
+		k := evictUnit{c.PodUID, c.Name}
+		units[k] = append(units[k], c)
+	}
+	keys := make([]evictUnit, 0, len(units))
+	for k, cs := range units {
+		keys = append(keys, k)
+		slices.SortFunc(cs, compareNewestFirst)
+	}
+	slices.SortFunc(keys, compareUnits)
+
+	remove := func(c *Container, why ContainerRemoveReason, detail string) {
+		plan.Remove = append(plan.Remove, ContainerRemoval{
+			ID: c.ID, PodUID: c.PodUID, Name: c.Name, Reason: why,
+			State: c.State, PodSandboxID: c.PodSandboxID, Attempt: c.Attempt, Detail: detail,
+		})
+	}
+	// trim keeps the newest n of a unit and removes the rest, oldest first.
+	trim := func(k evictUnit, n int, why ContainerRemoveReason, detail string) {
+		cs := units[k]
+		if len(cs) <= n {
+			return
+		}
+		for i := len(cs) - 1; i >= n; i-- {
+			remove(cs[i], why, detail)
+		}
+		units[k] = cs[:n]
+	}
+
+	if len(evictPods) > 0 {
+		live := keys[:0]
+		for _, k := range keys {
+			if evictPods[k.podUID] {
+				trim(k, 0, RemovePodRemovable, fmt.Sprintf("pod %s is removable", k.podUID))
+				delete(units, k)
+				continue
+			}
+			live = append(live, k)
+		}
+		keys = live
+	}
+
+	if p.MaxPerPodContainer >= 0 {
+		for _, k := range keys {
+			trim(k, p.MaxPerPodContainer, RemovePerContainerLimit,
+				fmt.Sprintf("each container keeps its newest %d dead", p.MaxPerPodContainer))
+		}
+	}
+
+	total := 0
+	for _, k := range keys {
+		total += len(units[k])
+	}
+	if p.MaxContainers >= 0 && total > p.MaxContainers {
+		detail := fmt.Sprintf("the node keeps at most %d dead containers", p.MaxContainers)
+		perUnit := max(1, p.MaxContainers/len(keys))
+		for _, k := range keys {
+			trim(k, perUnit, RemoveNodeLimit, detail)
+		}
+		total = 0
+		for _, k := range keys {
+			total += len(units[k])
+		}
+		if total > p.MaxContainers {
+			flat := make([]*Container, 0, total)
+			for _, k := range keys {
+				flat = append(flat, units[k]...)
+			}
+			slices.SortFunc(flat, compareNewestFirst)
+			for i := len(flat) - 1; i >= p.MaxContainers; i-- {
+				remove(flat[i], RemoveNodeLimit, detail)
+			}
+		}
+	}
+	return plan
+}

@@ -1,0 +1,429 @@
+package engine
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"time"
+)
+
+// ErrInvalidCapacity is returned by UsagePercent for a filesystem whose
+// capacity is zero or negative: the kubelet's InvalidDiskCapacity.
+var ErrInvalidCapacity = errors.New("invalid capacity")
+
+// UsagePercent returns the filesystem's usage as the kubelet computes it in
+// pkg/kubelet/images/image_gc_manager.go (GarbageCollect):
+// 100 - floor(available*100/capacity), in integer maths, so it rounds up.
+// Available above capacity is clamped to capacity and negative available
+// counts as none. The maths cannot overflow for any int64 input. A capacity
+// of zero or less is an error wrapping ErrInvalidCapacity.
+func UsagePercent(fs FsStats) (int, error) {
+	capacity, available := fs.CapacityBytes, fs.AvailableBytes
+	if capacity <= 0 {
+		return 0, fmt.Errorf("%w %d on image filesystem %q", ErrInvalidCapacity, capacity, fs.Mountpoint)
+	}
+	available = clampAvailable(capacity, available)
+	// available*100 may not fit in 64 bits; the quotient always does
+	// (available <= capacity), so Div64's precondition hi < capacity holds.
+	hi, lo := bits.Mul64(uint64(available), 100)
+	q, _ := bits.Div64(hi, lo, uint64(capacity))
+	return 100 - int(q), nil
+}
+
+// clampAvailable applies the kubelet's clamp (available > capacity becomes
+// capacity) and treats a negative available as zero.
+func clampAvailable(capacity, available int64) int64 {
+	return max(0, min(available, capacity))
+}
+
+// bytesToFree is floor(capacity*(100-low)/100) - available, the kubelet's
+// amountToFree, computed without overflow for any capacity: with capacity =
+// 100q + r, floor(capacity*k/100) = q*k + floor(r*k/100).
+func bytesToFree(capacity, available int64, low int) int64 {
+	k := int64(100 - min(max(low, 0), 100))
+	q, r := capacity/100, capacity%100
+	return q*k + r*k/100 - available
+}
+
+// ImagesInUse maps each image ID to the containers (in any state, exited
+// included) that use it. The kubelet's rule is that a container uses the
+// image whose ID equals the container's imageId (else its imageRef); nodegc
+// is stricter, for safety: either of the container's imageId and imageRef
+// matching the image's ID, any of its repoTags or any of its repoDigests
+// counts. The executor's re-check before a removal uses the same rule, so a
+// plan and its application agree. Images nobody uses are absent.
+func ImagesInUse(images []Image, containers []Container) map[string][]Container {
+	users := imageUsers(images, containers)
+	out := make(map[string][]Container, len(users.all))
+	for i, cs := range users.all {
+		for _, ci := range cs {
+			out[images[i].ID] = append(out[images[i].ID], containers[ci])
+		}
+	}
+	return out
+}
+
+// imageUse is the internal form of ImagesInUse: for each image index, the
+// indexes of the containers using it, in snapshot order.
+type imageUse struct {
+	all map[int][]int
+}
+
+func (u imageUse) inUse(i int) bool { return len(u.all[i]) > 0 }
+
+// imageUsers builds the in-use relation with one map lookup per container
+// reference, so it is linear in images plus containers.
+func imageUsers(images []Image, containers []Container) imageUse {
+	refs := make(map[string][]int, len(images)*3)
+	add := func(ref string, i int) {
+		if ref == "" {
+			return
+		}
+		l := refs[ref]
+		if len(l) > 0 && l[len(l)-1] == i {
+			return
+		}
+		refs[ref] = append(l, i)
+	}
+	for i, img := range images {
+		add(img.ID, i)
+		for _, t := range img.RepoTags {
+			add(t, i)
+		}
+		for _, d := range img.RepoDigests {
+			add(d, i)
+		}
+	}
+	u := imageUse{all: make(map[int][]int)}
+	for ci, c := range containers {
+		hits := refs[c.ImageID]
+		if c.ImageRef != c.ImageID {
+			if more := refs[c.ImageRef]; len(more) > 0 {
+				hits = append(slices.Clip(hits), more...)
+			}
+		}
+		for _, i := range hits {
+			l := u.all[i]
+			if len(l) > 0 && l[len(l)-1] == ci {
+				continue // imageId and imageRef both name this image
+			}
+			u.all[i] = append(l, ci)
+		}
+	}
+	return u
+}
+
+// IsSandboxImage reports whether the image is one of the sandbox ("pause")
+// images named by refs (RuntimeInfo.SandboxImages): a ref may be the
+// image's ID, one of its tags or one of its digests. nodegc never removes a
+// sandbox image, pinned or not: containerd before 1.7 does not pin it, and
+// the kubelet, crictl rmi --prune and eraser have all deleted it.
+func IsSandboxImage(img Image, refs []string) bool {
+	for _, r := range refs {
+		if r == "" {
+			continue
+		}
+		if r == img.ID || slices.Contains(img.RepoTags, r) || slices.Contains(img.RepoDigests, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// imageEntry is one image as the planner ranks it: the kubelet's
+// evictionInfo (image plus record).
+type imageEntry struct {
+	idx           int
+	img           Image
+	firstDetected time.Time
+	// lastUsed is nil for an image never seen in use; an image in use now
+	// has lastUsed = now, as the kubelet's detectImages sets it.
+	lastUsed *time.Time
+	inUse    bool
+	pinned   bool
+	sandbox  bool
+	// users are the indexes in Snapshot.Containers of the containers using
+	// the image.
+	users []int
+}
+
+// idle is how long the image has not been used: since lastUsed, or since
+// firstDetected for a never-used image. The kubelet treats a never-used
+// image as infinitely idle (its zero lastUsed), so a MaxAge pass can delete
+// an image pulled a minute ago; nodegc does not.
+func (e imageEntry) idle(now time.Time) time.Duration {
+	if e.lastUsed != nil {
+		return now.Sub(*e.lastUsed)
+	}
+	return now.Sub(e.firstDetected)
+}
+
+// compareLRU is the kubelet's byLastUsedAndDetected
+// (pkg/kubelet/images/image_gc_manager.go): lastUsed ascending, never-used
+// first, then firstDetected ascending; nodegc ends on the image ID so that
+// ties are deterministic.
+func compareLRU(a, b imageEntry) int {
+	return cmp.Or(
+		compareLastUsed(a.lastUsed, b.lastUsed),
+		a.firstDetected.Compare(b.firstDetected),
+		cmp.Compare(a.img.ID, b.img.ID),
+	)
+}
+
+func compareLastUsed(a, b *time.Time) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	return a.Compare(*b)
+}
+
+// PlanImages is the kubelet's image GC (pkg/kubelet/images/image_gc_manager.go,
+// GarbageCollect) as a pure function. Its steps:
+//
+//  1. Rank every image: records give firstDetected and lastUsed (an image
+//     without a record was first detected now and never used); an image
+//     in use by any container, exited included, has lastUsed = now.
+//  2. Candidates are the images not in use, not pinned and not a sandbox
+//     image, whose lastUsed is before now, in LRU order.
+//  3. The MaxAge pass (MaxAge > 0): remove candidates idle longer than
+//     MaxAge (see imageEntry.idle), at least MinAge old.
+//  4. The space pass, when usage >= HighThresholdPercent: remove candidates
+//     at least MinAge old in LRU order until freed >= bytesToFree, checked
+//     after each removal (so a target <= 0 still removes one). The kubelet
+//     runs it after the MaxAge pass on the remaining images and re-reads
+//     the filesystem first, so the bytes the MaxAge pass frees count
+//     toward the target here, and when they alone bring usage below the
+//     high threshold the space pass does not run. If the list ends short
+//     of the target, the plan carries a FreeDiskSpaceFailed event.
+//
+// Every other image is kept with a reason. A capacity of zero or less
+// gives an InvalidDiskCapacity event and no space pass (the MaxAge pass,
+// which the kubelet runs before it reads the filesystem, still runs).
+func PlanImages(s Snapshot, p ImagePolicy, now time.Time) ImagePlan {
+	return planImages(s, p, now, false)
+}
+
+// emptyImagePlan is an image plan with non-nil lists.
+func emptyImagePlan() ImagePlan {
+	return ImagePlan{Remove: []ImageRemoval{}, Keep: []ImageKeep{}, Events: []Event{}, Order: []string{}}
+}
+
+// planImages plans image GC, or with reclaim the eviction manager's
+// DeleteUnusedImages: every candidate at least MinAge old, in LRU order,
+// whatever the thresholds (the kubelet's freeSpace with math.MaxInt64).
+func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePlan {
+	plan := emptyImagePlan()
+	entries := rankImages(s, now)
+	plan.Order = make([]string, len(entries))
+	for i, e := range entries {
+		plan.Order[i] = e.img.ID
+	}
+
+	capacity := s.ImageFs.CapacityBytes
+	available := clampAvailable(capacity, s.ImageFs.AvailableBytes)
+	usage, err := UsagePercent(s.ImageFs)
+	validCapacity := err == nil
+	if validCapacity {
+		plan.UsagePercent = usage
+		plan.Triggered = usage >= p.HighThresholdPercent
+		plan.BytesToFree = bytesToFree(capacity, available, p.LowThresholdPercent)
+	} else {
+		plan.Events = append(plan.Events, Event{
+			Time: now, Reason: EventInvalidDiskCapacity, Warning: true,
+			Message: fmt.Sprintf("invalid capacity %d on image filesystem", capacity),
+		})
+	}
+
+	removed := make(map[int]bool)
+	remove := func(e imageEntry, why ImageRemoveReason, detail string) {
+		removed[e.idx] = true
+		plan.BytesFreed += e.img.SizeBytes
+		plan.Remove = append(plan.Remove, ImageRemoval{
+			ID: e.img.ID, SizeBytes: e.img.SizeBytes, Reason: why,
+			RepoTags: e.img.RepoTags, RepoDigests: e.img.RepoDigests, Detail: detail,
+		})
+	}
+	eligible := func(e imageEntry) bool {
+		return e.candidate(now) && now.Sub(e.firstDetected) >= p.MinAge
+	}
+	cut := -1 // index in entries of the last image removed by the space pass
+
+	// notNeeded explains a candidate that is old enough but stays.
+	notNeeded := "usage below the high threshold"
+	switch {
+	case reclaim:
+		for i, e := range entries {
+			if eligible(e) {
+				remove(e, RemoveForReclaim, "reclaim all unused images")
+				cut = i
+			}
+		}
+	default:
+		if p.MaxAge > 0 {
+			for _, e := range entries {
+				if idle := e.idle(now); eligible(e) && idle > p.MaxAge {
+					remove(e, RemoveForAge, fmt.Sprintf("idle %s > MaxAge %s", humanDuration(idle), p.MaxAge))
+				}
+			}
+		}
+		if validCapacity {
+			notNeeded = fmt.Sprintf("usage %d%% below the high threshold %d%%", usage, p.HighThresholdPercent)
+		} else {
+			notNeeded = "no space pass: invalid image filesystem capacity"
+		}
+		if !plan.Triggered {
+			break
+		}
+		ageFreed := plan.BytesFreed
+		if ageFreed > 0 {
+			// The kubelet measures the filesystem after its MaxAge pass.
+			after := s.ImageFs
+			after.AvailableBytes = available + min(ageFreed, capacity-available)
+			if u, _ := UsagePercent(after); u < p.HighThresholdPercent {
+				notNeeded = fmt.Sprintf("the MaxAge pass brought usage to %d%%, below the high threshold %d%%", u, p.HighThresholdPercent)
+				break
+			}
+		}
+		freed := ageFreed
+		for i, e := range entries {
+			if removed[e.idx] || !eligible(e) {
+				continue
+			}
+			remove(e, RemoveForSpace, fmt.Sprintf("usage %d%% >= high threshold %d%%", usage, p.HighThresholdPercent))
+			cut = i
+			freed += e.img.SizeBytes
+			if freed >= plan.BytesToFree {
+				break
+			}
+		}
+		notNeeded = "below the cut line: the space pass frees enough before it"
+		if freed < plan.BytesToFree {
+			plan.Events = append(plan.Events, Event{
+				Time: now, Reason: EventFreeDiskSpaceFailed, Warning: true,
+				Message: fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", plan.BytesToFree, freed),
+			})
+		}
+	}
+	plan.CutLine = cut + 1
+
+	pods := sandboxPodNames(s.Sandboxes)
+	plan.Keep = slices.Grow(plan.Keep, len(entries)-len(plan.Remove))
+	for _, e := range entries {
+		if removed[e.idx] {
+			continue
+		}
+		plan.Keep = append(plan.Keep, keepReason(e, s, pods, now, p, notNeeded))
+	}
+	return plan
+}
+
+// candidate reports whether the image may be collected at all: not in
+// use, not pinned, not a sandbox image, and (the kubelet's freeSpace rule)
+// last used before now.
+func (e imageEntry) candidate(now time.Time) bool {
+	return !e.inUse && !e.pinned && !e.sandbox && (e.lastUsed == nil || e.lastUsed.Before(now))
+}
+
+// keepReason says why a kept image stays. The order of the checks puts
+// the permanent reasons first.
+func keepReason(e imageEntry, s Snapshot, pods map[string]string, now time.Time, p ImagePolicy, notNeeded string) ImageKeep {
+	k := ImageKeep{ID: e.img.ID}
+	switch {
+	case e.pinned:
+		k.Reason, k.Detail = KeepPinned, "pinned by the runtime"
+	case e.sandbox:
+		k.Reason, k.Detail = KeepPinned, "sandbox image"
+	case e.inUse:
+		k.Reason, k.Detail = KeepInUse, inUseDetail(s, pods, e.users)
+	case !e.candidate(now):
+		// A record's lastUsed at or after now (a clock step back): the
+		// kubelet treats it as in use.
+		k.Reason, k.Detail = KeepInUse, fmt.Sprintf("last used %s, not before now", e.lastUsed.Format(time.RFC3339))
+	case now.Sub(e.firstDetected) < p.MinAge:
+		at := e.firstDetected.Add(p.MinAge)
+		k.Reason, k.Detail, k.EligibleAt = KeepTooYoung, "eligible in "+humanDuration(at.Sub(now)), &at
+	default:
+		k.Reason, k.Detail = KeepNotNeeded, notNeeded
+	}
+	return k
+}
+
+// inUseDetail names the container that keeps an image: a running one if
+// any, else the first in snapshot order, as "in use by ns/pod/name
+// (exited)" (the pod's UID when no sandbox names the pod), plus how many
+// others use it.
+func inUseDetail(s Snapshot, pods map[string]string, users []int) string {
+	pick := users[0]
+	for _, ci := range users {
+		if s.Containers[ci].State == ContainerRunning {
+			pick = ci
+			break
+		}
+	}
+	c := s.Containers[pick]
+	pod := c.PodUID
+	if n, ok := pods[c.PodSandboxID]; ok {
+		pod = n
+	}
+	name := c.Name
+	if name == "" {
+		name = c.ID
+	}
+	d := fmt.Sprintf("in use by %s/%s (%s)", pod, name, shortState(c.State))
+	if n := len(users) - 1; n > 0 {
+		d += fmt.Sprintf(" and %d more", n)
+	}
+	return d
+}
+
+// sandboxPodNames maps sandbox IDs to "namespace/name" of their pods.
+func sandboxPodNames(sandboxes []Sandbox) map[string]string {
+	m := make(map[string]string, len(sandboxes))
+	for _, sb := range sandboxes {
+		if sb.ID != "" && sb.PodName != "" {
+			m[sb.ID] = sb.PodNamespace + "/" + sb.PodName
+		}
+	}
+	return m
+}
+
+// rankImages joins images with their records and their users and returns
+// them in LRU order. Duplicate image IDs keep their first occurrence.
+func rankImages(s Snapshot, now time.Time) []imageEntry {
+	records := make(map[string]ImageRecord, len(s.ImageRecords))
+	for _, r := range s.ImageRecords {
+		if _, dup := records[r.ID]; !dup {
+			records[r.ID] = r
+		}
+	}
+	users := imageUsers(s.Images, s.Containers)
+	sandboxRefs := s.Runtime.SandboxImages
+	seen := make(map[string]bool, len(s.Images))
+	entries := make([]imageEntry, 0, len(s.Images))
+	for i, img := range s.Images {
+		if seen[img.ID] {
+			continue
+		}
+		seen[img.ID] = true
+		e := imageEntry{idx: i, img: img, firstDetected: now, pinned: img.Pinned, sandbox: IsSandboxImage(img, sandboxRefs)}
+		if r, ok := records[img.ID]; ok {
+			e.firstDetected = r.FirstDetected
+			e.lastUsed = r.LastUsed
+		}
+		if users.inUse(i) {
+			e.inUse, e.users = true, users.all[i]
+			t := now
+			e.lastUsed = &t
+		}
+		entries = append(entries, e)
+	}
+	slices.SortStableFunc(entries, compareLRU)
+	return entries
+}

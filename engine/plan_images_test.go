@@ -1,0 +1,622 @@
+package engine
+
+import (
+	"errors"
+	"math"
+	"math/big"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestUsagePercent(t *testing.T) {
+	tests := []struct {
+		name    string
+		fs      FsStats
+		want    int
+		wantErr bool
+	}{
+		{name: "half full is 50%", fs: fs(1000, 500), want: 50},
+		{name: "84.1% used rounds up to 85%", fs: fs(1000, 159), want: 85},
+		{name: "exactly 84% used is 84%", fs: fs(1000, 160), want: 84},
+		{name: "a sliver used rounds up to 1%", fs: fs(1000, 999), want: 1},
+		{name: "empty is 0%", fs: fs(1000, 1000), want: 0},
+		{name: "full is 100%", fs: fs(1000, 0), want: 100},
+		{name: "available above capacity is clamped to 0%", fs: fs(1000, 5000), want: 0},
+		{name: "negative available counts as full", fs: fs(1000, -5), want: 100},
+		{name: "capacity 2^62 does not overflow", fs: fs(1<<62, 1<<61), want: 50},
+		{name: "max int64 capacity does not overflow and rounds up", fs: fs(math.MaxInt64, math.MaxInt64/4), want: 76},
+		{name: "capacity zero is an error", fs: fs(0, 0), wantErr: true},
+		{name: "negative capacity is an error", fs: fs(-1, 0), wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := UsagePercent(tt.fs)
+			if tt.wantErr {
+				if !errors.Is(err, ErrInvalidCapacity) {
+					t.Fatalf("UsagePercent(%+v) error = %v, want ErrInvalidCapacity", tt.fs, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("UsagePercent(%+v) = %d, %v; want %d", tt.fs, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestBytesToFree(t *testing.T) {
+	tests := []struct {
+		name                string
+		capacity, available int64
+		low                 int
+		want                int64
+	}{
+		{name: "target is capacity times (100-low)% minus available", capacity: 1000, available: 100, low: 80, want: 100},
+		{name: "the target rounds down", capacity: 999, available: 100, low: 80, want: 99},
+		{name: "it may be negative", capacity: 1000, available: 601, low: 40, want: -1},
+		{name: "capacity 2^62 does not overflow", capacity: 1 << 62, available: 0, low: 0, want: 1 << 62},
+		{name: "max int64 capacity at low 1 does not overflow", capacity: math.MaxInt64, available: 7, low: 1, want: exactTarget(math.MaxInt64, 1) - 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := bytesToFree(tt.capacity, tt.available, tt.low)
+			if got != tt.want {
+				t.Fatalf("bytesToFree(%d, %d, %d) = %d, want %d", tt.capacity, tt.available, tt.low, got, tt.want)
+			}
+		})
+	}
+}
+
+// exactTarget computes floor(capacity*(100-low)/100) with big-number
+// maths, independently of the planner's.
+func exactTarget(capacity int64, low int) int64 {
+	n := new(big.Int).Mul(big.NewInt(capacity), big.NewInt(int64(100-low)))
+	return n.Div(n, big.NewInt(100)).Int64()
+}
+
+func TestPlanImages(t *testing.T) {
+	defaultPolicy := ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: 2 * time.Minute}
+	tests := []struct {
+		name       string
+		fs         FsStats
+		policy     *ImagePolicy
+		images     []Image
+		records    []ImageRecord
+		containers []Container
+		sandboxes  []Sandbox
+		pauseRefs  []string
+		// wantRemove is "id:reason" in execution order.
+		wantRemove []string
+		wantKeep   map[string]ImageKeepReason
+		wantEvents string
+		check      func(t *testing.T, p ImagePlan)
+	}{
+		{
+			name:       "usage below the high threshold removes nothing and keeps candidates as not needed",
+			fs:         fs(1000, 500),
+			images:     []Image{{ID: "a", SizeBytes: 100}},
+			records:    []ImageRecord{old("a")},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"a": KeepNotNeeded},
+			check: func(t *testing.T, p ImagePlan) {
+				if p.Triggered || p.UsagePercent != 50 || p.CutLine != 0 {
+					t.Errorf("triggered=%v usage=%d cut=%d, want false 50 0", p.Triggered, p.UsagePercent, p.CutLine)
+				}
+				if d := p.Keep[0].Detail; !strings.Contains(d, "usage 50% below the high threshold 85%") {
+					t.Errorf("detail = %q", d)
+				}
+			},
+		},
+		{
+			name:       "84.1% used rounds up to 85% and triggers the space pass",
+			fs:         fs(1000, 159),
+			images:     []Image{{ID: "a", SizeBytes: 100}},
+			records:    []ImageRecord{old("a")},
+			wantRemove: []string{"a:space"},
+			wantKeep:   map[string]ImageKeepReason{},
+			check: func(t *testing.T, p ImagePlan) {
+				if !p.Triggered || p.UsagePercent != 85 || p.BytesToFree != 41 || p.BytesFreed != 100 {
+					t.Errorf("triggered=%v usage=%d toFree=%d freed=%d, want true 85 41 100", p.Triggered, p.UsagePercent, p.BytesToFree, p.BytesFreed)
+				}
+			},
+		},
+		{
+			name:       "84% used does not trigger",
+			fs:         fs(1000, 160),
+			images:     []Image{{ID: "a", SizeBytes: 100}},
+			records:    []ImageRecord{old("a")},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"a": KeepNotNeeded},
+		},
+		{
+			name:   "the space pass stops once freed reaches the rounded-down target",
+			fs:     fs(999, 100), // usage 90%, target floor(199.8) - 100 = 99
+			images: []Image{{ID: "a", SizeBytes: 50}, {ID: "b", SizeBytes: 49}, {ID: "c", SizeBytes: 10}},
+			records: []ImageRecord{
+				used("a", 3*time.Hour), used("b", 2*time.Hour), used("c", time.Hour),
+			},
+			wantRemove: []string{"a:space", "b:space"},
+			wantKeep:   map[string]ImageKeepReason{"c": KeepNotNeeded},
+			check: func(t *testing.T, p ImagePlan) {
+				if p.BytesToFree != 99 || p.BytesFreed != 99 || p.CutLine != 2 {
+					t.Errorf("toFree=%d freed=%d cut=%d, want 99 99 2", p.BytesToFree, p.BytesFreed, p.CutLine)
+				}
+				if !reflect.DeepEqual(p.Order, []string{"a", "b", "c"}) {
+					t.Errorf("order = %v", p.Order)
+				}
+				if d := p.Keep[0].Detail; !strings.Contains(d, "cut line") {
+					t.Errorf("detail = %q, want it to mention the cut line", d)
+				}
+			},
+		},
+		{
+			name:       "a target of zero still removes one image",
+			fs:         fs(1000, 500),
+			policy:     &ImagePolicy{HighThresholdPercent: 50, LowThresholdPercent: 50},
+			images:     []Image{{ID: "a", SizeBytes: 10}, {ID: "b", SizeBytes: 10}},
+			records:    []ImageRecord{used("a", 2*time.Hour), used("b", time.Hour)},
+			wantRemove: []string{"a:space"},
+			wantKeep:   map[string]ImageKeepReason{"b": KeepNotNeeded},
+			check: func(t *testing.T, p ImagePlan) {
+				if p.BytesToFree != 0 {
+					t.Errorf("toFree = %d, want 0", p.BytesToFree)
+				}
+			},
+		},
+		{
+			name:       "a negative target still removes one image",
+			fs:         fs(1000, 601), // usage 40%, target 600 - 601 = -1
+			policy:     &ImagePolicy{HighThresholdPercent: 40, LowThresholdPercent: 40},
+			images:     []Image{{ID: "a", SizeBytes: 10}, {ID: "b", SizeBytes: 10}},
+			records:    []ImageRecord{used("a", 2*time.Hour), used("b", time.Hour)},
+			wantRemove: []string{"a:space"},
+			wantKeep:   map[string]ImageKeepReason{"b": KeepNotNeeded},
+			check: func(t *testing.T, p ImagePlan) {
+				if p.BytesToFree != -1 || p.Events == nil || len(p.Events) != 0 {
+					t.Errorf("toFree = %d events=%v, want -1 and none", p.BytesToFree, p.Events)
+				}
+			},
+		},
+		{
+			name:       "capacity zero gives InvalidDiskCapacity and no space pass",
+			fs:         fs(0, 0),
+			policy:     &ImagePolicy{HighThresholdPercent: 0},
+			images:     []Image{{ID: "a", SizeBytes: 10}},
+			records:    []ImageRecord{old("a")},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"a": KeepNotNeeded},
+			wantEvents: EventInvalidDiskCapacity,
+			check: func(t *testing.T, p ImagePlan) {
+				if p.Triggered {
+					t.Error("triggered with capacity 0")
+				}
+				if m := p.Events[0].Message; m != "invalid capacity 0 on image filesystem" || !p.Events[0].Warning {
+					t.Errorf("event = %+v", p.Events[0])
+				}
+			},
+		},
+		{
+			name:       "negative capacity gives InvalidDiskCapacity",
+			fs:         fs(-10, 0),
+			images:     []Image{{ID: "a", SizeBytes: 10}},
+			records:    []ImageRecord{old("a")},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"a": KeepNotNeeded},
+			wantEvents: EventInvalidDiskCapacity,
+		},
+		{
+			name:       "capacity zero still runs the MaxAge pass, which the kubelet runs before it reads the filesystem",
+			fs:         fs(0, 0),
+			policy:     &ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: time.Minute, MaxAge: time.Hour},
+			images:     []Image{{ID: "a", SizeBytes: 10}},
+			records:    []ImageRecord{used("a", 2*time.Hour)},
+			wantRemove: []string{"a:age"},
+			wantKeep:   map[string]ImageKeepReason{},
+			wantEvents: EventInvalidDiskCapacity,
+		},
+		{
+			name:       "available above capacity is clamped",
+			fs:         fs(1000, 2000),
+			policy:     &ImagePolicy{HighThresholdPercent: 0, LowThresholdPercent: 0},
+			images:     []Image{{ID: "a", SizeBytes: 10}, {ID: "b", SizeBytes: 10}},
+			records:    []ImageRecord{used("a", 2*time.Hour), used("b", time.Hour)},
+			wantRemove: []string{"a:space"},
+			wantKeep:   map[string]ImageKeepReason{"b": KeepNotNeeded},
+			check: func(t *testing.T, p ImagePlan) {
+				if p.UsagePercent != 0 || p.BytesToFree != 0 {
+					t.Errorf("usage=%d toFree=%d, want 0 0 (available clamped to 1000)", p.UsagePercent, p.BytesToFree)
+				}
+			},
+		},
+		{
+			name:       "an image exactly MinAge old is eligible",
+			fs:         fs(1000, 100),
+			images:     []Image{{ID: "a", SizeBytes: 10}},
+			records:    []ImageRecord{{ID: "a", FirstDetected: ago(2 * time.Minute)}},
+			wantRemove: []string{"a:space"},
+			wantKeep:   map[string]ImageKeepReason{},
+			wantEvents: EventFreeDiskSpaceFailed,
+		},
+		{
+			name:       "an image just under MinAge is too young and says when it becomes eligible",
+			fs:         fs(1000, 100),
+			images:     []Image{{ID: "a", SizeBytes: 10}},
+			records:    []ImageRecord{{ID: "a", FirstDetected: ago(50 * time.Second)}},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"a": KeepTooYoung},
+			wantEvents: EventFreeDiskSpaceFailed,
+			check: func(t *testing.T, p ImagePlan) {
+				k := p.Keep[0]
+				if k.EligibleAt == nil || !k.EligibleAt.Equal(t0.Add(70*time.Second)) || k.Detail != "eligible in 1m10s" {
+					t.Errorf("keep = %+v, want eligible at t0+70s, detail \"eligible in 1m10s\"", k)
+				}
+			},
+		},
+		{
+			name:       "an image without a record was first detected now and is too young",
+			fs:         fs(1000, 100),
+			images:     []Image{{ID: "a", SizeBytes: 10}},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"a": KeepTooYoung},
+			wantEvents: EventFreeDiskSpaceFailed,
+		},
+		{
+			name:       "an image without a record is eligible at once with MinAge 0",
+			fs:         fs(1000, 100),
+			policy:     &ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80},
+			images:     []Image{{ID: "a", SizeBytes: 1000}},
+			wantRemove: []string{"a:space"},
+			wantKeep:   map[string]ImageKeepReason{},
+		},
+		{
+			name:   "LRU order: never used first, then oldest lastUsed, then firstDetected, then ID",
+			fs:     fs(1000, 0),
+			policy: &ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80},
+			images: []Image{
+				{ID: "used-1h", SizeBytes: 1}, {ID: "used-3h-b", SizeBytes: 1}, {ID: "used-3h-a", SizeBytes: 1},
+				{ID: "never-new", SizeBytes: 1}, {ID: "never-old", SizeBytes: 1}, {ID: "used-3h-older", SizeBytes: 1},
+			},
+			records: []ImageRecord{
+				used("used-1h", time.Hour), used("used-3h-b", 3*time.Hour), used("used-3h-a", 3*time.Hour),
+				{ID: "never-new", FirstDetected: ago(time.Hour)}, {ID: "never-old", FirstDetected: ago(5 * time.Hour)},
+				{ID: "used-3h-older", FirstDetected: ago(48 * time.Hour), LastUsed: at(3 * time.Hour)},
+			},
+			wantRemove: []string{"never-old:space", "never-new:space", "used-3h-older:space", "used-3h-a:space", "used-3h-b:space", "used-1h:space"},
+			wantKeep:   map[string]ImageKeepReason{},
+			wantEvents: EventFreeDiskSpaceFailed,
+		},
+		{
+			name:       "FreeDiskSpaceFailed carries the kubelet's message when candidates run out",
+			fs:         fs(1000, 100), // usage 90%, target 100
+			images:     []Image{{ID: "a", SizeBytes: 30}},
+			records:    []ImageRecord{old("a")},
+			wantRemove: []string{"a:space"},
+			wantKeep:   map[string]ImageKeepReason{},
+			wantEvents: EventFreeDiskSpaceFailed,
+			check: func(t *testing.T, p ImagePlan) {
+				want := "Failed to garbage collect required amount of images. Attempted to free 100 bytes, but only found 30 bytes eligible to free."
+				if p.Events[0].Message != want || !p.Events[0].Warning {
+					t.Errorf("event = %+v, want message %q", p.Events[0], want)
+				}
+			},
+		},
+		{
+			name:       "a pinned image is kept",
+			fs:         fs(1000, 0),
+			images:     []Image{{ID: "a", SizeBytes: 10, Pinned: true}},
+			records:    []ImageRecord{old("a")},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"a": KeepPinned},
+			wantEvents: EventFreeDiskSpaceFailed,
+		},
+		{
+			name:       "an image used by an exited container is in use and names it",
+			fs:         fs(1000, 0),
+			images:     []Image{{ID: "sha256:app", SizeBytes: 10}},
+			records:    []ImageRecord{old("sha256:app")},
+			containers: []Container{dead("c1", "uid-1", "web", 0, time.Hour)},
+			sandboxes:  []Sandbox{{ID: "sb-uid-1", PodUID: "uid-1", PodName: "web-0", PodNamespace: "shop", State: SandboxNotReady}},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"sha256:app": KeepInUse},
+			wantEvents: EventFreeDiskSpaceFailed,
+			check: func(t *testing.T, p ImagePlan) {
+				if d := p.Keep[0].Detail; d != "in use by shop/web-0/web (exited)" {
+					t.Errorf("detail = %q", d)
+				}
+				if !reflect.DeepEqual(p.Order, []string{"sha256:app"}) {
+					t.Errorf("order = %v", p.Order)
+				}
+			},
+		},
+		{
+			name:   "an in-use image ranks last and names a running user first, by pod UID without a sandbox",
+			fs:     fs(1000, 0),
+			images: []Image{{ID: "sha256:app", SizeBytes: 10}, {ID: "b", SizeBytes: 1}},
+			records: []ImageRecord{
+				{ID: "sha256:app", FirstDetected: ago(48 * time.Hour)}, used("b", time.Hour),
+			},
+			containers: []Container{
+				dead("c1", "uid-1", "web", 0, time.Hour),
+				{ID: "c2", PodUID: "uid-2", Name: "api", ImageID: "sha256:app", State: ContainerRunning, CreatedAt: ago(time.Hour)},
+			},
+			wantRemove: []string{"b:space"},
+			wantKeep:   map[string]ImageKeepReason{"sha256:app": KeepInUse},
+			wantEvents: EventFreeDiskSpaceFailed,
+			check: func(t *testing.T, p ImagePlan) {
+				if d := p.Keep[0].Detail; d != "in use by uid-2/api (running) and 1 more" {
+					t.Errorf("detail = %q", d)
+				}
+				if !reflect.DeepEqual(p.Order, []string{"b", "sha256:app"}) {
+					t.Errorf("order = %v", p.Order)
+				}
+			},
+		},
+		{
+			name:       "a container with no imageId uses the image named by its imageRef",
+			fs:         fs(1000, 0),
+			images:     []Image{{ID: "sha256:app", SizeBytes: 10}},
+			records:    []ImageRecord{old("sha256:app")},
+			containers: []Container{{ID: "c1", PodUID: "u", Name: "x", ImageRef: "sha256:app", State: ContainerExited, CreatedAt: ago(time.Hour)}},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"sha256:app": KeepInUse},
+			wantEvents: EventFreeDiskSpaceFailed,
+		},
+		{
+			name:   "nodegc is stricter than the kubelet: a container naming an image by tag or digest uses it",
+			fs:     fs(1000, 0),
+			images: []Image{{ID: "sha256:a", RepoTags: []string{"nginx:1.27"}, SizeBytes: 10}, {ID: "sha256:b", RepoDigests: []string{"redis@sha256:dd"}, SizeBytes: 10}},
+			records: []ImageRecord{
+				old("sha256:a"), old("sha256:b"),
+			},
+			containers: []Container{
+				{ID: "c1", PodUID: "u", Name: "x", ImageID: "nginx:1.27", State: ContainerExited, CreatedAt: ago(time.Hour)},
+				{ID: "c2", PodUID: "u", Name: "y", ImageID: "sha256:other", ImageRef: "redis@sha256:dd", State: ContainerExited, CreatedAt: ago(time.Hour)},
+			},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"sha256:a": KeepInUse, "sha256:b": KeepInUse},
+			wantEvents: EventFreeDiskSpaceFailed,
+		},
+		{
+			name:       "the sandbox image is kept by tag even unpinned",
+			fs:         fs(1000, 0),
+			images:     []Image{{ID: "sha256:pause", RepoTags: []string{"registry.k8s.io/pause:3.9"}, SizeBytes: 10}},
+			records:    []ImageRecord{old("sha256:pause")},
+			pauseRefs:  []string{"registry.k8s.io/pause:3.9"},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"sha256:pause": KeepPinned},
+			wantEvents: EventFreeDiskSpaceFailed,
+			check: func(t *testing.T, p ImagePlan) {
+				if p.Keep[0].Detail != "sandbox image" {
+					t.Errorf("detail = %q, want \"sandbox image\"", p.Keep[0].Detail)
+				}
+			},
+		},
+		{
+			name:       "the sandbox image is kept by ID",
+			fs:         fs(1000, 0),
+			images:     []Image{{ID: "sha256:pause", SizeBytes: 10}, {ID: "other", SizeBytes: 10}},
+			records:    []ImageRecord{old("sha256:pause"), old("other")},
+			pauseRefs:  []string{"sha256:pause"},
+			wantRemove: []string{"other:space"},
+			wantKeep:   map[string]ImageKeepReason{"sha256:pause": KeepPinned},
+			wantEvents: EventFreeDiskSpaceFailed,
+		},
+		{
+			name:       "MaxAge removes an image idle longer than MaxAge even below the high threshold",
+			fs:         fs(1000, 900),
+			policy:     &ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: time.Minute, MaxAge: 2 * time.Hour},
+			images:     []Image{{ID: "idle", SizeBytes: 10}, {ID: "fresh", SizeBytes: 10}},
+			records:    []ImageRecord{used("idle", 3*time.Hour), used("fresh", time.Hour)},
+			wantRemove: []string{"idle:age"},
+			wantKeep:   map[string]ImageKeepReason{"fresh": KeepNotNeeded},
+			check: func(t *testing.T, p ImagePlan) {
+				if d := p.Remove[0].Detail; d != "idle 3h0m0s > MaxAge 2h0m0s" {
+					t.Errorf("detail = %q", d)
+				}
+				if p.CutLine != 0 {
+					t.Errorf("cut line = %d, want 0 (nothing removed for space)", p.CutLine)
+				}
+			},
+		},
+		{
+			name:       "an image idle exactly MaxAge stays",
+			fs:         fs(1000, 900),
+			policy:     &ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: time.Minute, MaxAge: 2 * time.Hour},
+			images:     []Image{{ID: "a", SizeBytes: 10}},
+			records:    []ImageRecord{used("a", 2*time.Hour)},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"a": KeepNotNeeded},
+		},
+		{
+			name:   "a never-used image is idle since first detected, not forever",
+			fs:     fs(1000, 900),
+			policy: &ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: time.Minute, MaxAge: 2 * time.Hour},
+			images: []Image{{ID: "pulled-1h", SizeBytes: 10}, {ID: "pulled-3h", SizeBytes: 10}},
+			records: []ImageRecord{
+				{ID: "pulled-1h", FirstDetected: ago(time.Hour)}, {ID: "pulled-3h", FirstDetected: ago(3 * time.Hour)},
+			},
+			wantRemove: []string{"pulled-3h:age"},
+			wantKeep:   map[string]ImageKeepReason{"pulled-1h": KeepNotNeeded},
+		},
+		{
+			name:   "the MaxAge pass runs first and its bytes count toward the space target",
+			fs:     fs(1000, 100), // usage 90%, target 100
+			policy: &ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MaxAge: 5 * time.Hour},
+			images: []Image{{ID: "lru", SizeBytes: 60}, {ID: "ancient", SizeBytes: 30}, {ID: "next", SizeBytes: 80}, {ID: "last", SizeBytes: 80}},
+			records: []ImageRecord{
+				{ID: "lru", FirstDetected: ago(4 * time.Hour)}, // never used, idle 4h
+				used("ancient", 6*time.Hour), used("next", 3*time.Hour), used("last", 2*time.Hour),
+			},
+			// available after the age pass: 130 -> usage 87% still >= 85%.
+			wantRemove: []string{"ancient:age", "lru:space", "next:space"},
+			wantKeep:   map[string]ImageKeepReason{"last": KeepNotNeeded},
+			check: func(t *testing.T, p ImagePlan) {
+				if p.BytesFreed != 170 || p.CutLine != 3 || len(p.Events) != 0 {
+					t.Errorf("freed=%d cut=%d events=%v, want 170 3 none", p.BytesFreed, p.CutLine, p.Events)
+				}
+				if !reflect.DeepEqual(p.Order, []string{"lru", "ancient", "next", "last"}) {
+					t.Errorf("order = %v", p.Order)
+				}
+			},
+		},
+		{
+			name:   "the space pass is skipped when the MaxAge pass alone brings usage below the high threshold",
+			fs:     fs(1000, 140), // usage 86%
+			policy: &ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MaxAge: 5 * time.Hour},
+			images: []Image{{ID: "ancient", SizeBytes: 20}, {ID: "other", SizeBytes: 80}},
+			records: []ImageRecord{
+				used("ancient", 6*time.Hour), used("other", time.Hour),
+			},
+			wantRemove: []string{"ancient:age"},
+			wantKeep:   map[string]ImageKeepReason{"other": KeepNotNeeded},
+			check: func(t *testing.T, p ImagePlan) {
+				if !p.Triggered || len(p.Events) != 0 {
+					t.Errorf("triggered=%v events=%v, want true and none", p.Triggered, p.Events)
+				}
+				if d := p.Keep[0].Detail; !strings.Contains(d, "MaxAge pass brought usage to 84%") {
+					t.Errorf("detail = %q", d)
+				}
+			},
+		},
+		{
+			name:       "a record last used in the future counts as in use, as lastUsed >= now does in the kubelet",
+			fs:         fs(1000, 0),
+			images:     []Image{{ID: "a", SizeBytes: 10}},
+			records:    []ImageRecord{{ID: "a", FirstDetected: ago(time.Hour), LastUsed: at(-time.Minute)}},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"a": KeepInUse},
+			wantEvents: EventFreeDiskSpaceFailed,
+		},
+		{
+			name:       "a duplicated image ID is planned once",
+			fs:         fs(1000, 100),
+			images:     []Image{{ID: "a", SizeBytes: 10}, {ID: "a", SizeBytes: 10}},
+			records:    []ImageRecord{old("a")},
+			wantRemove: []string{"a:space"},
+			wantKeep:   map[string]ImageKeepReason{},
+			wantEvents: EventFreeDiskSpaceFailed,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := baseSnapshot()
+			s.ImageFs = tt.fs
+			s.Images, s.ImageRecords, s.Containers, s.Sandboxes = tt.images, tt.records, tt.containers, tt.sandboxes
+			s.Runtime.SandboxImages = tt.pauseRefs
+			p := defaultPolicy
+			if tt.policy != nil {
+				p = *tt.policy
+			}
+			got := PlanImages(s, p, t0)
+			if r := imageRemovals(got); !reflect.DeepEqual(r, tt.wantRemove) {
+				t.Errorf("remove = %v, want %v", r, tt.wantRemove)
+			}
+			if k := imageKeeps(got); !reflect.DeepEqual(k, tt.wantKeep) {
+				t.Errorf("keep = %v, want %v", k, tt.wantKeep)
+			}
+			if e := eventReasons(got.Events); e != tt.wantEvents {
+				t.Errorf("events = %q, want %q", e, tt.wantEvents)
+			}
+			if len(got.Remove)+len(got.Keep) != len(got.Order) || len(got.Order) != countUnique(tt.images) {
+				t.Errorf("%d removed + %d kept, order has %d: every image must be accounted for once", len(got.Remove), len(got.Keep), len(got.Order))
+			}
+			if tt.check != nil {
+				tt.check(t, got)
+			}
+		})
+	}
+}
+
+func countUnique(images []Image) int {
+	seen := map[string]bool{}
+	for _, i := range images {
+		seen[i.ID] = true
+	}
+	return len(seen)
+}
+
+func TestPlanImagesReclaim(t *testing.T) {
+	t.Run("reclaim removes every eligible unused image in LRU order whatever the thresholds", func(t *testing.T) {
+		s := baseSnapshot()
+		s.ImageFs = fs(1000, 990) // 1% used
+		s.Images = []Image{
+			{ID: "b", SizeBytes: 5}, {ID: "a", SizeBytes: 5}, {ID: "young", SizeBytes: 5},
+			{ID: "pinned", SizeBytes: 5, Pinned: true}, {ID: "sha256:app", SizeBytes: 5}, {ID: "pause", SizeBytes: 5},
+		}
+		s.ImageRecords = []ImageRecord{used("b", time.Hour), used("a", 2*time.Hour), {ID: "young", FirstDetected: ago(time.Second)}, old("pinned"), old("sha256:app"), old("pause")}
+		s.Containers = []Container{dead("c1", "u", "x", 0, time.Hour)}
+		s.Runtime.SandboxImages = []string{"pause"}
+		got := planImages(s, ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: time.Minute}, t0, true)
+		if r := imageRemovals(got); !reflect.DeepEqual(r, []string{"a:reclaim", "b:reclaim"}) {
+			t.Errorf("remove = %v", r)
+		}
+		want := map[string]ImageKeepReason{"young": KeepTooYoung, "pinned": KeepPinned, "sha256:app": KeepInUse, "pause": KeepPinned}
+		if k := imageKeeps(got); !reflect.DeepEqual(k, want) {
+			t.Errorf("keep = %v, want %v", k, want)
+		}
+		if len(got.Events) != 0 {
+			t.Errorf("events = %v, want none", got.Events)
+		}
+	})
+}
+
+func TestImagesInUse(t *testing.T) {
+	images := []Image{
+		{ID: "sha256:a", RepoTags: []string{"a:1"}},
+		{ID: "sha256:b", RepoDigests: []string{"b@sha256:1"}},
+		{ID: "sha256:c"},
+	}
+	containers := []Container{
+		{ID: "1", ImageID: "sha256:a", ImageRef: "a:1", State: ContainerExited},
+		{ID: "2", ImageRef: "b@sha256:1", State: ContainerRunning},
+		{ID: "3", ImageID: "sha256:a", State: ContainerUnknown},
+	}
+	got := ImagesInUse(images, containers)
+	ids := func(cs []Container) []string {
+		out := []string{}
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	t.Run("a container matching an image by ID and by tag is listed once", func(t *testing.T) {
+		if g := ids(got["sha256:a"]); !reflect.DeepEqual(g, []string{"1", "3"}) {
+			t.Errorf("users of a = %v, want [1 3]", g)
+		}
+	})
+	t.Run("a container naming an image by digest uses it", func(t *testing.T) {
+		if g := ids(got["sha256:b"]); !reflect.DeepEqual(g, []string{"2"}) {
+			t.Errorf("users of b = %v", g)
+		}
+	})
+	t.Run("an image nobody uses is absent", func(t *testing.T) {
+		if _, ok := got["sha256:c"]; ok || len(got) != 2 {
+			t.Errorf("got %v", got)
+		}
+	})
+}
+
+func TestIsSandboxImage(t *testing.T) {
+	img := Image{ID: "sha256:p", RepoTags: []string{"registry.k8s.io/pause:3.9"}, RepoDigests: []string{"registry.k8s.io/pause@sha256:d"}}
+	tests := []struct {
+		name string
+		refs []string
+		want bool
+	}{
+		{name: "matches by ID", refs: []string{"sha256:p"}, want: true},
+		{name: "matches by tag", refs: []string{"registry.k8s.io/pause:3.9"}, want: true},
+		{name: "matches by digest", refs: []string{"registry.k8s.io/pause@sha256:d"}, want: true},
+		{name: "another tag does not match", refs: []string{"registry.k8s.io/pause:3.10"}},
+		{name: "an empty ref never matches", refs: []string{""}},
+		{name: "no refs never match"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsSandboxImage(img, tt.refs); got != tt.want {
+				t.Errorf("IsSandboxImage(%v) = %v, want %v", tt.refs, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// PlanLogs is the kubelet's log GC (evictPodLogsDirectories in
+// pkg/kubelet/kuberuntime/kuberuntime_gc.go) as a pure function over the
+// log files the snapshot lists (nothing when s.Logs is nil):
+//   - the pod log directories <namespace>_<name>_<uid> in podLogsDir of
+//     removable pods (ready pod source) that have no running container;
+//   - the /var/log/containers/*.log symlinks whose container is gone, is
+//     removed by this pass (it is not among survivors) or has exited.
+//
+// podLogsDir is the policy's (default /var/log/pods when empty); when the
+// snapshot scanned a different directory, no pod directory is planned.
+//
+// Safety: log paths come from the runtime and the filesystem and can be
+// empty, relative or hostile. The kubelet v1.36.3 does not guard this, and
+// collecting a container with a relative log path made it delete files in
+// its own working directory. Only absolute, cleaned paths strictly inside
+// podLogsDir (one level: a pod directory) or /var/log/containers (one
+// level: a *.log link) are ever planned.
+func PlanLogs(s Snapshot, survivors []Container, podLogsDir string) LogPlan {
+	return planLogs(s, survivors, podLogsDir, ContainerLogsDir, removablePods(s))
+}
+
+// planLogs is PlanLogs with the symlink directory and the removable pods
+// given.
+func planLogs(s Snapshot, survivors []Container, podLogsDir, containerLogsDir string, removable map[string]bool) LogPlan {
+	plan := LogPlan{Remove: []LogRemoval{}}
+	if s.Logs == nil {
+		return plan
+	}
+	if podLogsDir == "" {
+		podLogsDir = DefaultPodLogsDir
+	}
+	emitted := make(map[string]bool)
+	emit := func(path, reason string) {
+		if !emitted[path] {
+			emitted[path] = true
+			plan.Remove = append(plan.Remove, LogRemoval{Path: path, Reason: reason})
+		}
+	}
+
+	base, baseOK := cleanDir(podLogsDir)
+	if scanned := s.Logs.PodLogsDir; scanned != "" && filepath.Clean(scanned) != base {
+		baseOK = false
+	}
+	if baseOK && len(removable) > 0 {
+		running := make(map[string]bool)
+		for _, c := range survivors {
+			if !isDead(c.State) {
+				running[c.PodUID] = true
+			}
+		}
+		for _, name := range s.Logs.PodDirs {
+			uid := podUIDFromLogDir(name)
+			if uid == "" || !removable[uid] || running[uid] {
+				continue
+			}
+			if p, ok := childPath(base, name); ok {
+				emit(p, LogPodRemovable)
+			}
+		}
+	}
+
+	linkDir, linkOK := cleanDir(containerLogsDir)
+	if linkOK {
+		state := make(map[string]ContainerState, len(survivors))
+		for _, c := range survivors {
+			state[c.ID] = c.State
+		}
+		for _, l := range s.Logs.ContainerLinks {
+			p, ok := linkPath(linkDir, l.Path)
+			if !ok {
+				continue
+			}
+			id := l.ContainerID
+			if id == "" {
+				id = containerIDFromLink(p)
+			}
+			if id == "" {
+				continue // cannot tie it to a container: leave it alone
+			}
+			// The kubelet keeps the link of a container that has not
+			// exited (its log may be mid-rotation).
+			if st, alive := state[id]; alive && st != ContainerExited {
+				continue
+			}
+			emit(p, LogDangling)
+		}
+	}
+	return plan
+}
+
+// podUIDFromLogDir is the kubelet's parsePodUIDFromLogsDirectory: the
+// last "_"-separated part of <namespace>_<name>_<uid>. A name that is not
+// a plain directory name gives "".
+func podUIDFromLogDir(name string) string {
+	parts := strings.Split(name, "_")
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[len(parts)-1]
+}
+
+// containerIDFromLink takes the container ID from a link named
+// <pod>_<namespace>_<container>-<id>.log, as the kubelet's
+// getContainerIDFromLegacyLogSymlink does.
+func containerIDFromLink(path string) string {
+	name := strings.TrimSuffix(filepath.Base(path), ".log")
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 || i == len(name)-1 {
+		return ""
+	}
+	return name[i+1:]
+}
+
+// cleanDir returns the cleaned directory and whether it is absolute and
+// not the root (a root would make "inside" mean everything).
+func cleanDir(dir string) (string, bool) {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return "", false
+	}
+	d := filepath.Clean(dir)
+	return d, d != "/"
+}
+
+// childPath joins base and a directory entry name and reports whether the
+// result is a direct child of base: the name must be one plain path
+// element (no separator, not "." or "..").
+func childPath(base, name string) (string, bool) {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') || strings.ContainsRune(name, 0) {
+		return "", false
+	}
+	p := filepath.Join(base, name)
+	return p, filepath.Dir(p) == base
+}
+
+// linkPath cleans a symlink path and reports whether it is an absolute
+// path directly inside dir, named *.log.
+func linkPath(dir, path string) (string, bool) {
+	if path == "" || !filepath.IsAbs(path) || strings.ContainsRune(path, 0) {
+		return "", false
+	}
+	p := filepath.Clean(path)
+	if filepath.Dir(p) != dir || !strings.HasSuffix(p, ".log") || filepath.Base(p) == ".log" {
+		return "", false
+	}
+	return p, true
+}
