@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestPlanContainers(t *testing.T) {
+	def := ContainerPolicy{MinAge: 0, MaxPerPodContainer: 1, MaxContainers: -1}
+	tests := []struct {
+		name       string
+		policy     ContainerPolicy
+		containers []Container
+		podSource  PodSource
+		// want is "id:reason" in execution order.
+		want []string
+	}{
+		{
+			name:   "running containers are never evictable",
+			policy: ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: 0},
+			containers: []Container{
+				{ID: "r1", PodUID: "p", Name: "a", State: ContainerRunning, CreatedAt: ago(time.Hour)},
+				{ID: "r2", PodUID: "p", Name: "a", Attempt: 1, State: ContainerRunning, CreatedAt: ago(time.Hour)},
+			},
+			podSource: PodSource{Ready: true, RemovablePodUIDs: []string{"p"}},
+			want:      []string{},
+		},
+		{
+			name:   "a dead container younger than MinAge stays and one exactly MinAge old goes",
+			policy: ContainerPolicy{MinAge: time.Minute, MaxPerPodContainer: 0, MaxContainers: -1},
+			containers: []Container{
+				dead("young", "p", "a", 1, 59*time.Second),
+				dead("exact", "p", "a", 0, time.Minute),
+			},
+			want: []string{"exact:per-container-limit"},
+		},
+		{
+			name:   "MaxPerPodContainer 1 keeps the newest dead instance of each unit, removing the oldest first",
+			policy: def,
+			containers: []Container{
+				dead("a0", "p", "a", 0, 3*time.Hour), dead("a2", "p", "a", 2, time.Hour), dead("a1", "p", "a", 1, 2*time.Hour),
+				dead("b0", "p", "b", 0, 3*time.Hour),
+			},
+			want: []string{"a0:per-container-limit", "a1:per-container-limit"},
+		},
+		{
+			name:   "newest is the highest attempt before the latest createdAt, as the kubelet's byAttempt",
+			policy: def,
+			containers: []Container{
+				dead("attempt5-old", "p", "a", 5, 3*time.Hour), dead("attempt1-new", "p", "a", 1, time.Hour),
+			},
+			want: []string{"attempt1-new:per-container-limit"},
+		},
+		{
+			name:   "equal attempt and createdAt break ties on the ID",
+			policy: def,
+			containers: []Container{
+				dead("c-b", "p", "a", 0, time.Hour), dead("c-a", "p", "a", 0, time.Hour), dead("c-c", "p", "a", 0, time.Hour),
+			},
+			want: []string{"c-c:per-container-limit", "c-b:per-container-limit"},
+		},
+		{
+			name:   "MaxPerPodContainer below zero keeps every dead container",
+			policy: ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: -1},
+			containers: []Container{
+				dead("a0", "p", "a", 0, 2*time.Hour), dead("a1", "p", "a", 1, time.Hour),
+			},
+			want: []string{},
+		},
+		{
+			name:   "MaxPerPodContainer 0 removes every dead container",
+			policy: ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: -1},
+			containers: []Container{
+				dead("a0", "p", "a", 0, 2*time.Hour), dead("a1", "p", "a", 1, time.Hour),
+			},
+			want: []string{"a0:per-container-limit", "a1:per-container-limit"},
+		},
+		{
+			name:   "MaxContainers trims each unit to floor(max/units) when that is enough",
+			policy: ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: 4},
+			containers: []Container{
+				dead("x0", "p1", "x", 0, 3*time.Hour), dead("x1", "p1", "x", 1, 2*time.Hour), dead("x2", "p1", "x", 2, time.Hour),
+				dead("y0", "p2", "y", 0, 3*time.Hour), dead("y1", "p2", "y", 1, 2*time.Hour), dead("y2", "p2", "y", 2, time.Hour),
+				dead("z0", "p3", "z", 0, 3*time.Hour), dead("z1", "p3", "z", 1, 2*time.Hour), dead("z2", "p3", "z", 2, time.Hour),
+			},
+			want: []string{
+				"x0:node-limit", "x1:node-limit", "y0:node-limit", "y1:node-limit", "z0:node-limit", "z1:node-limit",
+			},
+		},
+		{
+			name:   "MaxContainers below the unit count keeps one per unit, then removes the globally oldest",
+			policy: ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: 2},
+			containers: []Container{
+				dead("x0", "p1", "x", 0, 6*time.Hour), dead("x1", "p1", "x", 1, 5*time.Hour),
+				dead("y0", "p2", "y", 0, 4*time.Hour), dead("y1", "p2", "y", 1, 1*time.Hour),
+				dead("z0", "p3", "z", 0, 3*time.Hour), dead("z1", "p3", "z", 1, 2*time.Hour),
+			},
+			// Per unit: keep x1, y1, z1. Then 3 > 2: the oldest of those
+			// by (attempt, createdAt) is x1 (created 5h ago).
+			want: []string{"x0:node-limit", "y0:node-limit", "z0:node-limit", "x1:node-limit"},
+		},
+		{
+			name:   "MaxContainers 0 removes every dead container",
+			policy: ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: 0},
+			containers: []Container{
+				dead("x0", "p1", "x", 0, 2*time.Hour), dead("y0", "p2", "y", 0, time.Hour),
+			},
+			want: []string{"x0:node-limit", "y0:node-limit"},
+		},
+		{
+			name:   "MaxContainers at or above the total removes nothing",
+			policy: ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: 2},
+			containers: []Container{
+				dead("x0", "p1", "x", 0, 2*time.Hour), dead("y0", "p2", "y", 0, time.Hour),
+			},
+			want: []string{},
+		},
+		{
+			name:   "the per-container limit applies before the node limit",
+			policy: ContainerPolicy{MaxPerPodContainer: 2, MaxContainers: 3},
+			containers: []Container{
+				dead("x0", "p1", "x", 0, 6*time.Hour), dead("x1", "p1", "x", 1, 5*time.Hour), dead("x2", "p1", "x", 2, 4*time.Hour),
+				dead("y0", "p2", "y", 0, 3*time.Hour), dead("y1", "p2", "y", 1, 2*time.Hour),
+			},
+			// Per container: x0 goes (x keeps 2). Then 4 > 3: each unit
+			// keeps floor(3/2) = 1, so x1 and y0 go.
+			want: []string{"x0:per-container-limit", "x1:node-limit", "y0:node-limit"},
+		},
+		{
+			name:   "CREATED and UNKNOWN containers are dead",
+			policy: ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: -1},
+			containers: []Container{
+				{ID: "created", PodUID: "p", Name: "a", State: ContainerCreated, CreatedAt: ago(time.Hour)},
+				{ID: "unknown", PodUID: "p", Name: "b", State: ContainerUnknown, CreatedAt: ago(time.Hour)},
+			},
+			want: []string{"created:per-container-limit", "unknown:per-container-limit"},
+		},
+		{
+			name:   "a container in a state the contract does not name is kept",
+			policy: ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: 0},
+			containers: []Container{
+				{ID: "weird", PodUID: "p", Name: "a", State: "CONTAINER_PAUSED", CreatedAt: ago(time.Hour)},
+			},
+			want: []string{},
+		},
+		{
+			name:   "with a ready pod source every dead container of a removable pod goes, newest included",
+			policy: def,
+			containers: []Container{
+				dead("gone1", "gone", "a", 1, time.Hour), dead("gone0", "gone", "a", 0, 2*time.Hour),
+				dead("live0", "live", "a", 0, 2*time.Hour),
+			},
+			podSource: PodSource{Ready: true, RemovablePodUIDs: []string{"gone"}},
+			want:      []string{"gone0:pod-removable", "gone1:pod-removable"},
+		},
+		{
+			name:   "without a ready pod source a removable pod gets only the limits",
+			policy: def,
+			containers: []Container{
+				dead("gone1", "gone", "a", 1, time.Hour), dead("gone0", "gone", "a", 0, 2*time.Hour),
+			},
+			podSource: PodSource{Ready: false, RemovablePodUIDs: []string{"gone"}},
+			want:      []string{"gone0:per-container-limit"},
+		},
+		{
+			name:   "units are per pod and name: the same name in two pods is two units",
+			policy: def,
+			containers: []Container{
+				dead("p1-a", "p1", "a", 0, time.Hour), dead("p2-a", "p2", "a", 0, time.Hour),
+			},
+			want: []string{},
+		},
+		{
+			name:   "removals are in execution order: pod-removable, then per unit in pod order, oldest first",
+			policy: def,
+			containers: []Container{
+				dead("z-new", "z", "a", 1, time.Hour), dead("z-old", "z", "a", 0, 2*time.Hour),
+				dead("b-new", "b", "a", 1, time.Hour), dead("b-old", "b", "a", 0, 2*time.Hour),
+				dead("r-0", "r", "a", 0, time.Hour),
+			},
+			podSource: PodSource{Ready: true, RemovablePodUIDs: []string{"r"}},
+			want:      []string{"r-0:pod-removable", "b-old:per-container-limit", "z-old:per-container-limit"},
+		},
+		{
+			name:   "a duplicated container ID is planned once",
+			policy: ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: -1},
+			containers: []Container{
+				dead("dup", "p", "a", 0, time.Hour), dead("dup", "p", "a", 0, time.Hour),
+			},
+			want: []string{"dup:per-container-limit"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := baseSnapshot()
+			s.Containers = tt.containers
+			s.PodSource = tt.podSource
+			got := PlanContainers(s, tt.policy, t0)
+			if r := containerRemovals(got); !reflect.DeepEqual(r, tt.want) {
+				t.Errorf("remove = %v\nwant     %v", r, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlanContainersRecordsWhatTheExecutorNeeds(t *testing.T) {
+	s := baseSnapshot()
+	s.Containers = []Container{
+		{ID: "u", PodSandboxID: "sb1", PodUID: "p", Name: "a", Attempt: 3, State: ContainerUnknown, CreatedAt: ago(time.Hour)},
+	}
+	got := PlanContainers(s, ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: -1}, t0)
+	want := []ContainerRemoval{{
+		ID: "u", PodUID: "p", Name: "a", Reason: RemovePerContainerLimit, State: ContainerUnknown,
+		PodSandboxID: "sb1", Attempt: 3, Detail: "each container keeps its newest 0 dead",
+	}}
+	t.Run("an UNKNOWN container's removal carries its state, sandbox, attempt and a detail", func(t *testing.T) {
+		if !reflect.DeepEqual(got.Remove, want) {
+			t.Errorf("remove = %+v\nwant     %+v", got.Remove, want)
+		}
+	})
+	t.Run("an empty plan has a non-nil list", func(t *testing.T) {
+		got := PlanContainers(baseSnapshot(), ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: -1}, t0)
+		if got.Remove == nil {
+			t.Error("Remove is nil, want an empty slice")
+		}
+	})
+}

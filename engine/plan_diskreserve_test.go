@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"math"
+	"reflect"
+	"testing"
+)
+
+func TestCheckDiskReserve(t *testing.T) {
+	const mib = 1 << 20
+	tests := []struct {
+		name      string
+		imageFs   FsStats
+		rootFs    *FsStats
+		threshold int64
+		wantImage FsReserve
+		wantRoot  *FsReserve
+	}{
+		{
+			name:      "available at the threshold is enough",
+			imageFs:   fs(10*mib*1024, 256*mib),
+			threshold: 256,
+			wantImage: FsReserve{OK: true, AvailableBytes: 256 * mib},
+		},
+		{
+			name:      "one byte under the threshold is out of disk",
+			imageFs:   fs(10*mib*1024, 256*mib-1),
+			threshold: 256,
+			wantImage: FsReserve{OK: false, AvailableBytes: 256*mib - 1},
+		},
+		{
+			name:      "capacity zero is an error and reports enough space",
+			imageFs:   FsStats{Mountpoint: "/x", CapacityBytes: 0, AvailableBytes: 0},
+			threshold: 256,
+			wantImage: FsReserve{OK: true, AvailableBytes: 0, Error: `invalid capacity 0 on "/x"`},
+		},
+		{
+			name:      "negative available is an error and reports enough space",
+			imageFs:   FsStats{Mountpoint: "/x", CapacityBytes: 100, AvailableBytes: -1},
+			threshold: 256,
+			wantImage: FsReserve{OK: true, AvailableBytes: -1, Error: `invalid available -1 on "/x"`},
+		},
+		{
+			name:      "an absurd threshold does not overflow and is never met",
+			imageFs:   fs(math.MaxInt64, math.MaxInt64),
+			threshold: math.MaxInt64,
+			wantImage: FsReserve{OK: false, AvailableBytes: math.MaxInt64},
+		},
+		{
+			name:      "the root fs is checked when the snapshot has one",
+			imageFs:   fs(1<<40, 1<<30),
+			rootFs:    &FsStats{CapacityBytes: 1 << 40, AvailableBytes: 100 * mib},
+			threshold: 256,
+			wantImage: FsReserve{OK: true, AvailableBytes: 1 << 30},
+			wantRoot:  &FsReserve{OK: false, AvailableBytes: 100 * mib},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := baseSnapshot()
+			s.ImageFs, s.RootFs = tt.imageFs, tt.rootFs
+			got := CheckDiskReserve(s, DiskPolicy{ThresholdMiB: tt.threshold})
+			if got.ThresholdMiB != tt.threshold || got.ImageFs != tt.wantImage || !reflect.DeepEqual(got.RootFs, tt.wantRoot) {
+				t.Errorf("got %+v (root %+v)\nwant image %+v root %+v", got, got.RootFs, tt.wantImage, tt.wantRoot)
+			}
+		})
+	}
+}
+
+func TestCheckDiskReserveEviction(t *testing.T) {
+	s := baseSnapshot()
+	s.ImageFs = FsStats{CapacityBytes: 1000, AvailableBytes: 140, Inodes: 100, InodesFree: 50}
+	t.Run("default evictionHard resolves against the image fs when there is no root fs", func(t *testing.T) {
+		got := CheckDiskReserve(s, DiskPolicy{ThresholdMiB: 0, EvictionHard: DefaultEvictionHard()})
+		want := []EvictionLine{
+			{Signal: "imagefs.available", Threshold: "15%", ThresholdBytes: 150, AvailableBytes: 140, Crossed: true},
+			{Signal: "nodefs.available", Threshold: "10%", ThresholdBytes: 100, AvailableBytes: 140, Crossed: false},
+			{Signal: "nodefs.inodesFree", Threshold: "5%", ThresholdBytes: 5, AvailableBytes: 50, Crossed: false},
+		}
+		if !reflect.DeepEqual(got.Eviction, want) {
+			t.Errorf("eviction = %+v\nwant %+v", got.Eviction, want)
+		}
+		if got.RootFs != nil {
+			t.Errorf("root fs = %+v, want nil without a root fs", got.RootFs)
+		}
+	})
+	t.Run("nodefs signals use the root fs when there is one; quantities and bad thresholds", func(t *testing.T) {
+		s := s
+		s.RootFs = &FsStats{CapacityBytes: 1 << 40, AvailableBytes: 1 << 30}
+		got := CheckDiskReserve(s, DiskPolicy{EvictionHard: map[string]string{
+			"nodefs.available":   "2Gi",
+			"imagefs.inodesFree": "10",
+			"imagefs.available":  "bogus",
+			"memory.available":   "100Mi",
+		}})
+		want := []EvictionLine{
+			{Signal: "imagefs.inodesFree", Threshold: "10", ThresholdBytes: 10, AvailableBytes: 50, Crossed: false},
+			{Signal: "nodefs.available", Threshold: "2Gi", ThresholdBytes: 2 << 30, AvailableBytes: 1 << 30, Crossed: true},
+		}
+		if !reflect.DeepEqual(got.Eviction, want) {
+			t.Errorf("eviction = %+v\nwant %+v", got.Eviction, want)
+		}
+	})
+	t.Run("inode signals are left out on a filesystem that reports no inodes", func(t *testing.T) {
+		s := s
+		s.ImageFs.Inodes = 0
+		got := CheckDiskReserve(s, DiskPolicy{EvictionHard: map[string]string{"imagefs.inodesFree": "5%"}})
+		if len(got.Eviction) != 0 {
+			t.Errorf("eviction = %+v, want none", got.Eviction)
+		}
+	})
+}
+
+func TestParseThreshold(t *testing.T) {
+	tests := []struct {
+		name     string
+		v        string
+		capacity int64
+		want     int64
+		wantErr  bool
+	}{
+		{name: "a percentage is that share of capacity", v: "15%", capacity: 1000, want: 150},
+		{name: "a fractional percentage rounds down", v: "7.5%", capacity: 1001, want: 75},
+		{name: "100% is all of it", v: "100%", capacity: 1000, want: 1000},
+		{name: "a percentage above 100 is an error", v: "101%", capacity: 1000, wantErr: true},
+		{name: "a percentage of a huge capacity does not overflow", v: "50%", capacity: math.MaxInt64, want: math.MaxInt64 / 2},
+		{name: "a plain integer is bytes", v: "1024", want: 1024},
+		{name: "Ki is 1024", v: "1Ki", want: 1024},
+		{name: "Mi is 2^20", v: "500Mi", want: 500 << 20},
+		{name: "Gi is 2^30", v: "1Gi", want: 1 << 30},
+		{name: "Ti is 2^40", v: "2Ti", want: 2 << 40},
+		{name: "k is 1000", v: "3k", want: 3000},
+		{name: "M is 10^6", v: "100M", want: 100_000_000},
+		{name: "G is 10^9", v: "1G", want: 1_000_000_000},
+		{name: "T is 10^12", v: "1T", want: 1_000_000_000_000},
+		{name: "a fractional quantity rounds up", v: "1.5Ki", want: 1536},
+		{name: "a fraction of a byte rounds up", v: "0.1", want: 1},
+		{name: "surrounding spaces are ignored", v: " 1Gi ", want: 1 << 30},
+		{name: "a negative quantity is an error", v: "-1Gi", wantErr: true},
+		{name: "an unknown suffix is an error", v: "1Xi", wantErr: true},
+		{name: "an exponent is an error", v: "1e3", wantErr: true},
+		{name: "an empty value is an error", v: "", wantErr: true},
+		{name: "a bare suffix is an error", v: "Gi", wantErr: true},
+		{name: "a bare percent sign is an error", v: "%", wantErr: true},
+		{name: "a value beyond int64 is an error", v: "9000000Ei", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseThreshold(tt.v, tt.capacity)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("ParseThreshold(%q) = %d, want an error", tt.v, got)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseThreshold(%q, %d) = %d, %v; want %d", tt.v, tt.capacity, got, err, tt.want)
+			}
+		})
+	}
+}

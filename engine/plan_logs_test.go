@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPlanLogs(t *testing.T) {
+	ready := PodSource{Ready: true, RemovablePodUIDs: []string{"uid-gone", "uid-busy"}}
+	exited := func(id, pod string) Container {
+		return Container{ID: id, PodUID: pod, Name: "c", State: ContainerExited, CreatedAt: ago(time.Hour)}
+	}
+	running := func(id, pod string) Container {
+		return Container{ID: id, PodUID: pod, Name: "c", State: ContainerRunning, CreatedAt: ago(time.Hour)}
+	}
+	link := func(id string) LogLink {
+		return LogLink{Path: "/var/log/containers/web_shop_c-" + id + ".log", Target: "/var/log/pods/shop_web_uid/c/0.log", ContainerID: id}
+	}
+	tests := []struct {
+		name       string
+		logs       *LogFiles
+		podLogsDir string
+		survivors  []Container
+		podSource  PodSource
+		want       []string
+	}{
+		{
+			name:      "no log scan plans nothing",
+			logs:      nil,
+			podSource: ready,
+			want:      []string{},
+		},
+		{
+			name:      "the log directory of a removable pod goes",
+			logs:      &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web-0_uid-gone", "shop_api-0_uid-live"}},
+			podSource: ready,
+			want:      []string{"/var/log/pods/shop_web-0_uid-gone:pod-removable"},
+		},
+		{
+			name:      "the log directory of a removable pod with a running container stays",
+			logs:      &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web-0_uid-busy"}},
+			survivors: []Container{running("r", "uid-busy")},
+			podSource: ready,
+			want:      []string{},
+		},
+		{
+			name:      "without a ready pod source no pod directory goes",
+			logs:      &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web-0_uid-gone"}},
+			podSource: PodSource{Ready: false, RemovablePodUIDs: []string{"uid-gone"}},
+			want:      []string{},
+		},
+		{
+			name:       "a custom podLogsDir is honoured",
+			logs:       &LogFiles{PodLogsDir: "/data/pods/", PodDirs: []string{"shop_web-0_uid-gone"}},
+			podLogsDir: "/data/pods",
+			podSource:  ready,
+			want:       []string{"/data/pods/shop_web-0_uid-gone:pod-removable"},
+		},
+		{
+			name:       "a scan of another directory than the policy's plans no pod directory",
+			logs:       &LogFiles{PodLogsDir: "/elsewhere", PodDirs: []string{"shop_web-0_uid-gone"}},
+			podLogsDir: "/var/log/pods",
+			podSource:  ready,
+			want:       []string{},
+		},
+		{
+			name: "hostile pod directory names are never planned",
+			logs: &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{
+				"", ".", "..", "../uid-gone", "a/../../etc_x_uid-gone", "/etc/passwd_x_uid-gone", "x_y_uid-gone/..",
+				"uid-gone", "x_uid-gone", "x_y\x00_uid-gone", "../x_y_uid-gone",
+			}},
+			podSource: ready,
+			want:      []string{},
+		},
+		{
+			name:       "a relative podLogsDir plans no pod directory",
+			logs:       &LogFiles{PodDirs: []string{"shop_web-0_uid-gone"}},
+			podLogsDir: "var/log/pods",
+			podSource:  ready,
+			want:       []string{},
+		},
+		{
+			name:       "a root podLogsDir plans no pod directory",
+			logs:       &LogFiles{PodDirs: []string{"shop_web-0_uid-gone"}},
+			podLogsDir: "/",
+			podSource:  ready,
+			want:       []string{},
+		},
+		{
+			name:      "a link whose container is gone or exited is dangling, one whose container lives stays",
+			logs:      &LogFiles{ContainerLinks: []LogLink{link("gone"), link("exited"), link("running"), link("created")}},
+			survivors: []Container{exited("exited", "p"), running("running", "p"), {ID: "created", PodUID: "p", State: ContainerCreated, CreatedAt: ago(time.Hour)}},
+			want: []string{
+				"/var/log/containers/web_shop_c-gone.log:dangling",
+				"/var/log/containers/web_shop_c-exited.log:dangling",
+			},
+		},
+		{
+			name: "a link without a container ID takes it from its name",
+			logs: &LogFiles{ContainerLinks: []LogLink{
+				{Path: "/var/log/containers/web_shop_c-abc123.log"},
+				{Path: "/var/log/containers/web_shop_c-live1.log"},
+				{Path: "/var/log/containers/noid.log"},
+			}},
+			survivors: []Container{running("live1", "p")},
+			want:      []string{"/var/log/containers/web_shop_c-abc123.log:dangling"},
+		},
+		{
+			name: "hostile link paths are never planned",
+			logs: &LogFiles{ContainerLinks: []LogLink{
+				{Path: "", ContainerID: "gone"},
+				{Path: "web_shop_c-gone.log", ContainerID: "gone"},
+				{Path: "../containers/x-gone.log", ContainerID: "gone"},
+				{Path: "/var/log/containers/../../../etc/shadow.log", ContainerID: "gone"},
+				{Path: "/var/log/containers", ContainerID: "gone"},
+				{Path: "/var/log/containers/", ContainerID: "gone"},
+				{Path: "/var/log/containers/sub/x-gone.log", ContainerID: "gone"},
+				{Path: "/var/log/containers/x-gone.txt", ContainerID: "gone"},
+				{Path: "/var/log/containers/.log", ContainerID: "gone"},
+				{Path: "/var/log/pods/x-gone.log", ContainerID: "gone"},
+			}},
+			want: []string{},
+		},
+		{
+			name: "an unclean link path inside the directory is planned cleaned, once",
+			logs: &LogFiles{ContainerLinks: []LogLink{
+				{Path: "/var/log/containers/../containers/x-gone.log", ContainerID: "gone"},
+				{Path: "/var/log//containers/x-gone.log", ContainerID: "gone"},
+			}},
+			want: []string{"/var/log/containers/x-gone.log:dangling"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := baseSnapshot()
+			s.Logs = tt.logs
+			s.PodSource = tt.podSource
+			got := PlanLogs(s, tt.survivors, tt.podLogsDir)
+			if r := logRemovals(got); !reflect.DeepEqual(r, tt.want) {
+				t.Errorf("remove = %q\nwant     %q", r, tt.want)
+			}
+			for _, r := range got.Remove {
+				assertSafeLogPath(t, r.Path, tt.podLogsDir)
+			}
+		})
+	}
+}
+
+// assertSafeLogPath fails unless path is absolute, clean and strictly
+// inside the pod logs directory or /var/log/containers.
+func assertSafeLogPath(t *testing.T, path, podLogsDir string) {
+	t.Helper()
+	if podLogsDir == "" {
+		podLogsDir = DefaultPodLogsDir
+	}
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.Contains(path, "..") {
+		t.Errorf("unsafe log path %q", path)
+		return
+	}
+	for _, dir := range []string{filepath.Clean(podLogsDir), ContainerLogsDir} {
+		if filepath.Dir(path) == dir && path != dir {
+			return
+		}
+	}
+	t.Errorf("log path %q is not directly inside %s or %s", path, podLogsDir, ContainerLogsDir)
+}
+
+func TestPodUIDFromLogDir(t *testing.T) {
+	tests := []struct{ name, dir, want string }{
+		{name: "the UID is the last underscore-separated part", dir: "kube-system_coredns-5d78c9869d-abcde_0f1e2d3c-aaaa-bbbb-cccc-0123456789ab", want: "0f1e2d3c-aaaa-bbbb-cccc-0123456789ab"},
+		{name: "a name with fewer than three parts has no UID", dir: "x_y", want: ""},
+		{name: "an empty name has no UID", dir: "", want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := podUIDFromLogDir(tt.dir); got != tt.want {
+				t.Errorf("podUIDFromLogDir(%q) = %q, want %q", tt.dir, got, tt.want)
+			}
+		})
+	}
+}
