@@ -107,18 +107,21 @@ type ContainerLeaf struct {
 // "<id>" (cgroupfs driver), "cri-containerd-<id>.scope" (containerd, systemd
 // driver), "crio-<id>.scope" and "crio-conmon-<id>.scope" (CRI-O, with or
 // without ".scope"), "docker-<id>.scope". It reports false for a name that is
-// none of these (an empty ID, or a slice).
+// none of these: an empty ID, a slice, a scope of an unknown runtime.
 func ParseContainerLeaf(name string) (ContainerLeaf, bool) {
 	if strings.HasSuffix(name, systemdSliceSuffix) {
 		return ContainerLeaf{}, false
 	}
-	name = strings.TrimSuffix(name, ".scope")
+	unit := strings.TrimSuffix(name, ".scope")
 	for _, p := range leafPrefixes {
-		if id, ok := strings.CutPrefix(name, p.prefix); ok {
+		if id, ok := strings.CutPrefix(unit, p.prefix); ok {
 			return ContainerLeaf{ID: id, Runtime: p.runtime, Conmon: p.conmon}, id != ""
 		}
 	}
-	return ContainerLeaf{ID: name}, name != "" && !strings.ContainsAny(name, "./")
+	if name == "" || strings.ContainsAny(name, "./") {
+		return ContainerLeaf{}, false
+	}
+	return ContainerLeaf{ID: name}, true
 }
 
 // qosClasses are the QoS cgroup components the kubelet creates under

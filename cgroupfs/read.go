@@ -92,7 +92,8 @@ type Node struct {
 	// is not mounted, a missing or malformed file, a name that does not
 	// parse); the other values are still good.
 	Errors []string `json:"errors,omitempty"`
-	// Children are the cgroups below, QoS classes first, then by path.
+	// Children are the cgroups below: QoS classes, then pods by namespace
+	// and name, then containers by name.
 	Children []*Node `json:"children"`
 }
 
@@ -232,9 +233,36 @@ func (r *reader) children(n *Node, rel string, depth int) {
 		}
 		n.Children = append(n.Children, c)
 	}
-	slices.SortFunc(n.Children, func(a, b *Node) int {
-		return cmp.Or(cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)), strings.Compare(a.Path, b.Path))
-	})
+	slices.SortFunc(n.Children, compareNodes)
+}
+
+// compareNodes orders siblings for reading: QoS classes first, then pods by
+// namespace and name, then containers by name with each CRI-O conmon right
+// after its container; the path breaks ties.
+func compareNodes(a, b *Node) int {
+	if c := cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)); c != 0 {
+		return c
+	}
+	var c int
+	switch a.Kind {
+	case KindPod:
+		c = cmp.Or(strings.Compare(a.Pod.Namespace, b.Pod.Namespace), strings.Compare(a.Pod.Name, b.Pod.Name),
+			strings.Compare(a.Pod.UID, b.Pod.UID))
+	case KindContainer:
+		c = cmp.Or(strings.Compare(a.Container.Name, b.Container.Name), strings.Compare(a.Container.ID, b.Container.ID),
+			cmpBool(a.Conmon, b.Conmon))
+	}
+	return cmp.Or(c, strings.Compare(a.Path, b.Path))
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case b:
+		return -1
+	}
+	return 1
 }
 
 func kindRank(k Kind) int {
