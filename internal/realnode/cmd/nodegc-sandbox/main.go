@@ -1,0 +1,282 @@
+// Command nodegc-sandbox starts and stops a real containerd with a seeded
+// workload for trying nodegc by hand (make sandbox, make sandbox-down).
+//
+//	nodegc-sandbox up      start it, fill the image fs past the high threshold, print the endpoint
+//	nodegc-sandbox status  print the endpoint and image fs usage of a running sandbox
+//	nodegc-sandbox down    kill it, unmount everything and remove its directory
+//
+// The node is the realnode harness's, left running when the command exits;
+// its state is in --dir (default /tmp/nodegc-sandbox). It needs root.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/nodegc/nodegc/internal/realnode"
+)
+
+// state is what up writes to <dir>/sandbox.json for status and for people.
+type state struct {
+	Endpoint      string              `json:"endpoint"`
+	ImageFs       string              `json:"imageFsMountpoint"`
+	PodLogsDir    string              `json:"podLogsDir"`
+	ContainerdPID int                 `json:"containerdPid"`
+	StartedAt     time.Time           `json:"startedAt"`
+	SandboxImage  realnode.ImageRef   `json:"sandboxImage"`
+	Images        []realnode.ImageRef `json:"images"`
+	Workload      []string            `json:"workload"`
+}
+
+const stateFile = "sandbox.json"
+
+// options are the command's flags.
+type options struct {
+	dir         string
+	imageFsSize int64
+	imageSize   int64
+	fillPercent int
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "nodegc-sandbox:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("nodegc-sandbox", flag.ContinueOnError)
+	var o options
+	var sizeMiB, imageMiB int64
+	fs.StringVar(&o.dir, "dir", "/tmp/nodegc-sandbox", "directory holding the sandbox (config, socket, state, tmpfs)")
+	fs.Int64Var(&sizeMiB, "image-fs-mib", 256, "size of the tmpfs image filesystem in MiB")
+	fs.Int64Var(&imageMiB, "image-mib", 8, "size of each seeded image in MiB (it takes about twice that unpacked)")
+	fs.IntVar(&o.fillPercent, "fill-percent", 88, "image filesystem usage to reach with images (the default high threshold is 85)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: nodegc-sandbox [flags] up|status|down")
+		fs.PrintDefaults()
+	}
+	if len(args) == 0 {
+		fs.Usage()
+		return errors.New("missing command")
+	}
+	cmd := args[0]
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	o.imageFsSize, o.imageSize = sizeMiB<<20, imageMiB<<20
+	switch cmd {
+	case "up":
+		return up(o, out)
+	case "status":
+		return status(o, out)
+	case "down":
+		return down(o, out)
+	}
+	fs.Usage()
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+func readState(dir string) (state, error) {
+	var s state
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("parse %s: %w", stateFile, err)
+	}
+	return s, nil
+}
+
+// alive reports whether the sandbox's containerd still runs.
+func alive(s state) bool {
+	return s.ContainerdPID > 0 && syscall.Kill(s.ContainerdPID, 0) == nil
+}
+
+func up(o options, out io.Writer) error {
+	if s, err := readState(o.dir); err == nil && alive(s) {
+		fmt.Fprintf(out, "nodegc sandbox is already up (containerd pid %d).\n", s.ContainerdPID)
+		printEndpoint(out, s)
+		return nil
+	}
+	if _, err := os.Stat(o.dir); err == nil {
+		if err := realnode.Cleanup(o.dir); err != nil {
+			return fmt.Errorf("remove the previous sandbox: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	n, err := realnode.Launch(ctx, realnode.Options{Dir: o.dir, ImageFsSize: o.imageFsSize, Logf: logf})
+	if err != nil {
+		return err
+	}
+	s, err := seed(n, o)
+	if err != nil {
+		if cerr := n.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return fmt.Errorf("seed the workload: %w", err)
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(o.dir, stateFile), append(b, '\n'), 0o600)
+	}
+	if err != nil {
+		_ = n.Close()
+		return fmt.Errorf("write state: %w", err)
+	}
+	u, _ := n.ImageFsUsage()
+	fmt.Fprintf(out, "nodegc sandbox is up: a real containerd (pid %d) on a %d MiB tmpfs, %d%% used by %d images.\n",
+		s.ContainerdPID, u.Capacity>>20, usagePercent(u), len(s.Images)+1)
+	for _, w := range s.Workload {
+		fmt.Fprintln(out, "  "+w)
+	}
+	printEndpoint(out, s)
+	return nil
+}
+
+func printEndpoint(out io.Writer, s state) {
+	fmt.Fprintf(out, "Pod logs are under %s; the image filesystem is %s.\n", s.PodLogsDir, s.ImageFs)
+	fmt.Fprintln(out, "Run nodegc against it with:")
+	fmt.Fprintf(out, "  --runtime-endpoint %s\n", s.Endpoint)
+	fmt.Fprintln(out, "Stop it with: make sandbox-down")
+}
+
+// usagePercent is the kubelet's: 100 - floor(available*100/capacity).
+func usagePercent(u realnode.FsUsage) int {
+	if u.Capacity == 0 {
+		return 0
+	}
+	return int(100 - u.Available*100/u.Capacity)
+}
+
+// seed fills the image filesystem past the fill percentage and makes what GC
+// acts on: a pod with a running container and three dead restarts of its
+// init container, a pod with an older NOTREADY sandbox beside its newest,
+// and a stopped pod with a dead container.
+func seed(n *realnode.Node, o options) (state, error) {
+	s := state{
+		Endpoint:      n.Endpoint(),
+		ImageFs:       n.ImageFsMount(),
+		PodLogsDir:    n.PodLogsDir(),
+		ContainerdPID: n.PID(),
+		StartedAt:     time.Now().UTC(),
+		SandboxImage:  n.SandboxImage(),
+	}
+	// Each image costs about twice its size (blob plus snapshot).
+	for batch := 0; ; batch++ {
+		u, err := n.ImageFsUsage()
+		if err != nil {
+			return s, err
+		}
+		if usagePercent(u) >= o.fillPercent {
+			break
+		}
+		want := u.Capacity*int64(o.fillPercent)/100 - u.Used
+		count := max(1, int(want/(2*o.imageSize)))
+		if 2*o.imageSize*int64(count) > u.Available-4<<20 || batch > 50 {
+			return s, fmt.Errorf("cannot reach %d%% with %d MiB images (%d%% used, %d MiB free)", o.fillPercent, o.imageSize>>20, usagePercent(u), u.Available>>20)
+		}
+		imgs, err := n.ImportImages(count, o.imageSize, fmt.Sprintf("fill%d", batch))
+		if err != nil {
+			return s, err
+		}
+		s.Images = append(s.Images, imgs...)
+	}
+	if len(s.Images) < 3 {
+		return s, fmt.Errorf("only %d images fill the image fs; use smaller --image-mib", len(s.Images))
+	}
+	img := func(i int) string { return s.Images[i].Ref }
+
+	web := "5e1d0c1a-0000-4000-8000-00000000000a"
+	sb, err := n.RunPod("web", "default", web, realnode.QOSBurstable)
+	if err != nil {
+		return s, err
+	}
+	for attempt := range uint32(3) {
+		if _, err := n.ExitedContainer(sb, "init", img(1), attempt, 1); err != nil {
+			return s, err
+		}
+	}
+	if _, err := n.StartContainer(sb, "app", img(0), 0); err != nil {
+		return s, err
+	}
+	s.Workload = append(s.Workload, fmt.Sprintf("pod default/web: container app running (%s), 3 dead restarts of init (%s)", img(0), img(1)))
+
+	cron := "5e1d0c1a-0000-4000-8000-00000000000b"
+	old, err := n.RunPod("cron", "default", cron, realnode.QOSBestEffort)
+	if err != nil {
+		return s, err
+	}
+	if err := n.StopPod(old); err != nil {
+		return s, err
+	}
+	sb, err = n.RunPod("cron", "default", cron, realnode.QOSBestEffort)
+	if err != nil {
+		return s, err
+	}
+	if _, err := n.StartContainer(sb, "tick", realnode.SandboxImageRef, 0); err != nil {
+		return s, err
+	}
+	s.Workload = append(s.Workload, "pod default/cron: an older NOTREADY sandbox without containers beside its running newest")
+
+	batch := "5e1d0c1a-0000-4000-8000-00000000000c"
+	sb, err = n.RunPod("report", "jobs", batch, realnode.QOSBestEffort)
+	if err != nil {
+		return s, err
+	}
+	if _, err := n.ExitedContainer(sb, "job", img(2), 0, 0); err != nil {
+		return s, err
+	}
+	if err := n.StopPod(sb); err != nil {
+		return s, err
+	}
+	s.Workload = append(s.Workload, fmt.Sprintf("pod jobs/report: stopped, with a dead container (%s)", img(2)))
+	s.Workload = append(s.Workload, fmt.Sprintf("%d images unused by any container, the sandbox image %s too", len(s.Images)-3, realnode.SandboxImageRef))
+	return s, nil
+}
+
+func status(o options, out io.Writer) error {
+	s, err := readState(o.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(out, "nodegc sandbox is down.")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !alive(s) {
+		fmt.Fprintf(out, "nodegc sandbox is not running (containerd pid %d is gone); run make sandbox-down.\n", s.ContainerdPID)
+		return nil
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(s.ImageFs, &st); err == nil {
+		u := realnode.FsUsage{Capacity: int64(st.Blocks) * st.Bsize, Available: int64(st.Bavail) * st.Bsize}
+		fmt.Fprintf(out, "nodegc sandbox is up (containerd pid %d), image fs %d%% used.\n", s.ContainerdPID, usagePercent(u))
+	}
+	printEndpoint(out, s)
+	return nil
+}
+
+func down(o options, out io.Writer) error {
+	if _, err := os.Stat(o.dir); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(out, "nodegc sandbox is already down.")
+		return nil
+	}
+	if err := realnode.Cleanup(o.dir); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "nodegc sandbox is down: containerd and its containers stopped, everything unmounted, "+o.dir+" removed.")
+	return nil
+}
