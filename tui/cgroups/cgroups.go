@@ -1,0 +1,483 @@
+// Package cgroups is the dashboard's Cgroups pane: the kubepods cgroup tree
+// with memory and CPU-rate bars, collapsible, under a header with node
+// capacity, reservations, allocatable and the kubepods limits.
+package cgroups
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/nodegc/nodegc/cgroupfs"
+	"github.com/nodegc/nodegc/tui/internal/grid"
+	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/tui/keys"
+	"github.com/nodegc/nodegc/tui/style"
+)
+
+// Sort orders siblings.
+type Sort int
+
+// Sort orders; s cycles through them.
+const (
+	ByPath Sort = iota
+	ByMemory
+	ByCPU
+	numSorts
+)
+
+func (s Sort) String() string { return [...]string{"path", "memory", "cpu"}[s] }
+
+type sample struct {
+	nanos uint64
+	at    time.Time
+}
+
+// Model is the Cgroups pane.
+type Model struct {
+	keys   keys.KeyMap
+	st     style.Styles
+	grid   grid.Model
+	filter grid.Filter
+	sort   Sort
+
+	tree *cgroupfs.Tree
+	err  string
+	at   time.Time
+	// prev holds the previous read's cumulative CPU per path, for rates.
+	prev map[string]sample
+	// rate is CPU cores per path, from the last two reads.
+	rate map[string]float64
+	// collapsed holds the paths the user collapsed; expanded those the
+	// user expanded among the ones collapsed by default (pods).
+	collapsed map[string]bool
+	expanded  map[string]bool
+	allOpen   bool
+
+	width  int
+	height int
+}
+
+var columns = []grid.Column{
+	{Title: "CGROUP", Width: 5, Flex: true},
+	{Title: "MEMORY", Width: 9, Right: true},
+	{Title: "", Width: 10, MinTable: 84},
+	{Title: "LIMIT", Width: 9, Right: true},
+	{Title: "CPU", Width: 6, Right: true},
+	{Title: "", Width: 10, MinTable: 84},
+	{Title: "PIDS", Width: 5, Right: true},
+}
+
+// New returns an empty pane.
+func New(k keys.KeyMap, st style.Styles) Model {
+	return Model{
+		keys: k, st: st, grid: grid.New(columns, grid.StylesFrom(st)),
+		prev: map[string]sample{}, rate: map[string]float64{},
+		collapsed: map[string]bool{}, expanded: map[string]bool{},
+	}
+}
+
+// SetStyles switches the palette.
+func (m *Model) SetStyles(st style.Styles) {
+	m.st = st
+	m.grid.SetStyles(grid.StylesFrom(st))
+}
+
+// SetSize sets the pane's size.
+func (m *Model) SetSize(w, h int) {
+	m.width, m.height = w, h
+	m.resize()
+}
+
+func (m *Model) headerLines() int { return 3 }
+
+func (m *Model) resize() {
+	h := m.height - m.headerLines()
+	if m.filter.Editing || m.filter.Active() {
+		h--
+	}
+	m.grid.SetSize(m.width, max(h, 0))
+}
+
+// Capturing reports whether the pane takes every key (the filter is being
+// typed).
+func (m Model) Capturing() bool { return m.filter.Editing }
+
+// SetError shows a failed read; the last good tree stays.
+func (m *Model) SetError(err error) {
+	m.err = ""
+	if err != nil {
+		m.err = err.Error()
+	}
+}
+
+// SetTree shows a tree read at the time at. CPU rates come from this read
+// and the previous one.
+func (m *Model) SetTree(t *cgroupfs.Tree, at time.Time) {
+	m.err = ""
+	m.tree = t
+	next := map[string]sample{}
+	rate := map[string]float64{}
+	var walk func(n *cgroupfs.Node)
+	walk = func(n *cgroupfs.Node) {
+		next[n.Path] = sample{n.CPUUsageNanos, at}
+		if p, ok := m.prev[n.Path]; ok && at.After(p.at) && n.CPUUsageNanos >= p.nanos {
+			rate[n.Path] = float64(n.CPUUsageNanos-p.nanos) / float64(at.Sub(p.at).Nanoseconds())
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	if t != nil && t.Root != nil {
+		walk(t.Root)
+	}
+	m.prev, m.rate, m.at = next, rate, at
+	m.rebuild()
+}
+
+// label names a node for a person.
+func label(n *cgroupfs.Node) string {
+	switch n.Kind {
+	case cgroupfs.KindRoot:
+		return "kubepods"
+	case cgroupfs.KindQOS:
+		return n.QOS
+	case cgroupfs.KindPod:
+		if n.Pod != nil && n.Pod.Name != cgroupfs.Unknown && n.Pod.Name != "" {
+			return n.Pod.Namespace + "/" + n.Pod.Name
+		}
+		if n.Pod != nil {
+			return "unknown pod " + shortUID(n.Pod.UID)
+		}
+	case cgroupfs.KindContainer:
+		if n.Container != nil {
+			name := n.Container.Name
+			if name == "" {
+				name = cgroupfs.Unknown
+			}
+			if n.Conmon {
+				name += " (conmon)"
+			}
+			return name + " " + human.ShortID(n.Container.ID)
+		}
+	}
+	return n.Path
+}
+
+func shortUID(u string) string {
+	if len(u) > 8 {
+		return u[:8]
+	}
+	return u
+}
+
+func (m *Model) isCollapsed(n *cgroupfs.Node) bool {
+	if len(n.Children) == 0 {
+		return false
+	}
+	if m.collapsed[n.Path] {
+		return true
+	}
+	// Pods start collapsed, so the tree opens at one line per pod.
+	return n.Kind == cgroupfs.KindPod && !m.allOpen && !m.expanded[n.Path]
+}
+
+func (m *Model) children(n *cgroupfs.Node) []*cgroupfs.Node {
+	if m.sort == ByPath {
+		return n.Children
+	}
+	cs := slices.Clone(n.Children)
+	slices.SortStableFunc(cs, func(a, b *cgroupfs.Node) int {
+		if m.sort == ByMemory {
+			return cmp.Compare(b.MemoryBytes, a.MemoryBytes)
+		}
+		return cmp.Compare(m.rate[b.Path], m.rate[a.Path])
+	})
+	return cs
+}
+
+// matches reports whether the node or one below it matches the filter.
+func (m *Model) matches(n *cgroupfs.Node, memo map[*cgroupfs.Node]bool) bool {
+	if v, ok := memo[n]; ok {
+		return v
+	}
+	v := m.filter.Match(label(n)) || m.filter.Match(n.Path)
+	for _, c := range n.Children {
+		if m.matches(c, memo) {
+			v = true
+		}
+	}
+	memo[n] = v
+	return v
+}
+
+func (m *Model) rebuild() {
+	if m.tree == nil || m.tree.Root == nil {
+		m.grid.SetRows(nil)
+		return
+	}
+	memScale := uint64(max(m.tree.Allocatable.MemoryBytes, 0))
+	if memScale == 0 {
+		memScale = max(m.tree.Root.MemoryBytes, 1)
+	}
+	cores := float64(m.tree.Allocatable.CapacityMilliCPU) / 1000
+	if cores <= 0 {
+		cores = 1
+	}
+	var memo map[*cgroupfs.Node]bool
+	if m.filter.Active() {
+		memo = map[*cgroupfs.Node]bool{}
+	}
+	var rows []grid.Row
+	var walk func(n *cgroupfs.Node, prefix, branch string)
+	walk = func(n *cgroupfs.Node, prefix, branch string) {
+		if memo != nil && !m.matches(n, memo) {
+			return
+		}
+		open := !m.isCollapsed(n) || memo != nil
+		icon := "  "
+		if len(n.Children) > 0 {
+			icon = "▾ "
+			if !open {
+				icon = "▸ "
+			}
+		}
+		name := prefix + branch + icon + label(n)
+		if !open {
+			name += fmt.Sprintf(" (%d)", len(n.Children))
+		}
+		kind := grid.Normal
+		switch {
+		case len(n.Errors) > 0:
+			name += " !"
+			kind = grid.Warn
+		case n.Kind == cgroupfs.KindRoot || n.Kind == cgroupfs.KindQOS:
+			kind = grid.Group
+		case n.Kind == cgroupfs.KindContainer:
+			kind = grid.Dim
+		}
+		limit, scale := "—", memScale
+		if n.MemoryLimitBytes != nil {
+			limit = human.Bytes(int64(*n.MemoryLimitBytes))
+			scale = *n.MemoryLimitBytes
+		}
+		cpu, cpuBar := "—", ""
+		if r, ok := m.rate[n.Path]; ok {
+			cpu = fmt.Sprintf("%.2f", r)
+			cpuBar = bar(r/cores, 10)
+		}
+		rows = append(rows, grid.Row{
+			Cells: []string{name, human.Bytes(int64(n.MemoryBytes)), bar(float64(n.MemoryBytes)/float64(max(scale, 1)), 10),
+				limit, cpu, cpuBar, fmt.Sprint(n.Pids)},
+			Kind: kind,
+			Key:  n.Path,
+		})
+		if !open {
+			return
+		}
+		cs := m.children(n)
+		next := prefix
+		switch branch {
+		case "├─":
+			next += "│ "
+		case "└─":
+			next += "  "
+		}
+		for i, c := range cs {
+			b := "├─"
+			if i == len(cs)-1 {
+				b = "└─"
+			}
+			walk(c, next, b)
+		}
+	}
+	walk(m.tree.Root, "", "")
+	m.grid.SetRows(rows)
+}
+
+// bar draws a fraction in [0,1] with eighth blocks.
+func bar(f float64, w int) string {
+	f = min(max(f, 0), 1)
+	eighths := int(f*float64(w*8) + 0.5)
+	full, part := eighths/8, eighths%8
+	var b strings.Builder
+	b.WriteString(strings.Repeat("█", full))
+	if part > 0 && full < w {
+		b.WriteRune([]rune(" ▏▎▍▌▋▊▉")[part])
+		full++
+	}
+	b.WriteString(strings.Repeat("·", w-full))
+	return b.String()
+}
+
+// Update handles the pane's keys: navigation, collapse and expand, filter
+// and sort.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return m, nil
+	}
+	switch {
+	case m.filter.Editing:
+		if m.filter.Key(k) {
+			m.rebuild()
+		}
+		m.resize()
+	case key.Matches(k, m.keys.Filter):
+		m.filter.Start()
+		m.resize()
+	case key.Matches(k, m.keys.Sort):
+		m.sort = (m.sort + 1) % numSorts
+		m.rebuild()
+	case key.Matches(k, m.keys.Toggle):
+		m.toggle(k.String())
+	case key.Matches(k, m.keys.ExpandAll):
+		m.allOpen = true
+		clear(m.collapsed)
+		m.rebuild()
+	case key.Matches(k, m.keys.CollapseAll):
+		m.allOpen = false
+		clear(m.expanded)
+		m.rebuild()
+	default:
+		m.grid, _ = m.grid.Update(k, m.keys)
+	}
+	return m, nil
+}
+
+func (m *Model) toggle(k string) {
+	row, ok := m.grid.Selected()
+	if !ok || m.tree == nil {
+		return
+	}
+	n := find(m.tree.Root, row.Key)
+	if n == nil || len(n.Children) == 0 {
+		return
+	}
+	closed := m.isCollapsed(n)
+	open := closed
+	switch k {
+	case "right", "l":
+		open = true
+	case "left", "h":
+		open = false
+	}
+	if open {
+		delete(m.collapsed, n.Path)
+		m.expanded[n.Path] = true
+	} else {
+		delete(m.expanded, n.Path)
+		m.collapsed[n.Path] = true
+	}
+	m.rebuild()
+}
+
+func find(n *cgroupfs.Node, path string) *cgroupfs.Node {
+	if n == nil {
+		return nil
+	}
+	if n.Path == path {
+		return n
+	}
+	for _, c := range n.Children {
+		if f := find(c, path); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// header is node capacity, reservations, allocatable and the kubepods
+// limits, with drift.
+func (m Model) header() []string {
+	st := m.st
+	lbl := func(s string) string { return st.Label.Render(s) }
+	t := m.tree
+	if t == nil {
+		return []string{st.Faint.Render("reading cgroups…"), "", ""}
+	}
+	a := t.Allocatable
+	cpu := func(milli int64) string { return fmt.Sprintf("%.2g CPU", float64(milli)/1000) }
+	l1 := fmt.Sprintf("%s %s/%s  %s %s, %s  %s %s, %s  %s %s, %s",
+		st.Header.Render("CGROUPS"), t.Mode, orUnknown(string(t.Driver)),
+		lbl("capacity"), cpu(a.CapacityMilliCPU), human.Bytes(a.CapacityMemoryBytes),
+		lbl("reserved sys"), cpu(a.SystemReservedMilliCPU), human.Bytes(a.SystemReservedMemoryBytes),
+		lbl("kube"), cpu(a.KubeReservedMilliCPU), human.Bytes(a.KubeReservedMemoryBytes))
+	l2 := fmt.Sprintf("%s %s, %s", lbl("allocatable"), cpu(a.MilliCPU), human.Bytes(a.MemoryBytes))
+	if k := a.Kubepods; k != nil {
+		l2 += "  " + lbl("kubepods limits") + " " + limits(*k)
+	}
+	l2 += "  " + lbl("(cpu in cores)")
+	l3 := ""
+	switch {
+	case m.err != "":
+		l3 = st.Bad.Render("read failed: " + m.err)
+	case len(a.Drift) > 0:
+		l3 = st.Warn.Render("drift: " + strings.Join(a.Drift, "; "))
+	case len(t.Errors) > 0:
+		l3 = st.Warn.Render(strings.Join(t.Errors, "; "))
+	case a.Kubepods != nil:
+		l3 = st.OK.Render("kubepods limits match allocatable")
+	}
+	return []string{l1, l2, l3}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func limits(k cgroupfs.KubepodsLimits) string {
+	var parts []string
+	mem := "mem unlimited"
+	if k.MemoryLimitBytes != nil {
+		mem = "mem " + human.Bytes(int64(*k.MemoryLimitBytes))
+	}
+	parts = append(parts, mem)
+	if k.CPUShares != nil {
+		parts = append(parts, fmt.Sprintf("cpu.shares %d", *k.CPUShares))
+	}
+	if k.CPUWeight != nil {
+		parts = append(parts, fmt.Sprintf("cpu.weight %d", *k.CPUWeight))
+	}
+	if k.PidsMax != nil {
+		parts = append(parts, fmt.Sprintf("pids.max %d", *k.PidsMax))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// View renders the header, the filter and the tree.
+func (m Model) View() string {
+	parts := m.header()
+	for i, p := range parts {
+		parts[i] = ansi.Truncate(p, m.width, "…")
+	}
+	if f := m.filter.View(m.st.Label); f != "" {
+		parts = append(parts, f)
+	}
+	if m.tree != nil && m.tree.Root == nil {
+		parts = append(parts, m.st.Faint.Render("no kubepods cgroup on this node"))
+	} else {
+		parts = append(parts, m.grid.View())
+	}
+	return lipgloss.JoinVertical(lipgloss.Left, parts...)
+}
+
+// ShortHelp returns the pane's keys for the footer.
+func (m Model) ShortHelp() []key.Binding {
+	return []key.Binding{m.keys.Toggle, m.keys.Filter, m.keys.Sort}
+}
+
+// FullHelp returns the pane's keys for the full help.
+func (m Model) FullHelp() [][]key.Binding {
+	return [][]key.Binding{m.keys.Navigation(), {m.keys.Toggle, m.keys.ExpandAll, m.keys.CollapseAll, m.keys.Filter, m.keys.Sort}}
+}

@@ -1,0 +1,297 @@
+// Package containers is the dashboard's Containers pane: the dead
+// containers grouped by pod and then by container name, each marked with
+// what the policy would do to it and why.
+package containers
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/grid"
+	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/tui/internal/snapidx"
+	"github.com/nodegc/nodegc/tui/keys"
+	"github.com/nodegc/nodegc/tui/style"
+)
+
+// Sort is the order of the pods.
+type Sort int
+
+// Sort orders; s cycles through them.
+const (
+	ByPod Sort = iota
+	ByDeadCount
+	ByRemovals
+	numSorts
+)
+
+func (s Sort) String() string { return [...]string{"pod", "dead count", "removals"}[s] }
+
+// group is one pod and its dead containers.
+type group struct {
+	pod      string
+	uid      string
+	header   grid.Row
+	rows     []grid.Row
+	names    []string
+	dead     int
+	removals int
+}
+
+// Model is the Containers pane.
+type Model struct {
+	keys    keys.KeyMap
+	st      style.Styles
+	grid    grid.Model
+	filter  grid.Filter
+	sort    Sort
+	groups  []group
+	summary string
+	loaded  bool
+	width   int
+	height  int
+}
+
+var columns = []grid.Column{
+	{Title: "POD / CONTAINER", Width: 5, Flex: true},
+	{Title: "ATTEMPT", Width: 7, Right: true},
+	{Title: "EXIT", Width: 5, Right: true},
+	{Title: "FINISHED", Width: 10},
+	{Title: "STATE", Width: 7, MinTable: 90},
+	{Title: "PLAN", Width: 6, Flex: true},
+}
+
+// New returns an empty pane.
+func New(k keys.KeyMap, st style.Styles) Model {
+	return Model{keys: k, st: st, grid: grid.New(columns, grid.StylesFrom(st))}
+}
+
+// SetStyles switches the palette.
+func (m *Model) SetStyles(st style.Styles) {
+	m.st = st
+	m.grid.SetStyles(grid.StylesFrom(st))
+}
+
+// SetSize sets the pane's size.
+func (m *Model) SetSize(w, h int) {
+	m.width, m.height = w, h
+	m.resize()
+}
+
+func (m *Model) resize() {
+	h := m.height - 1
+	if m.filter.Editing || m.filter.Active() {
+		h--
+	}
+	m.grid.SetSize(m.width, max(h, 0))
+}
+
+// Capturing reports whether the pane takes every key (the filter is being
+// typed).
+func (m Model) Capturing() bool { return m.filter.Editing }
+
+type unitKey struct{ uid, name string }
+
+// SetData shows a snapshot and the plan made from it at now.
+func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
+	m.loaded = true
+	x := snapidx.New(s)
+	removal := make(map[string]engine.ContainerRemoval, len(p.ContainerGC.Remove))
+	for _, r := range p.ContainerGC.Remove {
+		removal[r.ID] = r
+	}
+	removable := make(map[string]bool, len(s.PodSource.RemovablePodUIDs))
+	for _, uid := range s.PodSource.RemovablePodUIDs {
+		removable[uid] = true
+	}
+
+	units := make(map[unitKey][]engine.Container)
+	for _, c := range s.Containers {
+		if c.State == engine.ContainerRunning {
+			continue
+		}
+		k := unitKey{c.PodUID, c.Name}
+		units[k] = append(units[k], c)
+	}
+	byPod := make(map[string]*group)
+	dead := 0
+	pol := p.Policy.Container
+	for k, cs := range units {
+		// Newest first, as the kubelet ranks a unit's instances.
+		slices.SortStableFunc(cs, func(a, b engine.Container) int {
+			return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
+		})
+		g := byPod[k.uid]
+		if g == nil {
+			pod := x.PodOf(cs[0])
+			g = &group{pod: pod.String(), uid: k.uid}
+			byPod[k.uid] = g
+		}
+		g.names = append(g.names, k.name)
+		for i, c := range cs {
+			dead++
+			g.dead++
+			plan, kind := mark(c, i, removal, pol, now)
+			if kind == grid.Remove {
+				g.removals++
+			}
+			fin := "—"
+			if c.FinishedAt != nil {
+				fin = human.Duration(now.Sub(*c.FinishedAt)) + " ago"
+			}
+			state := strings.TrimPrefix(string(c.State), "CONTAINER_")
+			g.rows = append(g.rows, grid.Row{
+				Cells: []string{"  " + c.Name, fmt.Sprint(c.Attempt), fmt.Sprint(c.ExitCode), fin, strings.ToLower(state), plan},
+				Kind:  kind,
+				Key:   c.ID,
+			})
+		}
+	}
+	m.groups = m.groups[:0]
+	for _, g := range byPod {
+		// Rows were appended unit by unit in map order: order them by
+		// container name, then newest first (stable within a name).
+		slices.SortStableFunc(g.rows, func(a, b grid.Row) int { return strings.Compare(a.Cells[0], b.Cells[0]) })
+		label := fmt.Sprintf("%s  (%d dead", g.pod, g.dead)
+		if g.removals > 0 {
+			label += fmt.Sprintf(", %d to remove", g.removals)
+		}
+		label += ")"
+		if removable[g.uid] {
+			label += "  pod removable"
+		}
+		g.header = grid.Row{Cells: []string{label}, Kind: grid.Group, Span: true, Key: "pod/" + g.uid}
+		m.groups = append(m.groups, *g)
+	}
+	slices.SortFunc(m.groups, func(a, b group) int { return cmp.Or(strings.Compare(a.pod, b.pod), strings.Compare(a.uid, b.uid)) })
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d dead in %d pods · plan removes %d containers, %d sandboxes, %d logs",
+		dead, len(m.groups), len(p.ContainerGC.Remove), len(p.SandboxGC.Remove), len(p.LogGC.Remove))
+	keep := fmt.Sprint(pol.MaxPerPodContainer)
+	if pol.MaxPerPodContainer < 0 {
+		keep = "all"
+	}
+	maxAll := fmt.Sprint(pol.MaxContainers)
+	if pol.MaxContainers < 0 {
+		maxAll = "∞"
+	}
+	fmt.Fprintf(&b, " · keep %s per container, max %s, min age %s", keep, maxAll, human.Duration(pol.MinAge))
+	if !s.PodSource.Ready {
+		b.WriteString(" · no pod source")
+	}
+	m.summary = b.String()
+	m.rebuild()
+}
+
+// mark says what the plan does with the i-th newest instance of its unit.
+func mark(c engine.Container, i int, removal map[string]engine.ContainerRemoval, pol engine.ContainerPolicy, now time.Time) (string, grid.Kind) {
+	if r, ok := removal[c.ID]; ok {
+		switch r.Reason {
+		case engine.RemovePodRemovable:
+			return "remove: pod removable", grid.Remove
+		case engine.RemovePerContainerLimit:
+			return fmt.Sprintf("remove: keeps newest %d", pol.MaxPerPodContainer), grid.Remove
+		case engine.RemoveNodeLimit:
+			return fmt.Sprintf("remove: node limit %d", pol.MaxContainers), grid.Remove
+		}
+		return "remove: " + string(r.Reason), grid.Remove
+	}
+	switch {
+	case c.CreatedAt.After(now.Add(-pol.MinAge)):
+		return "keep: younger than " + human.Duration(pol.MinAge), grid.Dim
+	case pol.MaxPerPodContainer < 0 || i < pol.MaxPerPodContainer:
+		if i == 0 {
+			return "keep: newest", grid.Dim
+		}
+		return fmt.Sprintf("keep: newest %d", pol.MaxPerPodContainer), grid.Dim
+	}
+	return "keep", grid.Dim
+}
+
+func (m *Model) rebuild() {
+	groups := m.groups
+	if m.sort != ByPod {
+		groups = slices.Clone(groups)
+		slices.SortStableFunc(groups, func(a, b group) int {
+			if m.sort == ByDeadCount {
+				return cmp.Compare(b.dead, a.dead)
+			}
+			return cmp.Compare(b.removals, a.removals)
+		})
+	}
+	var rows []grid.Row
+	for _, g := range groups {
+		podMatch := m.filter.Match(g.pod) || m.filter.Match(g.uid)
+		first := true
+		for _, r := range g.rows {
+			if !podMatch && !m.filter.Match(r.Cells[0]) && !m.filter.Match(r.Cells[5]) {
+				continue
+			}
+			if first {
+				rows = append(rows, g.header)
+				first = false
+			}
+			rows = append(rows, r)
+		}
+	}
+	m.grid.SetRows(rows)
+}
+
+// Update handles the pane's keys: navigation, filter and sort.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return m, nil
+	}
+	switch {
+	case m.filter.Editing:
+		if m.filter.Key(k) {
+			m.rebuild()
+		}
+		m.resize()
+	case key.Matches(k, m.keys.Filter):
+		m.filter.Start()
+		m.resize()
+	case key.Matches(k, m.keys.Sort):
+		m.sort = (m.sort + 1) % numSorts
+		m.rebuild()
+	default:
+		m.grid, _ = m.grid.Update(k, m.keys)
+	}
+	return m, nil
+}
+
+// View renders the summary, the filter and the table.
+func (m Model) View() string {
+	if !m.loaded {
+		return m.st.Faint.Render("waiting for the first snapshot…")
+	}
+	parts := []string{m.st.Label.Render(ansi.Truncate(m.summary+" · sort: "+m.sort.String(), m.width, "…"))}
+	if f := m.filter.View(m.st.Label); f != "" {
+		parts = append(parts, f)
+	}
+	if len(m.grid.Rows()) == 0 {
+		parts = append(parts, m.st.Faint.Render("no dead containers"))
+		return lipgloss.JoinVertical(lipgloss.Left, parts...)
+	}
+	parts = append(parts, m.grid.View())
+	return lipgloss.JoinVertical(lipgloss.Left, parts...)
+}
+
+// ShortHelp returns the pane's keys for the footer.
+func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.keys.Filter, m.keys.Sort} }
+
+// FullHelp returns the pane's keys for the full help.
+func (m Model) FullHelp() [][]key.Binding {
+	return [][]key.Binding{m.keys.Navigation(), {m.keys.Filter, m.keys.Sort}}
+}

@@ -1,0 +1,275 @@
+// Package events is the dashboard's Events pane: the history of GC passes,
+// newest first, each with what it removed, the bytes it estimated and
+// measured, and its per-item errors; and the kubelet-style events
+// (FreeDiskSpaceFailed and the others).
+package events
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/grid"
+	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/tui/keys"
+	"github.com/nodegc/nodegc/tui/style"
+)
+
+// MaxPasses and MaxEvents bound the history kept in memory.
+const (
+	MaxPasses = 500
+	MaxEvents = 500
+)
+
+// Model is the Events pane.
+type Model struct {
+	keys   keys.KeyMap
+	st     style.Styles
+	grid   grid.Model
+	filter grid.Filter
+	// passes are newest first.
+	passes []engine.PassReport
+	// events are newest first.
+	events []engine.Event
+	width  int
+	height int
+}
+
+var columns = []grid.Column{
+	{Title: "PASS", Width: 5, Right: true},
+	{Title: "KIND", Width: 11},
+	{Title: "STARTED", Width: 8},
+	{Title: "TOOK", Width: 6, Right: true},
+	{Title: "REMOVED", Width: 7, Right: true},
+	{Title: "ESTIMATED", Width: 9, Right: true},
+	{Title: "MEASURED", Width: 9, Right: true},
+	{Title: "ERRORS", Width: 6, Right: true, MinTable: 90},
+	{Title: "RESULT", Width: 6, Flex: true},
+}
+
+// New returns an empty pane.
+func New(k keys.KeyMap, st style.Styles) Model {
+	return Model{keys: k, st: st, grid: grid.New(columns, grid.StylesFrom(st))}
+}
+
+// SetStyles switches the palette.
+func (m *Model) SetStyles(st style.Styles) {
+	m.st = st
+	m.grid.SetStyles(grid.StylesFrom(st))
+}
+
+// SetSize sets the pane's size.
+func (m *Model) SetSize(w, h int) {
+	m.width, m.height = w, h
+	m.resize()
+}
+
+func (m *Model) eventLines() int {
+	if len(m.events) == 0 {
+		return 0
+	}
+	return min(len(m.events), max(m.height/4, 3)) + 1
+}
+
+func (m *Model) resize() {
+	h := m.height - m.eventLines()
+	if m.filter.Editing || m.filter.Active() {
+		h--
+	}
+	m.grid.SetSize(m.width, max(h, 0))
+}
+
+// Capturing reports whether the pane takes every key (the filter is being
+// typed).
+func (m Model) Capturing() bool { return m.filter.Editing }
+
+// Passes returns the pass history, newest first.
+func (m Model) Passes() []engine.PassReport { return m.passes }
+
+// Events returns the kubelet-style events, newest first.
+func (m Model) Events() []engine.Event { return m.events }
+
+// AddPass records a finished pass. Dry-runs are not passes and are
+// ignored; a pass seen twice (from its notice and from Apply) is kept once.
+func (m *Model) AddPass(r engine.PassReport) {
+	if r.DryRun {
+		return
+	}
+	if r.ID != 0 && slices.ContainsFunc(m.passes, func(p engine.PassReport) bool { return p.ID == r.ID }) {
+		return
+	}
+	m.passes = append(m.passes, r)
+	slices.SortStableFunc(m.passes, func(a, b engine.PassReport) int {
+		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
+			return c
+		}
+		return int(b.ID - a.ID)
+	})
+	if len(m.passes) > MaxPasses {
+		m.passes = m.passes[:MaxPasses]
+	}
+	for _, e := range r.Events {
+		if e.Time.IsZero() {
+			e.Time = r.FinishedAt
+		}
+		m.addEvent(e)
+	}
+	m.rebuild()
+}
+
+// AddEvent records a kubelet-style event.
+func (m *Model) AddEvent(e engine.Event) {
+	m.addEvent(e)
+	m.rebuild()
+}
+
+func (m *Model) addEvent(e engine.Event) {
+	for _, o := range m.events {
+		if o.Time.Equal(e.Time) && o.Reason == e.Reason && o.Message == e.Message {
+			return
+		}
+	}
+	m.events = append(m.events, e)
+	slices.SortStableFunc(m.events, func(a, b engine.Event) int { return b.Time.Compare(a.Time) })
+	if len(m.events) > MaxEvents {
+		m.events = m.events[:MaxEvents]
+	}
+	m.resize()
+}
+
+func (m *Model) rebuild() {
+	var rows []grid.Row
+	for _, p := range m.passes {
+		group := []grid.Row{passRow(p)}
+		for _, it := range p.Items {
+			if it.Outcome != engine.OutcomeFailed && it.Outcome != engine.OutcomeSkipped {
+				continue
+			}
+			msg := it.Error
+			kind := grid.Warn
+			if it.Outcome == engine.OutcomeSkipped {
+				msg, kind = "skipped: "+it.Detail, grid.Dim
+			}
+			group = append(group, grid.Row{
+				Cells: []string{fmt.Sprintf("      %s %s %s: %s", mark(it.Outcome), it.Kind, human.ShortID(it.ID), msg)},
+				Span:  true, Kind: kind, Key: fmt.Sprintf("%d/%s/%s", p.ID, it.Kind, it.ID),
+			})
+		}
+		if m.filter.Active() && !slices.ContainsFunc(group, func(r grid.Row) bool { return m.filter.Match(strings.Join(r.Cells, " ")) }) {
+			continue
+		}
+		rows = append(rows, group...)
+	}
+	m.grid.SetRows(rows)
+}
+
+func mark(o engine.Outcome) string {
+	if o == engine.OutcomeFailed {
+		return "✗"
+	}
+	return "·"
+}
+
+func passRow(p engine.PassReport) grid.Row {
+	removed := p.Count(engine.OutcomeRemoved)
+	failed := p.Count(engine.OutcomeFailed)
+	measured := "—"
+	if p.MeasuredBytesFreed != nil {
+		measured = human.Bytes(*p.MeasuredBytesFreed)
+	}
+	kind := string(p.Kind)
+	if p.Forced {
+		kind += "*"
+	}
+	result := "ok"
+	k := grid.Normal
+	switch {
+	case p.Error != "":
+		result, k = "failed: "+p.Error, grid.Warn
+	case failed > 0:
+		result, k = fmt.Sprintf("%d failed", failed), grid.Warn
+	case len(p.Items) == 0:
+		result, k = "nothing to do", grid.Dim
+	}
+	for _, e := range p.Events {
+		if e.Warning {
+			result += " · " + e.Reason
+			k = grid.Warn
+		}
+	}
+	return grid.Row{
+		Cells: []string{
+			fmt.Sprint(p.ID), kind, p.StartedAt.Format(time.TimeOnly),
+			human.Duration(p.FinishedAt.Sub(p.StartedAt).Round(10 * time.Millisecond)),
+			fmt.Sprint(removed), human.Bytes(p.EstimatedBytesFreed), measured, fmt.Sprint(failed), result,
+		},
+		Kind: k,
+		Key:  fmt.Sprintf("pass/%d/%s", p.ID, p.StartedAt),
+	}
+}
+
+// Update handles the pane's keys: navigation and filter.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return m, nil
+	}
+	switch {
+	case m.filter.Editing:
+		if m.filter.Key(k) {
+			m.rebuild()
+		}
+		m.resize()
+	case key.Matches(k, m.keys.Filter):
+		m.filter.Start()
+		m.resize()
+	default:
+		m.grid, _ = m.grid.Update(k, m.keys)
+	}
+	return m, nil
+}
+
+// View renders the pass table and, under it, the latest events.
+func (m Model) View() string {
+	var parts []string
+	if f := m.filter.View(m.st.Label); f != "" {
+		parts = append(parts, f)
+	}
+	if len(m.passes) == 0 {
+		parts = append(parts, m.st.Faint.Render("no pass has run yet · * marks a forced pass"))
+	} else {
+		parts = append(parts, m.grid.View())
+	}
+	if n := m.eventLines(); n > 0 {
+		if len(m.passes) > 0 {
+			if pad := m.grid.Height() - lipgloss.Height(m.grid.View()); pad > 0 {
+				parts = append(parts, strings.Repeat("\n", pad-1))
+			}
+		}
+		parts = append(parts, m.st.Header.Render("EVENTS"))
+		for _, e := range m.events[:n-1] {
+			st := m.st.Faint
+			if e.Warning {
+				st = m.st.Warn
+			}
+			line := fmt.Sprintf("%s  %-20s %s", e.Time.Format(time.TimeOnly), e.Reason, e.Message)
+			parts = append(parts, st.Render(ansi.Truncate(line, m.width, "…")))
+		}
+	}
+	return lipgloss.JoinVertical(lipgloss.Left, parts...)
+}
+
+// ShortHelp returns the pane's keys for the footer.
+func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.keys.Filter} }
+
+// FullHelp returns the pane's keys for the full help.
+func (m Model) FullHelp() [][]key.Binding {
+	return [][]key.Binding{m.keys.Navigation(), {m.keys.Filter}}
+}

@@ -1,0 +1,371 @@
+// Package images is the dashboard's Images pane: every image in LRU
+// (eviction) order with the reason it stays or its place in the removal
+// order, and the cut line where the planned removals reach the bytes to
+// free.
+package images
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/grid"
+	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/tui/internal/snapidx"
+	"github.com/nodegc/nodegc/tui/keys"
+	"github.com/nodegc/nodegc/tui/style"
+)
+
+// Sort is the order of the table.
+type Sort int
+
+// Sort orders; s cycles through them.
+const (
+	// ByRank is the eviction order, with the cut line.
+	ByRank Sort = iota
+	BySize
+	ByLastUsed
+	ByName
+	numSorts
+)
+
+func (s Sort) String() string {
+	return [...]string{"rank", "size", "last used", "name"}[s]
+}
+
+// item is one image row, formatted once per refresh.
+type item struct {
+	rank      int
+	id        string
+	name      string
+	size      int64
+	lastUsed  time.Time
+	firstSeen time.Time
+	status    string
+	kind      grid.Kind
+	cells     []string
+}
+
+// Model is the Images pane.
+type Model struct {
+	keys    keys.KeyMap
+	st      style.Styles
+	grid    grid.Model
+	filter  grid.Filter
+	sort    Sort
+	items   []item
+	cutLine int
+	cutText string
+	summary string
+	loaded  bool
+	width   int
+	height  int
+}
+
+var columns = []grid.Column{
+	{Title: "#", Width: 4, Right: true},
+	{Title: "IMAGE", Width: 5, Flex: true},
+	{Title: "ID", Width: 12, MinTable: 90},
+	{Title: "SIZE", Width: 9, Right: true},
+	{Title: "LAST USED", Width: 9},
+	{Title: "FIRST SEEN", Width: 10, MinTable: 84},
+	{Title: "STATUS", Width: 5, Flex: true},
+}
+
+// New returns an empty pane.
+func New(k keys.KeyMap, st style.Styles) Model {
+	return Model{keys: k, st: st, grid: grid.New(columns, grid.StylesFrom(st))}
+}
+
+// SetStyles switches the palette.
+func (m *Model) SetStyles(st style.Styles) {
+	m.st = st
+	m.grid.SetStyles(grid.StylesFrom(st))
+}
+
+// SetSize sets the pane's size.
+func (m *Model) SetSize(w, h int) {
+	m.width, m.height = w, h
+	m.resize()
+}
+
+func (m *Model) resize() {
+	h := m.height - 1
+	if m.filter.Editing || m.filter.Active() {
+		h--
+	}
+	m.grid.SetSize(m.width, max(h, 0))
+}
+
+// Capturing reports whether the pane takes every key (the filter is being
+// typed).
+func (m Model) Capturing() bool { return m.filter.Editing }
+
+// SetData shows a snapshot and the plan made from it at now.
+func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
+	m.loaded = true
+	x := snapidx.New(s)
+	recs := make(map[string]engine.ImageRecord, len(s.ImageRecords))
+	for _, r := range s.ImageRecords {
+		recs[r.ID] = r
+	}
+	removal := make(map[string]int, len(p.ImageGC.Remove))
+	for i, r := range p.ImageGC.Remove {
+		removal[r.ID] = i
+	}
+	keep := make(map[string]engine.ImageKeep, len(p.ImageGC.Keep))
+	for _, k := range p.ImageGC.Keep {
+		keep[k.ID] = k
+	}
+
+	order := lruOrder(s, p, recs)
+	m.items = make([]item, 0, len(order))
+	for i, id := range order {
+		im, ok := x.Images[id]
+		if !ok {
+			continue
+		}
+		it := item{rank: i + 1, id: id, name: displayName(snapidx.ImageName(im)), size: im.SizeBytes}
+		if r, ok := recs[id]; ok {
+			it.firstSeen = r.FirstDetected
+			if r.LastUsed != nil {
+				it.lastUsed = *r.LastUsed
+			}
+		}
+		it.status, it.kind = status(im, x, p, removal, keep, now)
+		first := "—"
+		if !it.firstSeen.IsZero() {
+			first = human.Duration(now.Sub(it.firstSeen))
+		}
+		last := "never"
+		if !it.lastUsed.IsZero() {
+			last = human.Duration(now.Sub(it.lastUsed))
+		}
+		it.cells = []string{fmt.Sprint(it.rank), it.name, human.ShortID(id), human.Bytes(it.size), last, first, it.status}
+		m.items = append(m.items, it)
+	}
+
+	g := p.ImageGC
+	m.cutLine = g.CutLine
+	m.cutText = ""
+	var spaceBytes int64
+	var spaceN, ageN int
+	for _, r := range g.Remove {
+		switch r.Reason {
+		case engine.RemoveForAge:
+			ageN++
+		default:
+			spaceN++
+			spaceBytes += r.SizeBytes
+		}
+	}
+	if g.Triggered {
+		switch {
+		case spaceN == 0:
+			m.cutText = fmt.Sprintf("cut line: nothing can be removed, %s needed", human.Bytes(g.BytesToFree))
+		case spaceBytes < g.BytesToFree:
+			m.cutText = fmt.Sprintf("cut line: all %d candidates free %s < %s needed", spaceN, human.Bytes(spaceBytes), human.Bytes(g.BytesToFree))
+		default:
+			m.cutText = fmt.Sprintf("cut line: %d above free %s ≥ %s needed", spaceN, human.Bytes(spaceBytes), human.Bytes(g.BytesToFree))
+		}
+	}
+
+	pol := p.Policy.Image
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d images · imagefs %d%% used (high %d%%, low %d%%) · ", len(m.items), g.UsagePercent, pol.HighThresholdPercent, pol.LowThresholdPercent)
+	switch {
+	case g.Triggered:
+		fmt.Fprintf(&b, "GC triggered: free %s", human.Bytes(g.BytesToFree))
+	default:
+		b.WriteString("below high threshold")
+	}
+	if n := len(g.Remove); n > 0 {
+		fmt.Fprintf(&b, " · plan removes %d (%s)", n, human.Bytes(g.BytesFreed))
+		if ageN > 0 {
+			fmt.Fprintf(&b, ", %d for age", ageN)
+		}
+	}
+	m.summary = b.String()
+	m.rebuild()
+}
+
+// displayName drops the implied registry of Docker Hub's official images,
+// as docker does: docker.io/library/nginx:1.25 shows as nginx:1.25.
+func displayName(s string) string {
+	if r, ok := strings.CutPrefix(s, "docker.io/library/"); ok {
+		return r
+	}
+	return s
+}
+
+// lruOrder is the plan's eviction order, with any image the plan did not
+// rank appended in the kubelet's order (never used first, then least
+// recently used, then first detected, then ID).
+func lruOrder(s engine.Snapshot, p engine.Plan, recs map[string]engine.ImageRecord) []string {
+	order := make([]string, 0, len(s.Images))
+	seen := make(map[string]bool, len(p.ImageGC.Order))
+	for _, id := range p.ImageGC.Order {
+		if !seen[id] {
+			seen[id] = true
+			order = append(order, id)
+		}
+	}
+	var rest []string
+	for _, im := range s.Images {
+		if !seen[im.ID] {
+			seen[im.ID] = true
+			rest = append(rest, im.ID)
+		}
+	}
+	slices.SortStableFunc(rest, func(a, b string) int {
+		ra, rb := recs[a], recs[b]
+		return cmp.Or(
+			cmpLastUsed(ra.LastUsed, rb.LastUsed),
+			ra.FirstDetected.Compare(rb.FirstDetected),
+			strings.Compare(a, b),
+		)
+	})
+	return append(order, rest...)
+}
+
+func cmpLastUsed(a, b *time.Time) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	return a.Compare(*b)
+}
+
+// status is the reason an image stays, or its place in the removal order.
+func status(im engine.Image, x snapidx.Index, p engine.Plan, removal map[string]int, keep map[string]engine.ImageKeep, now time.Time) (string, grid.Kind) {
+	if i, ok := removal[im.ID]; ok {
+		return fmt.Sprintf("#%d %s", i+1, p.ImageGC.Remove[i].Reason), grid.Remove
+	}
+	if users := x.Users[im.ID]; len(users) > 0 {
+		s := "in use by " + users[0]
+		if len(users) > 1 {
+			s += fmt.Sprintf(" +%d", len(users)-1)
+		}
+		return s, grid.Dim
+	}
+	if x.IsSandboxImage(im) {
+		return "sandbox image", grid.Dim
+	}
+	if im.Pinned {
+		return "pinned", grid.Dim
+	}
+	k, ok := keep[im.ID]
+	switch {
+	case !ok:
+		return "candidate", grid.Normal
+	case k.Reason == engine.KeepTooYoung && k.EligibleAt != nil:
+		return "too young (eligible in " + human.Duration(k.EligibleAt.Sub(now)) + ")", grid.Dim
+	case k.Reason == engine.KeepInUse:
+		return "in use " + k.Detail, grid.Dim
+	case k.Reason == engine.KeepPinned:
+		if k.Detail != "" {
+			return k.Detail, grid.Dim
+		}
+		return "pinned", grid.Dim
+	case k.Reason == engine.KeepNotNeeded:
+		if p.ImageGC.Triggered {
+			return "not needed (below cut)", grid.Normal
+		}
+		return "candidate", grid.Normal
+	}
+	return string(k.Reason), grid.Dim
+}
+
+// rebuild turns the items into rows under the sort and the filter.
+func (m *Model) rebuild() {
+	items := m.items
+	if m.sort != ByRank {
+		items = slices.Clone(items)
+		slices.SortStableFunc(items, func(a, b item) int {
+			switch m.sort {
+			case BySize:
+				return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.rank, b.rank))
+			case ByLastUsed:
+				return cmp.Or(b.lastUsed.Compare(a.lastUsed), cmp.Compare(a.rank, b.rank))
+			default:
+				return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.rank, b.rank))
+			}
+		})
+	}
+	rows := make([]grid.Row, 0, len(items)+1)
+	cutDone := m.sort != ByRank || m.cutText == ""
+	for _, it := range items {
+		if !m.filter.Match(it.name) && !m.filter.Match(it.id) && !m.filter.Match(it.status) {
+			continue
+		}
+		if !cutDone && it.rank > m.cutLine {
+			rows = append(rows, grid.Row{Cells: []string{m.cutText}, Kind: grid.Cut, Key: "cut"})
+			cutDone = true
+		}
+		rows = append(rows, grid.Row{Cells: it.cells, Kind: it.kind, Key: it.id})
+	}
+	if !cutDone {
+		rows = append(rows, grid.Row{Cells: []string{m.cutText}, Kind: grid.Cut, Key: "cut"})
+	}
+	m.grid.SetRows(rows)
+}
+
+// Update handles the pane's keys: navigation, filter and sort.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return m, nil
+	}
+	switch {
+	case m.filter.Editing:
+		if m.filter.Key(k) {
+			m.rebuild()
+		}
+		m.resize()
+	case key.Matches(k, m.keys.Filter):
+		m.filter.Start()
+		m.resize()
+	case key.Matches(k, m.keys.Sort):
+		m.sort = (m.sort + 1) % numSorts
+		m.rebuild()
+	default:
+		m.grid, _ = m.grid.Update(k, m.keys)
+	}
+	return m, nil
+}
+
+// View renders the summary, the filter and the table.
+func (m Model) View() string {
+	if !m.loaded {
+		return m.st.Faint.Render("waiting for the first snapshot…")
+	}
+	head := m.st.Label.Render(ansi.Truncate(m.summary+" · sort: "+m.sort.String(), m.width, "…"))
+	parts := []string{head}
+	if f := m.filter.View(m.st.Label); f != "" {
+		parts = append(parts, f)
+	}
+	parts = append(parts, m.grid.View())
+	return lipgloss.JoinVertical(lipgloss.Left, parts...)
+}
+
+// ShortHelp returns the pane's keys for the footer.
+func (m Model) ShortHelp() []key.Binding {
+	return []key.Binding{m.keys.Filter, m.keys.Sort}
+}
+
+// FullHelp returns the pane's keys for the full help.
+func (m Model) FullHelp() [][]key.Binding {
+	return [][]key.Binding{m.keys.Navigation(), {m.keys.Filter, m.keys.Sort}}
+}

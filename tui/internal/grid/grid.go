@@ -1,0 +1,374 @@
+// Package grid is the dashboard's table: fixed and flexible columns, a
+// cursor, per-row kinds (removal, kept, group header, cut line), and a View
+// that renders only the rows that fit. The bubbles table styles only the
+// selected row and binds g, G, d and f, which the dashboard needs; this one
+// styles each row by its kind and leaves the keys to the key map.
+package grid
+
+import (
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/nodegc/nodegc/tui/keys"
+	"github.com/nodegc/nodegc/tui/style"
+)
+
+// Kind says how a row is drawn.
+type Kind uint8
+
+// Row kinds.
+const (
+	Normal Kind = iota
+	// Dim is a row that is only context (a kept item).
+	Dim
+	// Remove is an item the plan removes.
+	Remove
+	// Warn is an item that needs attention (an error).
+	Warn
+	// Group is a header row of a group (a pod).
+	Group
+	// Cut is the cut line: Cells[0] is drawn across the row between rules.
+	Cut
+	numKinds
+)
+
+// Column is one column. Flexible columns share the width left over by the
+// fixed ones in proportion to their Width.
+type Column struct {
+	Title string
+	Width int
+	Flex  bool
+	Right bool
+	// MinTable hides the column when the table is narrower.
+	MinTable int
+}
+
+// Row is one line of the table.
+type Row struct {
+	Cells []string
+	Kind  Kind
+	// Span draws Cells[0] across the whole row.
+	Span bool
+	// Key identifies the row across refreshes, so the cursor stays on it.
+	Key string
+}
+
+// Styles draw the header, the selected row and each row kind.
+type Styles struct {
+	Header   lipgloss.Style
+	Selected lipgloss.Style
+	Kinds    [numKinds]lipgloss.Style
+}
+
+// Model is the table's state.
+type Model struct {
+	cols   []Column
+	widths []int
+	rows   []Row
+	cursor int
+	offset int
+	width  int
+	height int
+	styles Styles
+}
+
+// New returns a table with the columns.
+func New(cols []Column, s Styles) Model {
+	m := Model{cols: cols, styles: s}
+	m.layout()
+	return m
+}
+
+// SetStyles replaces the styles (the background turned out light).
+func (m *Model) SetStyles(s Styles) { m.styles = s }
+
+// SetColumns replaces the columns.
+func (m *Model) SetColumns(cols []Column) {
+	m.cols = cols
+	m.layout()
+}
+
+// SetSize sets the width and the height, header included.
+func (m *Model) SetSize(w, h int) {
+	m.width, m.height = max(w, 0), max(h, 0)
+	m.layout()
+	m.clamp()
+}
+
+// SetRows replaces the rows. The cursor stays on the row with the same Key
+// when there is one.
+func (m *Model) SetRows(rows []Row) {
+	var key string
+	if m.cursor >= 0 && m.cursor < len(m.rows) {
+		key = m.rows[m.cursor].Key
+	}
+	m.rows = rows
+	if key != "" {
+		for i := range rows {
+			if rows[i].Key == key {
+				m.offset += i - m.cursor
+				m.cursor = i
+				break
+			}
+		}
+	}
+	m.clamp()
+}
+
+// Rows returns the rows.
+func (m Model) Rows() []Row { return m.rows }
+
+// Cursor returns the index of the selected row.
+func (m Model) Cursor() int { return m.cursor }
+
+// Offset returns the index of the first visible row.
+func (m Model) Offset() int { return m.offset }
+
+// Selected returns the selected row, if any.
+func (m Model) Selected() (Row, bool) {
+	if m.cursor < 0 || m.cursor >= len(m.rows) {
+		return Row{}, false
+	}
+	return m.rows[m.cursor], true
+}
+
+// SetCursor moves the cursor to row i.
+func (m *Model) SetCursor(i int) {
+	m.cursor = i
+	m.clamp()
+}
+
+// Update moves the cursor on navigation keys and reports whether it
+// handled the key.
+func (m Model) Update(msg tea.KeyPressMsg, k keys.KeyMap) (Model, bool) {
+	page := max(m.bodyHeight()-1, 1)
+	switch {
+	case key.Matches(msg, k.Up):
+		m.cursor--
+	case key.Matches(msg, k.Down):
+		m.cursor++
+	case key.Matches(msg, k.PageUp):
+		m.cursor -= page
+		m.offset -= page
+	case key.Matches(msg, k.PageDown):
+		m.cursor += page
+		m.offset += page
+	case key.Matches(msg, k.Top):
+		m.cursor = 0
+	case key.Matches(msg, k.Bottom):
+		m.cursor = len(m.rows) - 1
+	default:
+		return m, false
+	}
+	m.clamp()
+	return m, true
+}
+
+func (m Model) bodyHeight() int { return max(m.height-1, 0) }
+
+func (m *Model) clamp() {
+	m.cursor = min(max(m.cursor, 0), max(len(m.rows)-1, 0))
+	h := m.bodyHeight()
+	if m.cursor < m.offset {
+		m.offset = m.cursor
+	}
+	if h > 0 && m.cursor >= m.offset+h {
+		m.offset = m.cursor - h + 1
+	}
+	m.offset = min(max(m.offset, 0), max(len(m.rows)-h, 0))
+}
+
+// layout gives every column its width: fixed columns as declared, flexible
+// ones a share of the rest in proportion to their declared Width, with one
+// space between columns. Columns whose MinTable exceeds the width get 0.
+func (m *Model) layout() {
+	m.widths = make([]int, len(m.cols))
+	fixed, weight, shown := 0, 0, 0
+	for i, c := range m.cols {
+		if c.MinTable > m.width {
+			continue
+		}
+		shown++
+		if c.Flex {
+			weight += max(c.Width, 1)
+			continue
+		}
+		m.widths[i] = c.Width
+		fixed += c.Width
+	}
+	fixed += max(shown-1, 0)
+	rest := max(m.width-fixed, 0)
+	left := rest
+	for i, c := range m.cols {
+		if !c.Flex || c.MinTable > m.width {
+			continue
+		}
+		w := max(c.Width, 1)
+		share := rest * w / weight
+		weight -= w
+		if weight == 0 {
+			share = left
+		}
+		left -= share
+		m.widths[i] = max(share, 1)
+	}
+}
+
+// View renders the header and the rows that fit, and nothing else: the
+// cost does not grow with the number of rows.
+func (m Model) View() string {
+	if m.height <= 0 || m.width <= 0 {
+		return ""
+	}
+	var b strings.Builder
+	hdr := make([]string, len(m.cols))
+	for i, c := range m.cols {
+		hdr[i] = c.Title
+	}
+	b.WriteString(m.styles.Header.Render(m.line(hdr)))
+	end := min(m.offset+m.bodyHeight(), len(m.rows))
+	for i := m.offset; i < end; i++ {
+		b.WriteByte('\n')
+		r := m.rows[i]
+		var s string
+		switch {
+		case r.Kind == Cut:
+			s = cutLine(r.Cells[0], m.width)
+		case r.Span:
+			s = fit(r.Cells[0], m.width, false)
+		default:
+			s = m.line(r.Cells)
+		}
+		st := m.styles.Kinds[r.Kind]
+		if i == m.cursor {
+			st = m.styles.Selected
+		}
+		b.WriteString(st.Render(s))
+	}
+	return b.String()
+}
+
+func (m Model) line(cells []string) string {
+	var b strings.Builder
+	first := true
+	for i, w := range m.widths {
+		if w == 0 {
+			continue
+		}
+		if !first {
+			b.WriteByte(' ')
+		}
+		first = false
+		c := ""
+		if i < len(cells) {
+			c = cells[i]
+		}
+		b.WriteString(fit(c, w, m.cols[i].Right))
+	}
+	return fit(b.String(), m.width, false)
+}
+
+// fit truncates s to w cells with an ellipsis, and pads it to exactly w.
+func fit(s string, w int, right bool) string {
+	if w <= 0 {
+		return ""
+	}
+	sw := ansi.StringWidth(s)
+	if sw > w {
+		s = ansi.Truncate(s, w, "…")
+		sw = ansi.StringWidth(s)
+	}
+	pad := strings.Repeat(" ", w-sw)
+	if right {
+		return pad + s
+	}
+	return s + pad
+}
+
+func cutLine(label string, w int) string {
+	label = " " + label + " "
+	lw := ansi.StringWidth(label)
+	if lw+4 > w {
+		return fit(strings.TrimSpace(label), w, false)
+	}
+	left := 3
+	return strings.Repeat("─", left) + label + strings.Repeat("─", w-left-lw)
+}
+
+// Filter is the text filter of a table, typed after '/'.
+type Filter struct {
+	// Editing reports whether keys go to the filter.
+	Editing bool
+	// Value is the filter text.
+	Value string
+	lower string
+}
+
+// Start begins editing.
+func (f *Filter) Start() { f.Editing = true }
+
+// Key edits the filter while Editing: enter keeps the text, esc clears it,
+// backspace deletes. It reports whether the value changed.
+func (f *Filter) Key(msg tea.KeyPressMsg) bool {
+	old := f.Value
+	switch msg.String() {
+	case "enter":
+		f.Editing = false
+	case "esc":
+		f.Editing = false
+		f.Value = ""
+	case "backspace":
+		if r := []rune(f.Value); len(r) > 0 {
+			f.Value = string(r[:len(r)-1])
+		}
+	case "ctrl+u":
+		f.Value = ""
+	default:
+		if msg.Text != "" {
+			f.Value += msg.Text
+		}
+	}
+	f.lower = strings.ToLower(f.Value)
+	return f.Value != old
+}
+
+// Active reports whether the filter restricts the rows.
+func (f Filter) Active() bool { return f.Value != "" }
+
+// Match reports whether s contains the filter text, ignoring case.
+func (f Filter) Match(s string) bool {
+	if f.lower == "" {
+		return true
+	}
+	return strings.Contains(strings.ToLower(s), f.lower)
+}
+
+// View renders the filter line, "" when there is no filter.
+func (f Filter) View(label lipgloss.Style) string {
+	switch {
+	case f.Editing:
+		return label.Render("filter: ") + f.Value + "█"
+	case f.Value != "":
+		return label.Render("filter: ") + f.Value + label.Render("  (/ to edit, esc in edit to clear)")
+	}
+	return ""
+}
+
+// StylesFrom picks the table's styles from the dashboard's.
+func StylesFrom(s style.Styles) Styles {
+	g := Styles{Header: s.Header, Selected: s.Selected}
+	g.Kinds[Normal] = lipgloss.NewStyle()
+	g.Kinds[Dim] = s.Faint
+	g.Kinds[Remove] = s.Remove
+	g.Kinds[Warn] = s.Warn
+	g.Kinds[Group] = s.Group
+	g.Kinds[Cut] = s.CutLine
+	return g
+}
+
+// Height returns the table's height, header included.
+func (m Model) Height() int { return m.height }

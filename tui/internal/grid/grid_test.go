@@ -1,0 +1,86 @@
+package grid
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/nodegc/nodegc/tui/keys"
+)
+
+func rows(n int) []Row {
+	r := make([]Row, n)
+	for i := range r {
+		r[i] = Row{Cells: []string{fmt.Sprintf("row-%04d", i), "x"}, Key: fmt.Sprint(i)}
+	}
+	return r
+}
+
+func TestView(t *testing.T) {
+	cols := []Column{{Title: "NAME", Width: 10, Flex: true}, {Title: "V", Width: 3, Right: true}}
+	tests := []struct {
+		name      string
+		n         int
+		down      int
+		wantLines int
+		wantFirst string
+		wantLast  string
+	}{
+		{"only the rows that fit are rendered", 5000, 0, 5, "row-0000", "row-0003"},
+		{"the view follows the cursor down", 5000, 10, 5, "row-0007", "row-0010"},
+		{"fewer rows than fit render all", 2, 0, 3, "row-0000", "row-0001"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := New(cols, Styles{})
+			m.SetSize(20, 5)
+			m.SetRows(rows(tt.n))
+			for range tt.down {
+				m, _ = m.Update(tea.KeyPressMsg{Code: tea.KeyDown}, keys.Default(false))
+			}
+			lines := strings.Split(m.View(), "\n")
+			if len(lines) != tt.wantLines {
+				t.Fatalf("got %d lines, want %d:\n%s", len(lines), tt.wantLines, m.View())
+			}
+			if !strings.HasPrefix(lines[1], tt.wantFirst) || !strings.HasPrefix(lines[len(lines)-1], tt.wantLast) {
+				t.Errorf("rows %q..%q, want %s..%s", lines[1], lines[len(lines)-1], tt.wantFirst, tt.wantLast)
+			}
+			for _, l := range lines {
+				if len([]rune(l)) != 20 {
+					t.Errorf("line %q is not 20 cells wide", l)
+				}
+			}
+		})
+	}
+}
+
+func TestSetRowsKeepsCursorOnSameKey(t *testing.T) {
+	m := New([]Column{{Title: "N", Width: 8}}, Styles{})
+	m.SetSize(8, 10)
+	m.SetRows(rows(20))
+	m.SetCursor(5)
+	r := rows(20)
+	m.SetRows(append([]Row{{Cells: []string{"new"}, Key: "new"}}, r...))
+	if sel, _ := m.Selected(); sel.Key != "5" {
+		t.Errorf("cursor on %q after a row was inserted above, want 5", sel.Key)
+	}
+}
+
+func TestFilter(t *testing.T) {
+	var f Filter
+	f.Start()
+	for _, r := range "NgInX" {
+		f.Key(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	f.Key(tea.KeyPressMsg{Code: tea.KeyEnter})
+	if f.Editing || !f.Match("docker.io/library/nginx:1.25") || f.Match("redis") {
+		t.Errorf("filter %q: editing=%v, matches case-insensitively?", f.Value, f.Editing)
+	}
+	f.Start()
+	f.Key(tea.KeyPressMsg{Code: tea.KeyEscape})
+	if f.Active() {
+		t.Errorf("esc while editing must clear the filter, got %q", f.Value)
+	}
+}

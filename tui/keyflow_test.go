@@ -1,0 +1,242 @@
+package tui
+
+import (
+	"bytes"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/nodegc/nodegc/engine"
+)
+
+func press(m Model, keys ...string) Model {
+	for _, k := range keys {
+		nm, cmd := m.Update(keyMsg(k))
+		m = runCmd(nm.(Model), cmd)
+	}
+	return m
+}
+
+func TestPreviewAndApply(t *testing.T) {
+	tests := []struct {
+		name        string
+		keys        []string
+		wantPreview engine.PassKind
+		wantApplied bool
+	}{
+		{"dry-run then y applies exactly the previewed plan", []string{"d", "y"}, engine.PassFull, true},
+		{"dry-run then enter applies exactly the previewed plan", []string{"d", "enter"}, engine.PassFull, true},
+		{"dry-run then esc removes nothing", []string{"d", "esc"}, engine.PassFull, false},
+		{"image GC asks first and applies the image plan", []string{"g", "y"}, engine.PassImages, true},
+		{"container GC cancelled with n removes nothing", []string{"c", "n"}, engine.PassContainers, false},
+		{"reclaim all applies the reclaim plan", []string{"G", "y"}, engine.PassReclaimAll, true},
+		{"scrolling the preview applies nothing", []string{"d", "down", "down"}, engine.PassFull, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, c := fixtureModel(t, 100, 30)
+			m = press(m, tt.keys...)
+			prev := c.previewedPlans()
+			if len(prev) != 1 || prev[0].Pass != tt.wantPreview {
+				t.Fatalf("previews = %v, want one %s preview", c.previews, tt.wantPreview)
+			}
+			applied := c.appliedPlans()
+			if !tt.wantApplied {
+				if len(applied) != 0 {
+					t.Fatalf("applied %d plans, want none", len(applied))
+				}
+				return
+			}
+			if len(applied) != 1 {
+				t.Fatalf("applied %d plans, want 1", len(applied))
+			}
+			if !reflect.DeepEqual(applied[0], prev[0]) {
+				t.Errorf("applied plan differs from the previewed one:\napplied %+v\npreview %+v", applied[0], prev[0])
+			}
+			if m.ModalOpen() {
+				t.Error("the modal is still open after applying")
+			}
+			if got := len(m.Passes()); got != 1 {
+				t.Errorf("events pane has %d passes, want the applied one", got)
+			}
+		})
+	}
+}
+
+func TestPreviewListsEveryItem(t *testing.T) {
+	m, c := fixtureModel(t, 100, 60)
+	m = press(m, "d")
+	p := c.previewedPlans()[0]
+	screen := ansi.Strip(m.Screen())
+	for _, r := range p.ImageGC.Remove {
+		if !strings.Contains(screen, strings.TrimPrefix(r.RepoTags[0], "")) {
+			t.Errorf("preview does not list image %s", r.RepoTags[0])
+		}
+	}
+	for _, r := range p.ContainerGC.Remove {
+		if !strings.Contains(screen, r.ID) {
+			t.Errorf("preview does not list container %s", r.ID)
+		}
+	}
+	if !strings.Contains(screen, "TOTAL 7 items") {
+		t.Errorf("preview has no totals:\n%s", screen)
+	}
+}
+
+func TestLatePreviewAfterCancelIsDropped(t *testing.T) {
+	m, c := fixtureModel(t, 100, 30)
+	nm, cmd := m.Update(keyMsg("d"))
+	m = nm.(Model)
+	m = press(m, "esc")
+	m = runCmd(m, cmd) // the preview arrives after esc
+	if m.ModalOpen() {
+		t.Fatal("a preview that arrived after esc reopened the modal")
+	}
+	m = press(m, "y")
+	if n := len(c.appliedPlans()); n != 0 {
+		t.Errorf("applied %d plans after cancel, want none", n)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	c := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
+	now := fixedNow
+	o := fixtureOptions(c, &now)
+	o.ReadOnly = true
+	m := send(New(o), tea.WindowSizeMsg{Width: 100, Height: 30})
+	m = refreshNow(t, m)
+
+	t.Run("destructive keys open nothing", func(t *testing.T) {
+		m := press(m, "g", "c", "G")
+		if m.ModalOpen() || len(c.previewedPlans()) != 0 {
+			t.Fatalf("g/c/G in read-only mode previewed %v", c.previews)
+		}
+		if s := ansi.Strip(m.Screen()); !strings.Contains(s, "read-only: g, c and G are disabled") {
+			t.Errorf("no read-only notice after g:\n%s", s)
+		}
+	})
+	t.Run("the footer says read-only where the keys would be", func(t *testing.T) {
+		s := ansi.Strip(m.Screen())
+		foot := s[strings.LastIndex(s, "\n")+1:]
+		if !strings.Contains(foot, "g/c/G read-only") || strings.Contains(foot, "image GC") {
+			t.Errorf("footer = %q", foot)
+		}
+	})
+	t.Run("a dry-run shows the plan but cannot apply it", func(t *testing.T) {
+		m := press(m, "d")
+		if s := ansi.Strip(m.Screen()); !strings.Contains(s, "read-only: this plan cannot be applied") {
+			t.Errorf("preview does not say read-only:\n%s", s)
+		}
+		press(m, "y", "enter")
+		if n := len(c.appliedPlans()); n != 0 {
+			t.Errorf("read-only mode applied %d plans", n)
+		}
+	})
+}
+
+func TestPauseResume(t *testing.T) {
+	m, c := fixtureModel(t, 100, 30)
+	m = press(m, "p")
+	if !c.Status().Paused {
+		t.Fatal("p did not pause the scheduler")
+	}
+	if s := ansi.Strip(m.Screen()); !strings.Contains(s, "Ⅱ paused") || !strings.Contains(s, "periodic passes paused") {
+		t.Errorf("paused state not shown:\n%s", s)
+	}
+	m = press(m, "p")
+	if c.Status().Paused {
+		t.Error("second p did not resume")
+	}
+}
+
+func TestFreezeStopsRefresh(t *testing.T) {
+	m, _ := fixtureModel(t, 100, 30)
+	m = press(m, "f")
+	seq := m.refreshSeq
+	nm, cmd := m.Update(tickMsg{})
+	m = nm.(Model)
+	_ = cmd
+	if m.refreshSeq != seq {
+		t.Errorf("a tick started a refresh while frozen")
+	}
+	m = press(m, "f")
+	if m.refreshSeq == seq {
+		t.Errorf("unfreezing did not refresh")
+	}
+}
+
+func TestQuitAsksWhileAPassIsInFlight(t *testing.T) {
+	m, c := fixtureModel(t, 100, 30)
+	m = press(m, "d")
+	nm, cmd := m.Update(keyMsg("y")) // apply starts; its result is not fed back
+	m = nm.(Model)
+	if cmd == nil {
+		t.Fatal("confirm returned no command")
+	}
+	nm, quit := m.Update(keyMsg("q"))
+	m = nm.(Model)
+	if quit != nil || !m.ModalOpen() {
+		t.Fatal("q quit while a pass was in flight, without asking")
+	}
+	m = press(m, "n")
+	if m.ModalOpen() {
+		t.Error("n did not close the quit question")
+	}
+	_ = c
+}
+
+func TestWindowSizes(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {100, 30}, {200, 60}} {
+		m, _ := fixtureModel(t, sz[0], sz[1])
+		for _, p := range []string{"1", "2", "3", "4", "5", "d"} {
+			m = press(m, p)
+			lines := strings.Split(ansi.Strip(m.Screen()), "\n")
+			if len(lines) != sz[1] {
+				t.Errorf("%dx%d pane %s: %d lines", sz[0], sz[1], p, len(lines))
+			}
+			for i, l := range lines {
+				if w := ansi.StringWidth(l); w > sz[0] {
+					t.Errorf("%dx%d pane %s line %d is %d wide: %q", sz[0], sz[1], p, i, w, l)
+				}
+			}
+		}
+	}
+}
+
+// TestProgramDryRunApply drives the real program: d opens the preview, y
+// applies it, and the controller got exactly the previewed plan.
+func TestProgramDryRunApply(t *testing.T) {
+	c := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
+	now := fixedNow
+	o := fixtureOptions(c, &now)
+	o.RefreshInterval = time.Hour
+	tm := teatest.NewTestModel(t, New(o), teatest.WithInitialTermSize(100, 30),
+		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
+	waitFor(t, tm.Output(), "IMAGE FILESYSTEM")
+	tm.Type("d")
+	waitFor(t, tm.Output(), "apply exactly this plan")
+	tm.Type("y")
+	waitFor(t, tm.Output(), "pass #1")
+	tm.Type("q")
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(3*time.Second)).(Model)
+	applied, prev := c.appliedPlans(), c.previewedPlans()
+	if len(applied) != 1 || !reflect.DeepEqual(applied[0], prev[0]) {
+		t.Fatalf("applied %d plans, want exactly the one previewed", len(applied))
+	}
+	if len(fm.Passes()) != 1 {
+		t.Errorf("final model has %d passes", len(fm.Passes()))
+	}
+}
+
+func waitFor(t *testing.T, r io.Reader, s string) {
+	t.Helper()
+	teatest.WaitFor(t, r, func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
+		teatest.WithDuration(3*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+}

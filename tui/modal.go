@@ -1,0 +1,192 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/tui/internal/snapidx"
+	"github.com/nodegc/nodegc/tui/style"
+)
+
+// modalKind says what a modal asks.
+type modalKind int
+
+const (
+	// modalPreview shows a previewed plan and applies it on confirmation.
+	modalPreview modalKind = iota + 1
+	// modalQuit asks before quitting while a pass is in flight.
+	modalQuit
+)
+
+// modal is the overlay: a previewed plan to confirm, or the quit question.
+type modal struct {
+	kind  modalKind
+	title string
+	pass  engine.PassKind
+	// loading is true until the preview arrives.
+	loading bool
+	err     string
+	plan    engine.Plan
+	lines   []string
+	items   int
+	offset  int
+}
+
+// passTitle names what a key asks for.
+func passTitle(kind engine.PassKind, dryRun bool) string {
+	if dryRun {
+		return "Dry-run: what a full pass would remove"
+	}
+	switch kind {
+	case engine.PassImages:
+		return "Force image GC"
+	case engine.PassContainers:
+		return "Force container GC"
+	case engine.PassReclaimAll:
+		return "Reclaim all unused (eviction manager's reclaim)"
+	}
+	return "Run " + string(kind) + " pass"
+}
+
+// planLines lists every item of a plan with its size and reason, and the
+// totals, resolving names from the snapshot.
+func planLines(p engine.Plan, s engine.Snapshot) (lines []string, items int) {
+	x := snapidx.New(s)
+	g := p.ImageGC
+	if p.Pass == engine.PassImages || p.Pass == engine.PassFull {
+		if g.Triggered {
+			lines = append(lines, fmt.Sprintf("image fs %d%% used ≥ high %d%%: free %s", g.UsagePercent, p.Policy.Image.HighThresholdPercent, human.Bytes(g.BytesToFree)))
+		} else {
+			lines = append(lines, fmt.Sprintf("image fs %d%% used < high %d%%: no space pass", g.UsagePercent, p.Policy.Image.HighThresholdPercent))
+		}
+	}
+	if n := len(g.Remove); n > 0 {
+		lines = append(lines, fmt.Sprintf("IMAGES (%d, %s)", n, human.Bytes(g.BytesFreed)))
+		for i, r := range g.Remove {
+			name := human.ShortID(r.ID)
+			switch {
+			case len(r.RepoTags) > 0:
+				name = r.RepoTags[0]
+			case x.Images[r.ID].ID != "":
+				name = snapidx.ImageName(x.Images[r.ID])
+			}
+			reason := string(r.Reason)
+			if r.Detail != "" {
+				reason += ": " + r.Detail
+			}
+			lines = append(lines, fmt.Sprintf("  %3d. %-40s %10s  %s", i+1, name, human.Bytes(r.SizeBytes), reason))
+		}
+	}
+	if n := len(p.ContainerGC.Remove); n > 0 {
+		lines = append(lines, fmt.Sprintf("CONTAINERS (%d)", n))
+		for _, r := range p.ContainerGC.Remove {
+			pod := x.ByUID[r.PodUID]
+			if pod.UID == "" {
+				pod = snapidx.Pod{UID: r.PodUID}
+			}
+			lines = append(lines, fmt.Sprintf("  %-44s #%-3d %s  %s", pod.String()+"/"+r.Name, r.Attempt, human.ShortID(r.ID), r.Reason))
+		}
+	}
+	if n := len(p.SandboxGC.Remove); n > 0 {
+		lines = append(lines, fmt.Sprintf("SANDBOXES (%d)", n))
+		for _, r := range p.SandboxGC.Remove {
+			pod := x.ByUID[r.PodUID]
+			if pod.UID == "" {
+				pod = snapidx.Pod{UID: r.PodUID}
+			}
+			lines = append(lines, fmt.Sprintf("  %-44s %s  %s", pod.String(), human.ShortID(r.ID), r.Reason))
+		}
+	}
+	if n := len(p.LogGC.Remove); n > 0 {
+		lines = append(lines, fmt.Sprintf("LOGS (%d)", n))
+		for _, r := range p.LogGC.Remove {
+			lines = append(lines, fmt.Sprintf("  %s  %s", r.Path, r.Reason))
+		}
+	}
+	items = len(g.Remove) + len(p.ContainerGC.Remove) + len(p.SandboxGC.Remove) + len(p.LogGC.Remove)
+	for _, e := range g.Events {
+		lines = append(lines, "event "+e.Reason+": "+e.Message)
+	}
+	if items == 0 {
+		lines = append(lines, "nothing to remove")
+	} else {
+		lines = append(lines, fmt.Sprintf("TOTAL %d items, frees ≈ %s (runtime-reported image sizes)", items, human.Bytes(g.BytesFreed)))
+	}
+	return lines, items
+}
+
+// height is how many content lines the modal shows at the screen height h.
+func (d *modal) height(h int) int { return max(min(len(d.lines), h-8), 1) }
+
+// scroll moves the visible lines.
+func (d *modal) scroll(msg tea.KeyPressMsg, m Model) {
+	page := d.height(m.height) - 1
+	switch {
+	case key.Matches(msg, m.keys.Up):
+		d.offset--
+	case key.Matches(msg, m.keys.Down):
+		d.offset++
+	case key.Matches(msg, m.keys.PageUp):
+		d.offset -= page
+	case key.Matches(msg, m.keys.PageDown):
+		d.offset += page
+	case key.Matches(msg, m.keys.Top):
+		d.offset = 0
+	case key.Matches(msg, m.keys.Bottom):
+		d.offset = len(d.lines)
+	}
+	d.offset = min(max(d.offset, 0), max(len(d.lines)-d.height(m.height), 0))
+}
+
+// render draws the modal box for a screen of w×h.
+func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
+	bw := min(max(w-6, 20), 100)
+	inner := bw - 4
+	var b []string
+	b = append(b, st.ModalTitle.Render(d.title))
+	switch {
+	case d.kind == modalQuit:
+		b = append(b, "A pass is in flight. Quit anyway? It finishes in the engine's own time.", "",
+			st.Label.Render("y quit · n/esc stay"))
+	case d.loading:
+		b = append(b, st.Faint.Render("planning…"), "", st.Label.Render("esc cancel"))
+	case d.err != "":
+		b = append(b, st.Bad.Render("preview failed: "+d.err), "", st.Label.Render("esc close"))
+	default:
+		n := d.height(h)
+		end := min(d.offset+n, len(d.lines))
+		for _, l := range d.lines[d.offset:end] {
+			b = append(b, ansi.Truncate(l, inner, "…"))
+		}
+		if len(d.lines) > n {
+			b = append(b, st.Faint.Render(fmt.Sprintf("lines %d-%d of %d · ↑/↓ pgup/pgdn scroll", d.offset+1, end, len(d.lines))))
+		}
+		b = append(b, "")
+		switch {
+		case d.items == 0:
+			b = append(b, st.Label.Render("esc close"))
+		case readOnly:
+			b = append(b, st.Warn.Render("read-only: this plan cannot be applied")+st.Label.Render(" · esc close"))
+		default:
+			b = append(b, st.Bold.Render("enter/y")+st.Label.Render(" apply exactly this plan · ")+st.Bold.Render("esc")+st.Label.Render(" cancel, nothing is removed"))
+		}
+	}
+	return st.Modal.Width(bw).Render(strings.Join(b, "\n"))
+}
+
+// overlay draws box over screen, centred.
+func overlay(screen, box string, w, h int) string {
+	x := max((w-lipgloss.Width(box))/2, 0)
+	y := max((h-lipgloss.Height(box))/2, 0)
+	return lipgloss.NewCompositor(
+		lipgloss.NewLayer(screen),
+		lipgloss.NewLayer(box).X(x).Y(y).Z(1),
+	).Render()
+}

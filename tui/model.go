@@ -1,0 +1,622 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/cgroups"
+	"github.com/nodegc/nodegc/tui/containers"
+	"github.com/nodegc/nodegc/tui/events"
+	"github.com/nodegc/nodegc/tui/images"
+	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/tui/keys"
+	"github.com/nodegc/nodegc/tui/overview"
+	"github.com/nodegc/nodegc/tui/style"
+)
+
+// Pane identifies one of the five panes.
+type Pane int
+
+// Panes, in tab order; keys 1-5 select them.
+const (
+	PaneOverview Pane = iota
+	PaneImages
+	PaneContainers
+	PaneCgroups
+	PaneEvents
+	numPanes
+)
+
+var paneNames = [numPanes]string{"Overview", "Images", "Containers", "Cgroups", "Events"}
+
+func (p Pane) String() string { return paneNames[p] }
+
+// Model is the dashboard's root: it owns the panes and the modal, routes
+// window sizes to every pane and keys to the active one, and runs every
+// call to the engine as a tea.Cmd.
+type Model struct {
+	o    Options
+	ctx  context.Context
+	keys keys.KeyMap
+	st   style.Styles
+	help help.Model
+
+	width, height int
+	active        Pane
+
+	overview   overview.Model
+	images     images.Model
+	containers containers.Model
+	cgroups    cgroups.Model
+	events     events.Model
+
+	snap     engine.Snapshot
+	plan     engine.Plan
+	haveSnap bool
+	status   engine.Status
+	self     overview.Self
+	lastSelf *SelfSample
+	selfAt   time.Time
+
+	refreshSeq uint64
+	refreshing bool
+	frozen     bool
+	lastErr    string
+
+	notices     <-chan engine.Notice
+	unsubscribe func()
+
+	modal      *modal
+	previewSeq uint64
+	// busy is the kind of the pass this dashboard applied and awaits.
+	busy engine.PassKind
+
+	flash    string
+	flashBad bool
+}
+
+// New returns the dashboard's model. Run runs it; tests drive it with
+// teatest or by calling Update.
+func New(o Options) Model {
+	o = o.withDefaults()
+	k := keys.Default(o.ReadOnly)
+	st := style.Default(true)
+	h := help.New()
+	h.Styles = help.DefaultStyles(true)
+	m := Model{
+		o: o, ctx: context.Background(), keys: k, st: st, help: h,
+		overview:   overview.New(k, st),
+		images:     images.New(k, st),
+		containers: containers.New(k, st),
+		cgroups:    cgroups.New(k, st),
+		events:     events.New(k, st),
+		self:       overview.Self{CPUPercent: -1},
+		refreshSeq: 1,
+		refreshing: true,
+	}
+	if o.Controller != nil {
+		m.status = o.Controller.Status()
+		if r := m.status.LastReport; r != nil {
+			m.events.AddPass(*r)
+		}
+	}
+	return m
+}
+
+// Init starts the first refresh, the refresh timer, the subscription to
+// the scheduler's notices, and asks the terminal for its background.
+func (m Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{
+		tea.RequestBackgroundColor,
+		refreshCmd(m.ctx, m.o, m.refreshSeq),
+		tick(m.o.RefreshInterval),
+	}
+	if m.o.Controller != nil {
+		cmds = append(cmds, subscribeCmd(m.o.Controller))
+	}
+	return tea.Batch(cmds...)
+}
+
+// Active returns the active pane.
+func (m Model) Active() Pane { return m.active }
+
+// Frozen reports whether the display is frozen (f).
+func (m Model) Frozen() bool { return m.frozen }
+
+// Passes returns the pass history the Events pane shows, newest first.
+func (m Model) Passes() []engine.PassReport { return m.events.Passes() }
+
+// ModalOpen reports whether a modal (preview or quit question) is shown.
+func (m Model) ModalOpen() bool { return m.modal != nil }
+
+// Close unsubscribes from the scheduler's notices.
+func (m Model) Close() {
+	if m.unsubscribe != nil {
+		m.unsubscribe()
+	}
+}
+
+func (m *Model) setFlash(s string, bad bool) { m.flash, m.flashBad = s, bad }
+
+// inFlight is the kind of a pass running now, "" when none.
+func (m Model) inFlight() engine.PassKind {
+	if m.busy != "" {
+		return m.busy
+	}
+	return m.status.Running
+}
+
+// startRefresh begins a refresh unless one is running or force is false
+// and the display is frozen. A forced refresh overtakes a running one.
+func (m *Model) startRefresh(force bool) tea.Cmd {
+	if !force && (m.frozen || m.refreshing) {
+		return nil
+	}
+	m.refreshSeq++
+	m.refreshing = true
+	return refreshCmd(m.ctx, m.o, m.refreshSeq)
+}
+
+// Update routes one message.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.resize()
+		return m, nil
+	case tea.BackgroundColorMsg:
+		m.setStyles(style.Default(msg.IsDark()))
+		return m, nil
+	case tickMsg:
+		return m, tea.Batch(tick(m.o.RefreshInterval), m.startRefresh(false))
+	case RefreshMsg:
+		return m.applyRefresh(msg), nil
+	case subscribedMsg:
+		m.notices, m.unsubscribe = msg.ch, msg.cancel
+		return m, waitNotice(msg.ch)
+	case noticeMsg:
+		if !msg.ok {
+			return m, nil
+		}
+		m.status = msg.n.Status
+		var cmd tea.Cmd
+		if r := msg.n.Report; r != nil && !r.DryRun {
+			m.events.AddPass(*r)
+			cmd = m.startRefresh(false)
+		}
+		if e := msg.n.Event; e != nil {
+			m.events.AddEvent(*e)
+		}
+		m.pushOverview()
+		return m, tea.Batch(waitNotice(msg.ch), cmd)
+	case previewMsg:
+		if m.modal == nil || m.modal.kind != modalPreview || msg.seq != m.previewSeq {
+			return m, nil // cancelled or overtaken
+		}
+		m.modal.loading = false
+		if msg.err != nil {
+			m.modal.err = msg.err.Error()
+			return m, nil
+		}
+		m.modal.plan = msg.report.Plan
+		m.modal.lines, m.modal.items = planLines(msg.report.Plan, m.snap)
+		return m, nil
+	case appliedMsg:
+		m.busy = ""
+		if msg.err != nil {
+			m.setFlash(fmt.Sprintf("%s pass failed: %v", msg.kind, msg.err), true)
+		} else {
+			r := msg.report
+			m.events.AddPass(r)
+			m.setFlash(fmt.Sprintf("pass #%d (%s): removed %d, failed %d, freed ≈ %s", r.ID, r.Kind,
+				r.Count(engine.OutcomeRemoved), r.Count(engine.OutcomeFailed), human.Bytes(r.EstimatedBytesFreed)), !r.OK())
+		}
+		return m, m.startRefresh(true)
+	case statusMsg:
+		m.status = msg.status
+		m.pushOverview()
+		return m, nil
+	case tea.KeyPressMsg:
+		return m.key(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) applyRefresh(msg RefreshMsg) Model {
+	if msg.Seq != m.refreshSeq {
+		return *m // overtaken by a newer refresh
+	}
+	m.refreshing = false
+	if msg.Status != nil {
+		m.status = *msg.Status
+	}
+	if msg.Self != nil {
+		if m.lastSelf != nil && msg.At.After(m.selfAt) {
+			m.self.CPUPercent = float64(msg.Self.CPU-m.lastSelf.CPU) / float64(msg.At.Sub(m.selfAt)) * 100
+		}
+		m.self.RSSBytes = msg.Self.RSSBytes
+		m.lastSelf, m.selfAt = msg.Self, msg.At
+	}
+	if msg.Err != nil {
+		m.lastErr = "snapshot: " + msg.Err.Error()
+		m.pushOverview()
+		return *m
+	}
+	m.lastErr = ""
+	m.snap, m.haveSnap = msg.Snapshot, true
+	m.images.SetData(msg.Snapshot, msg.Plan, msg.At)
+	m.containers.SetData(msg.Snapshot, msg.Plan, msg.At)
+	if msg.Tree != nil {
+		m.cgroups.SetTree(msg.Tree, msg.At)
+	}
+	if msg.TreeErr != nil {
+		m.cgroups.SetError(msg.TreeErr)
+	}
+	m.plan = msg.Plan
+	m.pushOverview()
+	return *m
+}
+
+// pushOverview hands the Overview its data.
+func (m *Model) pushOverview() {
+	if !m.haveSnap {
+		return
+	}
+	m.overview.SetData(overview.Data{
+		Snapshot: m.snap, Plan: m.plan, Policy: m.o.Policy, Status: m.status,
+		Controlled: m.o.Controller != nil, Self: m.self, HideSelf: m.o.HideSelf,
+		Now: m.o.Now(), Version: m.o.Version, ReadOnly: m.o.ReadOnly,
+	})
+}
+
+func (m *Model) setStyles(st style.Styles) {
+	m.st = st
+	m.help.Styles = help.DefaultStyles(st.Dark)
+	m.overview.SetStyles(st)
+	m.images.SetStyles(st)
+	m.containers.SetStyles(st)
+	m.cgroups.SetStyles(st)
+	m.events.SetStyles(st)
+}
+
+// chrome is the lines around the body: the tab bar and its rule, the
+// status line and the help.
+func (m Model) chrome() int {
+	n := 3
+	if m.help.ShowAll {
+		n += len(strings.Split(m.help.View(m), "\n"))
+	} else {
+		n++
+	}
+	return n
+}
+
+// resize gives every pane the body's size.
+func (m *Model) resize() {
+	m.help.SetWidth(m.width)
+	w, h := m.width, max(m.height-m.chrome(), 1)
+	m.overview.SetSize(w, h)
+	m.images.SetSize(w, h)
+	m.containers.SetSize(w, h)
+	m.cgroups.SetSize(w, h)
+	m.events.SetSize(w, h)
+}
+
+func (m Model) capturing() bool {
+	switch m.active {
+	case PaneImages:
+		return m.images.Capturing()
+	case PaneContainers:
+		return m.containers.Capturing()
+	case PaneCgroups:
+		return m.cgroups.Capturing()
+	case PaneEvents:
+		return m.events.Capturing()
+	}
+	return false
+}
+
+// key handles a key press: the modal first, then a pane typing a filter,
+// then the global keys, then the active pane.
+func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	if m.modal != nil {
+		return m.modalKey(msg)
+	}
+	if m.capturing() {
+		if msg.String() == "ctrl+c" {
+			return m.quit()
+		}
+		return m.toPane(msg)
+	}
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.Help):
+		m.help.ShowAll = !m.help.ShowAll
+		m.resize()
+	case key.Matches(msg, k.NextPane):
+		m.active = (m.active + 1) % numPanes
+	case key.Matches(msg, k.PrevPane):
+		m.active = (m.active + numPanes - 1) % numPanes
+	case key.Matches(msg, k.ForceImages):
+		return m.openPreview(engine.PassImages, false)
+	case key.Matches(msg, k.ForceContainers):
+		return m.openPreview(engine.PassContainers, false)
+	case key.Matches(msg, k.ReclaimAll):
+		return m.openPreview(engine.PassReclaimAll, false)
+	case key.Matches(msg, k.ReadOnly):
+		m.setFlash("read-only: g, c and G are disabled (d still previews)", true)
+	case key.Matches(msg, k.DryRun):
+		return m.openPreview(engine.PassFull, true)
+	case key.Matches(msg, k.Pause):
+		if m.o.Controller == nil {
+			m.setFlash("no scheduler to pause", true)
+			return m, nil
+		}
+		pause := !m.status.Paused
+		if pause {
+			m.setFlash("pausing periodic passes (forced passes still run)", false)
+		} else {
+			m.setFlash("resuming periodic passes", false)
+		}
+		return m, pauseCmd(m.o.Controller, pause)
+	case key.Matches(msg, k.Refresh):
+		m.setFlash("refreshing…", false)
+		return m, m.startRefresh(true)
+	case key.Matches(msg, k.Freeze):
+		m.frozen = !m.frozen
+		if m.frozen {
+			m.setFlash("display frozen: no refresh until f (GC keeps running)", false)
+		} else {
+			m.setFlash("display live", false)
+			return m, m.startRefresh(true)
+		}
+	default:
+		for i, b := range k.Panes {
+			if key.Matches(msg, b) {
+				m.active = Pane(i)
+				return m, nil
+			}
+		}
+		return m.toPane(msg)
+	}
+	return m, nil
+}
+
+func (m Model) toPane(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch m.active {
+	case PaneOverview:
+		m.overview, cmd = m.overview.Update(msg)
+	case PaneImages:
+		m.images, cmd = m.images.Update(msg)
+	case PaneContainers:
+		m.containers, cmd = m.containers.Update(msg)
+	case PaneCgroups:
+		m.cgroups, cmd = m.cgroups.Update(msg)
+	case PaneEvents:
+		m.events, cmd = m.events.Update(msg)
+	}
+	return m, cmd
+}
+
+func (m Model) quit() (tea.Model, tea.Cmd) {
+	if kind := m.inFlight(); kind != "" {
+		m.modal = &modal{kind: modalQuit, title: fmt.Sprintf("A %s pass is in flight", kind)}
+		return m, nil
+	}
+	return m, tea.Quit
+}
+
+// openPreview asks the scheduler for a dry-run of the kind and opens the
+// modal that shows it.
+func (m Model) openPreview(kind engine.PassKind, dryRun bool) (tea.Model, tea.Cmd) {
+	if m.o.Controller == nil {
+		m.setFlash("no scheduler: nothing to preview", true)
+		return m, nil
+	}
+	if m.busy != "" {
+		m.setFlash(fmt.Sprintf("a %s pass is in flight", m.busy), true)
+		return m, nil
+	}
+	m.previewSeq++
+	m.modal = &modal{kind: modalPreview, title: passTitle(kind, dryRun), pass: kind, loading: true}
+	return m, previewCmd(m.ctx, m.o.Controller, kind, m.previewSeq)
+}
+
+func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	d := *m.modal
+	k := m.keys
+	if d.kind == modalQuit {
+		switch msg.String() {
+		case "y", "q", "ctrl+c":
+			return m, tea.Quit
+		case "n", "esc":
+			m.modal = nil
+		}
+		return m, nil
+	}
+	switch {
+	case key.Matches(msg, k.Cancel) || msg.String() == "q":
+		m.modal = nil
+		m.previewSeq++ // drop a preview still on its way
+		if !d.loading && d.items > 0 {
+			m.setFlash("cancelled: nothing was removed", false)
+		}
+		return m, nil
+	case msg.String() == "ctrl+c":
+		m.modal = nil
+		return m.quit()
+	case key.Matches(msg, k.Confirm) && !d.loading && d.err == "":
+		m.modal = nil
+		if d.items == 0 {
+			return m, nil
+		}
+		m.busy = d.pass
+		m.setFlash(fmt.Sprintf("applying the previewed %s plan (%d items)…", d.pass, d.items), false)
+		return m, applyCmd(m.ctx, m.o.Controller, d.pass, d.plan)
+	case msg.String() == "enter" && !d.loading && (d.items == 0 || d.err != ""):
+		m.modal = nil
+		return m, nil
+	}
+	d.scroll(msg, m)
+	m.modal = &d
+	return m, nil
+}
+
+// ShortHelp merges the active pane's keys with the global ones.
+func (m Model) ShortHelp() []key.Binding {
+	k := m.keys
+	b := []key.Binding{k.NextPane, k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.Pause}
+	b = append(b, m.paneHelp()...)
+	return append(b, k.Help, k.Quit)
+}
+
+// FullHelp groups every key: panes, GC actions, view, and the active
+// pane's own.
+func (m Model) FullHelp() [][]key.Binding {
+	k := m.keys
+	g := [][]key.Binding{
+		{k.NextPane, k.PrevPane, k.Panes[0], k.Help, k.Quit},
+		{k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.Pause},
+		{k.Refresh, k.Freeze, k.Confirm, k.Cancel},
+	}
+	switch m.active {
+	case PaneImages:
+		g = append(g, m.images.FullHelp()...)
+	case PaneContainers:
+		g = append(g, m.containers.FullHelp()...)
+	case PaneCgroups:
+		g = append(g, m.cgroups.FullHelp()...)
+	case PaneEvents:
+		g = append(g, m.events.FullHelp()...)
+	}
+	return g
+}
+
+func (m Model) paneHelp() []key.Binding {
+	switch m.active {
+	case PaneImages:
+		return m.images.ShortHelp()
+	case PaneContainers:
+		return m.containers.ShortHelp()
+	case PaneCgroups:
+		return m.cgroups.ShortHelp()
+	case PaneEvents:
+		return m.events.ShortHelp()
+	}
+	return nil
+}
+
+// Screen renders the dashboard as a string: the tab bar, the active pane,
+// the status line, the help, and the modal over them.
+func (m Model) Screen() string {
+	if m.width <= 0 || m.height <= 0 {
+		return ""
+	}
+	st := m.st
+	// Tab bar with the engine's state on the right.
+	var tabs []string
+	for i, name := range paneNames {
+		t := fmt.Sprintf("%d %s", i+1, name)
+		if Pane(i) == m.active {
+			tabs = append(tabs, st.TabActive.Render(t))
+		} else {
+			tabs = append(tabs, st.TabInactive.Render(t))
+		}
+	}
+	left := st.Title.Render("nodegc") + "  " + strings.Join(tabs, "  ")
+	var badges []string
+	switch {
+	case m.o.Controller == nil:
+		badges = append(badges, st.Faint.Render("display only"))
+	case m.inFlight() != "":
+		badges = append(badges, st.Accent.Render("● "+string(m.inFlight())))
+	case m.status.Paused:
+		badges = append(badges, st.BadgeWarn.Render("Ⅱ paused"))
+	default:
+		badges = append(badges, st.Badge.Render("● running"))
+	}
+	if m.frozen {
+		badges = append(badges, st.BadgeWarn.Render("FROZEN"))
+	}
+	if m.o.ReadOnly {
+		badges = append(badges, st.BadgeWarn.Render("read-only"))
+	}
+	right := strings.Join(badges, " ")
+	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
+	bar := left + strings.Repeat(" ", max(gap, 1)) + right
+	if gap < 1 {
+		bar = ansi.Truncate(left, m.width, "…")
+	}
+	lines := []string{bar, st.Faint.Render(strings.Repeat("─", m.width))}
+
+	bodyH := max(m.height-m.chrome(), 1)
+	var body string
+	switch m.active {
+	case PaneOverview:
+		body = m.overview.View()
+	case PaneImages:
+		body = m.images.View()
+	case PaneContainers:
+		body = m.containers.View()
+	case PaneCgroups:
+		if m.o.Cgroups == nil {
+			body = st.Faint.Render("cgroups: no reader configured")
+		} else {
+			body = m.cgroups.View()
+		}
+	case PaneEvents:
+		body = m.events.View()
+	}
+	bl := strings.Split(body, "\n")
+	if len(bl) > bodyH {
+		bl = bl[:bodyH]
+	}
+	for len(bl) < bodyH {
+		bl = append(bl, "")
+	}
+	lines = append(lines, bl...)
+
+	status := ""
+	switch {
+	case m.flash != "" && m.flashBad:
+		status = st.FlashError.Render(m.flash)
+	case m.flash != "":
+		status = st.Flash.Render(m.flash)
+	case m.lastErr != "":
+		status = st.FlashError.Render(m.lastErr)
+	}
+	helpView := m.help.View(m)
+	if !m.help.ShowAll {
+		// The help and quit keys always show; the rest fit before them.
+		sb := m.ShortHelp()
+		tail := m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
+		sep := m.help.Styles.ShortSeparator.Render(m.help.ShortSeparator)
+		room := m.width - ansi.StringWidth(tail) - ansi.StringWidth(sep)
+		helpView = ansi.Truncate(m.help.ShortHelpView(sb[:len(sb)-2]), room, "…") + sep + tail
+	}
+	lines = append(lines, ansi.Truncate(status, m.width, "…"), helpView)
+	screen := strings.Join(lines, "\n")
+	if m.modal != nil {
+		screen = overlay(screen, m.modal.render(st, m.width, m.height, m.o.ReadOnly), m.width, m.height)
+	}
+	return screen
+}
+
+// View renders the screen in the alternate screen.
+func (m Model) View() tea.View {
+	v := tea.NewView(m.Screen())
+	v.AltScreen = true
+	v.WindowTitle = "nodegc"
+	return v
+}

@@ -1,0 +1,102 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/nodegc/nodegc/cgroupfs"
+	"github.com/nodegc/nodegc/engine"
+)
+
+// Controller is what the dashboard asks of the scheduler. *engine.Scheduler
+// satisfies it; tests use a fake that records what it is asked.
+type Controller interface {
+	// Status returns the scheduler's state.
+	Status() engine.Status
+	// Force runs a pass of the kind now, paused or not.
+	Force(ctx context.Context, kind engine.PassKind) (engine.PassReport, error)
+	// Preview is a dry-run of the kind; its report's Plan can be applied.
+	Preview(ctx context.Context, kind engine.PassKind) (engine.PassReport, error)
+	// Apply applies exactly the given (previewed) plan.
+	Apply(ctx context.Context, p engine.Plan) (engine.PassReport, error)
+	// Pause stops the periodic passes; Resume restarts them.
+	Pause()
+	Resume()
+	// Subscribe returns a channel of notices and a func that unsubscribes.
+	Subscribe() (<-chan engine.Notice, func())
+}
+
+// SelfSample is one reading of nodegc's own resource use.
+type SelfSample struct {
+	// CPU is the process's cumulative user plus system CPU time.
+	CPU time.Duration
+	// RSSBytes is the resident set size.
+	RSSBytes int64
+}
+
+// Options configure the dashboard.
+type Options struct {
+	// Controller runs and previews passes. nil shows the node without
+	// acting on it (as read-only, and with no engine state).
+	Controller Controller
+	// Snapshot reads the node; required. (*engine.Engine).Snapshot fits.
+	Snapshot func(ctx context.Context) (engine.Snapshot, error)
+	// Plan is the pure planner; nil means engine.PlanPass. The Images and
+	// Containers panes show Plan(snapshot, Policy, engine.PassFull, now).
+	Plan func(s engine.Snapshot, p engine.Policy, kind engine.PassKind, now time.Time) engine.Plan
+	// Policy is the effective policy (the engine's).
+	Policy engine.Policy
+	// Cgroups reads the kubepods cgroup tree, with names resolved from the
+	// latest snapshot; nil leaves the Cgroups pane empty. CgroupsFrom wraps
+	// cgroupfs.Read.
+	Cgroups func(ctx context.Context, names cgroupfs.Names) (*cgroupfs.Tree, error)
+	// Self reads nodegc's own CPU and memory; nil reads /proc/self.
+	Self func() (SelfSample, error)
+	// HideSelf leaves nodegc's own usage off the Overview (golden tests).
+	HideSelf bool
+	// ReadOnly disables the destructive keys (g, c, G and applying a
+	// preview); the help says "read-only" where they would be.
+	ReadOnly bool
+	// RefreshInterval is the time between snapshots; 0 means 2s.
+	RefreshInterval time.Duration
+	// Version is shown on the Overview.
+	Version string
+	// Now is the clock; nil means time.Now. Tests fix it.
+	Now func() time.Time
+	// FPS caps the frame rate; 0 means 15, which keeps an idle dashboard
+	// cheap.
+	FPS int
+}
+
+// CgroupsFrom returns an Options.Cgroups that reads the tree with cfg.
+func CgroupsFrom(cfg cgroupfs.Config) func(context.Context, cgroupfs.Names) (*cgroupfs.Tree, error) {
+	return func(_ context.Context, names cgroupfs.Names) (*cgroupfs.Tree, error) {
+		return cgroupfs.Read(cfg, names)
+	}
+}
+
+// DefaultRefreshInterval is the time between snapshots when Options leave
+// it unset.
+const DefaultRefreshInterval = 2 * time.Second
+
+func (o Options) withDefaults() Options {
+	if o.Plan == nil {
+		o.Plan = engine.PlanPass
+	}
+	if o.Self == nil {
+		o.Self = readSelf
+	}
+	if o.RefreshInterval <= 0 {
+		o.RefreshInterval = DefaultRefreshInterval
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.FPS <= 0 {
+		o.FPS = 15
+	}
+	if o.Controller == nil {
+		o.ReadOnly = true
+	}
+	return o
+}

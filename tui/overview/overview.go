@@ -1,0 +1,335 @@
+// Package overview is the dashboard's Overview pane: the image filesystem
+// against the GC band and the eviction line, the root filesystem, the disk
+// reserve, the engine's state and last pass, the runtime, and nodegc's own
+// footprint.
+package overview
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/tui/keys"
+	"github.com/nodegc/nodegc/tui/style"
+)
+
+// Self is nodegc's own footprint.
+type Self struct {
+	// CPUPercent is the CPU used since the previous sample, in percent of
+	// one core; negative when unknown (first sample).
+	CPUPercent float64
+	// RSSBytes is the resident set size; 0 when unknown.
+	RSSBytes int64
+}
+
+// Data is everything the pane shows, taken from one refresh.
+type Data struct {
+	Snapshot engine.Snapshot
+	Plan     engine.Plan
+	Policy   engine.Policy
+	Status   engine.Status
+	// Controlled reports whether a scheduler runs passes (else the engine
+	// lines say "no scheduler").
+	Controlled bool
+	Self       Self
+	// HideSelf leaves nodegc's own usage out (golden tests).
+	HideSelf bool
+	Now      time.Time
+	Version  string
+	ReadOnly bool
+}
+
+// Model is the Overview pane.
+type Model struct {
+	keys   keys.KeyMap
+	st     style.Styles
+	d      Data
+	loaded bool
+	width  int
+	height int
+}
+
+// New returns an empty pane.
+func New(k keys.KeyMap, st style.Styles) Model { return Model{keys: k, st: st} }
+
+// SetStyles switches the palette.
+func (m *Model) SetStyles(st style.Styles) { m.st = st }
+
+// SetSize sets the pane's size.
+func (m *Model) SetSize(w, h int) { m.width, m.height = w, h }
+
+// SetData shows a refresh.
+func (m *Model) SetData(d Data) {
+	m.d = d
+	m.loaded = true
+}
+
+// Update has nothing to do: the pane has no keys of its own.
+func (m Model) Update(tea.Msg) (Model, tea.Cmd) { return m, nil }
+
+// Capturing reports whether the pane takes every key; it never does.
+func (m Model) Capturing() bool { return false }
+
+// ShortHelp returns the pane's keys (none).
+func (m Model) ShortHelp() []key.Binding { return nil }
+
+// FullHelp returns the pane's keys (none).
+func (m Model) FullHelp() [][]key.Binding { return nil }
+
+// usage is the kubelet's usagePercent: 100 - floor(available*100/capacity).
+func usage(fs engine.FsStats) int {
+	if fs.CapacityBytes <= 0 {
+		return 0
+	}
+	avail := min(max(fs.AvailableBytes, 0), fs.CapacityBytes)
+	return 100 - int(avail*100/fs.CapacityBytes)
+}
+
+// evictionFraction is the used fraction of the image filesystem at which
+// the eviction manager's imagefs.available signal fires.
+func evictionFraction(d Data) (frac float64, label string) {
+	fs := d.Snapshot.ImageFs
+	for _, e := range d.Plan.DiskReserve.Eviction {
+		if e.Signal == "imagefs.available" && fs.CapacityBytes > 0 {
+			return 1 - float64(e.ThresholdBytes)/float64(fs.CapacityBytes), e.Threshold
+		}
+	}
+	v := "15%"
+	if t, ok := d.Policy.Disk.EvictionHard["imagefs.available"]; ok {
+		v = t
+	}
+	b, err := engine.ParseThreshold(v, fs.CapacityBytes)
+	if err != nil || fs.CapacityBytes <= 0 {
+		return 0.85, "15%"
+	}
+	return 1 - float64(b)/float64(fs.CapacityBytes), v
+}
+
+// View renders the pane.
+func (m Model) View() string {
+	if !m.loaded {
+		return m.st.Faint.Render("waiting for the first snapshot…")
+	}
+	d, st := m.d, m.st
+	var lines []string
+	add := func(s ...string) { lines = append(lines, s...) }
+	lbl := func(s string) string { return st.Label.Render(s) }
+
+	fs := d.Snapshot.ImageFs
+	pol := d.Policy.Image
+	u := usage(fs)
+	evict, evictLabel := evictionFraction(d)
+	add(st.Header.Render("IMAGE FILESYSTEM")+"  "+lbl(fs.Mountpoint),
+		m.gauge(u, pol.LowThresholdPercent, pol.HighThresholdPercent, evict),
+		fmt.Sprintf("%s low %d%%  %s high %d%%  %s eviction at %.0f%% (imagefs.available < %s)",
+			st.Marker.Render("┃"), pol.LowThresholdPercent, st.Marker.Render("┃"), pol.HighThresholdPercent,
+			st.EvictionMarker.Render("┃"), evict*100, evictLabel),
+		fsLine(lbl, fs))
+	g := d.Plan.ImageGC
+	switch {
+	case fs.CapacityBytes <= 0:
+		add(st.Bad.Render("image filesystem capacity unknown (InvalidDiskCapacity)"))
+	case g.Triggered:
+		add(st.Warn.Render(fmt.Sprintf("usage %d%% ≥ high %d%%: image GC frees %s to reach %d%%", u, pol.HighThresholdPercent, human.Bytes(g.BytesToFree), pol.LowThresholdPercent)))
+	default:
+		add(st.OK.Render(fmt.Sprintf("usage %d%% < high %d%%: no image GC needed", u, pol.HighThresholdPercent)))
+	}
+	add("")
+	if r := d.Snapshot.RootFs; r != nil {
+		add(st.Header.Render("ROOT FILESYSTEM")+"  "+lbl(r.Mountpoint),
+			m.gauge(usage(*r), -1, -1, -1), fsLine(lbl, *r), "")
+	}
+
+	dr := d.Plan.DiskReserve
+	thr := dr.ThresholdMiB
+	if thr == 0 {
+		thr = d.Policy.Disk.ThresholdMiB
+	}
+	admits := dr.ImageFs.OK && (dr.RootFs == nil || dr.RootFs.OK)
+	verdict := st.OK.Render("yes")
+	if !admits {
+		verdict = st.Bad.Render("no (out of disk)")
+	}
+	reserve := fmt.Sprintf("%s %s  %s imagefs %s", st.Header.Render("DISK RESERVE"), lbl(fmt.Sprintf("(< %d MiB is out of disk)", thr)),
+		lbl("·"), okWord(st, dr.ImageFs.OK))
+	if dr.RootFs != nil {
+		reserve += fmt.Sprintf("  rootfs %s", okWord(st, dr.RootFs.OK))
+	}
+	add(reserve+"  "+lbl("· admits new pods:")+" "+verdict, m.evictionLine(dr.Eviction), "")
+
+	add(m.engineLine(), m.lastPassLine(), "")
+	rt := d.Snapshot.Runtime
+	add(fmt.Sprintf("%s  %s %s  %s", st.Header.Render("RUNTIME"), rt.Name, rt.Version, lbl(rt.Endpoint)))
+	self := fmt.Sprintf("%s   %s", st.Header.Render("NODEGC"), d.Version)
+	if d.ReadOnly {
+		self += "  " + st.Warn.Render("read-only")
+	}
+	if !d.HideSelf {
+		cpu := "—"
+		if d.Self.CPUPercent >= 0 {
+			cpu = fmt.Sprintf("%.1f%%", d.Self.CPUPercent)
+		}
+		self += fmt.Sprintf("  %s %s  %s %s", lbl("cpu"), cpu, lbl("rss"), human.Bytes(d.Self.RSSBytes))
+	}
+	add(self)
+
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, m.width, "…")
+	}
+	if len(lines) > m.height && m.height > 0 {
+		lines = lines[:m.height]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func okWord(st style.Styles, ok bool) string {
+	if ok {
+		return st.OK.Render("ok")
+	}
+	return st.Bad.Render("OUT OF DISK")
+}
+
+func fsLine(lbl func(string) string, fs engine.FsStats) string {
+	s := fmt.Sprintf("%s %s  %s %s  %s %s", lbl("capacity"), human.Bytes(fs.CapacityBytes), lbl("used"), human.Bytes(fs.UsedBytes),
+		lbl("available"), human.Bytes(fs.AvailableBytes))
+	if fs.Inodes > 0 {
+		used := fs.Inodes - fs.InodesFree
+		s += fmt.Sprintf("  %s %d/%d (%d%%)", lbl("inodes"), used, fs.Inodes, used*100/fs.Inodes)
+	}
+	return s
+}
+
+// evictionLine lists the evictionHard signals resolved against the
+// filesystems.
+func (m Model) evictionLine(ev []engine.EvictionLine) string {
+	st := m.st
+	if len(ev) == 0 {
+		return st.Label.Render("eviction: no filesystem signal resolved")
+	}
+	parts := []string{st.Header.Render("EVICTION")}
+	for _, e := range ev {
+		s := fmt.Sprintf("%s<%s (%s)", e.Signal, e.Threshold, human.Bytes(e.ThresholdBytes))
+		if e.Signal == "nodefs.inodesFree" || e.Signal == "imagefs.inodesFree" {
+			s = fmt.Sprintf("%s<%s (%d)", e.Signal, e.Threshold, e.ThresholdBytes)
+		}
+		if e.Crossed {
+			parts = append(parts, st.Bad.Render(s+" CROSSED"))
+		} else {
+			parts = append(parts, st.Faint.Render(s))
+		}
+	}
+	return strings.Join(parts, "  ")
+}
+
+func (m Model) engineLine() string {
+	d, st := m.d, m.st
+	head := st.Header.Render("ENGINE") + "  "
+	if !d.Controlled {
+		return head + st.Faint.Render("no scheduler: display only")
+	}
+	s := d.Status
+	state := st.OK.Render("running")
+	if s.Paused {
+		state = st.Warn.Render("paused")
+	}
+	if s.Running != "" {
+		state += "  " + st.Accent.Render("pass in flight: "+string(s.Running))
+	}
+	img := "next image pass " + human.In(s.NextImagePass, d.Now)
+	if s.ImageGCDisabled {
+		img = "periodic image GC disabled"
+	}
+	if s.Paused {
+		img, _ = "periodic passes paused", 0
+		return head + state + "  " + st.Label.Render("·") + " " + img + fmt.Sprintf("  %s passes %d", st.Label.Render("·"), s.Passes)
+	}
+	return head + state + fmt.Sprintf("  %s %s  %s next container pass %s  %s passes %d",
+		st.Label.Render("·"), img, st.Label.Render("·"), human.In(s.NextContainerPass, d.Now), st.Label.Render("·"), s.Passes)
+}
+
+func (m Model) lastPassLine() string {
+	d, st := m.d, m.st
+	head := st.Header.Render("LAST PASS") + "  "
+	r := d.Status.LastReport
+	if r == nil {
+		return head + st.Faint.Render("none yet")
+	}
+	s := fmt.Sprintf("#%d %s %s: removed %d, freed %s", r.ID, r.Kind, human.Ago(r.FinishedAt, d.Now),
+		r.Count(engine.OutcomeRemoved), human.Bytes(r.EstimatedBytesFreed))
+	if r.MeasuredBytesFreed != nil {
+		s += fmt.Sprintf(" (measured %s)", human.Bytes(*r.MeasuredBytesFreed))
+	}
+	switch {
+	case r.Error != "":
+		return head + s + "  " + st.Bad.Render("failed: "+r.Error)
+	case !r.OK():
+		return head + s + "  " + st.Bad.Render(fmt.Sprintf("%d failed", r.Count(engine.OutcomeFailed)))
+	}
+	for _, e := range r.Events {
+		if e.Warning {
+			return head + s + "  " + st.Warn.Render(e.Reason)
+		}
+	}
+	return head + s + "  " + st.OK.Render("ok")
+}
+
+// gauge draws a bar of the used percentage with markers at the low and
+// high thresholds and at the eviction line (negative: none). It is drawn
+// cell by cell, in runs of one style.
+func (m Model) gauge(used, low, high int, evict float64) string {
+	st := m.st
+	w := min(max(m.width-8, 10), 90)
+	marks := map[int]lipgloss.Style{}
+	pos := func(f float64) int { return min(int(f*float64(w)), w-1) }
+	if low >= 0 {
+		marks[pos(float64(low)/100)] = st.Marker
+	}
+	if high >= 0 {
+		marks[pos(float64(high)/100)] = st.Marker
+	}
+	if evict >= 0 {
+		marks[pos(evict)] = st.EvictionMarker
+	}
+	filled := int(float64(used) / 100 * float64(w))
+	fill := st.GaugeFill
+	if high >= 0 && used >= high {
+		fill = st.GaugeHot
+	}
+	var b strings.Builder
+	var run strings.Builder
+	var cur *lipgloss.Style
+	flush := func() {
+		if run.Len() > 0 && cur != nil {
+			b.WriteString(cur.Render(run.String()))
+		}
+		run.Reset()
+	}
+	for i := range w {
+		s, ch := st.GaugeEmpty, "░"
+		if i < filled {
+			s, ch = fill, "█"
+		}
+		if ms, ok := marks[i]; ok {
+			s, ch = ms, "┃"
+		}
+		if cur == nil || !sameStyle(*cur, s) {
+			flush()
+			c := s
+			cur = &c
+		}
+		run.WriteString(ch)
+	}
+	flush()
+	return b.String() + fmt.Sprintf(" %3d%%", used)
+}
+
+func sameStyle(a, b lipgloss.Style) bool {
+	return a.GetForeground() == b.GetForeground() && a.GetBold() == b.GetBold()
+}
