@@ -145,8 +145,8 @@ type fakeController struct {
 	previews []engine.PassKind
 	// previewed are the plans Preview returned, in order.
 	previewed []engine.Plan
-	nextID   int64
-	ch       chan engine.Notice
+	nextID    int64
+	ch        chan engine.Notice
 }
 
 func newFakeController(s engine.Snapshot, p engine.Policy) *fakeController {
