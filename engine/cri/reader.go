@@ -1,0 +1,527 @@
+package cri
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/engine"
+)
+
+// Labels the kubelet sets on sandboxes and containers.
+const (
+	labelPodUID       = "io.kubernetes.pod.uid"
+	labelPodName      = "io.kubernetes.pod.name"
+	labelPodNamespace = "io.kubernetes.pod.namespace"
+)
+
+// simulatedFsKey is where simnode publishes its filesystem in the verbose
+// Status info (simnode.ImageFsInfoKey; repeated here so that this package
+// does not depend on the simulator).
+const simulatedFsKey = "nodegc.simnode/imageFs"
+
+// ReadOnly returns a view of the client with only engine.Reader's
+// methods: a type assertion to engine.Remover on it fails, so code given
+// it cannot delete anything.
+func (c *Client) ReadOnly() engine.Reader { return readOnly{c: c} }
+
+type readOnly struct{ c *Client }
+
+func (r readOnly) Info(ctx context.Context) (engine.RuntimeInfo, error) { return r.c.Info(ctx) }
+func (r readOnly) ListImages(ctx context.Context) ([]engine.Image, error) {
+	return r.c.ListImages(ctx)
+}
+func (r readOnly) ImageStatus(ctx context.Context, id string) (engine.Image, error) {
+	return r.c.ImageStatus(ctx, id)
+}
+func (r readOnly) ListContainers(ctx context.Context) ([]engine.Container, error) {
+	return r.c.ListContainers(ctx)
+}
+func (r readOnly) ContainerStatus(ctx context.Context, id string) (engine.Container, error) {
+	return r.c.ContainerStatus(ctx, id)
+}
+func (r readOnly) ListSandboxes(ctx context.Context) ([]engine.Sandbox, error) {
+	return r.c.ListSandboxes(ctx)
+}
+func (r readOnly) SandboxStatus(ctx context.Context, id string) (engine.Sandbox, error) {
+	return r.c.SandboxStatus(ctx, id)
+}
+func (r readOnly) ImageFs(ctx context.Context) (engine.ImageFsUsage, error) {
+	return r.c.ImageFs(ctx)
+}
+
+// nsTime converts CRI nanoseconds to a UTC time.
+func nsTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+func toImage(im *runtimeapi.Image) engine.Image {
+	return engine.Image{
+		ID:          im.GetId(),
+		RepoTags:    im.GetRepoTags(),
+		RepoDigests: im.GetRepoDigests(),
+		SizeBytes:   int64(im.GetSize()),
+		Pinned:      im.GetPinned(),
+	}
+}
+
+func containerState(s runtimeapi.ContainerState) engine.ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return engine.ContainerCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return engine.ContainerRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return engine.ContainerExited
+	}
+	return engine.ContainerUnknown
+}
+
+func sandboxState(s runtimeapi.PodSandboxState) engine.SandboxState {
+	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return engine.SandboxReady
+	}
+	return engine.SandboxNotReady
+}
+
+// imageID is the ID of the image a container runs, as the kubelet takes
+// it: the CRI image_id when the runtime sets it (CRI v1.31 and later),
+// else image_ref, which containerd fills with the image ID.
+func imageID(id, ref string) string {
+	if id != "" {
+		return id
+	}
+	return ref
+}
+
+func toContainer(c *runtimeapi.Container) engine.Container {
+	return engine.Container{
+		ID:           c.GetId(),
+		PodSandboxID: c.GetPodSandboxId(),
+		PodUID:       c.GetLabels()[labelPodUID],
+		Name:         c.GetMetadata().GetName(),
+		Attempt:      c.GetMetadata().GetAttempt(),
+		ImageID:      imageID(c.GetImageId(), c.GetImageRef()),
+		ImageRef:     c.GetImage().GetImage(),
+		State:        containerState(c.GetState()),
+		CreatedAt:    nsTime(c.GetCreatedAt()),
+	}
+}
+
+// exitDetails are what ContainerStatus adds to a listed container.
+type exitDetails struct {
+	finishedAt *time.Time
+	exitCode   int32
+	logPath    string
+}
+
+func detailsOf(s *runtimeapi.ContainerStatus) exitDetails {
+	d := exitDetails{exitCode: s.GetExitCode(), logPath: s.GetLogPath()}
+	if s.GetFinishedAt() > 0 {
+		t := nsTime(s.GetFinishedAt())
+		d.finishedAt = &t
+	}
+	return d
+}
+
+func (d exitDetails) apply(c *engine.Container) {
+	c.FinishedAt, c.ExitCode, c.LogPath = d.finishedAt, d.exitCode, d.logPath
+}
+
+func toSandbox(s *runtimeapi.PodSandbox) engine.Sandbox {
+	return sandboxFrom(s.GetId(), s.GetMetadata(), s.GetLabels(), s.GetState(), s.GetCreatedAt())
+}
+
+// sandboxFrom prefers the kubelet's labels for the pod and falls back on
+// the sandbox metadata, which a sandbox made by another client has alone.
+func sandboxFrom(id string, md *runtimeapi.PodSandboxMetadata, labels map[string]string, st runtimeapi.PodSandboxState, created int64) engine.Sandbox {
+	or := func(label, meta string) string {
+		if v := labels[label]; v != "" {
+			return v
+		}
+		return meta
+	}
+	return engine.Sandbox{
+		ID:           id,
+		PodUID:       or(labelPodUID, md.GetUid()),
+		PodName:      or(labelPodName, md.GetName()),
+		PodNamespace: or(labelPodNamespace, md.GetNamespace()),
+		Attempt:      md.GetAttempt(),
+		State:        sandboxState(st),
+		CreatedAt:    nsTime(created),
+	}
+}
+
+// ListImages lists every image.
+func (c *Client) ListImages(ctx context.Context) ([]engine.Image, error) {
+	ctx, cancel := c.readContext(ctx)
+	defer cancel()
+	resp, err := c.img.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	if err != nil {
+		return nil, c.mapError("list images", err)
+	}
+	out := make([]engine.Image, len(resp.GetImages()))
+	for i, im := range resp.GetImages() {
+		out[i] = toImage(im)
+	}
+	return out, nil
+}
+
+// ImageStatus returns one image by ID or reference. A runtime answers a
+// missing image with an empty response, not an error (containerd does);
+// either way the error wraps engine.ErrNotFound.
+func (c *Client) ImageStatus(ctx context.Context, id string) (engine.Image, error) {
+	ctx, cancel := c.readContext(ctx)
+	defer cancel()
+	resp, err := c.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: id}})
+	if err != nil {
+		return engine.Image{}, c.mapError("image status "+id, err)
+	}
+	if resp.GetImage() == nil {
+		return engine.Image{}, fmt.Errorf("image status %s: %w", id, engine.ErrNotFound)
+	}
+	return toImage(resp.GetImage()), nil
+}
+
+// ListContainers lists every container, in every state. With
+// Options.ExitDetails it also fills the exit details of the containers
+// that are not running.
+func (c *Client) ListContainers(ctx context.Context) ([]engine.Container, error) {
+	rctx, cancel := c.readContext(ctx)
+	resp, err := c.rt.ListContainers(rctx, &runtimeapi.ListContainersRequest{})
+	cancel()
+	if err != nil {
+		return nil, c.mapError("list containers", err)
+	}
+	out := make([]engine.Container, len(resp.GetContainers()))
+	for i, k := range resp.GetContainers() {
+		out[i] = toContainer(k)
+	}
+	if c.o.ExitDetails {
+		if err := c.fillExitDetails(ctx, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// fillExitDetails asks ContainerStatus for the exit details of the
+// containers that are neither running nor just created, a bounded number
+// at a time, and caches them for exited containers, which do not change.
+// A container removed in the meantime is skipped.
+func (c *Client) fillExitDetails(ctx context.Context, cs []engine.Container) error {
+	var todo []int
+	c.mu.Lock()
+	seen := make(map[string]bool, len(cs))
+	for i := range cs {
+		k := &cs[i]
+		if k.State != engine.ContainerExited && k.State != engine.ContainerUnknown {
+			continue
+		}
+		seen[k.ID] = true
+		if d, ok := c.exits[k.ID]; ok && k.State == engine.ContainerExited {
+			d.apply(k)
+			continue
+		}
+		todo = append(todo, i)
+	}
+	for id := range c.exits {
+		if !seen[id] {
+			delete(c.exits, id)
+		}
+	}
+	c.mu.Unlock()
+	if len(todo) == 0 {
+		return nil
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan int)
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for range min(c.o.StatusConcurrency, len(todo)) {
+		wg.Go(func() {
+			for i := range work {
+				k := &cs[i]
+				rctx, rcancel := c.readContext(ctx)
+				resp, err := c.rt.ContainerStatus(rctx, &runtimeapi.ContainerStatusRequest{ContainerId: k.ID})
+				rcancel()
+				if err != nil {
+					err = c.mapError("container status "+k.ID, err)
+					if !errors.Is(err, engine.ErrNotFound) {
+						errOnce.Do(func() { firstErr = err; cancel() })
+					}
+					continue
+				}
+				d := detailsOf(resp.GetStatus())
+				d.apply(k)
+				if k.State == engine.ContainerExited {
+					c.mu.Lock()
+					c.exits[k.ID] = d
+					c.mu.Unlock()
+				}
+			}
+		})
+	}
+feed:
+	for _, i := range todo {
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		return fmt.Errorf("container exit details: %w", ctx.Err())
+	}
+	return firstErr
+}
+
+// containerInfo is the part of containerd's verbose ContainerStatus info
+// this package reads.
+type containerInfo struct {
+	SandboxID string `json:"sandboxID"`
+}
+
+// ContainerStatus returns one container with its exit details. The CRI
+// status does not carry the sandbox ID; it is read from the runtime's
+// verbose info where the runtime gives it (containerd does).
+func (c *Client) ContainerStatus(ctx context.Context, id string) (engine.Container, error) {
+	ctx, cancel := c.readContext(ctx)
+	defer cancel()
+	resp, err := c.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		return engine.Container{}, c.mapError("container status "+id, err)
+	}
+	s := resp.GetStatus()
+	if s == nil {
+		return engine.Container{}, fmt.Errorf("container status %s: %w", id, engine.ErrNotFound)
+	}
+	k := engine.Container{
+		ID:        s.GetId(),
+		PodUID:    s.GetLabels()[labelPodUID],
+		Name:      s.GetMetadata().GetName(),
+		Attempt:   s.GetMetadata().GetAttempt(),
+		ImageID:   imageID(s.GetImageId(), s.GetImageRef()),
+		ImageRef:  s.GetImage().GetImage(),
+		State:     containerState(s.GetState()),
+		CreatedAt: nsTime(s.GetCreatedAt()),
+	}
+	detailsOf(s).apply(&k)
+	var info containerInfo
+	if raw := resp.GetInfo()["info"]; raw != "" && json.Unmarshal([]byte(raw), &info) == nil {
+		k.PodSandboxID = info.SandboxID
+	}
+	return k, nil
+}
+
+// ListSandboxes lists every pod sandbox. LogDirectory is left empty: only
+// SandboxStatus has it.
+func (c *Client) ListSandboxes(ctx context.Context) ([]engine.Sandbox, error) {
+	ctx, cancel := c.readContext(ctx)
+	defer cancel()
+	resp, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, c.mapError("list sandboxes", err)
+	}
+	out := make([]engine.Sandbox, len(resp.GetItems()))
+	for i, s := range resp.GetItems() {
+		out[i] = toSandbox(s)
+	}
+	return out, nil
+}
+
+// sandboxInfo is the part of the verbose PodSandboxStatus info (key
+// "info") this package reads. containerd and CRI-O both give the image
+// the sandbox runs; containerd also gives the sandbox config, with its
+// log directory.
+type sandboxInfo struct {
+	Image  string `json:"image"`
+	Config *struct {
+		LogDirectory string `json:"log_directory"`
+	} `json:"config"`
+}
+
+func (c *Client) sandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatusResponse, sandboxInfo, error) {
+	ctx, cancel := c.readContext(ctx)
+	defer cancel()
+	resp, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	if err != nil {
+		return nil, sandboxInfo{}, c.mapError("sandbox status "+id, err)
+	}
+	if resp.GetStatus() == nil {
+		return nil, sandboxInfo{}, fmt.Errorf("sandbox status %s: %w", id, engine.ErrNotFound)
+	}
+	var info sandboxInfo
+	if raw := resp.GetInfo()["info"]; raw != "" {
+		_ = json.Unmarshal([]byte(raw), &info) // the info is optional and runtime-specific
+	}
+	c.mu.Lock()
+	c.sandboxImages[resp.GetStatus().GetId()] = info.Image
+	c.mu.Unlock()
+	return resp, info, nil
+}
+
+// SandboxStatus returns one sandbox, with its log directory when the
+// runtime's verbose info gives it.
+func (c *Client) SandboxStatus(ctx context.Context, id string) (engine.Sandbox, error) {
+	resp, info, err := c.sandboxStatus(ctx, id)
+	if err != nil {
+		return engine.Sandbox{}, err
+	}
+	s := resp.GetStatus()
+	sb := sandboxFrom(s.GetId(), s.GetMetadata(), s.GetLabels(), s.GetState(), s.GetCreatedAt())
+	if info.Config != nil {
+		sb.LogDirectory = info.Config.LogDirectory
+	}
+	return sb, nil
+}
+
+// statusConfig is the part of the runtime's CRI config, reported by the
+// verbose Status under "config", that names the sandbox image:
+// containerd 1.x has sandboxImage, containerd 2.x pinnedImages.sandbox;
+// CRI-O-style pause_image is read too. Absent keys are fine.
+type statusConfig struct {
+	SandboxImage string            `json:"sandboxImage"`
+	PinnedImages map[string]string `json:"pinnedImages"`
+	PauseImage   string            `json:"pause_image"`
+}
+
+// sandboxImagesFromConfig returns the sandbox images a runtime's verbose
+// Status "config" JSON names; nothing when it names none or is not JSON.
+func sandboxImagesFromConfig(raw string) []string {
+	var cfg statusConfig
+	if raw == "" || json.Unmarshal([]byte(raw), &cfg) != nil {
+		return nil
+	}
+	var out []string
+	for _, im := range []string{cfg.SandboxImage, cfg.PinnedImages["sandbox"], cfg.PauseImage} {
+		if im != "" && !slices.Contains(out, im) {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+func (c *Client) status(ctx context.Context) (map[string]string, error) {
+	ctx, cancel := c.readContext(ctx)
+	defer cancel()
+	resp, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	if err != nil {
+		return nil, c.mapError("runtime status", err)
+	}
+	return resp.GetInfo(), nil
+}
+
+// Info names the runtime and its sandbox images: the one its verbose
+// Status config names, and those the READY sandboxes run, learned from
+// their verbose status (at most Options.SandboxStatusLimit new sandboxes
+// per call; the answers are cached by sandbox ID).
+func (c *Client) Info(ctx context.Context) (engine.RuntimeInfo, error) {
+	v, err := c.version(ctx)
+	if err != nil {
+		return engine.RuntimeInfo{}, err
+	}
+	ri := engine.RuntimeInfo{Name: v.GetRuntimeName(), Version: v.GetRuntimeVersion(), Endpoint: c.endpoint}
+	info, err := c.status(ctx)
+	if err != nil {
+		return engine.RuntimeInfo{}, err
+	}
+	images := sandboxImagesFromConfig(info["config"])
+	running, err := c.runningSandboxImages(ctx)
+	if err != nil {
+		return engine.RuntimeInfo{}, err
+	}
+	images = append(images, running...)
+	slices.Sort(images)
+	images = slices.Compact(images)
+	if len(images) > 0 && images[0] == "" {
+		images = images[1:]
+	}
+	ri.SandboxImages = images
+	return ri, nil
+}
+
+// runningSandboxImages returns the images the READY sandboxes run, as far
+// as the cache and this call's budget of sandbox statuses know them.
+func (c *Client) runningSandboxImages(ctx context.Context) ([]string, error) {
+	rctx, cancel := c.readContext(ctx)
+	resp, err := c.rt.ListPodSandbox(rctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+	}})
+	cancel()
+	if err != nil {
+		return nil, c.mapError("list ready sandboxes", err)
+	}
+	var images, unknown []string
+	c.mu.Lock()
+	present := make(map[string]bool, len(resp.GetItems()))
+	for _, s := range resp.GetItems() {
+		present[s.GetId()] = true
+		if im, ok := c.sandboxImages[s.GetId()]; ok {
+			images = append(images, im)
+		} else {
+			unknown = append(unknown, s.GetId())
+		}
+	}
+	for id := range c.sandboxImages {
+		if !present[id] {
+			delete(c.sandboxImages, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range unknown[:min(len(unknown), c.o.SandboxStatusLimit)] {
+		_, info, err := c.sandboxStatus(ctx, id)
+		if errors.Is(err, engine.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		images = append(images, info.Image)
+	}
+	return images, nil
+}
+
+// ImageFs reports the image filesystem from ImageFsInfo. When the runtime
+// is a simulated node, its verbose Status also carries the whole
+// filesystem, which goes into Simulated.
+func (c *Client) ImageFs(ctx context.Context) (engine.ImageFsUsage, error) {
+	rctx, cancel := c.readContext(ctx)
+	resp, err := c.img.ImageFsInfo(rctx, &runtimeapi.ImageFsInfoRequest{})
+	cancel()
+	if err != nil {
+		return engine.ImageFsUsage{}, c.mapError("image fs info", err)
+	}
+	if len(resp.GetImageFilesystems()) == 0 {
+		return engine.ImageFsUsage{}, fmt.Errorf("image fs info: the runtime reports no image filesystem")
+	}
+	fs := resp.GetImageFilesystems()[0]
+	u := engine.ImageFsUsage{
+		Mountpoint: fs.GetFsId().GetMountpoint(),
+		UsedBytes:  int64(fs.GetUsedBytes().GetValue()),
+		InodesUsed: int64(fs.GetInodesUsed().GetValue()),
+	}
+	info, err := c.status(ctx)
+	if err != nil {
+		return engine.ImageFsUsage{}, err
+	}
+	if raw, ok := info[simulatedFsKey]; ok {
+		var sim engine.FsStats
+		if err := json.Unmarshal([]byte(raw), &sim); err != nil {
+			return engine.ImageFsUsage{}, fmt.Errorf("image fs info: simulated filesystem: %w", err)
+		}
+		u.Simulated = &sim
+	}
+	return u, nil
+}
