@@ -62,10 +62,16 @@ func PlanContainers(s Snapshot, p ContainerPolicy, now time.Time) ContainerPlan 
 // planContainers is PlanContainers with the set of pods whose containers
 // all go (removable pods, or terminated ones for the reclaim pass).
 func planContainers(s Snapshot, p ContainerPolicy, now time.Time, evictPods map[string]bool) ContainerPlan {
-	plan := ContainerPlan{Remove: []ContainerRemoval{}}
 	newestGCTime := now.Add(-p.MinAge)
-	units := make(map[evictUnit][]*Container)
+	// units are the evict units in (pod UID, name) order, each newest first.
+	type unit struct {
+		key evictUnit
+		cs  []*Container
+	}
+	var units []unit
+	index := make(map[evictUnit]int)
 	seen := make(map[string]bool, len(s.Containers))
+	evictable := 0
 	for i := range s.Containers {
 		c := &s.Containers[i]
 		if seen[c.ID] {
@@ -76,71 +82,75 @@ func planContainers(s Snapshot, p ContainerPolicy, now time.Time, evictPods map[
 			continue
 		}
 		k := evictUnit{c.PodUID, c.Name}
-		units[k] = append(units[k], c)
+		j, ok := index[k]
+		if !ok {
+			j = len(units)
+			index[k] = j
+			units = append(units, unit{key: k})
+		}
+		units[j].cs = append(units[j].cs, c)
+		evictable++
 	}
-	keys := make([]evictUnit, 0, len(units))
-	for k, cs := range units {
-		keys = append(keys, k)
-		slices.SortFunc(cs, compareNewestFirst)
+	slices.SortFunc(units, func(a, b unit) int { return compareUnits(a.key, b.key) })
+	for _, u := range units {
+		slices.SortFunc(u.cs, compareNewestFirst)
 	}
-	slices.SortFunc(keys, compareUnits)
 
+	plan := ContainerPlan{Remove: make([]ContainerRemoval, 0, evictable)}
 	remove := func(c *Container, why ContainerRemoveReason, detail string) {
 		plan.Remove = append(plan.Remove, ContainerRemoval{
 			ID: c.ID, PodUID: c.PodUID, Name: c.Name, Reason: why,
 			State: c.State, PodSandboxID: c.PodSandboxID, Attempt: c.Attempt, Detail: detail,
 		})
 	}
-	// trim keeps the newest n of a unit and removes the rest, oldest first.
-	trim := func(k evictUnit, n int, why ContainerRemoveReason, detail string) {
-		cs := units[k]
-		if len(cs) <= n {
-			return
+	// trim keeps the newest n of a unit and removes the rest, oldest
+	// first: the kubelet's removeOldestN.
+	trim := func(u *unit, n int, why ContainerRemoveReason, detail string) {
+		for i := len(u.cs) - 1; i >= n; i-- {
+			remove(u.cs[i], why, detail)
 		}
-		for i := len(cs) - 1; i >= n; i-- {
-			remove(cs[i], why, detail)
+		if len(u.cs) > n {
+			u.cs = u.cs[:n]
 		}
-		units[k] = cs[:n]
 	}
 
 	if len(evictPods) > 0 {
-		live := keys[:0]
-		for _, k := range keys {
-			if evictPods[k.podUID] {
-				trim(k, 0, RemovePodRemovable, fmt.Sprintf("pod %s is removable", k.podUID))
-				delete(units, k)
+		live := units[:0]
+		for i := range units {
+			u := &units[i]
+			if evictPods[u.key.podUID] {
+				trim(u, 0, RemovePodRemovable, "pod "+u.key.podUID+" is removable")
 				continue
 			}
-			live = append(live, k)
+			live = append(live, *u)
 		}
-		keys = live
+		units = live
 	}
 
 	if p.MaxPerPodContainer >= 0 {
-		for _, k := range keys {
-			trim(k, p.MaxPerPodContainer, RemovePerContainerLimit,
-				fmt.Sprintf("each container keeps its newest %d dead", p.MaxPerPodContainer))
+		detail := fmt.Sprintf("each container keeps its newest %d dead", p.MaxPerPodContainer)
+		for i := range units {
+			trim(&units[i], p.MaxPerPodContainer, RemovePerContainerLimit, detail)
 		}
 	}
 
-	total := 0
-	for _, k := range keys {
-		total += len(units[k])
+	total := func() int {
+		n := 0
+		for _, u := range units {
+			n += len(u.cs)
+		}
+		return n
 	}
-	if p.MaxContainers >= 0 && total > p.MaxContainers {
+	if p.MaxContainers >= 0 && total() > p.MaxContainers {
 		detail := fmt.Sprintf("the node keeps at most %d dead containers", p.MaxContainers)
-		perUnit := max(1, p.MaxContainers/len(keys))
-		for _, k := range keys {
-			trim(k, perUnit, RemoveNodeLimit, detail)
+		perUnit := max(1, p.MaxContainers/len(units))
+		for i := range units {
+			trim(&units[i], perUnit, RemoveNodeLimit, detail)
 		}
-		total = 0
-		for _, k := range keys {
-			total += len(units[k])
-		}
-		if total > p.MaxContainers {
-			flat := make([]*Container, 0, total)
-			for _, k := range keys {
-				flat = append(flat, units[k]...)
+		if n := total(); n > p.MaxContainers {
+			flat := make([]*Container, 0, n)
+			for _, u := range units {
+				flat = append(flat, u.cs...)
 			}
 			slices.SortFunc(flat, compareNewestFirst)
 			for i := len(flat) - 1; i >= p.MaxContainers; i-- {

@@ -55,37 +55,56 @@ func bytesToFree(capacity, available int64, low int) int64 {
 // counts. The executor's re-check before a removal uses the same rule, so a
 // plan and its application agree. Images nobody uses are absent.
 func ImagesInUse(images []Image, containers []Container) map[string][]Container {
-	users := imageUsers(images, containers)
-	out := make(map[string][]Container, len(users.all))
-	for i, cs := range users.all {
-		for _, ci := range cs {
-			out[images[i].ID] = append(out[images[i].ID], containers[ci])
-		}
-	}
+	out := make(map[string][]Container)
+	forEachUse(images, containers, func(i, ci int) {
+		out[images[i].ID] = append(out[images[i].ID], containers[ci])
+	})
 	return out
 }
 
-// imageUse is the internal form of ImagesInUse: for each image index, the
-// indexes of the containers using it, in snapshot order.
+// imageUse summarises, for each image index, the containers using it: how
+// many, and which one to name (the first running one, else the first).
 type imageUse struct {
-	all map[int][]int
+	n    int
+	name int
 }
 
-func (u imageUse) inUse(i int) bool { return len(u.all[i]) > 0 }
+// imageUsers is the internal form of ImagesInUse, without the lists.
+func imageUsers(images []Image, containers []Container) []imageUse {
+	u := make([]imageUse, len(images))
+	forEachUse(images, containers, func(i, ci int) {
+		if u[i].n == 0 || containers[ci].State == ContainerRunning && containers[u[i].name].State != ContainerRunning {
+			u[i].name = ci
+		}
+		u[i].n++
+	})
+	return u
+}
 
-// imageUsers builds the in-use relation with one map lookup per container
-// reference, so it is linear in images plus containers.
-func imageUsers(images []Image, containers []Container) imageUse {
-	refs := make(map[string][]int, len(images)*3)
+// forEachUse calls fn(image index, container index) once for every
+// container that uses an image, in container order, with one map lookup
+// per container reference: linear in images plus containers.
+func forEachUse(images []Image, containers []Container, fn func(i, ci int)) {
+	// refs maps each ID, tag and digest to its image; a reference shared
+	// by several images (it should not happen) maps to all of them
+	// through multi.
+	refs := make(map[string]int, len(images)*3)
+	multi := make(map[string][]int)
 	add := func(ref string, i int) {
 		if ref == "" {
 			return
 		}
-		l := refs[ref]
-		if len(l) > 0 && l[len(l)-1] == i {
-			return
+		j, ok := refs[ref]
+		switch {
+		case !ok:
+			refs[ref] = i
+		case j == i:
+		case !slices.Contains(multi[ref], i):
+			if len(multi[ref]) == 0 {
+				multi[ref] = []int{j}
+			}
+			multi[ref] = append(multi[ref], i)
 		}
-		refs[ref] = append(l, i)
 	}
 	for i, img := range images {
 		add(img.ID, i)
@@ -96,23 +115,25 @@ func imageUsers(images []Image, containers []Container) imageUse {
 			add(d, i)
 		}
 	}
-	u := imageUse{all: make(map[int][]int)}
+	var hits []int
 	for ci, c := range containers {
-		hits := refs[c.ImageID]
-		if c.ImageRef != c.ImageID {
-			if more := refs[c.ImageRef]; len(more) > 0 {
-				hits = append(slices.Clip(hits), more...)
+		hits = hits[:0]
+		for _, ref := range [2]string{c.ImageID, c.ImageRef} {
+			if ref == "" {
+				continue
+			}
+			if m, ok := multi[ref]; ok {
+				hits = append(hits, m...)
+			} else if i, ok := refs[ref]; ok {
+				hits = append(hits, i)
 			}
 		}
-		for _, i := range hits {
-			l := u.all[i]
-			if len(l) > 0 && l[len(l)-1] == ci {
-				continue // imageId and imageRef both name this image
+		for k, i := range hits {
+			if !slices.Contains(hits[:k], i) { // imageId and imageRef may name one image
+				fn(i, ci)
 			}
-			u.all[i] = append(l, ci)
 		}
 	}
-	return u
 }
 
 // IsSandboxImage reports whether the image is one of the sandbox ("pause")
@@ -144,9 +165,8 @@ type imageEntry struct {
 	inUse    bool
 	pinned   bool
 	sandbox  bool
-	// users are the indexes in Snapshot.Containers of the containers using
-	// the image.
-	users []int
+	// users summarises the containers using the image.
+	users imageUse
 }
 
 // idle is how long the image has not been used: since lastUsed, or since
@@ -359,15 +379,8 @@ func keepReason(e imageEntry, s Snapshot, pods map[string]string, now time.Time,
 // any, else the first in snapshot order, as "in use by ns/pod/name
 // (exited)" (the pod's UID when no sandbox names the pod), plus how many
 // others use it.
-func inUseDetail(s Snapshot, pods map[string]string, users []int) string {
-	pick := users[0]
-	for _, ci := range users {
-		if s.Containers[ci].State == ContainerRunning {
-			pick = ci
-			break
-		}
-	}
-	c := s.Containers[pick]
+func inUseDetail(s Snapshot, pods map[string]string, users imageUse) string {
+	c := s.Containers[users.name]
 	pod := c.PodUID
 	if n, ok := pods[c.PodSandboxID]; ok {
 		pod = n
@@ -377,7 +390,7 @@ func inUseDetail(s Snapshot, pods map[string]string, users []int) string {
 		name = c.ID
 	}
 	d := fmt.Sprintf("in use by %s/%s (%s)", pod, name, shortState(c.State))
-	if n := len(users) - 1; n > 0 {
+	if n := users.n - 1; n > 0 {
 		d += fmt.Sprintf(" and %d more", n)
 	}
 	return d
@@ -417,8 +430,8 @@ func rankImages(s Snapshot, now time.Time) []imageEntry {
 			e.firstDetected = r.FirstDetected
 			e.lastUsed = r.LastUsed
 		}
-		if users.inUse(i) {
-			e.inUse, e.users = true, users.all[i]
+		if users[i].n > 0 {
+			e.inUse, e.users = true, users[i]
 			t := now
 			e.lastUsed = &t
 		}
