@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/engine/cri"
+)
+
+// runtimeConn is a connection to the node's CRI runtime. A read-only
+// connection has a nil Remover, and its Reader has no mutating method at
+// all, so nothing given only the Reader can delete.
+type runtimeConn struct {
+	Reader engine.Reader
+	// Remover is nil on a read-only connection.
+	Remover  engine.Remover
+	Endpoint string
+	// Source says where the endpoint came from, for the plan's runtime line.
+	Source string
+	// Simulated reports whether the runtime is a simulated node (simnode),
+	// whose pods have no log files on this machine: log GC must not run
+	// against it, or it would take this machine's real logs for dangling.
+	Simulated bool
+	client    *cri.Client
+}
+
+// scanLogs reports whether snapshots should list this machine's pod log
+// directories and /var/log/containers for log GC.
+func (c *runtimeConn) scanLogs() bool { return !c.Simulated }
+
+// Close closes the connection.
+func (c *runtimeConn) Close() error { return c.client.Close() }
+
+// connect finds the endpoint (--runtime-endpoint, then
+// CONTAINER_RUNTIME_ENDPOINT, then the kubelet config's
+// containerRuntimeEndpoint, then the first well-known socket that answers)
+// and dials it. An unreachable runtime is an error wrapping
+// engine.ErrUnavailable (exit 1); a malformed endpoint is bad input (exit 2).
+func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig, readOnly bool) (*runtimeConn, error) {
+	fromConfig := ""
+	if cfg != nil {
+		fromConfig = cfg.ContainerRuntimeEndpoint
+	}
+	ep, src, err := cri.Discover(ctx, g.RuntimeEndpoint, f.Getenv("CONTAINER_RUNTIME_ENDPOINT"), fromConfig)
+	if err != nil {
+		return nil, endpointError(err)
+	}
+	c, err := cri.Dial(ctx, ep, cri.Options{ReadTimeout: g.Timeout})
+	if err != nil {
+		if src == cri.SourceProbe {
+			return nil, endpointError(err)
+		}
+		// Name what chose the endpoint, so the operator knows what to fix.
+		return nil, endpointError(fmt.Errorf("%s: %w", endpointOrigin(src, cfg), err))
+	}
+	conn := &runtimeConn{Reader: c.ReadOnly(), Endpoint: c.Endpoint(), Source: endpointSource(src, cfg), client: c}
+	fs, err := c.ImageFs(ctx)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("image filesystem of %s: %w", c.Endpoint(), err)
+	}
+	conn.Simulated = fs.Simulated != nil
+	if !readOnly {
+		conn.Remover = c
+	}
+	return conn, nil
+}
+
+// endpointError makes a malformed endpoint a usage error.
+func endpointError(err error) error {
+	if errors.Is(err, cri.ErrInvalidEndpoint) {
+		return &usageError{err}
+	}
+	return err
+}
+
+// endpointSource is the provenance of the endpoint, in the words the
+// policy provenance uses.
+func endpointSource(src cri.Source, cfg *kubeletConfig) string {
+	switch src {
+	case cri.SourceFlag:
+		return "from " + sourceFlag
+	case cri.SourceEnv:
+		return "from " + sourceEnv
+	case cri.SourceKubeletConfig:
+		if cfg != nil {
+			return "from " + sourceConfig(cfg.Path)
+		}
+	case cri.SourceProbe:
+		return "found by probing the well-known sockets"
+	}
+	return "from " + string(src)
+}
+
+// endpointOrigin names the flag, variable or config field an endpoint
+// came from.
+func endpointOrigin(src cri.Source, cfg *kubeletConfig) string {
+	if src == cri.SourceKubeletConfig && cfg != nil {
+		return cfg.Path + ": containerRuntimeEndpoint"
+	}
+	return string(src)
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodegc/nodegc/engine"
+)
+
+// gcOptions are nodegc gc's flags and dependencies.
+type gcOptions struct {
+	IO     *factory
+	Global *globalOptions
+	Pass   passFlags
+	Policy policyFlags
+	// DryRun plans and prints, never asks and never mutates.
+	DryRun bool
+	// Yes skips the confirmation.
+	Yes bool
+	// ReadOnly gives the engine no remover: only --dry-run is possible.
+	ReadOnly bool
+	// Output is "table" or "json" (the pass report).
+	Output string
+}
+
+// newCmdGC builds `nodegc gc`. runF, when set, replaces runGC.
+func newCmdGC(f *factory, g *globalOptions, runF func(context.Context, *gcOptions) error) *cobra.Command {
+	opts := &gcOptions{IO: f, Global: g}
+	cmd := &cobra.Command{
+		Use:   "gc [--images] [--containers] [--reclaim-all] [--dry-run] [--yes]",
+		Short: "Run one garbage collection pass now",
+		Long: `Plan one garbage collection pass, show it, ask for confirmation, and apply it.
+
+By default the pass is the kubelet's container GC (dead containers, then
+sandboxes, then pod logs) followed by its image GC (the MaxAge pass, then the
+space pass down to the low threshold). --images or --containers runs only
+one of them; --reclaim-all is the eviction manager's node-level reclaim, for
+a node in DiskPressure: every dead container of terminated pods and every
+unused, unpinned image older than --minimum-image-ttl-duration, whatever the
+thresholds.
+
+On a terminal, gc prints the plan and asks before removing anything. Without
+a terminal it refuses unless --yes is given, before it connects to anything.
+--dry-run prints the plan and never asks and never removes. Each item is
+re-checked just before it is removed (still unused, still not running, still
+not pinned) and skipped with a reason otherwise; every removal is appended
+to the journal in --state-dir.
+
+Exit status: 0 when the pass ran without errors (or was a dry run), 1 when
+the runtime cannot be reached, a removal failed, or the confirmation was
+declined, 2 on bad input or without a terminal and without --yes.`,
+		Example: `  # Preview a full pass: nothing is removed
+  sudo nodegc gc --dry-run
+
+  # Remove unused images now, without asking (for scripts)
+  sudo nodegc gc --images --yes
+
+  # The node is in DiskPressure: reclaim everything that can go
+  sudo nodegc gc --reclaim-all
+
+  # Dead containers only, keeping up to 2 per container
+  sudo nodegc gc --containers --maximum-dead-containers-per-container 2 --yes`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Policy.Changed = changedFlags(cmd)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runGC(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	addPassFlags(fl, &opts.Pass)
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "print the plan; never ask, never remove")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "remove without asking for confirmation")
+	fl.BoolVar(&opts.ReadOnly, "read-only", false, "connect without the ability to remove (only with --dry-run)")
+	fl.StringVarP(&opts.Output, "output", "o", "table", "output format: table or json (the pass report)")
+	addPolicyFlags(fl, &opts.Policy)
+	return cmd
+}
+
+// runGC checks the input, then plans, confirms and applies one pass.
+func runGC(ctx context.Context, opts *gcOptions) error {
+	f := opts.IO
+	// Refuse first: without a terminal nobody can confirm, and nothing
+	// may be touched before that is known.
+	if !opts.DryRun && !opts.Yes && !f.IsTerminal() {
+		return usageErrorf("gc: stdin is not a terminal, so nobody can confirm; pass --yes to remove without confirmation, or --dry-run to preview")
+	}
+	if opts.ReadOnly && !opts.DryRun {
+		return usageErrorf("--read-only: gc cannot remove anything with a read-only runtime; add --dry-run to preview")
+	}
+	if err := checkOutput(opts.Output); err != nil {
+		return err
+	}
+	kind, err := opts.Pass.kind()
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(f, opts.Global, true)
+	if err != nil {
+		return err
+	}
+	policy, prov, err := resolvePolicy(opts.Policy, cfg)
+	if err != nil {
+		return err
+	}
+	readOnly := opts.DryRun || opts.ReadOnly
+	conn, err := connect(ctx, f, opts.Global, cfg, readOnly)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	eo := engine.Options{Reader: conn.Reader, Policy: policy, StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs()}
+	if !readOnly {
+		eo.Remover = conn.Remover
+	}
+	return gcPass(ctx, f, conn, eo, kind, prov, opts)
+}
+
+// gcPass is the part of gc after the input checks: plan, show, confirm,
+// apply, report.
+func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Options, kind engine.PassKind, prov provenance, opts *gcOptions) error {
+	e, fresh, err := newEngine(f, eo)
+	if err != nil {
+		return err
+	}
+	s, err := e.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", conn.Endpoint, err)
+	}
+	view := planView{Snapshot: s, Plan: engine.PlanPass(s, planPolicy(e.Policy(), fresh), kind, s.TakenAt), Settings: prov, EndpointSource: conn.Source}
+	json := opts.Output == "json"
+	if !json {
+		if err := renderPlanTable(f.Out, view); err != nil {
+			return err
+		}
+	}
+	if opts.DryRun {
+		r := dryRunReport(view.Plan)
+		if json {
+			return writeJSON(f.Out, r)
+		}
+		fmt.Fprintln(f.Out, "Dry run: nothing was removed.")
+		return nil
+	}
+	if planItems(view.Plan) == 0 {
+		if json {
+			return writeJSON(f.Out, dryRunReport(view.Plan))
+		}
+		fmt.Fprintln(f.Out, "Nothing to remove.")
+		return nil
+	}
+	if !opts.Yes {
+		if json { // the table was not printed; show what will go
+			fmt.Fprintln(f.Err, planSummary(view.Plan))
+		}
+		ok, err := confirm(f, fmt.Sprintf("Remove these %d items? [y/N] ", planItems(view.Plan)))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errDeclined
+		}
+	}
+	r, err := e.Apply(ctx, view.Plan)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	if json {
+		if err := writeJSON(f.Out, r); err != nil {
+			return err
+		}
+	} else {
+		renderReport(f.Out, r)
+	}
+	if !r.OK() {
+		return &passError{report: r}
+	}
+	return nil
+}
+
+// dryRunReport is the report of a pass that was only planned: every item
+// planned, nothing done.
+func dryRunReport(p engine.Plan) engine.PassReport {
+	r := engine.PassReport{Kind: p.Pass, DryRun: true, StartedAt: p.EvaluatedAt, FinishedAt: p.EvaluatedAt, Plan: p, Items: []engine.ItemResult{}, Events: p.ImageGC.Events}
+	// The executor's order: containers, sandboxes, logs, images.
+	add := func(kind engine.ItemKind, id, reason, detail string, size int64) {
+		r.Items = append(r.Items, engine.ItemResult{Time: p.EvaluatedAt, Kind: kind, ID: id, Outcome: engine.OutcomePlanned, Reason: reason, Detail: detail, SizeBytes: size})
+	}
+	for _, c := range p.ContainerGC.Remove {
+		add(engine.ItemContainer, c.ID, string(c.Reason), c.Detail, 0)
+	}
+	for _, s := range p.SandboxGC.Remove {
+		add(engine.ItemSandbox, s.ID, s.Reason, "", 0)
+	}
+	for _, l := range p.LogGC.Remove {
+		add(engine.ItemLog, l.Path, l.Reason, "", 0)
+	}
+	for _, i := range p.ImageGC.Remove {
+		add(engine.ItemImage, i.ID, string(i.Reason), i.Detail, i.SizeBytes)
+		r.EstimatedBytesFreed += i.SizeBytes
+	}
+	return r
+}
+
+// confirm asks on stderr and reads one line from stdin; only y or yes
+// (any case) confirms.
+func confirm(f *factory, prompt string) (bool, error) {
+	fmt.Fprint(f.Err, prompt)
+	line, err := bufio.NewReader(f.In).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(f.Err)
+		return false, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is the whole program minus os.Exit, so tests can call it: it wires
+// the real environment into a factory, executes the command tree and maps
+// the error to an exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f := &factory{
+		In:                   stdin,
+		Out:                  stdout,
+		Err:                  stderr,
+		IsTerminal:           func() bool { return isTerminal(stdin) },
+		Getenv:               os.Getenv,
+		Now:                  time.Now,
+		DefaultKubeletConfig: defaultKubeletConfigPath,
+	}
+	return execute(ctx, f, args)
+}
+
+// isTerminal reports whether r is a terminal a person can answer from.
+func isTerminal(r io.Reader) bool {
+	file, ok := r.(*os.File)
+	return ok && term.IsTerminal(file.Fd())
+}

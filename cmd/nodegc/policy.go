@@ -1,0 +1,232 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nodegc/nodegc/engine"
+)
+
+// Policy flag names: the kubelet's own, so an operator can copy them from a
+// kubelet command line.
+const (
+	flagHighThreshold   = "image-gc-high-threshold"
+	flagLowThreshold    = "image-gc-low-threshold"
+	flagMinImageTTL     = "minimum-image-ttl-duration"
+	flagMaxImageAge     = "image-maximum-gc-age"
+	flagMinContainerTTL = "minimum-container-ttl-duration"
+	flagMaxPerContainer = "maximum-dead-containers-per-container"
+	flagMaxContainers   = "maximum-dead-containers"
+	flagLowDiskMB       = "low-diskspace-threshold-mb"
+	flagPodLogsDir      = "pod-logs-dir"
+	// evictionHard has no flag of this form; it is named as in the config.
+	settingEvictionHard = "evictionHard"
+)
+
+// policyFlags holds the policy flags as parsed, and which of them were set
+// on the command line (pflag's Changed), since only those override the
+// kubelet config.
+type policyFlags struct {
+	HighThreshold   int
+	LowThreshold    int
+	MinImageTTL     time.Duration
+	MaxImageAge     time.Duration
+	MinContainerTTL time.Duration
+	MaxPerContainer int
+	MaxContainers   int
+	LowDiskMB       int64
+	PodLogsDir      string
+	// Changed holds the names of the flags given on the command line.
+	Changed map[string]bool
+}
+
+// addPolicyFlags registers the kubelet's GC flags on fs, with the kubelet's
+// defaults.
+func addPolicyFlags(fs *pflag.FlagSet, p *policyFlags) {
+	fs.IntVar(&p.HighThreshold, flagHighThreshold, engine.DefaultImageGCHighThresholdPercent,
+		"image filesystem usage percent at or above which image GC runs (100 with no max age disables periodic image GC)")
+	fs.IntVar(&p.LowThreshold, flagLowThreshold, engine.DefaultImageGCLowThresholdPercent,
+		"image filesystem usage percent image GC frees down to")
+	fs.DurationVar(&p.MinImageTTL, flagMinImageTTL, engine.DefaultImageMinimumGCAge,
+		"minimum age of an image, since nodegc first saw it, before it may be removed")
+	fs.DurationVar(&p.MaxImageAge, flagMaxImageAge, 0,
+		"remove images unused for longer than this, whatever the usage (0 = off)")
+	fs.DurationVar(&p.MinContainerTTL, flagMinContainerTTL, engine.DefaultContainerMinAge,
+		"minimum age of a dead container before it may be removed")
+	fs.IntVar(&p.MaxPerContainer, flagMaxPerContainer, engine.DefaultMaxPerPodContainer,
+		"dead instances to keep per (pod, container name); < 0 keeps all")
+	fs.IntVar(&p.MaxContainers, flagMaxContainers, engine.DefaultMaxContainers,
+		"maximum dead containers on the node; < 0 means no limit")
+	fs.Int64Var(&p.LowDiskMB, flagLowDiskMB, engine.DefaultLowDiskSpaceThresholdMiB,
+		"a filesystem with less than this many MiB available is out of disk")
+	fs.StringVar(&p.PodLogsDir, flagPodLogsDir, engine.DefaultPodLogsDir,
+		"the kubelet's podLogsDir: pod log directories of removable pods are removed from it")
+}
+
+// changedFlags returns the names of the flags set on the command line.
+func changedFlags(cmd *cobra.Command) map[string]bool {
+	changed := map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { changed[f.Name] = true })
+	return changed
+}
+
+// Provenance sources.
+const (
+	sourceFlag    = "flag"
+	sourceDefault = "default"
+	sourceEnv     = "env CONTAINER_RUNTIME_ENDPOINT"
+)
+
+// sourceConfig is the provenance of a value read from the kubelet config.
+func sourceConfig(path string) string { return "kubelet config " + path }
+
+// setting is one effective value and where it came from.
+type setting struct {
+	// Name is the flag name (or the config field when there is no flag).
+	Name   string
+	Value  string
+	Source string
+	// ConfigField is the kubelet config field that can also set it.
+	ConfigField string
+}
+
+// provenance lists the effective settings in display order.
+type provenance []setting
+
+// source returns where the named setting came from, "" if unknown.
+func (p provenance) source(name string) setting {
+	for _, s := range p {
+		if s.Name == name {
+			return s
+		}
+	}
+	return setting{}
+}
+
+// resolvePolicy computes the effective policy: a flag given on the command
+// line wins, then the kubelet config, then the kubelet's default. It
+// validates the result; a *engine.PolicyError names the flag, and says
+// which config field set the value when the config did.
+func resolvePolicy(pf policyFlags, cfg *kubeletConfig) (engine.Policy, provenance, error) {
+	p := engine.DefaultPolicy()
+	var prov provenance
+	cfgSource := ""
+	if cfg != nil {
+		cfgSource = sourceConfig(cfg.Path)
+	}
+	// pick records one setting: flag, else config (when set), else default.
+	pick := func(name, field string, fromFlag func(), fromConfig func() bool, value func() string) {
+		src := sourceDefault
+		switch {
+		case pf.Changed[name]:
+			fromFlag()
+			src = sourceFlag
+		case cfg != nil && fromConfig != nil && fromConfig():
+			src = cfgSource
+		}
+		prov = append(prov, setting{Name: name, Value: value(), Source: src, ConfigField: field})
+	}
+	itoa := strconv.Itoa
+	pick(flagHighThreshold, "imageGCHighThresholdPercent",
+		func() { p.Image.HighThresholdPercent = pf.HighThreshold },
+		func() bool { return setInt(&p.Image.HighThresholdPercent, cfg.ImageGCHighThresholdPercent) },
+		func() string { return itoa(p.Image.HighThresholdPercent) })
+	pick(flagLowThreshold, "imageGCLowThresholdPercent",
+		func() { p.Image.LowThresholdPercent = pf.LowThreshold },
+		func() bool { return setInt(&p.Image.LowThresholdPercent, cfg.ImageGCLowThresholdPercent) },
+		func() string { return itoa(p.Image.LowThresholdPercent) })
+	pick(flagMinImageTTL, "imageMinimumGCAge",
+		func() { p.Image.MinAge = pf.MinImageTTL },
+		func() bool { return setDuration(&p.Image.MinAge, cfg.ImageMinimumGCAge) },
+		func() string { return p.Image.MinAge.String() })
+	pick(flagMaxImageAge, "imageMaximumGCAge",
+		func() { p.Image.MaxAge = pf.MaxImageAge },
+		func() bool { return setDuration(&p.Image.MaxAge, cfg.ImageMaximumGCAge) },
+		func() string { return p.Image.MaxAge.String() })
+	pick(flagMinContainerTTL, "",
+		func() { p.Container.MinAge = pf.MinContainerTTL }, nil,
+		func() string { return p.Container.MinAge.String() })
+	pick(flagMaxPerContainer, "",
+		func() { p.Container.MaxPerPodContainer = pf.MaxPerContainer }, nil,
+		func() string { return itoa(p.Container.MaxPerPodContainer) })
+	pick(flagMaxContainers, "",
+		func() { p.Container.MaxContainers = pf.MaxContainers }, nil,
+		func() string { return itoa(p.Container.MaxContainers) })
+	pick(flagLowDiskMB, "",
+		func() { p.Disk.ThresholdMiB = pf.LowDiskMB }, nil,
+		func() string { return strconv.FormatInt(p.Disk.ThresholdMiB, 10) })
+	pick(flagPodLogsDir, "podLogsDir",
+		func() { p.PodLogsDir = pf.PodLogsDir },
+		func() bool {
+			if cfg.PodLogsDir == "" {
+				return false
+			}
+			p.PodLogsDir = cfg.PodLogsDir
+			return true
+		},
+		func() string { return p.PodLogsDir })
+	// evictionHard: the kubelet replaces its defaults with the map from
+	// the config when the config sets one.
+	pick(settingEvictionHard, "evictionHard", func() {},
+		func() bool {
+			if cfg.EvictionHard == nil {
+				return false
+			}
+			p.Disk.EvictionHard = cfg.EvictionHard
+			return true
+		},
+		func() string { return formatMap(p.Disk.EvictionHard) })
+
+	if pf.Changed[flagPodLogsDir] && !strings.HasPrefix(pf.PodLogsDir, "/") {
+		return p, prov, usageErrorf("--%s: must be an absolute path, got %q", flagPodLogsDir, pf.PodLogsDir)
+	}
+	if err := p.Validate(); err != nil {
+		return p, prov, explainPolicyError(err, prov)
+	}
+	return p, prov, nil
+}
+
+// explainPolicyError adds, to a policy error about a value the kubelet
+// config set, the config field and file, so the operator knows what to edit.
+func explainPolicyError(err error, prov provenance) error {
+	var pe *engine.PolicyError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	s := prov.source(pe.Field)
+	if s.Source == sourceFlag || s.Source == sourceDefault || s.Source == "" {
+		return err
+	}
+	return fmt.Errorf("%w (%s in %s)", err, s.ConfigField, s.Source)
+}
+
+func setInt(dst *int, v *int) bool {
+	if v == nil {
+		return false
+	}
+	*dst = *v
+	return true
+}
+
+func setDuration(dst *time.Duration, v *time.Duration) bool {
+	if v == nil {
+		return false
+	}
+	*dst = *v
+	return true
+}
+
+// formatMap renders a string map as k=v,... in key order.
+func formatMap(m map[string]string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ",")
+}

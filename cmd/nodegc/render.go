@@ -1,0 +1,654 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nodegc/nodegc/engine"
+)
+
+// planView is everything the plan table shows: the plan, the snapshot it
+// was made from (for names, sizes and times the plan does not repeat), and
+// optionally the effective settings with their provenance.
+type planView struct {
+	Plan     engine.Plan
+	Snapshot engine.Snapshot
+	// Settings, when non-nil, are printed first as the effective policy.
+	Settings provenance
+	// Endpoint says where the runtime endpoint came from ("" when the plan
+	// was made from a snapshot file).
+	EndpointSource string
+}
+
+// gaugeWidth is the number of cells in the image filesystem gauge; one
+// cell is 2.5%.
+const gaugeWidth = 40
+
+// cutSentinel marks the cut-line row while the tabwriter aligns the image
+// table; it is replaced by the full-width cut line afterwards.
+const cutSentinel = "\x1e"
+
+// renderPlanTable writes the plan for people: the effective policy, the
+// runtime, the image filesystem against the GC band, the images in eviction
+// order with the cut line, the dead containers per pod, the sandboxes and
+// logs to remove, the disk reserve and the events.
+func renderPlanTable(w io.Writer, v planView) error {
+	var b bytes.Buffer
+	if v.Settings != nil {
+		renderSettings(&b, v.Settings)
+		b.WriteByte('\n')
+	}
+	renderHeader(&b, v)
+	b.WriteByte('\n')
+	if includesImages(v.Plan.Pass) {
+		renderImages(&b, v)
+	} else {
+		fmt.Fprintf(&b, "Images: not part of a %s pass.\n", v.Plan.Pass)
+	}
+	b.WriteByte('\n')
+	if includesContainers(v.Plan.Pass) {
+		renderContainers(&b, v)
+		b.WriteByte('\n')
+		renderSandboxes(&b, v)
+		b.WriteByte('\n')
+		renderLogs(&b, v)
+	} else {
+		fmt.Fprintf(&b, "Containers, sandboxes, logs: not part of an %s pass.\n", v.Plan.Pass)
+	}
+	b.WriteByte('\n')
+	renderDiskReserve(&b, v.Plan.DiskReserve)
+	b.WriteByte('\n')
+	renderEvents(&b, v.Plan)
+	b.WriteByte('\n')
+	fmt.Fprintln(&b, planSummary(v.Plan))
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// includesImages reports whether a pass of the kind runs image GC.
+func includesImages(k engine.PassKind) bool { return k != engine.PassContainers }
+
+// includesContainers reports whether a pass of the kind runs container GC.
+func includesContainers(k engine.PassKind) bool { return k != engine.PassImages }
+
+// renderSettings prints the effective policy: each value and where it came
+// from.
+func renderSettings(b *bytes.Buffer, prov provenance) {
+	fmt.Fprintln(b, "Effective policy:")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	var long []setting
+	for _, s := range prov {
+		if s.Name == settingEvictionHard {
+			long = append(long, s) // too wide for the value column
+			continue
+		}
+		fmt.Fprintf(tw, "  --%s\t%s\t%s\n", s.Name, s.Value, s.Source)
+	}
+	tw.Flush()
+	for _, s := range long {
+		fmt.Fprintf(b, "  %s (%s): %s\n", s.Name, s.Source, s.Value)
+	}
+}
+
+// renderHeader prints the runtime line and the image filesystem gauge.
+func renderHeader(b *bytes.Buffer, v planView) {
+	s, p := v.Snapshot, v.Plan
+	rt := s.Runtime.Name
+	if s.Runtime.Version != "" {
+		rt += " " + s.Runtime.Version
+	}
+	if rt == "" {
+		rt = "unknown runtime"
+	}
+	if s.Runtime.Endpoint != "" {
+		rt += " at " + s.Runtime.Endpoint
+	}
+	if v.EndpointSource != "" {
+		rt += " (" + v.EndpointSource + ")"
+	}
+	fmt.Fprintf(b, "Runtime:     %s\n", rt)
+	fmt.Fprintf(b, "Snapshot:    taken %s, evaluated at %s, %s pass\n",
+		fmtTime(s.TakenAt), fmtTime(p.EvaluatedAt), p.Pass)
+
+	fs := s.ImageFs
+	mount := cmp.Or(fs.Mountpoint, "(unknown mountpoint)")
+	if fs.CapacityBytes <= 0 {
+		fmt.Fprintf(b, "Image fs:    %s  capacity %d: cannot compute usage\n", mount, fs.CapacityBytes)
+		return
+	}
+	high, low := p.Policy.Image.HighThresholdPercent, p.Policy.Image.LowThresholdPercent
+	fmt.Fprintf(b, "Image fs:    %s  %s %d%% used  (low %d%% L, high %d%% H)\n",
+		mount, gauge(p.ImageGC.UsagePercent, low, high), p.ImageGC.UsagePercent, low, high)
+	fmt.Fprintf(b, "             %s available of %s\n", humanBytes(fs.AvailableBytes), humanBytes(fs.CapacityBytes))
+	switch {
+	case !includesImages(p.Pass):
+	case p.Pass == engine.PassReclaimAll:
+		fmt.Fprintf(b, "Image GC:    reclaim-all: every unused image older than %s goes, whatever the thresholds\n", p.Policy.Image.MinAge)
+	case p.ImageGC.Triggered:
+		fmt.Fprintf(b, "Image GC:    triggered (%d%% >= high %d%%): %s to free to reach low %d%%, plan frees %s\n",
+			p.ImageGC.UsagePercent, high, humanBytes(p.ImageGC.BytesToFree), low, humanBytes(p.ImageGC.BytesFreed))
+	default:
+		fmt.Fprintf(b, "Image GC:    not triggered (%d%% < high %d%%)", p.ImageGC.UsagePercent, high)
+		if p.Policy.Image.MaxAge > 0 {
+			fmt.Fprintf(b, "; MaxAge %s pass frees %s", p.Policy.Image.MaxAge, humanBytes(p.ImageGC.BytesFreed))
+		}
+		b.WriteByte('\n')
+	}
+}
+
+// gauge draws usage as a bar of gaugeWidth cells with the low (L) and high
+// (H) thresholds marked on it.
+func gauge(usage, low, high int) string {
+	cell := func(pct int) int { return min(max(pct, 0), 100) * gaugeWidth / 100 }
+	bar := make([]rune, gaugeWidth)
+	filled := cell(usage)
+	for i := range bar {
+		bar[i] = '·'
+		if i < filled {
+			bar[i] = '█'
+		}
+	}
+	mark := func(pct int, r rune) { bar[min(cell(pct), gaugeWidth-1)] = r }
+	mark(low, 'L')
+	mark(high, 'H')
+	return "[" + string(bar) + "]"
+}
+
+// renderImages prints every image in eviction order, with the cut line.
+func renderImages(b *bytes.Buffer, v planView) {
+	p, s := v.Plan, v.Snapshot
+	images := make(map[string]engine.Image, len(s.Images))
+	for _, img := range s.Images {
+		images[img.ID] = img
+	}
+	records := make(map[string]engine.ImageRecord, len(s.ImageRecords))
+	for _, r := range s.ImageRecords {
+		records[r.ID] = r
+	}
+	removeAt := make(map[string]int, len(p.ImageGC.Remove))
+	for i, r := range p.ImageGC.Remove {
+		removeAt[r.ID] = i
+	}
+	keeps := make(map[string]engine.ImageKeep, len(p.ImageGC.Keep))
+	for _, k := range p.ImageGC.Keep {
+		keeps[k.ID] = k
+	}
+	order := imageOrder(p, s)
+	fmt.Fprintf(b, "Images (%d, in eviction order: least recently used first):\n", len(order))
+
+	cut, cutText := cutLine(p, order, removeAt)
+	var tb bytes.Buffer
+	tw := tabwriter.NewWriter(&tb, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tIMAGE\tID\tSIZE\tLAST USED\tFIRST SEEN\tSTATUS\tDETAIL")
+	for i, id := range order {
+		if i == cut {
+			fmt.Fprintln(tw, cutSentinel+"\t\t\t\t\t\t\t")
+		}
+		img, known := images[id]
+		if !known { // a removal the snapshot does not list
+			for _, r := range p.ImageGC.Remove {
+				if r.ID == id {
+					img = engine.Image{ID: id, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, SizeBytes: r.SizeBytes}
+				}
+			}
+		}
+		lastUsed, firstSeen := "never", "now (new)"
+		if r, ok := records[id]; ok {
+			firstSeen = ago(p.EvaluatedAt, r.FirstDetected)
+			if r.LastUsed != nil {
+				lastUsed = ago(p.EvaluatedAt, *r.LastUsed)
+			}
+		}
+		status, detail := "-", ""
+		if n, ok := removeAt[id]; ok {
+			r := p.ImageGC.Remove[n]
+			status, detail = fmt.Sprintf("remove #%d %s", n+1, r.Reason), r.Detail
+		} else if k, ok := keeps[id]; ok {
+			status, detail = "keep "+string(k.Reason), k.Detail
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			i+1, imageName(img), shortID(id), humanBytes(img.SizeBytes), lastUsed, firstSeen, status, detail)
+	}
+	if cut == len(order) {
+		fmt.Fprintln(tw, cutSentinel+"\t\t\t\t\t\t\t")
+	}
+	tw.Flush()
+	b.WriteString(replaceCutLine(tb.String(), cutText))
+}
+
+// cutLine says where the cut line falls in order (-1: no cut line) and
+// what it reads. Removals above the line are what the pass frees.
+func cutLine(p engine.Plan, order []string, removeAt map[string]int) (int, string) {
+	if p.Pass == engine.PassContainers {
+		return -1, ""
+	}
+	freedAbove := func(n int) int64 {
+		var sum int64
+		for _, id := range order[:min(n, len(order))] {
+			if i, ok := removeAt[id]; ok {
+				sum += p.ImageGC.Remove[i].SizeBytes
+			}
+		}
+		return sum
+	}
+	switch {
+	case p.Pass == engine.PassReclaimAll:
+		return p.ImageGC.CutLine, fmt.Sprintf("cut line: reclaim-all removals above free %s", humanBytes(freedAbove(p.ImageGC.CutLine)))
+	case p.ImageGC.Triggered:
+		text := fmt.Sprintf("cut line: removals above free %s of %s to free",
+			humanBytes(freedAbove(p.ImageGC.CutLine)), humanBytes(p.ImageGC.BytesToFree))
+		return p.ImageGC.CutLine, text
+	default:
+		return 0, fmt.Sprintf("cut line: none, usage %d%% is below the high threshold %d%%",
+			p.ImageGC.UsagePercent, p.Policy.Image.HighThresholdPercent)
+	}
+}
+
+// replaceCutLine swaps the sentinel row for the cut line, as wide as the
+// table.
+func replaceCutLine(table, text string) string {
+	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
+	width := 0
+	for _, l := range lines {
+		if !strings.HasPrefix(l, cutSentinel) {
+			width = max(width, len([]rune(strings.TrimRight(l, " "))))
+		}
+	}
+	for i, l := range lines {
+		if strings.HasPrefix(l, cutSentinel) {
+			line := "  ──── " + text + " "
+			if pad := width - len([]rune(line)); pad > 0 {
+				line += strings.Repeat("─", pad)
+			} else {
+				line += "────"
+			}
+			lines[i] = line
+		} else {
+			lines[i] = strings.TrimRight(l, " ")
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// imageOrder is the plan's eviction order, or, for a plan without one, the
+// removals, then the kept images; images the plan does not mention come
+// last in snapshot order.
+func imageOrder(p engine.Plan, s engine.Snapshot) []string {
+	seen := make(map[string]bool)
+	var order []string
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			order = append(order, id)
+		}
+	}
+	for _, id := range p.ImageGC.Order {
+		add(id)
+	}
+	for _, r := range p.ImageGC.Remove {
+		add(r.ID)
+	}
+	for _, k := range p.ImageGC.Keep {
+		add(k.ID)
+	}
+	for _, img := range s.Images {
+		add(img.ID)
+	}
+	return order
+}
+
+// renderContainers prints the dead (not running) containers grouped by pod
+// and container name, newest first, with what the plan does to each.
+func renderContainers(b *bytes.Buffer, v planView) {
+	p, s := v.Plan, v.Snapshot
+	removeAt := make(map[string]int, len(p.ContainerGC.Remove))
+	for i, r := range p.ContainerGC.Remove {
+		removeAt[r.ID] = i
+	}
+	var dead []engine.Container
+	listed := make(map[string]bool)
+	for _, c := range s.Containers {
+		if c.State != engine.ContainerRunning {
+			dead = append(dead, c)
+			listed[c.ID] = true
+		}
+	}
+	for _, r := range p.ContainerGC.Remove { // removals the snapshot lacks
+		if !listed[r.ID] {
+			dead = append(dead, engine.Container{ID: r.ID, PodUID: r.PodUID, Name: r.Name, PodSandboxID: r.PodSandboxID, Attempt: r.Attempt, State: r.State})
+		}
+	}
+	pods := podNames(s.Sandboxes)
+	podOf := func(c engine.Container) string {
+		if n, ok := pods[c.PodSandboxID]; ok {
+			return n
+		}
+		if n, ok := pods[c.PodUID]; ok {
+			return n
+		}
+		return "pod " + cmp.Or(c.PodUID, "(no uid)")
+	}
+	slices.SortStableFunc(dead, func(a, b engine.Container) int {
+		return cmp.Or(
+			cmp.Compare(podOf(a), podOf(b)),
+			cmp.Compare(a.Name, b.Name),
+			b.CreatedAt.Compare(a.CreatedAt),
+			cmp.Compare(b.Attempt, a.Attempt),
+			cmp.Compare(a.ID, b.ID),
+		)
+	})
+	fmt.Fprintf(b, "Dead containers (%d, %d to remove), by pod and container, newest first:\n", len(dead), len(p.ContainerGC.Remove))
+	if len(dead) == 0 {
+		fmt.Fprintln(b, "  none")
+		return
+	}
+	// FINISHED only when the runtime gave exit details for some container.
+	finishedCol := slices.ContainsFunc(dead, func(c engine.Container) bool { return c.FinishedAt != nil })
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	row := func(cells ...string) {
+		if !finishedCol {
+			cells = slices.Delete(cells, 5, 6)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	row("  POD / CONTAINER", "ID", "ATTEMPT", "STATE", "CREATED", "FINISHED", "ACTION", "DETAIL")
+	lastPod := ""
+	for _, c := range dead {
+		if pod := podOf(c); pod != lastPod {
+			row("  "+pod, "", "", "", "", "", "", "")
+			lastPod = pod
+		}
+		created, finished := "-", "-"
+		if !c.CreatedAt.IsZero() {
+			created = ago(p.EvaluatedAt, c.CreatedAt)
+		}
+		if c.FinishedAt != nil {
+			finished = ago(p.EvaluatedAt, *c.FinishedAt)
+		}
+		action, detail := "keep", ""
+		if n, ok := removeAt[c.ID]; ok {
+			r := p.ContainerGC.Remove[n]
+			action, detail = fmt.Sprintf("remove #%d %s", n+1, r.Reason), r.Detail
+		}
+		row("    "+cmp.Or(c.Name, "(unnamed)"), shortID(c.ID), fmt.Sprint(c.Attempt), shortState(c.State), created, finished, action, detail)
+	}
+	tw.Flush()
+	trimTrailing(b)
+}
+
+// renderSandboxes prints the sandboxes the plan stops and removes.
+func renderSandboxes(b *bytes.Buffer, v planView) {
+	rm := v.Plan.SandboxGC.Remove
+	fmt.Fprintf(b, "Sandboxes to remove (%d):\n", len(rm))
+	if len(rm) == 0 {
+		fmt.Fprintln(b, "  none")
+		return
+	}
+	pods := podNames(v.Snapshot.Sandboxes)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tID\tPOD\tSTATE\tREASON")
+	for i, r := range rm {
+		pod := pods[r.ID]
+		if pod == "" {
+			pod = cmp.Or(pods[r.PodUID], "pod "+r.PodUID)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", i+1, shortID(r.ID), pod, cmp.Or(shortState(engine.ContainerState(r.State)), "-"), r.Reason)
+	}
+	tw.Flush()
+	trimTrailing(b)
+}
+
+// renderLogs prints the log paths the plan removes.
+func renderLogs(b *bytes.Buffer, v planView) {
+	rm := v.Plan.LogGC.Remove
+	fmt.Fprintf(b, "Log paths to remove (%d):\n", len(rm))
+	if len(rm) == 0 {
+		if v.Snapshot.Logs == nil {
+			fmt.Fprintln(b, "  none (logs were not scanned)")
+		} else {
+			fmt.Fprintln(b, "  none")
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	for _, r := range rm {
+		fmt.Fprintf(tw, "  %s\t%s\n", r.Path, r.Reason)
+	}
+	tw.Flush()
+}
+
+// renderDiskReserve prints the old diskSpaceManager's verdict and the
+// evictionHard signals beside it.
+func renderDiskReserve(b *bytes.Buffer, d engine.DiskReserve) {
+	fs := func(r *engine.FsReserve) string {
+		if r == nil {
+			return "unknown"
+		}
+		verdict := "ok"
+		if !r.OK {
+			verdict = "OUT OF DISK"
+		}
+		s := fmt.Sprintf("%s, %s available", verdict, humanBytes(r.AvailableBytes))
+		if r.Error != "" {
+			s += " (" + r.Error + ")"
+		}
+		return s
+	}
+	fmt.Fprintf(b, "Disk reserve (--low-diskspace-threshold-mb %d): image fs %s; root fs %s\n",
+		d.ThresholdMiB, fs(&d.ImageFs), fs(d.RootFs))
+	if len(d.Eviction) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  EVICTION SIGNAL\tHARD THRESHOLD\tAVAILABLE\tCROSSED")
+	for _, e := range d.Eviction {
+		crossed := "no"
+		if e.Crossed {
+			crossed = "YES"
+		}
+		amount := humanBytes
+		if strings.Contains(e.Signal, "inodes") {
+			amount = func(n int64) string { return fmt.Sprintf("%d inodes", n) }
+		}
+		fmt.Fprintf(tw, "  %s\t%s (%s)\t%s\t%s\n", e.Signal, e.Threshold, amount(e.ThresholdBytes), amount(e.AvailableBytes), crossed)
+	}
+	tw.Flush()
+}
+
+// renderEvents prints the plan's kubelet-style events.
+func renderEvents(b *bytes.Buffer, p engine.Plan) {
+	events := p.ImageGC.Events
+	fmt.Fprintf(b, "Events (%d):\n", len(events))
+	if len(events) == 0 {
+		fmt.Fprintln(b, "  none")
+		return
+	}
+	for _, e := range events {
+		kind := "Normal"
+		if e.Warning {
+			kind = "Warning"
+		}
+		fmt.Fprintf(b, "  %s %s: %s\n", kind, e.Reason, e.Message)
+	}
+}
+
+// planSummary is the one-line total of what the plan removes; gc shows it
+// before asking for confirmation.
+func planSummary(p engine.Plan) string {
+	n := planItems(p)
+	if n == 0 {
+		return "Plan: nothing to remove."
+	}
+	return fmt.Sprintf("Plan: remove %s (%s), %s, %s, %s.",
+		plural(len(p.ImageGC.Remove), "image"), humanBytes(p.ImageGC.BytesFreed),
+		plural(len(p.ContainerGC.Remove), "dead container"),
+		plural(len(p.SandboxGC.Remove), "sandbox"),
+		plural(len(p.LogGC.Remove), "log path"))
+}
+
+// planItems counts the items a plan removes.
+func planItems(p engine.Plan) int {
+	return len(p.ImageGC.Remove) + len(p.ContainerGC.Remove) + len(p.SandboxGC.Remove) + len(p.LogGC.Remove)
+}
+
+// renderReport prints what a pass did, item outcomes and bytes freed.
+func renderReport(w io.Writer, r engine.PassReport) {
+	var b bytes.Buffer
+	title := "Pass"
+	if r.DryRun {
+		title = "Dry run"
+	}
+	fmt.Fprintf(&b, "%s %d (%s): %d removed, %d already gone, %d skipped, %d failed, %d planned\n",
+		title, r.ID, r.Kind, r.Count(engine.OutcomeRemoved), r.Count(engine.OutcomeGone),
+		r.Count(engine.OutcomeSkipped), r.Count(engine.OutcomeFailed), r.Count(engine.OutcomePlanned))
+	if !r.DryRun {
+		measured := "not measured"
+		if r.MeasuredBytesFreed != nil {
+			measured = humanBytes(*r.MeasuredBytesFreed)
+		}
+		fmt.Fprintf(&b, "Image bytes freed: %s estimated (runtime sizes), %s measured on the image fs\n",
+			humanBytes(r.EstimatedBytesFreed), measured)
+	}
+	for _, it := range r.Items {
+		switch it.Outcome {
+		case engine.OutcomeFailed:
+			fmt.Fprintf(&b, "  failed  %s %s: %s\n", it.Kind, shortID(it.ID), it.Error)
+		case engine.OutcomeSkipped:
+			fmt.Fprintf(&b, "  skipped %s %s: %s\n", it.Kind, shortID(it.ID), it.Detail)
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, "  error: %s\n", r.Error)
+	}
+	w.Write(b.Bytes())
+}
+
+// podNames maps sandbox IDs and pod UIDs to "namespace/name".
+func podNames(sandboxes []engine.Sandbox) map[string]string {
+	m := make(map[string]string, 2*len(sandboxes))
+	for _, sb := range sandboxes {
+		if sb.PodName == "" {
+			continue
+		}
+		n := sb.PodNamespace + "/" + sb.PodName
+		m[sb.ID] = n
+		if sb.PodUID != "" {
+			m[sb.PodUID] = n
+		}
+	}
+	return m
+}
+
+// imageName is the image's first tag, else its first digest, with a count
+// of the other tags.
+func imageName(img engine.Image) string {
+	switch {
+	case len(img.RepoTags) > 1:
+		return fmt.Sprintf("%s (+%d)", img.RepoTags[0], len(img.RepoTags)-1)
+	case len(img.RepoTags) == 1:
+		return img.RepoTags[0]
+	case len(img.RepoDigests) > 0:
+		d := img.RepoDigests[0]
+		if at := strings.Index(d, "@"); at >= 0 {
+			return d[:at] + "@" + shortID(d[at+1:])
+		}
+		return d
+	}
+	return "<none>"
+}
+
+// shortID is the first 12 characters of an ID without its algorithm.
+func shortID(id string) string {
+	if i := strings.Index(id, ":"); i >= 0 {
+		id = id[i+1:]
+	}
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// shortState drops the CRI prefix: CONTAINER_EXITED is EXITED.
+func shortState(s engine.ContainerState) string {
+	st := string(s)
+	for _, p := range []string{"CONTAINER_", "SANDBOX_"} {
+		st = strings.TrimPrefix(st, p)
+	}
+	return st
+}
+
+// humanBytes formats a byte count in IEC units with one decimal.
+func humanBytes(n int64) string {
+	if n < 0 {
+		return "-" + humanBytes(-n)
+	}
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v := float64(n) / 1024
+	u := 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	return fmt.Sprintf("%.1f %s", v, units[u])
+}
+
+// ago formats t relative to now: "3h10m ago", or "in 5m" for the future.
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	if d < 0 {
+		return "in " + shortDuration(-d)
+	}
+	return shortDuration(d) + " ago"
+}
+
+// shortDuration keeps the two largest units: 45s, 12m5s, 3h10m, 2d4h.
+func shortDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	day := 24 * time.Hour
+	switch {
+	case d >= day:
+		return fmt.Sprintf("%dd%dh", d/day, (d%day)/time.Hour)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%dm", d/time.Hour, (d%time.Hour)/time.Minute)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%ds", d/time.Minute, (d%time.Minute)/time.Second)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
+}
+
+// fmtTime formats a time for the table, UTC, to the second.
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "(unknown)"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "x") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// trimTrailing removes the spaces tabwriter leaves at the ends of lines.
+func trimTrailing(b *bytes.Buffer) {
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	b.Reset()
+	b.WriteString(strings.Join(lines, "\n"))
+}

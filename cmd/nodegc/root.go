@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nodegc/nodegc/engine/cri"
+)
+
+// factory holds the process's dependencies: the streams, the terminal
+// check, the environment and the clock. run fills it from the real process;
+// tests fill it with buffers and fakes.
+type factory struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// IsTerminal reports whether In is a terminal a person can answer.
+	IsTerminal func() bool
+	Getenv     func(string) string
+	Now        func() time.Time
+	// DefaultKubeletConfig is read in live mode when it exists and no
+	// --kubelet-config is given.
+	DefaultKubeletConfig string
+}
+
+// warnf prints a one-line warning on stderr.
+func (f *factory) warnf(format string, a ...any) {
+	fmt.Fprintf(f.Err, "nodegc: warning: "+format+"\n", a...)
+}
+
+// globalOptions are the flags every runtime-facing command shares.
+type globalOptions struct {
+	// RuntimeEndpoint is --runtime-endpoint; "" falls back to
+	// CONTAINER_RUNTIME_ENDPOINT, the kubelet config, then discovery.
+	RuntimeEndpoint string
+	// KubeletConfig is --kubelet-config; "" means the default path in
+	// live mode, nothing otherwise.
+	KubeletConfig string
+	// StateDir holds image records and the deletion journal.
+	StateDir string
+	// Timeout bounds each CRI call.
+	Timeout time.Duration
+}
+
+// defaultStateDir is where image records and the journal live.
+const defaultStateDir = "/var/lib/nodegc"
+
+// execute runs the command tree on args and returns the exit code. Every
+// error is printed as one line on stderr.
+func execute(ctx context.Context, f *factory, args []string) int {
+	cmd := newCmdRoot(f)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintln(f.Err, errorLine(err))
+	}
+	return exitCode(err)
+}
+
+// newCmdRoot builds the nodegc command tree.
+func newCmdRoot(f *factory) *cobra.Command {
+	g := &globalOptions{}
+	cmd := newCmdDemo(f, g, nil)
+	addGlobalFlags(cmd.PersistentFlags(), g)
+	cmd.SetIn(f.In)
+	cmd.SetOut(f.Out)
+	cmd.SetErr(f.Err)
+	cmd.SilenceUsage = true
+	cmd.SilenceErrors = true
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
+	cmd.Version = version
+	cmd.SetVersionTemplate("nodegc {{.Version}}\n")
+
+	cmd.AddCommand(
+		newCmdPlan(f, g, nil),
+		newCmdGC(f, g, nil),
+		newCmdSnapshot(f, g, nil),
+		newCmdCgroups(f, g, nil),
+		newCmdSimnode(f, nil),
+		newCmdVersion(f),
+	)
+	return cmd
+}
+
+// addGlobalFlags registers the flags every subcommand shares.
+func addGlobalFlags(pf *pflag.FlagSet, g *globalOptions) {
+	pf.StringVar(&g.RuntimeEndpoint, "runtime-endpoint", "",
+		"CRI runtime endpoint, e.g. unix:///run/containerd/containerd.sock (default: $CONTAINER_RUNTIME_ENDPOINT, the kubelet config's containerRuntimeEndpoint, then the well-known sockets)")
+	pf.StringVar(&g.KubeletConfig, "kubelet-config", "",
+		"KubeletConfiguration YAML to take defaults from (default: "+defaultKubeletConfigPath+" when it exists, in live mode)")
+	pf.StringVar(&g.StateDir, "state-dir", defaultStateDir, "directory for image records and the deletion journal")
+	pf.DurationVar(&g.Timeout, "timeout", cri.DefaultReadTimeout, "timeout of each CRI read call")
+}
+
+// noArgs rejects positional arguments as a usage error (exit 2).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if cmd.HasSubCommands() {
+		return usageErrorf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath())
+	}
+	return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args[0])
+}
+
+// loadConfig returns the kubelet config to use: the --kubelet-config file,
+// else, in live mode, the default path when it exists. nil means none.
+func loadConfig(f *factory, g *globalOptions, live bool) (*kubeletConfig, error) {
+	if g.KubeletConfig != "" {
+		cfg, err := loadKubeletConfig(g.KubeletConfig)
+		if err != nil {
+			return nil, err
+		}
+		return cfg, nil
+	}
+	if !live || f.DefaultKubeletConfig == "" {
+		return nil, nil
+	}
+	cfg, err := loadKubeletConfig(f.DefaultKubeletConfig)
+	switch {
+	case err == nil:
+		return cfg, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, fs.ErrPermission):
+		f.warnf("%s: permission denied; using the kubelet defaults (run as root or pass --kubelet-config)", f.DefaultKubeletConfig)
+		return nil, nil
+	}
+	return nil, err
+}
+
+// stateDirUsable reports whether dir exists or can be created; a plan
+// falls back to in-memory records when it cannot write the state dir.
+func stateDirUsable(dir string) bool {
+	if dir == "" {
+		return false
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false
+	}
+	return true
+}
