@@ -199,7 +199,9 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 		},
 		{
 			name: "a list given as an object names the field",
-			doc:  func(t *testing.T) []byte { return mutate(t, func(m map[string]any) { m["containers"] = map[string]any{} }) },
+			doc: func(t *testing.T) []byte {
+				return mutate(t, func(m map[string]any) { m["containers"] = map[string]any{} })
+			},
 			want: "snapshot: containers: want an array, got object",
 		},
 		{
