@@ -82,6 +82,8 @@ func TestGoldenPanes(t *testing.T) {
 	}
 }
 
+func windowSize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
+
 // runCmd runs a command and feeds its messages back, as the program would,
 // for commands that return at once (no ticks, no notice waits).
 func runCmd(m Model, cmd tea.Cmd) Model {

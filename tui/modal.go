@@ -56,9 +56,8 @@ func passTitle(kind engine.PassKind, dryRun bool) string {
 }
 
 // planLines lists every item of a plan with its size and reason, and the
-// totals, resolving names from the snapshot.
-func planLines(p engine.Plan, s engine.Snapshot) (lines []string, items int) {
-	x := snapidx.New(s)
+// totals, resolving names from the snapshot index.
+func planLines(p engine.Plan, x snapidx.Index) (lines []string, items int) {
 	g := p.ImageGC
 	if p.Pass == engine.PassImages || p.Pass == engine.PassFull {
 		if g.Triggered {

@@ -17,6 +17,7 @@ import (
 	"github.com/nodegc/nodegc/tui/events"
 	"github.com/nodegc/nodegc/tui/images"
 	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/tui/internal/snapidx"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/overview"
 	"github.com/nodegc/nodegc/tui/style"
@@ -60,7 +61,11 @@ type Model struct {
 
 	snap     engine.Snapshot
 	plan     engine.Plan
+	at       time.Time
+	index    snapidx.Index
 	haveSnap bool
+	// stale marks panes whose table has not seen the latest refresh.
+	stale [numPanes]bool
 	status   engine.Status
 	self     overview.Self
 	lastSelf *SelfSample
@@ -207,7 +212,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.modal.plan = msg.report.Plan
-		m.modal.lines, m.modal.items = planLines(msg.report.Plan, m.snap)
+		m.modal.lines, m.modal.items = planLines(msg.report.Plan, m.index)
 		return m, nil
 	case appliedMsg:
 		m.busy = ""
@@ -252,17 +257,35 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 	}
 	m.lastErr = ""
 	m.snap, m.haveSnap = msg.Snapshot, true
-	m.images.SetData(msg.Snapshot, msg.Plan, msg.At)
-	m.containers.SetData(msg.Snapshot, msg.Plan, msg.At)
+	m.plan, m.at = msg.Plan, msg.At
+	m.index = snapidx.New(msg.Snapshot)
+	// Only the visible table is rebuilt now; the other waits until it is
+	// shown, which halves the work of a refresh on a large node.
+	m.stale = [numPanes]bool{PaneImages: true, PaneContainers: true}
+	m.syncActive()
 	if msg.Tree != nil {
 		m.cgroups.SetTree(msg.Tree, msg.At)
 	}
 	if msg.TreeErr != nil {
 		m.cgroups.SetError(msg.TreeErr)
 	}
-	m.plan = msg.Plan
 	m.pushOverview()
 	return *m
+}
+
+// syncActive rebuilds the active pane's table if a refresh came while it
+// was hidden.
+func (m *Model) syncActive() {
+	if !m.stale[m.active] {
+		return
+	}
+	m.stale[m.active] = false
+	switch m.active {
+	case PaneImages:
+		m.images.SetData(m.snap, m.index, m.plan, m.at)
+	case PaneContainers:
+		m.containers.SetData(m.snap, m.index, m.plan, m.at)
+	}
 }
 
 // pushOverview hands the Overview its data.
@@ -345,8 +368,10 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.resize()
 	case key.Matches(msg, k.NextPane):
 		m.active = (m.active + 1) % numPanes
+		m.syncActive()
 	case key.Matches(msg, k.PrevPane):
 		m.active = (m.active + numPanes - 1) % numPanes
+		m.syncActive()
 	case key.Matches(msg, k.ForceImages):
 		return m.openPreview(engine.PassImages, false)
 	case key.Matches(msg, k.ForceContainers):
@@ -384,6 +409,7 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		for i, b := range k.Panes {
 			if key.Matches(msg, b) {
 				m.active = Pane(i)
+				m.syncActive()
 				return m, nil
 			}
 		}

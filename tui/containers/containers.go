@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,10 +102,10 @@ func (m Model) Capturing() bool { return m.filter.Editing }
 
 type unitKey struct{ uid, name string }
 
-// SetData shows a snapshot and the plan made from it at now.
-func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
+// SetData shows a snapshot, indexed as x, and the plan made from it at
+// now.
+func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now time.Time) {
 	m.loaded = true
-	x := snapidx.New(s)
 	removal := make(map[string]engine.ContainerRemoval, len(p.ContainerGC.Remove))
 	for _, r := range p.ContainerGC.Remove {
 		removal[r.ID] = r
@@ -114,8 +115,9 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 		removable[uid] = true
 	}
 
-	units := make(map[unitKey][]engine.Container)
-	for _, c := range s.Containers {
+	units := make(map[unitKey][]*engine.Container)
+	for i := range s.Containers {
+		c := &s.Containers[i]
 		if c.State == engine.ContainerRunning {
 			continue
 		}
@@ -125,14 +127,15 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	byPod := make(map[string]*group)
 	dead := 0
 	pol := p.Policy.Container
+	marks := markTexts(pol)
 	for k, cs := range units {
 		// Newest first, as the kubelet ranks a unit's instances.
-		slices.SortStableFunc(cs, func(a, b engine.Container) int {
+		slices.SortStableFunc(cs, func(a, b *engine.Container) int {
 			return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
 		})
 		g := byPod[k.uid]
 		if g == nil {
-			pod := x.PodOf(cs[0])
+			pod := x.PodOf(*cs[0])
 			g = &group{pod: pod.String(), uid: k.uid}
 			byPod[k.uid] = g
 		}
@@ -140,7 +143,7 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 		for i, c := range cs {
 			dead++
 			g.dead++
-			plan, kind := mark(c, i, removal, pol, now)
+			plan, kind := mark(c, i, removal, marks, pol, now)
 			if kind == grid.Remove {
 				g.removals++
 			}
@@ -150,7 +153,7 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 			}
 			state := strings.TrimPrefix(string(c.State), "CONTAINER_")
 			g.rows = append(g.rows, grid.Row{
-				Cells: []string{"  " + c.Name, fmt.Sprint(c.Attempt), fmt.Sprint(c.ExitCode), fin, strings.ToLower(state), plan},
+				Cells: []string{"  " + c.Name, strconv.FormatUint(uint64(c.Attempt), 10), strconv.Itoa(int(c.ExitCode)), fin, strings.ToLower(state), plan},
 				Kind:  kind,
 				Key:   c.ID,
 			})
@@ -193,27 +196,35 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	m.rebuild()
 }
 
+// markTexts are the plan column's texts for a policy, made once per
+// refresh rather than once per container.
+func markTexts(pol engine.ContainerPolicy) map[string]string {
+	return map[string]string{
+		string(engine.RemovePodRemovable):      "remove: pod removable",
+		string(engine.RemovePerContainerLimit): fmt.Sprintf("remove: keeps newest %d", pol.MaxPerPodContainer),
+		string(engine.RemoveNodeLimit):         fmt.Sprintf("remove: node limit %d", pol.MaxContainers),
+		"young":                                "keep: younger than " + human.Duration(pol.MinAge),
+		"newest":                               "keep: newest",
+		"newestN":                              fmt.Sprintf("keep: newest %d", pol.MaxPerPodContainer),
+	}
+}
+
 // mark says what the plan does with the i-th newest instance of its unit.
-func mark(c engine.Container, i int, removal map[string]engine.ContainerRemoval, pol engine.ContainerPolicy, now time.Time) (string, grid.Kind) {
+func mark(c *engine.Container, i int, removal map[string]engine.ContainerRemoval, marks map[string]string, pol engine.ContainerPolicy, now time.Time) (string, grid.Kind) {
 	if r, ok := removal[c.ID]; ok {
-		switch r.Reason {
-		case engine.RemovePodRemovable:
-			return "remove: pod removable", grid.Remove
-		case engine.RemovePerContainerLimit:
-			return fmt.Sprintf("remove: keeps newest %d", pol.MaxPerPodContainer), grid.Remove
-		case engine.RemoveNodeLimit:
-			return fmt.Sprintf("remove: node limit %d", pol.MaxContainers), grid.Remove
+		if s, ok := marks[string(r.Reason)]; ok {
+			return s, grid.Remove
 		}
 		return "remove: " + string(r.Reason), grid.Remove
 	}
 	switch {
 	case c.CreatedAt.After(now.Add(-pol.MinAge)):
-		return "keep: younger than " + human.Duration(pol.MinAge), grid.Dim
+		return marks["young"], grid.Dim
 	case pol.MaxPerPodContainer < 0 || i < pol.MaxPerPodContainer:
 		if i == 0 {
-			return "keep: newest", grid.Dim
+			return marks["newest"], grid.Dim
 		}
-		return fmt.Sprintf("keep: newest %d", pol.MaxPerPodContainer), grid.Dim
+		return marks["newestN"], grid.Dim
 	}
 	return "keep", grid.Dim
 }

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,10 +110,10 @@ func (m *Model) resize() {
 // typed).
 func (m Model) Capturing() bool { return m.filter.Editing }
 
-// SetData shows a snapshot and the plan made from it at now.
-func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
+// SetData shows a snapshot, indexed as x, and the plan made from it at
+// now.
+func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now time.Time) {
 	m.loaded = true
-	x := snapidx.New(s)
 	recs := make(map[string]engine.ImageRecord, len(s.ImageRecords))
 	for _, r := range s.ImageRecords {
 		recs[r.ID] = r
@@ -149,7 +150,7 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 		if !it.lastUsed.IsZero() {
 			last = human.Duration(now.Sub(it.lastUsed))
 		}
-		it.cells = []string{fmt.Sprint(it.rank), it.name, human.ShortID(id), human.Bytes(it.size), last, first, it.status}
+		it.cells = []string{strconv.Itoa(it.rank), it.name, human.ShortID(id), human.Bytes(it.size), last, first, it.status}
 		m.items = append(m.items, it)
 	}
 

@@ -1,0 +1,78 @@
+package tui
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/engine/simnode"
+)
+
+// largeModel is the dashboard at 100×30 over simnode.DemoLarge (2,000
+// images, 1,000 pods, 5,000 dead containers), with the snapshot it shows.
+func largeModel(b *testing.B) (Model, engine.Snapshot) {
+	b.Helper()
+	n, e := simEngine(b, simnode.DemoLarge(1))
+	snap, err := e.Snapshot(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := engine.NewScheduler(e, engine.SchedulerOptions{})
+	m := New(simOptions(s, n.Now))
+	m = send(m, windowSize(100, 30))
+	return m, snap
+}
+
+// BenchmarkRefresh is one refresh as the dashboard does it every 2 s: plan
+// the snapshot, hand the result to every pane, and render the screen.
+func BenchmarkRefresh(b *testing.B) {
+	for _, pane := range []Pane{PaneOverview, PaneImages, PaneContainers, PaneEvents} {
+		b.Run(pane.String(), func(b *testing.B) {
+			m, snap := largeModel(b)
+			m.active = pane
+			now := m.o.Now()
+			dead := 0
+			for _, c := range snap.Containers {
+				if c.State != engine.ContainerRunning {
+					dead++
+				}
+			}
+			b.ReportMetric(float64(len(snap.Images)), "images")
+			b.ReportMetric(float64(dead), "dead")
+			for b.Loop() {
+				plan := engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)
+				nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: plan})
+				m = nm.(Model)
+				_ = m.Screen()
+			}
+		})
+	}
+}
+
+// BenchmarkView is one render of the Images pane over 2,000 images: only
+// the visible rows are drawn.
+func BenchmarkView(b *testing.B) {
+	m, snap := largeModel(b)
+	now := m.o.Now()
+	nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)})
+	m = nm.(Model)
+	m.active = PaneImages
+	for b.Loop() {
+		_ = m.View()
+	}
+}
+
+// BenchmarkKeyDown is one cursor move in the Containers pane (5,000 dead
+// containers) plus the render that follows.
+func BenchmarkKeyDown(b *testing.B) {
+	m, snap := largeModel(b)
+	now := m.o.Now()
+	nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)})
+	m = nm.(Model)
+	m.active = PaneContainers
+	for b.Loop() {
+		nm, _ := m.Update(keyMsg("down"))
+		m = nm.(Model)
+		_ = m.Screen()
+	}
+}
