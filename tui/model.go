@@ -65,7 +65,7 @@ type Model struct {
 	index    snapidx.Index
 	haveSnap bool
 	// stale marks panes whose table has not seen the latest refresh.
-	stale [numPanes]bool
+	stale    [numPanes]bool
 	status   engine.Status
 	self     overview.Self
 	lastSelf *SelfSample
