@@ -42,6 +42,7 @@ func fixtureSnapshot() engine.Snapshot {
 		img(7, "ghcr.io/acme/batch-job:2024.11", 1800*mib),
 		img(8, "docker.io/library/alpine:3.20", 8*mib),
 		img(9, "registry.k8s.io/coredns/coredns:v1.11.1", 60*mib),
+		img(10, "docker.io/library/golang:1.23", 820*mib),
 	}
 	images[7].Pinned = true
 	recs := []engine.ImageRecord{
@@ -54,6 +55,7 @@ func fixtureSnapshot() engine.Snapshot {
 		{ID: images[6].ID, FirstDetected: ago(10 * time.Hour), LastUsed: agoP(9 * time.Hour)},
 		{ID: images[7].ID, FirstDetected: ago(70 * time.Hour)},
 		{ID: images[8].ID, FirstDetected: ago(70 * time.Hour), LastUsed: agoP(0)},
+		{ID: images[9].ID, FirstDetected: ago(50 * time.Second)},
 	}
 	sb := func(id, uid, ns, name string, state engine.SandboxState, created time.Duration) engine.Sandbox {
 		return engine.Sandbox{ID: id, PodUID: uid, PodNamespace: ns, PodName: name, State: state, CreatedAt: ago(created)}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"image/color"
 	"io"
 	"reflect"
 	"strings"
@@ -239,4 +240,30 @@ func waitFor(t *testing.T, r io.Reader, s string) {
 	t.Helper()
 	teatest.WaitFor(t, r, func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
 		teatest.WithDuration(3*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+}
+
+func TestBackgroundColourSwitchesPalette(t *testing.T) {
+	m, _ := fixtureModel(t, 100, 30)
+	if !m.st.Dark {
+		t.Fatal("the default palette is not the dark one")
+	}
+	m = send(m, tea.BackgroundColorMsg{Color: color.White})
+	if m.st.Dark {
+		t.Error("a white background kept the dark palette")
+	}
+}
+
+func TestImageStatusReasons(t *testing.T) {
+	m, _ := fixtureModel(t, 120, 40)
+	s := ansi.Strip(press(m, "2").Screen())
+	for _, want := range []string{
+		"too young (eligible in 1m10s)", "pinned", "in use by default/web-7d9f/nginx", "#1 space", "── cut line:",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("images pane lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Index(s, "#3 space") > strings.Index(s, "cut line") {
+		t.Errorf("the last removal is drawn below the cut line:\n%s", s)
+	}
 }

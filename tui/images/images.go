@@ -73,12 +73,12 @@ type Model struct {
 
 var columns = []grid.Column{
 	{Title: "#", Width: 4, Right: true},
-	{Title: "IMAGE", Width: 5, Flex: true},
+	{Title: "IMAGE", Width: 4, Flex: true},
 	{Title: "ID", Width: 12, MinTable: 90},
 	{Title: "SIZE", Width: 9, Right: true},
 	{Title: "LAST USED", Width: 9},
 	{Title: "FIRST SEEN", Width: 10, MinTable: 84},
-	{Title: "STATUS", Width: 5, Flex: true},
+	{Title: "STATUS", Width: 6, Flex: true},
 }
 
 // New returns an empty pane.
@@ -175,7 +175,7 @@ func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now t
 		case spaceBytes < g.BytesToFree:
 			m.cutText = fmt.Sprintf("cut line: all %d candidates free %s < %s needed", spaceN, human.Bytes(spaceBytes), human.Bytes(g.BytesToFree))
 		default:
-			m.cutText = fmt.Sprintf("cut line: %d above free %s ≥ %s needed", spaceN, human.Bytes(spaceBytes), human.Bytes(g.BytesToFree))
+			m.cutText = fmt.Sprintf("cut line: the %d removals above free %s ≥ %s needed", spaceN, human.Bytes(spaceBytes), human.Bytes(g.BytesToFree))
 		}
 	}
 

@@ -247,8 +247,7 @@ func (m Model) engineLine() string {
 		img = "periodic image GC disabled"
 	}
 	if s.Paused {
-		img, _ = "periodic passes paused", 0
-		return head + state + "  " + st.Label.Render("·") + " " + img + fmt.Sprintf("  %s passes %d", st.Label.Render("·"), s.Passes)
+		return head + state + fmt.Sprintf("  %s periodic passes paused  %s passes %d", st.Label.Render("·"), st.Label.Render("·"), s.Passes)
 	}
 	return head + state + fmt.Sprintf("  %s %s  %s next container pass %s  %s passes %d",
 		st.Label.Render("·"), img, st.Label.Render("·"), human.In(s.NextContainerPass, d.Now), st.Label.Render("·"), s.Passes)
