@@ -72,7 +72,7 @@ type Options struct {
 	// drawn log-uniformly (defaults 5 MiB and 500 MiB).
 	MinImageBytes, MaxImageBytes int64
 	// CapacityBytes is the image filesystem's size. Zero sizes it so that
-	// the initial usage is InitialUsagePercent.
+	// the initial usage is InitialUsagePercent, and at least 1 GiB.
 	CapacityBytes int64
 	// InitialUsagePercent is used only when CapacityBytes is zero
 	// (default 70).
@@ -195,7 +195,7 @@ func New(o Options) *Node {
 	n.generate()
 	if o.CapacityBytes == 0 {
 		used := n.usedBytes()
-		capacity := used * 100 / int64(o.InitialUsagePercent)
+		capacity := max(used*100/int64(o.InitialUsagePercent), gib)
 		n.o.CapacityBytes = (capacity + mib - 1) / mib * mib
 	}
 	return n
