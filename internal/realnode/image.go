@@ -88,7 +88,9 @@ func (n *Node) BuildImage(name, tag string, size int64) (string, ImageRef, error
 
 // ImportImages builds count images of about size bytes each, named
 // docker.io/nodegc/<prefix>-<i>:latest for i from 0, imports them in one ctr
-// call and returns them in that order.
+// call and returns them in that order. Use a prefix once per node: importing
+// a ref again moves the name to the new image and leaves the old one
+// untagged.
 func (n *Node) ImportImages(count int, size int64, prefix string) ([]ImageRef, error) {
 	specs := make([]imageSpec, count)
 	for i := range specs {

@@ -109,3 +109,19 @@ func (m Must) Restart() {
 	m.tb.Helper()
 	m.check(m.n.Restart())
 }
+
+// State is Node.State.
+func (m Must) State() State {
+	m.tb.Helper()
+	s, err := m.n.State()
+	m.check(err)
+	return s
+}
+
+// Ctr is Node.Ctr.
+func (m Must) Ctr(args ...string) []byte {
+	m.tb.Helper()
+	out, err := m.n.Ctr(args...)
+	m.check(err)
+	return out
+}

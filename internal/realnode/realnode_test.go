@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -134,6 +136,37 @@ func TestNode(t *testing.T) {
 		}
 	})
 
+	t.Run("State lists what CRI holds", func(t *testing.T) {
+		s := m.State()
+		if !slices.Contains(s.Images, imgs[0].ID) || !slices.Contains(s.Images, n.SandboxImage().ID) || len(s.Images) != 4 {
+			t.Errorf("images %v, want the 3 imported and the sandbox image", s.Images)
+		}
+		if s.Containers[running] != "CONTAINER_RUNNING" || s.Containers[exited] != "CONTAINER_EXITED" || s.Sandboxes[sb] != "SANDBOX_READY" {
+			t.Errorf("state %+v", s)
+		}
+	})
+
+	t.Run("ctr removes an image behind CRI's back only with its ID name too", func(t *testing.T) {
+		extra := m.ImportImages(1, 1<<20, "ctr")
+		// CRI names each image it learns of by its ID as well, so removing
+		// the tag leaves the image listed, untagged.
+		// CRI learns of ctr's deletions through events: poll.
+		m.Ctr("images", "rm", "--sync", extra[0].Ref)
+		var img *runtimeapi.Image
+		untagged := eventually(func() bool {
+			resp, err := n.ImageClient().ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: extra[0].ID}})
+			img = resp.GetImage()
+			return err == nil && img != nil && len(img.GetRepoTags()) == 0
+		})
+		if !untagged {
+			t.Errorf("after ctr rm of the tag: image %v, want it listed without tags", img)
+		}
+		m.Ctr("images", "rm", "--sync", extra[0].ID)
+		if !eventually(func() bool { return !slices.Contains(m.State().Images, extra[0].ID) }) {
+			t.Errorf("image %s still listed after ctr images rm of its ID", extra[0].Ref)
+		}
+	})
+
 	t.Run("CRI RemoveImage frees the image filesystem synchronously", func(t *testing.T) {
 		u0 := m.ImageFsUsage()
 		if _, err := n.ImageClient().RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: imgs[2].ID}}); err != nil {
@@ -174,6 +207,19 @@ func TestNode(t *testing.T) {
 			t.Errorf("container of a stopped pod is %s, want EXITED", got)
 		}
 	})
+}
+
+// eventually reports whether cond becomes true within 10 seconds. The real
+// runtime updates some of its views asynchronously (through events).
+func eventually(cond func() bool) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }
 
 // podCgroupDirs lists the existing directories of a cgroup across the

@@ -47,14 +47,15 @@ type options struct {
 }
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "nodegc-sandbox:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, out io.Writer) error {
+func run(args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("nodegc-sandbox", flag.ContinueOnError)
+	fs.SetOutput(errOut)
 	var o options
 	var sizeMiB, imageMiB int64
 	fs.StringVar(&o.dir, "dir", "/tmp/nodegc-sandbox", "directory holding the sandbox (config, socket, state, tmpfs)")
@@ -76,7 +77,7 @@ func run(args []string, out io.Writer) error {
 	o.imageFsSize, o.imageSize = sizeMiB<<20, imageMiB<<20
 	switch cmd {
 	case "up":
-		return up(o, out)
+		return up(o, out, errOut)
 	case "status":
 		return status(o, out)
 	case "down":
@@ -103,7 +104,7 @@ func alive(s state) bool {
 	return s.ContainerdPID > 0 && syscall.Kill(s.ContainerdPID, 0) == nil
 }
 
-func up(o options, out io.Writer) error {
+func up(o options, out, errOut io.Writer) error {
 	if s, err := readState(o.dir); err == nil && alive(s) {
 		fmt.Fprintf(out, "nodegc sandbox is already up (containerd pid %d).\n", s.ContainerdPID)
 		printEndpoint(out, s)
@@ -116,7 +117,7 @@ func up(o options, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	logf := func(format string, args ...any) { fmt.Fprintf(errOut, format+"\n", args...) }
 	n, err := realnode.Launch(ctx, realnode.Options{Dir: o.dir, ImageFsSize: o.imageFsSize, Logf: logf})
 	if err != nil {
 		return err

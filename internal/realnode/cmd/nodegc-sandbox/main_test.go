@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nodegc/nodegc/internal/realnode"
+)
+
+func TestUpStatusDown(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv(realnode.RequireEnv) == "1" {
+			t.Fatal("the sandbox needs root")
+		}
+		t.Skip("the sandbox needs root")
+	}
+	dir := filepath.Join(t.TempDir(), "sandbox")
+	t.Cleanup(func() { _ = realnode.Cleanup(dir) })
+	flags := []string{"--dir", dir, "--image-fs-mib", "96", "--image-mib", "3"}
+
+	var out bytes.Buffer
+	if err := run(append([]string{"up"}, flags...), &out, &out); err != nil {
+		t.Fatalf("up: %v\n%s", err, out.String())
+	}
+	endpoint := "--runtime-endpoint unix://" + dir + "/containerd.sock"
+	if !strings.Contains(out.String(), endpoint) {
+		t.Errorf("up does not print %q:\n%s", endpoint, out.String())
+	}
+	s, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !alive(s) || len(s.Images) < 3 || len(s.Workload) != 4 {
+		t.Errorf("state after up: %+v", s)
+	}
+
+	out.Reset()
+	if err := run(append([]string{"status"}, flags...), &out, &out); err != nil || !strings.Contains(out.String(), "is up") {
+		t.Errorf("status: %v\n%s", err, out.String())
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if pct, ok := strings.CutPrefix(line, "nodegc sandbox is up"); ok && !strings.Contains(pct, "image fs 8") && !strings.Contains(pct, "image fs 9") {
+			t.Errorf("status reports usage below the high threshold: %q", line)
+		}
+	}
+
+	out.Reset()
+	if err := run(append([]string{"down"}, flags...), &out, &out); err != nil {
+		t.Fatalf("down: %v\n%s", err, out.String())
+	}
+	if ms, _ := realnode.MountsUnder(dir); len(ms) > 0 {
+		t.Errorf("still mounted after down: %v", ms)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still exists after down (%v)", dir, err)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"sideways"}, &out, &out); err == nil || !strings.Contains(err.Error(), `unknown command "sideways"`) {
+		t.Errorf("run(sideways) = %v, want an unknown command error", err)
+	}
+}
