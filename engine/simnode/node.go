@@ -171,6 +171,9 @@ type serving struct {
 	stopped bool
 	down    bool
 
+	done     chan struct{} // closed when Serve returns (Start only)
+	serveErr error         // what Serve returned (Start only)
+
 	calls   []string
 	faults  []*Fault
 	latency time.Duration

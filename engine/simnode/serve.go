@@ -108,7 +108,7 @@ func (n *Node) Serve(l net.Listener) error {
 			c.mu.Unlock()
 			return nil
 		}
-		if !c.down {
+		if !c.down && c.next == nil {
 			c.mu.Unlock()
 			return fmt.Errorf("serve %s: %w", c.addr, err)
 		}
@@ -119,7 +119,7 @@ func (n *Node) Serve(l net.Listener) error {
 			c.mu.Unlock()
 			return nil
 		}
-		l, c.next = c.next, nil
+		l, c.next = c.next, nil // opened by Up
 	}
 }
 
@@ -171,9 +171,13 @@ func (n *Node) Down() {
 		return
 	}
 	c.down = true
-	lis := c.lis
+	lis, next := c.lis, c.next
+	c.next = nil
 	c.mu.Unlock()
 	lis.Close()
+	if next != nil { // Up opened it, but Serve has not taken it yet
+		next.Close()
+	}
 	n.DropConnections()
 }
 
@@ -394,4 +398,31 @@ func (n *Node) interceptStream(srv any, ss grpc.ServerStream, info *grpc.StreamS
 		return err
 	}
 	return handler(srv, ss)
+}
+
+// Start builds a node from o and serves it on endpoint (see Listen) in the
+// background, as `nodegc --demo` and `nodegc simnode` do. Stop ends it;
+// Wait returns how serving ended.
+func Start(o Options, endpoint string) (*Node, error) {
+	l, err := Listen(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	n := New(o)
+	n.ctl.done = make(chan struct{})
+	go func() {
+		n.ctl.serveErr = n.Serve(l)
+		close(n.ctl.done)
+	}()
+	return n, nil
+}
+
+// Wait blocks until a node started with Start stops serving and returns
+// Serve's error: nil after Stop.
+func (n *Node) Wait() error {
+	if n.ctl.done == nil {
+		return errors.New("simnode: Wait on a node not started with Start")
+	}
+	<-n.ctl.done
+	return n.ctl.serveErr
 }

@@ -187,20 +187,23 @@ func TestWorkload(t *testing.T) {
 		fs := n.FsStats()
 		return 100 - fs.AvailableBytes*100/fs.CapacityBytes
 	}
-	for seed := int64(1); seed <= 5; seed++ {
-		t.Run("demo fills the disk past 85% within 60 steps, seed "+strconv.FormatInt(seed, 10), func(t *testing.T) {
-			n := New(Demo(seed))
-			for i := 1; i <= 60; i++ {
-				n.Step(DefaultStart.Add(time.Duration(i) * time.Second))
-				if usage(n) >= 85 {
-					if i < 10 {
-						t.Errorf("past 85%% after only %d steps", i)
+	presets := map[string]func(int64) Options{"demo": Demo, "demo large": DemoLarge}
+	for _, name := range []string{"demo", "demo large"} {
+		for seed := int64(1); seed <= 5; seed++ {
+			t.Run(name+" fills the disk past 85% within 60 steps, seed "+strconv.FormatInt(seed, 10), func(t *testing.T) {
+				n := New(presets[name](seed))
+				for i := 1; i <= 60; i++ {
+					n.Step(DefaultStart.Add(time.Duration(i) * time.Second))
+					if usage(n) >= 85 {
+						if i < 10 {
+							t.Errorf("past 85%% after only %d steps", i)
+						}
+						return
 					}
-					return
 				}
-			}
-			t.Errorf("usage %d%% after 60 steps", usage(n))
-		})
+				t.Errorf("usage %d%% after 60 steps", usage(n))
+			})
+		}
 	}
 	n := New(Demo(3))
 	before := n.Counts()
@@ -717,6 +720,20 @@ func TestDownAndUp(t *testing.T) {
 	t.Run("up again, calls go through on the same socket", func(t *testing.T) {
 		retry(t, version)
 	})
+	t.Run("down and up in quick succession keep serving", func(t *testing.T) {
+		for range 5 {
+			n.Down()
+			if err := n.Up(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n.Down()
+		n.Down()
+		if err := n.Up(); err != nil {
+			t.Fatal(err)
+		}
+		retry(t, version)
+	})
 	t.Run("dropped connections are reopened", func(t *testing.T) {
 		n.DropConnections()
 		retry(t, version)
@@ -731,4 +748,28 @@ func TestDownAndUp(t *testing.T) {
 			t.Errorf("serve after stop: %v", err)
 		}
 	})
+}
+
+func TestStart(t *testing.T) {
+	ep := "unix://" + filepath.Join(socketDir(t), "demo.sock")
+	n, err := Start(Demo(1), ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(ep, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	v, err := runtimeapi.NewRuntimeServiceClient(conn).Version(context.Background(), &runtimeapi.VersionRequest{})
+	if err != nil || v.RuntimeName != DefaultRuntimeName {
+		t.Fatalf("version %v, %v", v, err)
+	}
+	n.Stop()
+	if err := n.Wait(); err != nil {
+		t.Errorf("wait: %v", err)
+	}
+	if _, err := os.Stat(strings.TrimPrefix(ep, "unix://")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket left behind: %v", err)
+	}
 }
