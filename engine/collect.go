@@ -105,6 +105,7 @@ func (e *Engine) scanLogs() *LogFiles {
 		}
 	}
 	dir := e.containerLogsDir()
+	lf.ContainerLogsDir = dir
 	if ents, err := os.ReadDir(dir); err == nil {
 		for _, d := range ents {
 			name := d.Name()

@@ -336,3 +336,41 @@ func TestWithinDir(t *testing.T) {
 		}
 	}
 }
+
+func TestRunCollectsLogsOfRemovablePodsAndDanglingLinks(t *testing.T) {
+	root := t.TempDir()
+	pods, links := filepath.Join(root, "pods"), filepath.Join(root, "containers")
+	for _, d := range []string{filepath.Join(pods, "ns_gone_uid1"), filepath.Join(pods, "ns_live_uid2"), links} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.Symlink("/nowhere", filepath.Join(links, "gone_ns_app-deadbeef.log"))
+	os.Symlink("/nowhere", filepath.Join(links, "live_ns_app-c2.log"))
+	rt := newFakeRuntime()
+	rt.sandboxes["s2"] = Sandbox{ID: "s2", PodUID: "uid2", State: SandboxReady}
+	rt.containers["c2"] = Container{ID: "c2", PodSandboxID: "s2", PodUID: "uid2", Name: "app", State: ContainerRunning}
+	p := DefaultPolicy()
+	p.PodLogsDir = pods
+	e, err := New(Options{Reader: rt, Remover: rt, Policy: p, ScanLogs: true, ContainerLogsDir: links, Now: func() time.Time { return execNow },
+		PodSource: func(context.Context) (PodSource, error) {
+			return PodSource{Ready: true, RemovablePodUIDs: []string{"uid1"}}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Run(context.Background(), PassContainers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Outcome{
+		filepath.Join(pods, "ns_gone_uid1"):              OutcomeRemoved,
+		filepath.Join(links, "gone_ns_app-deadbeef.log"): OutcomeRemoved,
+	}
+	if got := outcomes(r); !mapsEqual(got, want) {
+		t.Errorf("outcomes = %v, want %v", got, want)
+	}
+	for _, keep := range []string{filepath.Join(pods, "ns_live_uid2"), filepath.Join(links, "live_ns_app-c2.log")} {
+		if _, err := os.Lstat(keep); err != nil {
+			t.Errorf("%s was removed: %v", keep, err)
+		}
+	}
+}

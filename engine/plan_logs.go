@@ -23,7 +23,7 @@ import (
 // podLogsDir (one level: a pod directory) or /var/log/containers (one
 // level: a *.log link) are ever planned.
 func PlanLogs(s Snapshot, survivors []Container, podLogsDir string) LogPlan {
-	return planLogs(s, survivors, podLogsDir, ContainerLogsDir, removablePods(s))
+	return planLogs(s, survivors, podLogsDir, linkDir(s.Logs), removablePods(s))
 }
 
 // planLogs is PlanLogs with the symlink directory and the removable pods
@@ -150,4 +150,14 @@ func linkPath(dir, path string) (string, bool) {
 		return "", false
 	}
 	return p, true
+}
+
+// linkDir is the directory of the /var/log/containers symlinks the
+// snapshot scanned: its override when it is absolute and not "/", else the
+// kubelet's.
+func linkDir(l *LogFiles) string {
+	if l != nil && filepath.IsAbs(l.ContainerLogsDir) && filepath.Clean(l.ContainerLogsDir) != "/" {
+		return filepath.Clean(l.ContainerLogsDir)
+	}
+	return ContainerLogsDir
 }

@@ -48,7 +48,7 @@ func PlanPass(s Snapshot, p Policy, kind PassKind, now time.Time) Plan {
 		plan.ContainerGC = planContainers(s, p.Container, now, evict)
 		survivors := survivingContainers(s.Containers, plan.ContainerGC)
 		plan.SandboxGC = planSandboxes(s, survivors, evict)
-		plan.LogGC = planLogs(s, survivors, p.PodLogsDir, ContainerLogsDir, removable)
+		plan.LogGC = planLogs(s, survivors, p.PodLogsDir, linkDir(s.Logs), removable)
 	}
 	switch kind {
 	case PassImages:

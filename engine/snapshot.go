@@ -140,7 +140,10 @@ type LogFiles struct {
 	// PodDirs are the names (not paths) of the directories in PodLogsDir,
 	// each <namespace>_<name>_<uid>.
 	PodDirs []string `json:"podDirs"`
-	// ContainerLinks are the symlinks in /var/log/containers.
+	// ContainerLogsDir is the directory of the symlinks; "" means
+	// /var/log/containers.
+	ContainerLogsDir string `json:"containerLogsDir,omitempty"`
+	// ContainerLinks are the symlinks in ContainerLogsDir.
 	ContainerLinks []LogLink `json:"containerLinks"`
 }
 
