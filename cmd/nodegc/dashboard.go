@@ -3,19 +3,22 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/engine/cri"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/tui"
 )
 
-// demoOptions are the root command's flags: nodegc [--demo].
-type demoOptions struct {
+// rootOptions are the flags of nodegc itself: the dashboard, live or
+// against a simulated node (--demo), or its headless plan.
+type rootOptions struct {
 	IO     *factory
 	Global *globalOptions
 	// Demo runs against an in-process simulated node.
@@ -24,45 +27,60 @@ type demoOptions struct {
 	Scale string
 	Seed  int64
 	// Warmup is how long the simulated node runs its workload before the
-	// plan, so images age past the minimum TTL and the disk fills.
+	// first view, so images age past the minimum TTL and the disk fills.
 	Warmup time.Duration
-	Pass   passFlags
-	Policy policyFlags
+	// Headless prints the plan table instead of opening the dashboard;
+	// it is implied when stdin or stdout is not a terminal.
+	Headless bool
+	// Paused starts the periodic passes paused.
+	Paused bool
+	// ReadOnly connects without the ability to remove.
+	ReadOnly bool
+	// Refresh is the dashboard's refresh interval.
+	Refresh time.Duration
+	Policy  policyFlags
+	// runTUI runs the dashboard; tests replace it.
+	runTUI func(context.Context, tui.Options) error
 }
 
-// demoSteps is the number of workload steps the demo node runs over its
-// warm-up.
-const demoSteps = 60
-
-// newCmdDemo builds the root command. Without a subcommand it plans
-// against the node's runtime; with --demo, against a simulated node served
-// in-process on a private socket. runF, when set, replaces runDemo.
-func newCmdDemo(f *factory, g *globalOptions, runF func(context.Context, *demoOptions) error) *cobra.Command {
-	opts := &demoOptions{IO: f, Global: g}
+// newCmdDashboard builds the root command. runF, when set, replaces
+// runRoot.
+func newCmdDashboard(f *factory, g *globalOptions, runF func(context.Context, *rootOptions) error) *cobra.Command {
+	opts := &rootOptions{IO: f, Global: g, runTUI: tui.Run}
 	cmd := &cobra.Command{
-		Use:   "nodegc [--demo [--demo-scale small|large]]",
+		Use:   "nodegc [--demo [--demo-scale small|large]] [--read-only] [--paused]",
 		Short: "Kubernetes node garbage collection with the kubelet's rules, explained",
 		Long: `nodegc plans and runs image, container, sandbox and log garbage collection on a
 Kubernetes node exactly as the kubelet does, over the node's CRI runtime
 (containerd, CRI-O), and explains every decision: how full the image
 filesystem is against the GC band, which images go first (LRU) and where
-the cut line falls, why every other image stays, and which dead containers
-each pod still holds.
+the cut line falls, why every other image stays, which dead containers each
+pod still holds, and the kubepods cgroup tree with live usage.
+
+Without a subcommand nodegc opens the dashboard on this node. Its engine runs
+the kubelet's periodic passes (containers every minute, images every 5
+minutes; --paused starts them paused) and lets you force a pass, pause, or
+preview a pass as a dry-run before anything is deleted. --read-only can
+never delete. When stdin or stdout is not a terminal, or with --headless,
+nodegc prints the plan table instead.
+
+With --demo the node is simulated: the real CRI API served in-process on a
+private socket, with a workload that pulls images, restarts containers and
+deletes pods, so everything runs as on a real node without one.
 
 The policy flags take the kubelet's names. Their defaults come from the
 node's kubelet config (/var/lib/kubelet/config.yaml, or --kubelet-config),
 else the kubelet's defaults; a flag given on the command line wins, and
 plan and gc say where each value came from.
 
-Without a subcommand nodegc prints the plan for this node. With --demo it
-starts a simulated node in-process (the real CRI API on a private socket),
-lets its workload run for a while, and prints the plan for it.
-
 Exit status: 0 ok; 1 the runtime cannot be reached, a pass had errors or the
 confirmation was declined; 2 bad input (a flag, the kubelet config, a
 snapshot file, or gc without a terminal and without --yes).`,
 		Example: `  # Try it without a cluster
   nodegc --demo
+
+  # The dashboard on this node, unable to delete anything
+  sudo nodegc --read-only
 
   # What would GC do on this node, and why?
   sudo nodegc plan
@@ -80,44 +98,125 @@ snapshot file, or gc without a terminal and without --yes).`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runDemo(cmd.Context(), opts)
+			return runRoot(cmd.Context(), opts)
 		},
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.Demo, "demo", false, "run against a simulated node in-process")
 	fl.StringVar(&opts.Scale, "demo-scale", "small", "simulated node size: small (40 images, 20 pods) or large (2,000 images, 1,000 pods)")
 	fl.Int64Var(&opts.Seed, "demo-seed", 1, "seed of the simulated node")
-	fl.DurationVar(&opts.Warmup, "demo-warmup", 5*time.Minute, "simulated time the demo node's workload runs before the plan")
-	addPassFlags(fl, &opts.Pass)
+	fl.DurationVar(&opts.Warmup, "demo-warmup", defaultWarmup, "simulated time the demo node's workload runs before the first view")
+	fl.BoolVar(&opts.Headless, "headless", false, "print the plan table instead of opening the dashboard")
+	fl.BoolVar(&opts.Paused, "paused", false, "start with the periodic GC passes paused")
+	fl.BoolVar(&opts.ReadOnly, "read-only", false, "connect without the ability to remove anything")
+	fl.DurationVar(&opts.Refresh, "refresh", tui.DefaultRefreshInterval, "dashboard refresh interval")
 	addPolicyFlags(fl, &opts.Policy)
 	return cmd
 }
 
-// runDemo prints the plan for the simulated node (--demo) or for this
-// node's runtime.
-func runDemo(ctx context.Context, opts *demoOptions) error {
-	if !opts.Demo {
-		return runPlan(ctx, &planOptions{IO: opts.IO, Global: opts.Global, Output: "table", Pass: opts.Pass, Policy: opts.Policy})
-	}
-	var so simnode.Options
-	switch opts.Scale {
-	case "small":
-		so = simnode.Demo(opts.Seed)
-	case "large":
-		so = simnode.DemoLarge(opts.Seed)
-	default:
+// runRoot opens the dashboard, or prints the plan when there is no
+// terminal (or --headless).
+func runRoot(ctx context.Context, opts *rootOptions) error {
+	if opts.Scale != "small" && opts.Scale != "large" {
 		return usageErrorf("--demo-scale: must be small or large, got %q", opts.Scale)
 	}
-	if opts.Global.RuntimeEndpoint != "" {
+	if opts.Demo && opts.Global.RuntimeEndpoint != "" {
 		return usageErrorf("--demo: cannot be combined with --runtime-endpoint")
 	}
 	if opts.Warmup < 0 {
 		return usageErrorf("--demo-warmup: must not be negative, got %s", opts.Warmup)
 	}
-	kind, err := opts.Pass.kind()
+	headless := opts.Headless || !opts.IO.IsTerminal() || !opts.IO.OutIsTerminal()
+	switch {
+	case opts.Demo:
+		return runDemo(ctx, opts, headless)
+	case headless:
+		return runPlan(ctx, &planOptions{IO: opts.IO, Global: opts.Global, Output: "table", Policy: opts.Policy})
+	}
+	return runLiveDashboard(ctx, opts)
+}
+
+// runLiveDashboard opens the dashboard on this node's runtime, with a
+// scheduler running the kubelet's periodic passes.
+func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
+	f := opts.IO
+	cfg, err := loadConfig(f, opts.Global, true)
 	if err != nil {
 		return err
 	}
+	policy, _, err := resolvePolicy(opts.Policy, cfg)
+	if err != nil {
+		return err
+	}
+	conn, err := connect(ctx, f, opts.Global, cfg, opts.ReadOnly)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	e, _, err := newEngine(f, engine.Options{
+		Reader: conn.Reader, Remover: conn.Remover, Policy: policy,
+		StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(),
+	})
+	if err != nil {
+		return err
+	}
+	cg := cgroupfs.Config{}
+	if cfg != nil {
+		cg = cgroupfs.Config{CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver, SystemReserved: cfg.SystemReserved, KubeReserved: cfg.KubeReserved}
+	}
+	return dashboard(ctx, opts, e, tui.CgroupsFrom(cg), nil)
+}
+
+// dashboard runs the scheduler and the dashboard until the user quits.
+// Library logs are silenced meanwhile: they would tear the screen.
+func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups func(context.Context, cgroupfs.Names) (*cgroupfs.Tree, error), now func() time.Time) error {
+	restore := quietLibraryLogs()
+	defer restore()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := engine.NewScheduler(e, engine.SchedulerOptions{Paused: opts.Paused})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx) // ends with ctx
+	}()
+	err := opts.runTUI(ctx, tui.Options{
+		Controller:      s,
+		Snapshot:        e.Snapshot,
+		Policy:          e.Policy(),
+		Cgroups:         cgroups,
+		ReadOnly:        e.ReadOnly(),
+		RefreshInterval: opts.Refresh,
+		Version:         version,
+		Now:             now,
+	})
+	cancel()
+	<-done
+	return err
+}
+
+// quietLibraryLogs sends logrus (runc's cgroup library) nowhere while the
+// dashboard owns the terminal, and returns a func that restores it.
+func quietLibraryLogs() func() {
+	out := logrus.StandardLogger().Out
+	logrus.SetOutput(io.Discard)
+	return func() { logrus.SetOutput(out) }
+}
+
+// defaultWarmup is how long the demo node runs before the first view:
+// past the default minimum image TTL, and long enough for the Demo
+// workload to fill the disk past the high threshold.
+const defaultWarmup = 5 * time.Minute
+
+// demoSteps is the number of workload steps the demo node runs over its
+// warm-up.
+const demoSteps = 60
+
+// runDemo serves a simulated node in-process on a private socket, dials it
+// through the CRI adapter exactly as a real runtime, warms it up, and opens
+// the dashboard on it (or prints its plan, headless).
+func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
+	so := demoPreset(opts.Scale, opts.Seed)
 	policy, prov, err := resolvePolicy(opts.Policy, nil)
 	if err != nil {
 		return err
@@ -136,13 +235,17 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	}
 	defer d.Close()
 
-	e, err := engine.New(engine.Options{
+	eo := engine.Options{
 		Reader:    d.client.ReadOnly(),
 		Policy:    policy,
 		StateDir:  filepath.Join(dir, "state"),
 		Now:       d.node.Now,
 		PodSource: d.podSource,
-	})
+	}
+	if !opts.ReadOnly && !headless {
+		eo.Remover = d.client
+	}
+	e, err := engine.New(eo)
 	if err != nil {
 		return err
 	}
@@ -156,57 +259,22 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	for i := 1; i <= demoSteps; i++ {
 		d.node.Step(start.Add(opts.Warmup * time.Duration(i) / demoSteps))
 	}
-	s, err := e.Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("demo: snapshot: %w", err)
+	if headless {
+		s, err := e.Snapshot(ctx)
+		if err != nil {
+			return fmt.Errorf("demo: snapshot: %w", err)
+		}
+		return renderPlanTable(opts.IO.Out, planView{
+			Snapshot:       s,
+			Plan:           engine.PlanPass(s, policy, engine.PassFull, s.TakenAt),
+			Settings:       prov,
+			EndpointSource: "simulated node, --demo",
+		})
 	}
-	view := planView{
-		Snapshot:       s,
-		Plan:           engine.PlanPass(s, policy, kind, s.TakenAt),
-		Settings:       prov,
-		EndpointSource: "simulated node, --demo",
-	}
-	return renderPlanTable(opts.IO.Out, view)
-}
-
-// demoNode is a simulated node served on a private socket and a CRI client
-// dialled to it, as to a real runtime.
-type demoNode struct {
-	node   *simnode.Node
-	client *cri.Client
-	served chan error
-}
-
-// startDemoNode serves a simulated node on socket (0600, in a private
-// temp dir) and dials it through the CRI adapter.
-func startDemoNode(ctx context.Context, o simnode.Options, socket string) (*demoNode, error) {
-	node := simnode.New(o)
-	endpoint := "unix://" + socket
-	l, err := simnode.Listen(endpoint)
-	if err != nil {
-		return nil, fmt.Errorf("demo: %w", err)
-	}
-	d := &demoNode{node: node, served: make(chan error, 1)}
-	go func() { d.served <- node.Serve(l) }()
-	c, err := cri.Dial(ctx, endpoint, cri.Options{})
-	if err != nil {
-		node.Stop()
-		<-d.served
-		return nil, fmt.Errorf("demo: %w", err)
-	}
-	d.client = c
-	return d, nil
-}
-
-// podSource stands in for the API server: the pods the simulated workload
-// deleted are removable.
-func (d *demoNode) podSource(context.Context) (engine.PodSource, error) {
-	return engine.PodSource{Ready: true, RemovablePodUIDs: d.node.RemovablePods()}, nil
-}
-
-// Close closes the client and stops the node.
-func (d *demoNode) Close() {
-	d.client.Close()
-	d.node.Stop()
-	<-d.served
+	// The workload goes on while the dashboard is open: one simulated
+	// second per second.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go d.run(ctx, time.Second)
+	return dashboard(ctx, opts, e, nil, d.node.Now)
 }

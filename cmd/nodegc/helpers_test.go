@@ -28,12 +28,13 @@ type cli struct {
 func newCLI(stdin string) *cli {
 	c := &cli{out: &bytes.Buffer{}, err: &bytes.Buffer{}, env: map[string]string{}}
 	c.f = &factory{
-		In:         strings.NewReader(stdin),
-		Out:        c.out,
-		Err:        c.err,
-		IsTerminal: func() bool { return c.tty },
-		Getenv:     func(k string) string { return c.env[k] },
-		Now:        func() time.Time { return fixedNow },
+		In:            strings.NewReader(stdin),
+		Out:           c.out,
+		Err:           c.err,
+		IsTerminal:    func() bool { return c.tty },
+		OutIsTerminal: func() bool { return c.tty },
+		Getenv:        func(k string) string { return c.env[k] },
+		Now:           func() time.Time { return fixedNow },
 	}
 	return c
 }
@@ -88,4 +89,3 @@ func startSimnode(t *testing.T, o simnode.Options) (*simnode.Node, string) {
 	})
 	return node, ep
 }
-

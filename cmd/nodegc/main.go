@@ -29,6 +29,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Out:                  stdout,
 		Err:                  stderr,
 		IsTerminal:           func() bool { return isTerminal(stdin) },
+		OutIsTerminal:        func() bool { return isTerminal(stdout) },
 		Getenv:               os.Getenv,
 		Now:                  time.Now,
 		DefaultKubeletConfig: defaultKubeletConfigPath,
@@ -36,8 +37,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return execute(ctx, f, args)
 }
 
-// isTerminal reports whether r is a terminal a person can answer from.
-func isTerminal(r io.Reader) bool {
-	file, ok := r.(*os.File)
+// isTerminal reports whether the stream is a terminal.
+func isTerminal(stream any) bool {
+	file, ok := stream.(*os.File)
 	return ok && term.IsTerminal(file.Fd())
 }

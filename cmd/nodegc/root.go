@@ -23,8 +23,11 @@ type factory struct {
 	Out, Err io.Writer
 	// IsTerminal reports whether In is a terminal a person can answer.
 	IsTerminal func() bool
-	Getenv     func(string) string
-	Now        func() time.Time
+	// OutIsTerminal reports whether Out is a terminal the dashboard can
+	// draw on.
+	OutIsTerminal func() bool
+	Getenv        func(string) string
+	Now           func() time.Time
 	// DefaultKubeletConfig is read in live mode when it exists and no
 	// --kubelet-config is given.
 	DefaultKubeletConfig string
@@ -67,7 +70,7 @@ func execute(ctx context.Context, f *factory, args []string) int {
 // newCmdRoot builds the nodegc command tree.
 func newCmdRoot(f *factory) *cobra.Command {
 	g := &globalOptions{}
-	cmd := newCmdDemo(f, g, nil)
+	cmd := newCmdDashboard(f, g, nil)
 	addGlobalFlags(cmd.PersistentFlags(), g)
 	cmd.SetIn(f.In)
 	cmd.SetOut(f.Out)

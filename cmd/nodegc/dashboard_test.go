@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui"
+)
+
+// runRootWithTUI runs the root command on a terminal with a fake
+// dashboard that takes one snapshot through the options it is given.
+func runRootWithTUI(t *testing.T, c *cli, args ...string) (tui.Options, engine.Snapshot, error) {
+	t.Helper()
+	var got tui.Options
+	var snap engine.Snapshot
+	g := &globalOptions{}
+	cmd := newCmdDashboard(c.f, g, func(ctx context.Context, o *rootOptions) error {
+		o.runTUI = func(ctx context.Context, to tui.Options) error {
+			got = to
+			var err error
+			snap, err = to.Snapshot(ctx)
+			return err
+		}
+		return runRoot(ctx, o)
+	})
+	addGlobalFlags(cmd.PersistentFlags(), g)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetArgs(args)
+	cmd.SetOut(c.out)
+	err := cmd.ExecuteContext(context.Background())
+	return got, snap, err
+}
+
+func TestRootOpensTheDashboardOnATerminal(t *testing.T) {
+	t.Run("live: the scheduler controls a runtime that can remove", func(t *testing.T) {
+		node, ep := startSimnode(t, testNode())
+		c := newCLI("")
+		c.tty = true
+		o, snap, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--paused")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Controller == nil || o.ReadOnly || o.Cgroups == nil || o.Snapshot == nil {
+			t.Errorf("options %+v", o)
+		}
+		if !o.Controller.Status().Paused {
+			t.Error("--paused did not pause the scheduler")
+		}
+		if len(snap.Images) == 0 {
+			t.Error("the dashboard's snapshot is empty")
+		}
+		if m := mutating(node); len(m) != 0 {
+			t.Errorf("opening the dashboard paused mutated: %v", m)
+		}
+	})
+	t.Run("live --read-only: the dashboard cannot remove", func(t *testing.T) {
+		_, ep := startSimnode(t, testNode())
+		c := newCLI("")
+		c.tty = true
+		o, _, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--read-only")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !o.ReadOnly {
+			t.Error("--read-only dashboard is not read-only")
+		}
+	})
+	t.Run("demo: the simulated node is warmed up and the clock is the node's", func(t *testing.T) {
+		c := newCLI("")
+		c.tty = true
+		o, snap, err := runRootWithTUI(t, c, "--demo", "--paused")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.ReadOnly || o.Now == nil || snap.Runtime.Name != "simnode" {
+			t.Errorf("options %+v, runtime %q", o, snap.Runtime.Name)
+		}
+		if got, want := o.Now().Sub(fixedNow.Truncate(1e9)), defaultWarmup; got < want {
+			t.Errorf("demo clock %s after start, want at least the warm-up %s", got, want)
+		}
+	})
+	t.Run("without a terminal the root prints the plan instead", func(t *testing.T) {
+		c := newCLI("")
+		o, _, err := runRootWithTUI(t, c, "--demo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Snapshot != nil {
+			t.Error("the dashboard was opened without a terminal")
+		}
+		if !strings.Contains(c.out.String(), "──── cut line:") {
+			t.Errorf("no plan table:\n%s", c.out.String())
+		}
+	})
+}
