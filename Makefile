@@ -29,5 +29,13 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+# sandbox starts a real private containerd (Debian's package) on a 256 MiB
+# tmpfs with a seeded workload and prints the --runtime-endpoint to use.
+sandbox:
+	./scripts/sandbox.sh up
+
+sandbox-down:
+	./scripts/sandbox.sh down
+
 clean:
 	rm -rf bin
