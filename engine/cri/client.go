@@ -150,7 +150,11 @@ func Dial(ctx context.Context, endpoint string, o Options) (*Client, error) {
 	if err != nil {
 		conn.Close()
 		if status.Code(err) == codes.Unimplemented {
-			return nil, fmt.Errorf("%w: %s does not serve the CRI v1 API: %v", errUnavailable, ep, err)
+			return nil, fmt.Errorf("%w: %s does not serve the CRI v1 API: %w", errUnavailable, ep, err)
+		}
+		if !errors.Is(err, errUnavailable) {
+			// A runtime that does not answer Version cannot be used.
+			err = fmt.Errorf("%w: %w", errUnavailable, err)
 		}
 		return nil, err
 	}

@@ -539,6 +539,43 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
+func TestDialFailsFast(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault simnode.Fault
+		code  codes.Code
+	}{
+		{"a socket that is no CRI runtime is unavailable", simnode.Fault{Method: "Version", Err: codes.Unimplemented}, codes.Unimplemented},
+		{"a runtime whose Version fails is unavailable", simnode.Fault{Method: "Version", Err: codes.Internal}, codes.Internal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, ep := serve(t, simnode.Options{})
+			n.InjectFault(tt.fault)
+			c, err := Dial(context.Background(), ep, Options{})
+			if err == nil {
+				c.Close()
+				t.Fatal("dial succeeded")
+			}
+			if !errors.Is(err, engine.ErrUnavailable) || status.Code(err) != tt.code {
+				t.Errorf("error %v (code %v)", err, status.Code(err))
+			}
+		})
+	}
+	t.Run("a runtime slower than the read timeout is unavailable", func(t *testing.T) {
+		n, ep := serve(t, simnode.Options{})
+		n.SetLatency(time.Minute)
+		c, err := Dial(context.Background(), ep, Options{ReadTimeout: 50 * time.Millisecond})
+		if err == nil {
+			c.Close()
+			t.Fatal("dial succeeded")
+		}
+		if !errors.Is(err, engine.ErrUnavailable) || status.Code(err) != codes.DeadlineExceeded {
+			t.Errorf("error %v", err)
+		}
+	})
+}
+
 func TestPermissionDenied(t *testing.T) {
 	ep := "unix:///run/containerd/containerd.sock"
 	tests := []struct {
