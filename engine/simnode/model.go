@@ -164,14 +164,17 @@ func (s *sandbox) build() {
 	}
 }
 
-// live returns the sandbox's containers that were not removed.
+// live returns the sandbox's containers that were not removed, and drops
+// the removed ones from its list so a crash-looping pod does not grow it.
 func (s *sandbox) live() []*container {
-	out := s.containers[:0:0]
+	out := s.containers[:0]
 	for _, c := range s.containers {
 		if !c.gone {
 			out = append(out, c)
 		}
 	}
+	clear(s.containers[len(out):])
+	s.containers = out
 	return out
 }
 
