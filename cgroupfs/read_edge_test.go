@@ -1,6 +1,7 @@
 package cgroupfs
 
 import (
+	"github.com/opencontainers/cgroups"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -211,5 +212,28 @@ func TestReadContainerClaimedByAnotherPod(t *testing.T) {
 	want := []string{"runtime says the container belongs to pod " + uidG}
 	if got.Container.Name != "sidecar" || !reflect.DeepEqual(got.Errors, want) {
 		t.Errorf("container %+v errors %v; want sidecar with %v", got.Container, got.Errors, want)
+	}
+}
+
+func TestReadHybridPSIFromTheUnifiedTree(t *testing.T) {
+	f := newFixture(t, ModeHybrid)
+	workloadFixture(f, systemdPaths)
+	// systemd mirrors its slices into the unified tree, where every cgroup
+	// has PSI files whatever controllers it has.
+	unified := filepath.Join(f.root, "unified")
+	f.writeAt(unified+systemdPaths.buC1, "memory.pressure", "some avg10=1.50 avg60=1.00 avg300=0.50 total=99\nfull avg10=0.25 avg60=0.00 avg300=0.00 total=7")
+	f.writeAt(unified+systemdPaths.buC1, "cpu.pressure", "some avg10=3.00 avg60=2.00 avg300=1.00 total=5")
+	tree := readFixture(t, f, workloadNames())
+	got := find(tree.Root, systemdPaths.buC1).PSI
+	want := &PSI{Memory: &cgroups.PSIStats{}, CPU: &cgroups.PSIStats{}}
+	want.Memory.Some = cgroups.PSIData{Avg10: 1.5, Avg60: 1, Avg300: 0.5, Total: 99}
+	want.Memory.Full = cgroups.PSIData{Avg10: 0.25, Total: 7}
+	want.CPU.Some = cgroups.PSIData{Avg10: 3, Avg60: 2, Avg300: 1, Total: 5}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("PSI %+v, want %+v", got, want)
+	}
+	// Cgroups without PSI files in the unified tree have none, and no error.
+	if n := find(tree.Root, systemdPaths.buC2); n.PSI != nil || len(n.Errors) != 0 {
+		t.Errorf("bb02: PSI %+v errors %v; want neither", n.PSI, n.Errors)
 	}
 }
