@@ -1,6 +1,7 @@
 package cgroupfs
 
 import (
+	"fmt"
 	"github.com/opencontainers/cgroups"
 	"os"
 	"path/filepath"
@@ -235,5 +236,36 @@ func TestReadHybridPSIFromTheUnifiedTree(t *testing.T) {
 	// Cgroups without PSI files in the unified tree have none, and no error.
 	if n := find(tree.Root, systemdPaths.buC2); n.PSI != nil || len(n.Errors) != 0 {
 		t.Errorf("bb02: PSI %+v errors %v; want neither", n.PSI, n.Errors)
+	}
+}
+
+func TestReadManyNodesInParallelKeepsValuesApart(t *testing.T) {
+	f := newFixture(t, ModeV2)
+	f.add(fxNode{path: "/kubepods"}, fxNode{path: "/kubepods/burstable"})
+	var names NameMap
+	for i := range 100 {
+		uid := fmt.Sprintf("pod-%03d", i)
+		pod := "/kubepods/burstable/pod" + uid
+		f.add(fxNode{path: pod, pids: uint64(1000 + i)})
+		for c := range 3 {
+			id := fmt.Sprintf("%03d%d", i, c)
+			names.AddContainer(id, id, uid)
+			f.add(fxNode{path: pod + "/" + id, pids: uint64(i*10 + c), mem: uint64(i*10 + c)})
+		}
+	}
+	tree := readFixture(t, f, &names)
+	pods := find(tree.Root, "/kubepods/burstable").Children
+	if len(pods) != 100 {
+		t.Fatalf("%d pods, want 100", len(pods))
+	}
+	for i, p := range pods {
+		if p.Pids != uint64(1000+i) || len(p.Children) != 3 {
+			t.Errorf("%s: pids %d children %d", p.Path, p.Pids, len(p.Children))
+		}
+		for c, ctr := range p.Children {
+			if want := uint64(i*10 + c); ctr.Pids != want || ctr.MemoryBytes != want {
+				t.Errorf("%s: pids %d memory %d, want %d", ctr.Path, ctr.Pids, ctr.MemoryBytes, want)
+			}
+		}
 	}
 }
