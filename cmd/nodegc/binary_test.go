@@ -58,7 +58,7 @@ func TestBinary(t *testing.T) {
 	}{
 		{"version carries the ldflags version", []string{"version"}, 0, "nodegc v9.9.9-test (", ""},
 		{"--version", []string{"--version"}, 0, "nodegc v9.9.9-test\n", ""},
-		{"plan from a snapshot as JSON", []string{"plan", "--from", snap, "-o", "json", "--now", "2026-01-02T15:04:05Z"}, 0, `"evaluatedAt": "2026-01-02T15:04:05Z"`, ""},
+		{"plan from a snapshot as JSON", []string{"plan", "--from", snap, "-o", "json", "--now", "2026-01-02T15:04:05Z"}, 0, `"evaluatedAt":"2026-01-02T15:04:05Z"`, ""},
 		{"a bad flag exits 2 with one line", []string{"plan", "--image-gc-low-threshold", "90", "--from", snap}, 2, "",
 			"nodegc: --image-gc-low-threshold: 90 must not exceed --image-gc-high-threshold 85\n"},
 		{"gc with stdin not a terminal exits 2", []string{"gc", "--runtime-endpoint", "unix:///nonexistent/x.sock"}, 2, "",

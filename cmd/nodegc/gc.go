@@ -143,14 +143,14 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 	if opts.DryRun {
 		r := dryRunReport(view.Plan)
 		if json {
-			return writeJSON(f.Out, r)
+			return writeJSON(f.Out, r, f.OutIsTerminal())
 		}
 		fmt.Fprintln(f.Out, "Dry run: nothing was removed.")
 		return nil
 	}
 	if planItems(view.Plan) == 0 {
 		if json {
-			return writeJSON(f.Out, dryRunReport(view.Plan))
+			return writeJSON(f.Out, dryRunReport(view.Plan), f.OutIsTerminal())
 		}
 		fmt.Fprintln(f.Out, "Nothing to remove.")
 		return nil
@@ -172,7 +172,7 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 		return fmt.Errorf("apply: %w", err)
 	}
 	if json {
-		if err := writeJSON(f.Out, r); err != nil {
+		if err := writeJSON(f.Out, r, f.OutIsTerminal()); err != nil {
 			return err
 		}
 	} else {

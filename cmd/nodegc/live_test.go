@@ -39,10 +39,10 @@ func TestReadOnlyCommandsMakeNoMutatingCall(t *testing.T) {
 		want string // on stdout
 	}{
 		{"plan", []string{"plan", "--minimum-image-ttl-duration", "0s"}, "cut line"},
-		{"plan as JSON", []string{"plan", "-o", "json", "--reclaim-all"}, `"kind": "GCPlan"`},
+		{"plan as JSON", []string{"plan", "-o", "json", "--reclaim-all"}, `"kind":"GCPlan"`},
 		{"gc --dry-run", []string{"gc", "--dry-run", "--minimum-image-ttl-duration", "0s"}, "Dry run: nothing was removed."},
-		{"gc --dry-run --read-only as JSON", []string{"gc", "--dry-run", "--read-only", "-o", "json"}, `"dryRun": true`},
-		{"snapshot", []string{"snapshot"}, `"kind": "NodeSnapshot"`},
+		{"gc --dry-run --read-only as JSON", []string{"gc", "--dry-run", "--read-only", "-o", "json"}, `"dryRun":true`},
+		{"snapshot", []string{"snapshot"}, `"kind":"NodeSnapshot"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" reads the runtime and never mutates it", func(t *testing.T) {

@@ -136,7 +136,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		view = planView{Snapshot: s, Plan: engine.PlanPass(s, policy, kind, at)}
 	}
 	view.Settings = prov
-	return writePlan(opts.IO.Out, opts.Output, view)
+	return writePlan(opts.IO.Out, opts.Output, view, opts.IO.OutIsTerminal())
 }
 
 // livePlan snapshots the runtime through an engine and plans a pass of the
@@ -215,17 +215,21 @@ func readSnapshot(path string) (engine.Snapshot, error) {
 }
 
 // writePlan prints the plan as a table or as GCPlan JSON.
-func writePlan(w io.Writer, output string, v planView) error {
+func writePlan(w io.Writer, output string, v planView, indent bool) error {
 	if output == "json" {
-		return writeJSON(w, v.Plan)
+		return writeJSON(w, v.Plan, indent)
 	}
 	return renderPlanTable(w, v)
 }
 
-// writeJSON writes v as indented JSON and a newline.
-func writeJSON(w io.Writer, v any) error {
+// writeJSON writes v as JSON and a newline: indented for a person at a
+// terminal, compact otherwise (a plan of a big node is tens of megabytes,
+// and indenting it costs more than planning it; pipe it to jq to read it).
+func writeJSON(w io.Writer, v any, indent bool) error {
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if indent {
+		enc.SetIndent("", "  ")
+	}
 	return enc.Encode(v)
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,13 +81,12 @@ func runSnapshot(ctx context.Context, opts *snapshotOptions) error {
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", conn.Endpoint, err)
 	}
+	toStdout := opts.Output == "" || opts.Output == "-"
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(s); err != nil {
+	if err := writeJSON(&b, s, toStdout && f.OutIsTerminal()); err != nil {
 		return fmt.Errorf("encode snapshot: %w", err)
 	}
-	if opts.Output == "" || opts.Output == "-" {
+	if toStdout {
 		_, err := f.Out.Write(b.Bytes())
 		return err
 	}
