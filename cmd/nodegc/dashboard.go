@@ -153,7 +153,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 		return err
 	}
 	defer conn.Close()
-	e, _, err := newEngine(f, engine.Options{
+	e, _, err := newEngine(f, opts.Global, engine.Options{
 		Reader: conn.Reader, Remover: conn.Remover, Policy: policy,
 		StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(),
 	})
@@ -244,6 +244,9 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	}
 	if !opts.ReadOnly && !headless {
 		eo.Remover = d.client
+	}
+	if eo.Logger, err = opts.Global.logger(); err != nil {
+		return err
 	}
 	e, err := engine.New(eo)
 	if err != nil {

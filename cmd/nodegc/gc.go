@@ -125,7 +125,7 @@ func runGC(ctx context.Context, opts *gcOptions) error {
 // gcPass is the part of gc after the input checks: plan, show, confirm,
 // apply, report.
 func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Options, kind engine.PassKind, prov provenance, opts *gcOptions) error {
-	e, fresh, err := newEngine(f, eo)
+	e, fresh, err := newEngine(f, opts.Global, eo)
 	if err != nil {
 		return err
 	}

@@ -153,6 +153,26 @@ func TestGCYes(t *testing.T) {
 			t.Errorf("journal %v, %v: want entries", journal, err)
 		}
 	})
+	t.Run("--log-file receives one JSON line per deletion", func(t *testing.T) {
+		_, ep := startSimnode(t, testNode())
+		logFile := filepath.Join(t.TempDir(), "nodegc.log")
+		c := newCLI("")
+		if code := c.run("gc", "--containers", "--yes", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--log-file", logFile); code != 0 {
+			t.Fatalf("exit %d: %s", code, c.err.String())
+		}
+		data, err := os.ReadFile(logFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		var first map[string]any
+		if len(lines) == 0 || json.Unmarshal([]byte(lines[0]), &first) != nil || first["level"] != "INFO" {
+			t.Errorf("log %q: want JSON lines at INFO", data)
+		}
+		if fi, err := os.Stat(logFile); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("log file mode %v, %v; want 0600", fi, err)
+		}
+	})
 	t.Run("a failed removal exits 1 after the pass goes on", func(t *testing.T) {
 		node, ep := startSimnode(t, testNode())
 		node.InjectFault(simnode.Fault{Method: "RemoveContainer", Err: codes.Internal, Times: 1})

@@ -114,7 +114,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 			return err
 		}
 		defer conn.Close()
-		view, err = livePlan(ctx, opts.IO, conn, engine.Options{
+		view, err = livePlan(ctx, opts.IO, opts.Global, conn, engine.Options{
 			Reader:   conn.Reader,
 			Policy:   policy,
 			StateDir: opts.Global.StateDir,
@@ -143,8 +143,8 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 // kind at now (zero: the snapshot's time). The engine keeps image records
 // in the state dir; when that cannot be written (not root), a plan still
 // works, with in-memory records, and says so.
-func livePlan(ctx context.Context, f *factory, conn *runtimeConn, o engine.Options, kind engine.PassKind, now time.Time) (planView, error) {
-	e, fresh, err := newEngine(f, o)
+func livePlan(ctx context.Context, f *factory, g *globalOptions, conn *runtimeConn, o engine.Options, kind engine.PassKind, now time.Time) (planView, error) {
+	e, fresh, err := newEngine(f, g, o)
 	if err != nil {
 		return planView{}, err
 	}
@@ -162,7 +162,12 @@ func livePlan(ctx context.Context, f *factory, conn *runtimeConn, o engine.Optio
 // newEngine creates the engine, falling back to in-memory records when the
 // state dir cannot be used. fresh reports whether it starts without
 // persisted image records.
-func newEngine(f *factory, o engine.Options) (*engine.Engine, bool, error) {
+func newEngine(f *factory, g *globalOptions, o engine.Options) (*engine.Engine, bool, error) {
+	log, err := g.logger()
+	if err != nil {
+		return nil, false, err
+	}
+	o.Logger = log
 	if o.StateDir != "" && !stateDirUsable(o.StateDir) {
 		f.warnf("--state-dir %s: cannot be created; image records are kept in memory only", o.StateDir)
 		o.StateDir = ""

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"time"
 
@@ -50,6 +51,31 @@ type globalOptions struct {
 	StateDir string
 	// Timeout bounds each CRI call.
 	Timeout time.Duration
+	// LogFile, when set, receives the engine's log as JSON lines: one Info
+	// line per deletion, and with Debug one per item evaluated.
+	LogFile string
+	// Debug logs every item the engine evaluates.
+	Debug bool
+
+	log *slog.Logger
+}
+
+// logger returns the engine's logger: nil (discard) without --log-file.
+// The file is opened once, for appending, 0600.
+func (g *globalOptions) logger() (*slog.Logger, error) {
+	if g.LogFile == "" || g.log != nil {
+		return g.log, nil
+	}
+	file, err := os.OpenFile(g.LogFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, &fileError{Path: g.LogFile, Err: ioCause(err)}
+	}
+	level := slog.LevelInfo
+	if g.Debug {
+		level = slog.LevelDebug
+	}
+	g.log = slog.New(slog.NewJSONHandler(file, &slog.HandlerOptions{Level: level}))
+	return g.log, nil
 }
 
 // defaultStateDir is where image records and the journal live.
@@ -100,6 +126,8 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globalOptions) {
 		"KubeletConfiguration YAML to take defaults from (default: "+defaultKubeletConfigPath+" when it exists, in live mode)")
 	pf.StringVar(&g.StateDir, "state-dir", defaultStateDir, "directory for image records and the deletion journal")
 	pf.DurationVar(&g.Timeout, "timeout", cri.DefaultReadTimeout, "timeout of each CRI read call")
+	pf.StringVar(&g.LogFile, "log-file", "", "append the engine's log (JSON lines: each deletion, and each item with --debug) to this file")
+	pf.BoolVar(&g.Debug, "debug", false, "with --log-file, log every item the engine evaluates")
 }
 
 // noArgs rejects positional arguments as a usage error (exit 2).
