@@ -210,7 +210,10 @@ func readTree(l Layout, names Names, errs *[]string) *Node {
 	}
 	root := &Node{Kind: KindRoot, Path: l.KubepodsPath}
 	r.todo = append(r.todo, pending{root, ""})
-	r.children(root, "", 0)
+	r.children(root, "")
+	if root.Children == nil {
+		root.Children = []*Node{}
+	}
 	r.readStats()
 	return root
 }
@@ -246,10 +249,10 @@ func (r *reader) readStats() {
 	wg.Wait()
 }
 
-// children lists the sub-cgroups of n (rel is n's path below kubepods,
-// depth 0 for the root) and reads each of them, recursing to the
-// container level; cgroups inside a container are not walked.
-func (r *reader) children(n *Node, rel string, depth int) {
+// children lists the sub-cgroups of n (rel is n's path below kubepods),
+// names them and queues them for reading, recursing to the container level;
+// cgroups inside a container are not walked (its usage includes them).
+func (r *reader) children(n *Node, rel string) {
 	entries, err := os.ReadDir(r.walk + rel)
 	if err != nil {
 		n.Errors = append(n.Errors, fmt.Sprintf("list children: %v", err))
@@ -264,7 +267,7 @@ func (r *reader) children(n *Node, rel string, depth int) {
 		c.Path = r.kubepods + crel
 		r.todo = append(r.todo, pending{c, crel})
 		if c.Kind != KindContainer {
-			r.children(c, crel, depth+1)
+			r.children(c, crel)
 		}
 		if c.Children == nil {
 			c.Children = []*Node{}
