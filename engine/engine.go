@@ -149,20 +149,31 @@ func (e *Engine) snapshotLocked(ctx context.Context) (Snapshot, error) {
 
 // Plan takes a snapshot and plans a pass of the kind at the engine's now.
 func (e *Engine) Plan(ctx context.Context, kind PassKind) (Plan, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.planLocked(ctx, kind)
+	_, p, err := e.PlanAt(ctx, kind, time.Time{})
+	return p, err
 }
 
-func (e *Engine) planLocked(ctx context.Context, kind PassKind) (Plan, error) {
+// PlanAt takes a snapshot and plans a pass of the kind evaluated at at
+// (zero: the snapshot's time). It returns the snapshot the plan was made
+// from, so a caller can show both.
+func (e *Engine) PlanAt(ctx context.Context, kind PassKind, at time.Time) (Snapshot, Plan, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.planLocked(ctx, kind, at)
+}
+
+func (e *Engine) planLocked(ctx context.Context, kind PassKind, at time.Time) (Snapshot, Plan, error) {
 	if !validPass(kind) {
-		return Plan{}, fmt.Errorf("unknown pass kind %q", kind)
+		return Snapshot{}, Plan{}, fmt.Errorf("unknown pass kind %q", kind)
 	}
 	s, err := e.snapshotLocked(ctx)
 	if err != nil {
-		return Plan{}, err
+		return s, Plan{}, err
 	}
-	return PlanPass(s, e.effectivePolicy(s.TakenAt), kind, s.TakenAt), nil
+	if at.IsZero() {
+		at = s.TakenAt
+	}
+	return s, PlanPass(s, e.effectivePolicy(at), kind, at), nil
 }
 
 // effectivePolicy is the policy with the MaxAge pass held back while the
@@ -189,22 +200,28 @@ func validPass(kind PassKind) bool {
 // DryRun plans a pass and reports every item as planned. It makes no
 // mutating runtime call.
 func (e *Engine) DryRun(ctx context.Context, kind PassKind) (PassReport, error) {
-	start := e.now()
 	p, err := e.Plan(ctx, kind)
 	if err != nil {
 		return PassReport{}, err
 	}
-	r := PassReport{ID: e.passSeq.Add(1), Kind: kind, DryRun: true, StartedAt: start, Plan: p, Events: planEvents(p)}
+	r := DryRunReport(p)
+	r.ID = e.passSeq.Add(1)
+	return r, nil
+}
+
+// DryRunReport is the report of a pass that is only planned: every item of
+// the plan, in execution order, as OutcomePlanned, and the bytes the image
+// removals are expected to free.
+func DryRunReport(p Plan) PassReport {
+	r := PassReport{Kind: p.Pass, DryRun: true, StartedAt: p.EvaluatedAt, FinishedAt: p.EvaluatedAt, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
 	for _, it := range plannedItems(p) {
-		it.Outcome = OutcomePlanned
-		it.Time = start
+		it.Outcome, it.Time = OutcomePlanned, p.EvaluatedAt
 		r.Items = append(r.Items, it)
 		if it.Kind == ItemImage {
 			r.EstimatedBytesFreed += it.SizeBytes
 		}
 	}
-	r.FinishedAt = e.now()
-	return r, nil
+	return r
 }
 
 // Run plans and applies one pass.
@@ -215,7 +232,7 @@ func (e *Engine) Run(ctx context.Context, kind PassKind) (PassReport, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	start := e.now()
-	p, err := e.planLocked(ctx, kind)
+	_, p, err := e.planLocked(ctx, kind, time.Time{})
 	if err != nil {
 		return PassReport{ID: e.passSeq.Add(1), Kind: kind, StartedAt: start, FinishedAt: e.now(), Error: err.Error(), Events: []Event{}}, err
 	}

@@ -153,7 +153,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 		return err
 	}
 	defer conn.Close()
-	e, _, err := newEngine(f, opts.Global, engine.Options{
+	e, err := newEngine(f, opts.Global, engine.Options{
 		Reader: conn.Reader, Remover: conn.Remover, Policy: policy,
 		StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(),
 	})

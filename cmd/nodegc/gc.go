@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -125,15 +126,15 @@ func runGC(ctx context.Context, opts *gcOptions) error {
 // gcPass is the part of gc after the input checks: plan, show, confirm,
 // apply, report.
 func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Options, kind engine.PassKind, prov provenance, opts *gcOptions) error {
-	e, fresh, err := newEngine(f, opts.Global, eo)
+	e, err := newEngine(f, opts.Global, eo)
 	if err != nil {
 		return err
 	}
-	s, err := e.Snapshot(ctx)
+	s, p, err := e.PlanAt(ctx, kind, time.Time{})
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", conn.Endpoint, err)
 	}
-	view := planView{Snapshot: s, Plan: engine.PlanPass(s, planPolicy(e.Policy(), fresh), kind, s.TakenAt), Settings: prov, EndpointSource: conn.Source}
+	view := planView{Snapshot: s, Plan: p, Settings: prov, EndpointSource: conn.Source}
 	json := opts.Output == "json"
 	if !json {
 		if err := renderPlanTable(f.Out, view); err != nil {
@@ -141,7 +142,7 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 		}
 	}
 	if opts.DryRun {
-		r := dryRunReport(view.Plan)
+		r := engine.DryRunReport(view.Plan)
 		if json {
 			return writeJSON(f.Out, r, f.OutIsTerminal())
 		}
@@ -150,7 +151,7 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 	}
 	if planItems(view.Plan) == 0 {
 		if json {
-			return writeJSON(f.Out, dryRunReport(view.Plan), f.OutIsTerminal())
+			return writeJSON(f.Out, engine.DryRunReport(view.Plan), f.OutIsTerminal())
 		}
 		fmt.Fprintln(f.Out, "Nothing to remove.")
 		return nil
@@ -182,30 +183,6 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 		return &passError{report: r}
 	}
 	return nil
-}
-
-// dryRunReport is the report of a pass that was only planned: every item
-// planned, nothing done.
-func dryRunReport(p engine.Plan) engine.PassReport {
-	r := engine.PassReport{Kind: p.Pass, DryRun: true, StartedAt: p.EvaluatedAt, FinishedAt: p.EvaluatedAt, Plan: p, Items: []engine.ItemResult{}, Events: p.ImageGC.Events}
-	// The executor's order: containers, sandboxes, logs, images.
-	add := func(kind engine.ItemKind, id, reason, detail string, size int64) {
-		r.Items = append(r.Items, engine.ItemResult{Time: p.EvaluatedAt, Kind: kind, ID: id, Outcome: engine.OutcomePlanned, Reason: reason, Detail: detail, SizeBytes: size})
-	}
-	for _, c := range p.ContainerGC.Remove {
-		add(engine.ItemContainer, c.ID, string(c.Reason), c.Detail, 0)
-	}
-	for _, s := range p.SandboxGC.Remove {
-		add(engine.ItemSandbox, s.ID, s.Reason, "", 0)
-	}
-	for _, l := range p.LogGC.Remove {
-		add(engine.ItemLog, l.Path, l.Reason, "", 0)
-	}
-	for _, i := range p.ImageGC.Remove {
-		add(engine.ItemImage, i.ID, string(i.Reason), i.Detail, i.SizeBytes)
-		r.EstimatedBytesFreed += i.SizeBytes
-	}
-	return r
 }
 
 // confirm asks on stderr and reads one line from stdin; only y or yes

@@ -144,62 +144,39 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 // in the state dir; when that cannot be written (not root), a plan still
 // works, with in-memory records, and says so.
 func livePlan(ctx context.Context, f *factory, g *globalOptions, conn *runtimeConn, o engine.Options, kind engine.PassKind, now time.Time) (planView, error) {
-	e, fresh, err := newEngine(f, g, o)
+	e, err := newEngine(f, g, o)
 	if err != nil {
 		return planView{}, err
 	}
-	s, err := e.Snapshot(ctx)
+	s, p, err := e.PlanAt(ctx, kind, now)
 	if err != nil {
 		return planView{}, fmt.Errorf("snapshot %s: %w", conn.Endpoint, err)
 	}
-	at := s.TakenAt
-	if !now.IsZero() {
-		at = now
-	}
-	return planView{Snapshot: s, Plan: engine.PlanPass(s, planPolicy(e.Policy(), fresh), kind, at)}, nil
+	return planView{Snapshot: s, Plan: p}, nil
 }
 
 // newEngine creates the engine, falling back to in-memory records when the
-// state dir cannot be used. fresh reports whether it starts without
-// persisted image records.
-func newEngine(f *factory, g *globalOptions, o engine.Options) (*engine.Engine, bool, error) {
+// state dir cannot be used.
+func newEngine(f *factory, g *globalOptions, o engine.Options) (*engine.Engine, error) {
 	log, err := g.logger()
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	o.Logger = log
 	if o.StateDir != "" && !stateDirUsable(o.StateDir) {
 		f.warnf("--state-dir %s: cannot be created; image records are kept in memory only", o.StateDir)
 		o.StateDir = ""
 	}
-	fresh := o.StateDir == "" || !fileExists(o.StateDir+"/"+recordsFileName)
 	e, err := engine.New(o)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if w := e.Warning(); w != nil {
 		f.warnf("%v", w)
 	}
-	return e, fresh, nil
+	return e, nil
 }
 
-// recordsFileName is the engine's image records file in the state dir.
-const recordsFileName = "image-records.json"
-
-// planPolicy is the policy a one-shot plan uses: like the engine's own
-// Plan, it holds the MaxAge pass back when there are no persisted records,
-// since idle times are unknown (the kubelet waits MaxAge after a restart).
-func planPolicy(p engine.Policy, fresh bool) engine.Policy {
-	if fresh {
-		p.Image.MaxAge = 0
-	}
-	return p
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
 
 // readSnapshot reads and decodes a NodeSnapshot file; errors name the file
 // and the field.

@@ -73,7 +73,7 @@ func runSnapshot(ctx context.Context, opts *snapshotOptions) error {
 		return err
 	}
 	defer conn.Close()
-	e, _, err := newEngine(f, opts.Global, engine.Options{Reader: conn.Reader, Policy: policy, StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs()})
+	e, err := newEngine(f, opts.Global, engine.Options{Reader: conn.Reader, Policy: policy, StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs()})
 	if err != nil {
 		return err
 	}
