@@ -106,7 +106,7 @@ func runCgroups(ctx context.Context, opts *cgroupsOptions) error {
 // reached it warns and returns no names: cgroups are then "unknown".
 func runtimeNames(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig) cgroupfs.Names {
 	names := &cgroupfs.NameMap{}
-	conn, err := connect(ctx, f, g, cfg, true)
+	conn, err := connect(ctx, f, g, cfg, true, false)
 	if err != nil {
 		f.warnf("%v; pod and container names are unknown", err)
 		return names

@@ -36,9 +36,12 @@ func (c *runtimeConn) Close() error { return c.client.Close() }
 // connect finds the endpoint (--runtime-endpoint, then
 // CONTAINER_RUNTIME_ENDPOINT, then the kubelet config's
 // containerRuntimeEndpoint, then the first well-known socket that answers)
-// and dials it. An unreachable runtime is an error wrapping
+// and dials it. exitDetails asks the runtime for each dead container's
+// finished time and exit code (one status call per dead container the
+// first time it is seen: the dashboard, snapshot and gc show them; plan
+// does without, to stay fast on very large nodes). An unreachable runtime is an error wrapping
 // engine.ErrUnavailable (exit 1); a malformed endpoint is bad input (exit 2).
-func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig, readOnly bool) (*runtimeConn, error) {
+func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig, readOnly, exitDetails bool) (*runtimeConn, error) {
 	fromConfig := ""
 	if cfg != nil {
 		fromConfig = cfg.ContainerRuntimeEndpoint
@@ -47,7 +50,7 @@ func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConf
 	if err != nil {
 		return nil, endpointError(err)
 	}
-	c, err := cri.Dial(ctx, ep, cri.Options{ReadTimeout: g.Timeout})
+	c, err := cri.Dial(ctx, ep, cri.Options{ReadTimeout: g.Timeout, ExitDetails: exitDetails})
 	if err != nil {
 		if src == cri.SourceProbe {
 			return nil, endpointError(err)

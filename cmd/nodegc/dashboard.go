@@ -148,7 +148,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	if err != nil {
 		return err
 	}
-	conn, err := connect(ctx, f, opts.Global, cfg, opts.ReadOnly)
+	conn, err := connect(ctx, f, opts.Global, cfg, opts.ReadOnly, true)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func startDemoNode(ctx context.Context, o simnode.Options, socket string) (*demo
 	}
 	d := &demoNode{node: node, served: make(chan error, 1)}
 	go func() { d.served <- node.Serve(l) }()
-	c, err := cri.Dial(ctx, endpoint, cri.Options{})
+	c, err := cri.Dial(ctx, endpoint, cri.Options{ExitDetails: true})
 	if err != nil {
 		node.Stop()
 		<-d.served

@@ -111,7 +111,7 @@ func runGC(ctx context.Context, opts *gcOptions) error {
 		return err
 	}
 	readOnly := opts.DryRun || opts.ReadOnly
-	conn, err := connect(ctx, f, opts.Global, cfg, readOnly)
+	conn, err := connect(ctx, f, opts.Global, cfg, readOnly, true)
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 
 	var view planView
 	if live {
-		conn, err := connect(ctx, opts.IO, opts.Global, cfg, true)
+		conn, err := connect(ctx, opts.IO, opts.Global, cfg, true, false)
 		if err != nil {
 			return err
 		}

@@ -68,7 +68,7 @@ func runSnapshot(ctx context.Context, opts *snapshotOptions) error {
 	if err != nil {
 		return err
 	}
-	conn, err := connect(ctx, f, opts.Global, cfg, true)
+	conn, err := connect(ctx, f, opts.Global, cfg, true, true)
 	if err != nil {
 		return err
 	}
