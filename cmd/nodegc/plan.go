@@ -177,7 +177,6 @@ func newEngine(f *factory, g *globalOptions, o engine.Options) (*engine.Engine, 
 	return e, nil
 }
 
-
 // readSnapshot reads and decodes a NodeSnapshot file; errors name the file
 // and the field.
 func readSnapshot(path string) (engine.Snapshot, error) {
