@@ -148,6 +148,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.Global.dashboardLogFile(opts.Global.StateDir)
 	conn, err := connect(ctx, f, opts.Global, cfg, opts.ReadOnly, true)
 	if err != nil {
 		return err
@@ -168,9 +169,10 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 }
 
 // dashboard runs the scheduler and the dashboard until the user quits.
-// Library logs are silenced meanwhile: they would tear the screen.
+// Library logs go to the log file meanwhile (or nowhere): they would tear
+// the screen.
 func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups func(context.Context, cgroupfs.Names) (*cgroupfs.Tree, error), now func() time.Time) error {
-	restore := quietLibraryLogs()
+	restore := quietLibraryLogs(opts.Global.logOut)
 	defer restore()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -195,11 +197,15 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	return err
 }
 
-// quietLibraryLogs sends logrus (runc's cgroup library) nowhere while the
-// dashboard owns the terminal, and returns a func that restores it.
-func quietLibraryLogs() func() {
+// quietLibraryLogs sends logrus (runc's cgroup library) to w, or nowhere
+// when w is nil, while the dashboard owns the terminal, and returns a func
+// that restores it.
+func quietLibraryLogs(w io.Writer) func() {
 	out := logrus.StandardLogger().Out
-	logrus.SetOutput(io.Discard)
+	if w == nil {
+		w = io.Discard
+	}
+	logrus.SetOutput(w)
 	return func() { logrus.SetOutput(out) }
 }
 
@@ -244,6 +250,9 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	}
 	if !opts.ReadOnly && !headless {
 		eo.Remover = d.client
+	}
+	if !headless {
+		opts.Global.dashboardLogFile(eo.StateDir)
 	}
 	if eo.Logger, err = opts.Global.logger(); err != nil {
 		return err

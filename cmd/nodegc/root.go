@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,6 +59,18 @@ type globalOptions struct {
 	Debug bool
 
 	log *slog.Logger
+	// logOut is the open --log-file, for the libraries' logs too.
+	logOut io.Writer
+}
+
+// dashboardLogFile makes the dashboard log to <stateDir>/nodegc.log when
+// no --log-file was given: anything written to the terminal would tear the
+// screen. Without a usable state dir the logs are dropped.
+func (g *globalOptions) dashboardLogFile(stateDir string) {
+	if g.LogFile != "" || stateDir == "" || !stateDirUsable(stateDir) {
+		return
+	}
+	g.LogFile = filepath.Join(stateDir, "nodegc.log")
 }
 
 // logger returns the engine's logger: nil (discard) without --log-file.
@@ -74,6 +87,7 @@ func (g *globalOptions) logger() (*slog.Logger, error) {
 	if g.Debug {
 		level = slog.LevelDebug
 	}
+	g.logOut = file
 	g.log = slog.New(slog.NewJSONHandler(file, &slog.HandlerOptions{Level: level}))
 	return g.log, nil
 }
