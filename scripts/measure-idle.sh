@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Measures the idle dashboard: nodegc --demo (small, then --demo-scale large)
+# runs in a detached tmux session of 100x30 at the default refresh, and the
+# script reads its CPU time (utime+stime, fields 14 and 15 of /proc/PID/stat)
+# and VmRSS from /proc 3 s after the first frame and again DURATION seconds
+# later. It prints the CPU used over that window as a percentage of one core,
+# and the RSS. Targets (issue 5): under 2% of one core, RSS under 80 MB.
+#
+# Usage: scripts/measure-idle.sh [scale...]   (default: small large)
+# Environment: DURATION (default 60), SETTLE (default 3), BIN (a built
+# nodegc; default: build one), EXTRA (more flags for nodegc).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+duration=${DURATION:-60}
+settle=${SETTLE:-3}
+scales=("$@")
+[ ${#scales[@]} -gt 0 ] || scales=(small large)
+
+log() { echo "measure-idle: $*" >&2; }
+die() {
+	log "$*"
+	exit 1
+}
+
+command -v tmux >/dev/null 2>&1 || die "tmux is missing (apt-get install tmux, or scripts/install-deps.sh)"
+
+work=$(mktemp -d /tmp/nodegc-idle.XXXXXX)
+sock="nodegc-idle-$$"
+tm() { tmux -L "$sock" "$@"; }
+cleanup() {
+	tm kill-server >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+bin=${BIN:-}
+if [ -z "$bin" ]; then
+	log "building"
+	${GO:-go} build -o "$work/nodegc" ./cmd/nodegc
+	bin=$work/nodegc
+fi
+hz=$(getconf CLK_TCK)
+
+# ticks PID: utime+stime of PID in clock ticks. The command name (field 2)
+# may hold spaces, so count fields after its closing parenthesis.
+ticks() {
+	local rest
+	rest=$(sed 's/^.*) //' "/proc/$1/stat")
+	# After ") ", field 3 (state) is $1, so 14 and 15 are $12 and $13.
+	awk '{ print $12 + $13 }' <<<"$rest"
+}
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+now() { date +%s.%N; }
+# running PID: the process exists and is not a zombie (tmux 3.3a now and
+# then leaves its pane's exited process unreaped).
+running() {
+	[ -r "/proc/$1/stat" ] || return 1
+	[ "$(sed 's/^.*) //' "/proc/$1/stat" | cut -d' ' -f1)" != Z ]
+}
+
+printf '%-6s %8s %10s %8s %9s %9s\n' SCALE WINDOW CPU_S CPU_% RSS_MB PEAK_MB
+for scale in "${scales[@]}"; do
+	session=idle-$scale
+	# exec, so the pane's process is nodegc itself.
+	tm new-session -d -x 100 -y 30 -s "$session" \
+		"exec '$bin' --demo --demo-scale $scale ${EXTRA:-}"
+	pid=$(tm display-message -p -t "$session" '#{pane_pid}')
+	deadline=$((SECONDS + 120))
+	until tm capture-pane -p -t "$session" | grep -q 'NODEGC'; do
+		[ $SECONDS -lt $deadline ] || die "$scale: the dashboard did not draw within 120 s"
+		running "$pid" || die "$scale: nodegc exited"
+		sleep 0.2
+	done
+	sleep "$settle"
+	t0=$(now)
+	c0=$(ticks "$pid")
+	sleep "$duration"
+	c1=$(ticks "$pid")
+	t1=$(now)
+	rss=$(rss_kb "$pid")
+	hwm=$(hwm_kb "$pid")
+	awk -v s="$scale" -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v hz="$hz" -v rss="$rss" -v hwm="$hwm" 'BEGIN {
+		w = t1 - t0; cpu = (c1 - c0) / hz
+		printf "%-6s %7.1fs %9.2fs %7.2f%% %9.1f %9.1f\n", s, w, cpu, 100 * cpu / w, rss / 1024, hwm / 1024
+	}'
+	tm send-keys -t "$session" q
+	deadline=$((SECONDS + 20))
+	while running "$pid"; do
+		[ $SECONDS -lt $deadline ] || {
+			log "$scale: nodegc did not quit on q; killing it"
+			kill "$pid"
+			break
+		}
+		sleep 0.2
+	done
+done
