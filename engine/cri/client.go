@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -133,6 +134,7 @@ func Dial(ctx context.Context, endpoint string, o Options) (*Client, error) {
 			},
 			MinConnectTimeout: 5 * time.Second,
 		}),
+		grpc.WithUnaryInterceptor(retryAfterReconnect),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", ep, err)
@@ -192,6 +194,37 @@ func dialError(ep string, err error) error {
 
 func permissionError(ep string) error {
 	return fmt.Errorf("%w: talking to %s needs root, as crictl does (%w)", ErrPermissionDenied, ep, errUnavailable)
+}
+
+// reconnectWait bounds how long a call that found the runtime unreachable
+// waits for a fresh connection before its one retry.
+const reconnectWait = 2 * time.Second
+
+// retryAfterReconnect retries, once, a call that failed with Unavailable
+// because the connection was not up when it started: it resets the
+// reconnect backoff and waits (at most reconnectWait) for the connection to
+// be ready again. Without it, the first calls after a runtime restart fail
+// while gRPC sits in its backoff, and a pass right after containerd comes
+// back fails for nothing. A call that was in flight on a live connection
+// is not retried: the runtime may have acted on it, and its error is the
+// news. A runtime that stays down costs each call reconnectWait and then
+// reports the first error.
+func retryAfterReconnect(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	before := cc.GetState()
+	err := invoke(ctx, method, req, reply, cc, opts...)
+	if status.Code(err) != codes.Unavailable || before == connectivity.Ready {
+		return err
+	}
+	cc.ResetConnectBackoff()
+	cc.Connect()
+	wctx, cancel := context.WithTimeout(ctx, reconnectWait)
+	defer cancel()
+	for s := cc.GetState(); s != connectivity.Ready; s = cc.GetState() {
+		if s == connectivity.Shutdown || !cc.WaitForStateChange(wctx, s) {
+			return err
+		}
+	}
+	return invoke(ctx, method, req, reply, cc, opts...)
 }
 
 // Endpoint returns the endpoint the client talks to, as "unix:///path".
