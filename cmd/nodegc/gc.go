@@ -150,8 +150,10 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 		return nil
 	}
 	if planItems(view.Plan) == 0 {
-		if json {
-			return writeJSON(f.Out, engine.DryRunReport(view.Plan), f.OutIsTerminal())
+		if json { // a real pass that found nothing to do, not a preview
+			r := engine.DryRunReport(view.Plan)
+			r.DryRun = false
+			return writeJSON(f.Out, r, f.OutIsTerminal())
 		}
 		fmt.Fprintln(f.Out, "Nothing to remove.")
 		return nil
