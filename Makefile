@@ -19,8 +19,14 @@ test: deps
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 45m $(PKGS)
 
+# bench prints the figures quoted in README.md's Performance section. The
+# real-runtime benchmarks need root (they start containerd) and skip without.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime=1x -count=1 $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./engine ./cgroupfs
+	$(GO) test -run '^$$' -bench 'BenchmarkListAll$$|BenchmarkPlan$$' -benchtime 3x -benchmem ./engine/cri
+	$(GO) test -run '^$$' -bench PlanScale -benchtime 3x -benchmem ./cmd/nodegc
+	$(GO) test -run '^$$' -bench . -benchtime 20x -benchmem ./tui
+	$(GO) test -run '^$$' -bench . -benchtime 5x ./test/integration
 
 demo: build
 	./$(BIN) --demo
@@ -36,6 +42,11 @@ sandbox:
 
 sandbox-down:
 	./scripts/sandbox.sh down
+
+# screenshots regenerates screenshots/*.png from the real binary on the
+# simulated node (tmux capture-pane, rendered with freeze).
+screenshots: build
+	./scripts/screenshots.sh
 
 clean:
 	rm -rf bin
