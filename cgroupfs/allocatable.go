@@ -139,14 +139,14 @@ func allocatable(cfg Config, l Layout, root *Node) Allocatable {
 // limit was read with the root node.
 func kubepodsLimits(l Layout, root *Node, errs *[]string) *KubepodsLimits {
 	k := &KubepodsLimits{MemoryLimitBytes: root.MemoryLimitBytes}
-	r := reader{v2: l.Mode == ModeV2}
+	var r fileReader
 	read := func(ctrl, file string) *uint64 {
 		dir, ok := l.Mountpoint(ctrl, l.KubepodsPath)
 		if !ok {
 			*errs = append(*errs, ctrl+": controller not mounted")
 			return nil
 		}
-		b, err := r.read(dir, file)
+		b, err := r.readAt(dir, "", file)
 		if err != nil {
 			*errs = append(*errs, "kubepods "+fileError(file, err))
 			return nil

@@ -45,24 +45,33 @@ func benchFixture(b *testing.B, mode Mode, driver Driver) (*fixture, *NameMap) {
 	return f, &names
 }
 
-// BenchmarkReadTree measures one refresh: discovery, allocatable and the walk
-// of a kubepods tree of 500 pods and 2,000 containers, every file read.
+// benchLayouts are the layouts the benchmarks read: v1 (three stat files
+// and a limit per cgroup, the machine this runs on) and v2 (plus two PSI
+// files).
+var benchLayouts = []struct {
+	mode   Mode
+	driver Driver
+}{{ModeV1, DriverCgroupfs}, {ModeV2, DriverSystemd}}
+
+// reportCPU reports the CPU time (user + system, all threads) per op when
+// the benchmark ends: unlike ns/op it does not grow when other processes
+// load the machine.
+func reportCPU(b *testing.B) func() {
+	cpu0 := cpuTime(b)
+	return func() { b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N)/1e6, "cpu-ms/op") }
+}
+
+// BenchmarkReadTree measures one one-shot Read: discovery, allocatable and
+// the walk of a kubepods tree of 500 pods and 2,000 containers, every file
+// opened, read and closed.
 func BenchmarkReadTree(b *testing.B) {
-	for _, bc := range []struct {
-		mode   Mode
-		driver Driver
-	}{{ModeV1, DriverCgroupfs}, {ModeV2, DriverSystemd}} {
+	for _, bc := range benchLayouts {
 		b.Run(fmt.Sprintf("%s-%s", bc.mode, bc.driver), func(b *testing.B) {
 			f, names := benchFixture(b, bc.mode, bc.driver)
 			cfg := Config{Root: f.root, Meminfo: meminfo(b, 8<<20, 0), NumCPU: 8}
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := cpuTime(b)
-			defer func() {
-				// CPU time (user + system, all threads) per walk: unlike
-				// ns/op it does not grow when other processes load the machine.
-				b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
-			}()
+			defer reportCPU(b)()
 			for b.Loop() {
 				tree, err := Read(cfg, names)
 				if err != nil {
@@ -72,6 +81,39 @@ func BenchmarkReadTree(b *testing.B) {
 					b.Fatalf("%d nodes, want 2503", n)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkReaderReread measures one dashboard refresh in the steady
+// state: a Reader that has read the same tree before reads it again (the
+// directory checks, a pread per kept file, the staggered limits, a fresh
+// Tree). The open files are capped as DefaultMaxOpenFiles caps them.
+func BenchmarkReaderReread(b *testing.B) {
+	for _, bc := range benchLayouts {
+		b.Run(fmt.Sprintf("%s-%s", bc.mode, bc.driver), func(b *testing.B) {
+			f, names := benchFixture(b, bc.mode, bc.driver)
+			r, err := NewReader(Config{Root: f.root, Meminfo: meminfo(b, 8<<20, 0), NumCPU: 8})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			if _, err := r.Read(names); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			defer reportCPU(b)()
+			for b.Loop() {
+				tree, err := r.Read(names)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n := countNodes(tree.Root); n != 1+2+500+2000 {
+					b.Fatalf("%d nodes, want 2503", n)
+				}
+			}
+			b.ReportMetric(float64(r.OpenFiles()), "open-files")
 		})
 	}
 }

@@ -156,6 +156,11 @@ type Config struct {
 	// NumCPU is the node's CPU count; 0 means the online CPUs
 	// (/sys/devices/system/cpu/online, as cadvisor counts them).
 	NumCPU int
+	// MaxOpenFiles is the most cgroup files (and directories) a Reader keeps
+	// open between reads: 0 means DefaultMaxOpenFiles (at most half the
+	// process's limit on open files), a negative value none. Files beyond it
+	// are opened, read and closed on every read.
+	MaxOpenFiles int
 }
 
 func (c Config) root() string {

@@ -7,12 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unsafe"
 
 	"github.com/opencontainers/cgroups"
@@ -117,21 +113,17 @@ type Tree struct {
 // pod and container is then "unknown"). It fails only when no cgroup
 // filesystem can be found; a missing kubepods cgroup is a Tree with a nil
 // Root and an entry in Errors, and a missing controller or file is an entry
-// in that node's Errors.
+// in that node's Errors. A caller that reads the tree again and again (the
+// dashboard) keeps a Reader instead, which makes every read after the first
+// far cheaper.
 func Read(cfg Config, names Names) (*Tree, error) {
-	l, err := Discover(cfg)
+	cfg.MaxOpenFiles = -1 // nothing to keep for a next read
+	r, err := NewReader(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("discover cgroups: %w", err)
+		return nil, err
 	}
-	t := &Tree{Layout: l}
-	if l.Driver == "" {
-		t.Errors = append(t.Errors, fmt.Sprintf("no kubepods cgroup found (neither %s nor %s) and no cgroup driver configured",
-			l.Kubepods.ToCgroupfs(), l.Kubepods.ToSystemd()))
-	} else {
-		t.Root = readTree(l, names, &t.Errors)
-	}
-	t.Allocatable = allocatable(cfg, l, t.Root)
-	return t, nil
+	defer r.Close()
+	return r.Read(names)
 }
 
 // Files read per node.
@@ -151,131 +143,6 @@ const (
 // kernel reports PAGE_COUNTER_MAX pages, MaxInt64 rounded down to the page
 // size, so it depends on the page size; 64 KiB is the largest Linux uses.
 const v1Unlimited = math.MaxInt64 &^ (1<<16 - 1)
-
-// reader reads the stats of the cgroups below kubepods. Each controller's
-// kubepods directory is resolved once; a node's directory in it is that plus
-// the node's path below kubepods.
-type reader struct {
-	v2         bool
-	names      Names
-	kubepods   string // KubepodsPath
-	driver     Driver
-	walk       string // kubepods dir in the hierarchy that is walked
-	mem, cpu   string // kubepods dirs, "" when the controller is not mounted
-	pids, psi  string
-	buf        [1024]byte
-	notMounted map[string]string // controller -> the error text, built once
-	todo       []pending         // nodes found by the walk, in walk order
-	rel        string            // path below kubepods of the node being read
-	path       []byte            // the path being opened, NUL-terminated
-}
-
-func newReader(l Layout, names Names) *reader {
-	r := &reader{v2: l.Mode == ModeV2, names: names, kubepods: l.KubepodsPath, driver: l.Driver, notMounted: map[string]string{}}
-	dir := func(ctrl string) string {
-		d, ok := l.Mountpoint(ctrl, l.KubepodsPath)
-		if !ok {
-			r.notMounted[ctrl] = ctrl + ": controller not mounted"
-		}
-		return d
-	}
-	r.walk, _ = l.walkDir(l.KubepodsPath)
-	r.mem = dir("memory")
-	if r.v2 {
-		r.cpu = dir("cpu")
-	} else {
-		r.cpu = dir("cpuacct")
-	}
-	r.pids = dir("pids")
-	// PSI lives in the v2 tree; in hybrid mode it is there too when systemd
-	// mirrors the kubepods slices into it.
-	if d, ok := l.unifiedPath(l.KubepodsPath); ok {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			r.psi = d
-		}
-	}
-	return r
-}
-
-// readTree walks the kubepods tree; problems of the whole tree go to errs.
-func readTree(l Layout, names Names, errs *[]string) *Node {
-	r := newReader(l, names)
-	if r.walk == "" {
-		*errs = append(*errs, "no mounted hierarchy to walk the kubepods cgroup in")
-		return nil
-	}
-	if _, err := os.Stat(r.walk); err != nil {
-		*errs = append(*errs, fmt.Sprintf("kubepods cgroup %s: %v", l.KubepodsPath, err))
-		return nil
-	}
-	root := &Node{Kind: KindRoot, Path: l.KubepodsPath}
-	r.todo = append(r.todo, pending{root, ""})
-	r.children(root, "")
-	if root.Children == nil {
-		root.Children = []*Node{}
-	}
-	r.readStats()
-	return root
-}
-
-// pending is a node whose stats are still to be read, with its path below
-// kubepods.
-type pending struct {
-	n   *Node
-	rel string
-}
-
-// readStats reads the stats of every node found by the walk. The reads are
-// independent system calls, so they are spread over up to GOMAXPROCS
-// goroutines (at most 8), each with its own buffer and each writing only the
-// nodes it was given.
-func (r *reader) readStats() {
-	workers := min(runtime.GOMAXPROCS(0), 8, (len(r.todo)+63)/64)
-	if workers <= 1 {
-		for _, p := range r.todo {
-			r.stats(p.n, p.rel)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wr := &reader{v2: r.v2, mem: r.mem, cpu: r.cpu, pids: r.pids, psi: r.psi, notMounted: r.notMounted}
-		wg.Go(func() {
-			for i := w; i < len(r.todo); i += workers {
-				wr.stats(r.todo[i].n, r.todo[i].rel)
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// children lists the sub-cgroups of n (rel is n's path below kubepods),
-// names them and queues them for reading, recursing to the container level;
-// cgroups inside a container are not walked (its usage includes them).
-func (r *reader) children(n *Node, rel string) {
-	entries, err := os.ReadDir(r.walk + rel)
-	if err != nil {
-		n.Errors = append(n.Errors, fmt.Sprintf("list children: %v", err))
-		return
-	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		crel := rel + "/" + e.Name()
-		c := r.classify(n, e.Name())
-		c.Path = r.kubepods + crel
-		r.todo = append(r.todo, pending{c, crel})
-		if c.Kind != KindContainer {
-			r.children(c, crel)
-		}
-		if c.Children == nil {
-			c.Children = []*Node{}
-		}
-		n.Children = append(n.Children, c)
-	}
-	slices.SortFunc(n.Children, compareNodes)
-}
 
 // compareNodes orders siblings for reading: QoS classes first, then pods by
 // namespace and name, then containers by name with each CRI-O conmon right
@@ -318,8 +185,8 @@ func kindRank(k Kind) int {
 
 // component returns the last name component of a slice or cgroupfs
 // directory name: "burstable", "pod<uid>".
-func (r *reader) component(name string) (string, bool) {
-	if r.driver == DriverSystemd {
+func (b *bases) component(name string) (string, bool) {
+	if b.driver == DriverSystemd {
 		if !strings.HasSuffix(name, systemdSliceSuffix) {
 			return "", false
 		}
@@ -332,123 +199,63 @@ func (r *reader) component(name string) (string, bool) {
 	return name, true
 }
 
-// classify makes the node for directory name below parent.
-func (r *reader) classify(parent *Node, name string) *Node {
-	switch parent.Kind {
-	case KindRoot, KindQOS:
-		comp, ok := r.component(name)
-		if parent.Kind == KindRoot && ok && slices.Contains(qosClasses, comp) {
-			return &Node{Kind: KindQOS, QOS: comp}
-		}
-		qos := parent.QOS
-		if parent.Kind == KindRoot {
-			qos = QOSGuaranteed
-		}
-		n := &Node{Kind: KindPod, QOS: qos}
-		uid, ok := podUIDFromComponent(comp)
-		if !ok {
-			n.Pod = &PodRef{Name: Unknown}
-			n.Errors = append(n.Errors, "cgroup name is no pod, QoS class or container the kubelet creates")
-			return n
-		}
-		n.Pod = &PodRef{UID: uid, Name: Unknown}
-		if r.names != nil {
-			if ns, pname, ok := r.names.Pod(uid); ok {
-				n.Pod.Namespace, n.Pod.Name = ns, pname
-			}
-		}
-		return n
-	default:
-		n := &Node{Kind: KindContainer, QOS: parent.QOS, Pod: parent.Pod}
-		leaf, ok := ParseContainerLeaf(name)
-		if !ok {
-			n.Container = &ContainerRef{ID: name, Name: Unknown}
-			n.Errors = append(n.Errors, "cgroup name is no container cgroup of a known runtime")
-			return n
-		}
-		n.Conmon = leaf.Conmon
-		n.Container = &ContainerRef{ID: leaf.ID, Name: Unknown}
-		if r.names != nil {
-			if cname, podUID, ok := r.names.Container(leaf.ID); ok {
-				n.Container.Name = cname
-				if parent.Pod != nil && podUID != parent.Pod.UID {
-					n.Errors = append(n.Errors, fmt.Sprintf("runtime says the container belongs to pod %s", podUID))
-				}
-			}
-		}
-		return n
-	}
-}
-
-// stats reads the usage of node n, whose path below kubepods is rel.
-func (r *reader) stats(n *Node, rel string) {
-	r.rel = rel
-	if r.mem == "" {
-		n.Errors = append(n.Errors, r.notMounted["memory"])
-	} else if r.v2 {
-		n.MemoryBytes = r.uint(n, r.mem, v2MemoryUsage)
-		n.MemoryLimitBytes = r.limit(n, r.mem, v2MemoryLimit)
-	} else {
-		n.MemoryBytes = r.uint(n, r.mem, v1MemoryUsage)
-		n.MemoryLimitBytes = r.limit(n, r.mem, v1MemoryLimit)
-	}
-	switch {
-	case r.cpu == "" && r.v2:
-		n.Errors = append(n.Errors, r.notMounted["cpu"])
-	case r.cpu == "":
-		n.Errors = append(n.Errors, r.notMounted["cpuacct"])
-	case r.v2:
-		n.CPUUsageNanos = r.cpuStat(n, r.cpu)
-	default:
-		n.CPUUsageNanos = r.uint(n, r.cpu, v1CPUUsage)
-	}
-	if r.pids == "" {
-		n.Errors = append(n.Errors, r.notMounted["pids"])
-	} else {
-		n.Pids = r.uint(n, r.pids, pidsCurrent)
-	}
-	if r.psi != "" {
-		mem, cpu := r.pressure(n, r.psi, memPressure), r.pressure(n, r.psi, cpuPressure)
-		if mem != nil || cpu != nil {
-			n.PSI = &PSI{Memory: mem, CPU: cpu}
-		}
-	}
-}
-
-// read returns the content of file in the cgroup at r.rel below the
-// kubepods directory base, trimmed, in r.buf (valid until the next read).
+// fileReader reads cgroup files with reused buffers.
 //
-// A walk of thousands of cgroups is all system calls, so each file costs
-// exactly three (open, one read, close) and no allocation: the path is built
-// NUL-terminated in a reused buffer. A read shorter than the buffer is the
-// whole file: cgroup files (kernfs) hand out their content in one read, and
-// a short read of a regular file is its end; the files read here are far
-// smaller than the buffer. Opening relative to a directory handle (openat)
-// was measured to save nothing on cgroupfs, where the open itself (a
-// seq_file set up per open) costs far more than resolving the path.
-func (r *reader) read(base, file string) ([]byte, error) {
-	r.path = append(r.path[:0], base...)
-	r.path = append(r.path, r.rel...)
-	r.path = append(r.path, '/')
-	r.path = append(r.path, file...)
-	r.path = append(r.path, 0)
+// A walk of thousands of cgroups is all system calls, so a file read once
+// costs exactly three (open, one read, close) and a kept file one (pread at
+// offset 0), with no allocation: the path is built NUL-terminated in a
+// reused buffer. A read shorter than the buffer is the whole file: cgroup
+// files (kernfs) hand out their content in one read, and a short read of a
+// regular file is its end; the files read here are far smaller than the
+// buffer. Opening relative to a directory handle (openat) was measured to
+// save nothing on cgroupfs, where the open itself (a seq_file set up per
+// open) costs far more than resolving the path.
+type fileReader struct {
+	buf  [1024]byte
+	path []byte // the path being opened, NUL-terminated
+}
+
+// open opens file in the cgroup at rel below the kubepods directory base.
+func (f *fileReader) open(base, rel, file string) (int, error) {
+	f.path = append(f.path[:0], base...)
+	f.path = append(f.path, rel...)
+	f.path = append(f.path, '/')
+	f.path = append(f.path, file...)
+	f.path = append(f.path, 0)
 	atFDCWD := unix.AT_FDCWD
-	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&r.path[0])),
+	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&f.path[0])),
 		uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
 	if errno != 0 {
-		return nil, errno
+		return -1, errno
 	}
-	defer unix.Close(int(fd))
+	return int(fd), nil
+}
+
+// pread reads fd from offset 0 into f.buf and returns the content trimmed
+// (valid until the next read). cgroupfs hands out fresh values to a read
+// at offset 0 of a file that stays open.
+func (f *fileReader) pread(fd int) ([]byte, error) {
 	for {
-		k, err := unix.Read(int(fd), r.buf[:])
+		k, err := unix.Pread(fd, f.buf[:], 0)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		return bytes.TrimSpace(r.buf[:k]), nil
+		return bytes.TrimSpace(f.buf[:k]), nil
 	}
+}
+
+// readAt returns the trimmed content of file in the cgroup at rel below the
+// kubepods directory base, opening and closing it.
+func (f *fileReader) readAt(base, rel, file string) ([]byte, error) {
+	fd, err := f.open(base, rel, file)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return f.pread(fd)
 }
 
 func fileError(file string, err error) string {
@@ -458,8 +265,9 @@ func fileError(file string, err error) string {
 	return fmt.Sprintf("%s: %v", file, err)
 }
 
-func (r *reader) uint(n *Node, dir, file string) uint64 {
-	b, err := r.read(dir, file)
+// parseUintFile parses a counter file read with err, recording a problem
+// in n.Errors.
+func parseUintFile(n *Node, b []byte, err error, file string) uint64 {
 	if err != nil {
 		n.Errors = append(n.Errors, fileError(file, err))
 		return 0
@@ -497,29 +305,28 @@ slow:
 	return v, nil
 }
 
-func (r *reader) limit(n *Node, dir, file string) *uint64 {
-	b, err := r.read(dir, file)
+// parseLimit parses a memory limit file read with err: ok is false when
+// there is no limit, msg is the problem when it cannot be read.
+func parseLimit(b []byte, err error, file string, v2 bool) (v uint64, ok bool, msg string) {
 	if err != nil {
-		n.Errors = append(n.Errors, fileError(file, err))
-		return nil
+		return 0, false, fileError(file, err)
 	}
 	if string(b) == "max" {
-		return nil
+		return 0, false, ""
 	}
-	v, err := parseUint(b)
+	v, err = parseUint(b)
 	if err != nil {
-		n.Errors = append(n.Errors, fileError(file, err))
-		return nil
+		return 0, false, fileError(file, err)
 	}
-	if !r.v2 && v >= v1Unlimited {
-		return nil
+	if !v2 && v >= v1Unlimited {
+		return 0, false, ""
 	}
-	return &v
+	return v, true, ""
 }
 
-// cpuStat returns usage_usec of a v2 cpu.stat in nanoseconds.
-func (r *reader) cpuStat(n *Node, dir string) uint64 {
-	b, err := r.read(dir, v2CPUStat)
+// cpuStat returns usage_usec of a v2 cpu.stat read with err, in
+// nanoseconds.
+func cpuStat(n *Node, b []byte, err error) uint64 {
 	if err != nil {
 		n.Errors = append(n.Errors, fileError(v2CPUStat, err))
 		return 0
@@ -537,11 +344,10 @@ func (r *reader) cpuStat(n *Node, dir string) uint64 {
 	return 0
 }
 
-// pressure reads a PSI file. A missing file (kernel without PSI, PSI
-// disabled for the cgroup) or EOPNOTSUPP (psi=0 on the kernel command line)
-// is no error: there is just no pressure to show.
-func (r *reader) pressure(n *Node, dir, file string) *cgroups.PSIStats {
-	b, err := r.read(dir, file)
+// pressure parses a PSI file read with err. A missing file (kernel without
+// PSI, PSI disabled for the cgroup) or EOPNOTSUPP (psi=0 on the kernel
+// command line) is no error: there is just no pressure to show.
+func pressure(n *Node, file string, b []byte, err error) *cgroups.PSIStats {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.EOPNOTSUPP) {
 		return nil
 	}
