@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/nodegc/nodegc/cgroupfs"
@@ -48,7 +49,7 @@ type Options struct {
 	Policy engine.Policy
 	// Cgroups reads the kubepods cgroup tree, with names resolved from the
 	// latest snapshot; nil leaves the Cgroups pane empty. CgroupsFrom wraps
-	// cgroupfs.Read.
+	// a cgroupfs.Reader.
 	Cgroups func(ctx context.Context, names cgroupfs.Names) (*cgroupfs.Tree, error)
 	// Self reads nodegc's own CPU and memory; nil reads /proc/self.
 	Self func() (SelfSample, error)
@@ -68,10 +69,30 @@ type Options struct {
 	FPS int
 }
 
-// CgroupsFrom returns an Options.Cgroups that reads the tree with cfg.
+// CgroupsFrom returns an Options.Cgroups that reads the tree with cfg. One
+// cgroupfs.Reader serves every refresh: only the first walks the tree and
+// opens its files, later ones re-read the files it keeps open, which costs
+// a fraction of a one-shot cgroupfs.Read. The Reader is made at the first
+// call (and again at the next one when that failed, such as before the
+// cgroup filesystem is mounted); its files stay open for the life of the
+// process, at most cfg.MaxOpenFiles of them.
 func CgroupsFrom(cfg cgroupfs.Config) func(context.Context, cgroupfs.Names) (*cgroupfs.Tree, error) {
+	var (
+		mu sync.Mutex
+		r  *cgroupfs.Reader
+	)
 	return func(_ context.Context, names cgroupfs.Names) (*cgroupfs.Tree, error) {
-		return cgroupfs.Read(cfg, names)
+		mu.Lock()
+		if r == nil {
+			nr, err := cgroupfs.NewReader(cfg)
+			if err != nil {
+				mu.Unlock()
+				return nil, err
+			}
+			r = nr
+		}
+		mu.Unlock()
+		return r.Read(names)
 	}
 }
 
