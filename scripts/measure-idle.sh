@@ -85,9 +85,14 @@ for scale in "${scales[@]}"; do
 		w = t1 - t0; cpu = (c1 - c0) / hz
 		printf "%-6s %7.1fs %9.2fs %7.2f%% %9.1f %9.1f\n", s, w, cpu, 100 * cpu / w, rss / 1024, hwm / 1024
 	}'
+	# q asks first while a pass is in flight (the large node's container
+	# pass takes seconds): answer it.
 	tm send-keys -t "$session" q
 	deadline=$((SECONDS + 20))
 	while running "$pid"; do
+		if tm capture-pane -p -t "$session" 2>/dev/null | grep -q 'Quit anyway'; then
+			tm send-keys -t "$session" y
+		fi
 		[ $SECONDS -lt $deadline ] || {
 			log "$scale: nodegc did not quit on q; killing it"
 			kill "$pid"
