@@ -192,15 +192,14 @@ func (c *Client) ImageStatus(ctx context.Context, id string) (engine.Image, erro
 // that are not running.
 func (c *Client) ListContainers(ctx context.Context) ([]engine.Container, error) {
 	rctx, cancel := c.readContext(ctx)
-	resp, err := c.rt.ListContainers(rctx, &runtimeapi.ListContainersRequest{})
+	var list containerList // decoded straight into engine types: see decode.go
+	err := c.conn.Invoke(rctx, runtimeapi.RuntimeService_ListContainers_FullMethodName,
+		&runtimeapi.ListContainersRequest{}, &list, rawCall)
 	cancel()
 	if err != nil {
 		return nil, c.mapError("list containers", err)
 	}
-	out := make([]engine.Container, len(resp.GetContainers()))
-	for i, k := range resp.GetContainers() {
-		out[i] = toContainer(k)
-	}
+	out := list.items
 	if c.o.ExitDetails {
 		if err := c.fillExitDetails(ctx, out); err != nil {
 			return nil, err

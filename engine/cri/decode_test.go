@@ -1,0 +1,185 @@
+package cri
+
+import (
+	"reflect"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/engine"
+)
+
+// viaGenerated decodes a ListContainersResponse with the generated code and
+// converts it with toContainer, the reference for containerList.decode.
+func viaGenerated(b []byte) ([]engine.Container, error) {
+	var resp runtimeapi.ListContainersResponse
+	if err := proto.Unmarshal(b, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]engine.Container, 0, len(resp.GetContainers()))
+	for _, k := range resp.GetContainers() {
+		out = append(out, toContainer(k))
+	}
+	return out, nil
+}
+
+func viaDecoder(b []byte) ([]engine.Container, error) {
+	var l containerList
+	if err := l.decode(b); err != nil {
+		return nil, err
+	}
+	return l.items, nil
+}
+
+// sampleContainers covers what a runtime sends: full and sparse messages,
+// every state and an unknown one, image_id set or only image_ref, labels
+// with and without the pod UID, annotations, and repeated strings.
+func sampleContainers() *runtimeapi.ListContainersResponse {
+	full := func(id, sandbox, uid string, st runtimeapi.ContainerState) *runtimeapi.Container {
+		return &runtimeapi.Container{
+			Id:           id,
+			PodSandboxId: sandbox,
+			Metadata:     &runtimeapi.ContainerMetadata{Name: "app", Attempt: 3},
+			Image:        &runtimeapi.ImageSpec{Image: "docker.io/library/nginx:1.27", Annotations: map[string]string{"a": "b"}, UserSpecifiedImage: "nginx"},
+			ImageRef:     "sha256:aaaa",
+			ImageId:      "sha256:bbbb",
+			State:        st,
+			CreatedAt:    1_700_000_000_123_456_789,
+			Labels: map[string]string{
+				labelPodUID: uid, labelPodName: "web-0", labelPodNamespace: "default", "io.kubernetes.container.name": "app",
+			},
+			Annotations: map[string]string{"io.kubernetes.container.hash": "abc", "io.kubernetes.container.restartCount": "3"},
+		}
+	}
+	return &runtimeapi.ListContainersResponse{Containers: []*runtimeapi.Container{
+		full("c1", "s1", "uid-1", runtimeapi.ContainerState_CONTAINER_RUNNING),
+		full("c2", "s1", "uid-1", runtimeapi.ContainerState_CONTAINER_EXITED),
+		full("c3", "s2", "ünïcode-uid", runtimeapi.ContainerState_CONTAINER_CREATED),
+		full("c4", "s2", "uid-2", runtimeapi.ContainerState_CONTAINER_UNKNOWN),
+		full("c5", "s2", "uid-2", runtimeapi.ContainerState(42)),
+		{Id: "only-image-ref", ImageRef: "sha256:cccc", CreatedAt: -5},
+		{Id: "no-labels", Metadata: &runtimeapi.ContainerMetadata{}, Image: &runtimeapi.ImageSpec{}},
+		{Id: "other-labels", Labels: map[string]string{"x": "y"}},
+		{},
+	}}
+}
+
+// msg builds wire bytes from parts.
+func msg(parts ...[]byte) []byte {
+	var b []byte
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
+}
+
+func str(num protowire.Number, s string) []byte {
+	return protowire.AppendString(protowire.AppendTag(nil, num, protowire.BytesType), s)
+}
+
+func sub(num protowire.Number, b []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), b)
+}
+
+func varint(num protowire.Number, v uint64) []byte {
+	return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
+}
+
+func label(k, v string) []byte { return sub(fieldContainerLabels, msg(str(1, k), str(2, v))) }
+
+func TestDecodeContainersMatchesGeneratedCode(t *testing.T) {
+	sample, err := proto.Marshal(sampleContainers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		wire []byte
+	}{
+		{"the containers a runtime sends decode as the generated code decodes them", sample},
+		{"an empty response is no container", nil},
+		{"a later scalar wins over an earlier one", sub(1, msg(str(1, "a"), str(1, "b"), varint(6, 1), varint(6, 2)))},
+		{"metadata sent twice is merged", sub(1, msg(
+			sub(3, msg(str(1, "name"), varint(2, 7))),
+			sub(3, msg(varint(2, 9))),
+		))},
+		{"image spec sent twice is merged", sub(1, msg(sub(4, str(1, "img:1")), sub(4, str(18, "img")), sub(4, str(1, "img:2"))))},
+		{"a later pod UID label wins, an empty one included", sub(1, msg(label(labelPodUID, "u1"), label("x", "y"), label(labelPodUID, "")))},
+		{"a label entry without a value is the empty string", sub(1, msg(sub(8, str(1, labelPodUID))))},
+		{"a known field of another wire type is skipped as unknown", sub(1, msg(
+			varint(fieldContainerID, 5), str(fieldContainerState, "x"), str(1, "real-id"),
+		))},
+		{"unknown fields and groups are skipped", msg(
+			varint(2, 1),
+			sub(1, msg(str(99, "x"), varint(100, 1), protowire.AppendTag(nil, 101, protowire.StartGroupType), protowire.AppendTag(nil, 101, protowire.EndGroupType), str(1, "id"))),
+		)},
+		{"a negative created_at and a 64-bit state value decode as int64 and int32", sub(1, msg(
+			varint(7, uint64(1<<64-1)), varint(6, 1<<40|1),
+		))},
+		{"repeated strings are shared but equal", msg(sample, sample)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := viaGenerated(tt.wire)
+			if err != nil {
+				t.Fatalf("generated code: %v", err)
+			}
+			got, err := viaDecoder(tt.wire)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("decoded\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestDecodeContainersRejectsWhatTheGeneratedCodeRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		wire []byte
+	}{
+		{"a truncated message", sub(1, str(1, "abc"))[:5]},
+		{"a length beyond the end", msg(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0x7f, 1})},
+		{"invalid UTF-8 in a string the engine keeps", sub(1, msg(str(1, "\xff\xfe")))},
+		{"invalid UTF-8 in a label", sub(1, label("k", "\xff"))},
+		{"a broken metadata message", sub(1, sub(3, []byte{0x0a, 0x05, 'a'}))},
+		{"field number zero", []byte{0x02, 0x00}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := viaGenerated(tt.wire); err == nil {
+				t.Fatal("the generated code accepts it: the case tests nothing")
+			}
+			if got, err := viaDecoder(tt.wire); err == nil {
+				t.Errorf("decoded %+v, want an error", got)
+			}
+		})
+	}
+}
+
+// FuzzDecodeContainers checks the decoder against the generated code on
+// any bytes: what the generated code decodes, the decoder decodes the same;
+// what the decoder rejects, the generated code rejects. (The decoder may
+// accept more: it does not look into the fields it skips.)
+func FuzzDecodeContainers(f *testing.F) {
+	sample, err := proto.Marshal(sampleContainers())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sample)
+	f.Add(sub(1, msg(sub(3, msg(str(1, "n"), varint(2, 7))), sub(3, varint(2, 9)), label(labelPodUID, "u"))))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, werr := viaGenerated(b)
+		got, gerr := viaDecoder(b)
+		if gerr != nil && werr == nil {
+			t.Fatalf("decoder rejects what the generated code accepts: %v", gerr)
+		}
+		if werr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("decoded\n got %+v\nwant %+v", got, want)
+		}
+	})
+}
