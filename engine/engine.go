@@ -198,15 +198,14 @@ func validPass(kind PassKind) bool {
 }
 
 // DryRun plans a pass and reports every item as planned. It makes no
-// mutating runtime call.
+// mutating runtime call, and takes no pass number (its ID is 0): a preview
+// is not a pass.
 func (e *Engine) DryRun(ctx context.Context, kind PassKind) (PassReport, error) {
 	p, err := e.Plan(ctx, kind)
 	if err != nil {
 		return PassReport{}, err
 	}
-	r := DryRunReport(p)
-	r.ID = e.passSeq.Add(1)
-	return r, nil
+	return DryRunReport(p), nil
 }
 
 // DryRunReport is the report of a pass that is only planned: every item of

@@ -45,7 +45,7 @@ type ItemResult struct {
 
 // PassReport is the record of one pass, real or dry-run.
 type PassReport struct {
-	// ID numbers passes from 1 within one process.
+	// ID numbers real passes from 1 within one process; a dry-run's is 0.
 	ID         int64        `json:"id"`
 	Kind       PassKind     `json:"kind"`
 	DryRun     bool         `json:"dryRun"`

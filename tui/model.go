@@ -597,7 +597,7 @@ func (m Model) Screen() string {
 		body = m.containers.View()
 	case PaneCgroups:
 		if m.o.Cgroups == nil {
-			body = st.Faint.Render("cgroups: no reader configured")
+			body = st.Faint.Render("No cgroup reader: the simulated node (--demo) has no kubepods cgroups.\nRun nodegc on a node, or `nodegc cgroups` there, to see the tree.")
 		} else {
 			body = m.cgroups.View()
 		}

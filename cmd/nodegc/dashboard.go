@@ -165,18 +165,22 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	if cfg != nil {
 		cg = cgroupfs.Config{CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver, SystemReserved: cfg.SystemReserved, KubeReserved: cfg.KubeReserved}
 	}
-	return dashboard(ctx, opts, e, tui.CgroupsFrom(cg), nil)
+	return dashboard(ctx, opts, e, tui.CgroupsFrom(cg), nil, engine.SchedulerOptions{})
 }
 
 // dashboard runs the scheduler and the dashboard until the user quits.
 // Library logs go to the log file meanwhile (or nowhere): they would tear
 // the screen.
-func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups func(context.Context, cgroupfs.Names) (*cgroupfs.Tree, error), now func() time.Time) error {
+//
+// so holds the scheduler's options: the kubelet's periods on a node, shorter
+// ones in the demo.
+func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups func(context.Context, cgroupfs.Names) (*cgroupfs.Tree, error), now func() time.Time, so engine.SchedulerOptions) error {
 	restore := quietLibraryLogs(opts.Global.logOut)
 	defer restore()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := engine.NewScheduler(e, engine.SchedulerOptions{Paused: opts.Paused})
+	so.Paused = opts.Paused
+	s := engine.NewScheduler(e, so)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -208,6 +212,9 @@ func quietLibraryLogs(w io.Writer) func() {
 	logrus.SetOutput(w)
 	return func() { logrus.SetOutput(out) }
 }
+
+// demoImagePeriod is the demo's image GC period (the kubelet's is 5m).
+const demoImagePeriod = time.Minute
 
 // defaultWarmup is how long the demo node runs before the first view:
 // past the default minimum image TTL, and long enough for the Demo
@@ -288,5 +295,7 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go d.run(ctx, time.Second)
-	return dashboard(ctx, opts, e, nil, d.node.Now)
+	// The demo runs image GC every minute rather than every 5, so that a
+	// person sees a real image pass soon after the disk fills.
+	return dashboard(ctx, opts, e, nil, d.node.Now, engine.SchedulerOptions{ImagePeriod: demoImagePeriod})
 }
