@@ -55,6 +55,10 @@ func passTitle(kind engine.PassKind, dryRun bool) string {
 	return "Run " + string(kind) + " pass"
 }
 
+// fit cuts s to at most n cells, marking the cut, so the columns after it
+// stay in place.
+func fit(s string, n int) string { return ansi.Truncate(s, n, "…") }
+
 // planLines lists every item of a plan with its size and reason, and the
 // totals, resolving names from the snapshot index.
 func planLines(p engine.Plan, x snapidx.Index) (lines []string, items int) {
@@ -76,11 +80,9 @@ func planLines(p engine.Plan, x snapidx.Index) (lines []string, items int) {
 			case x.Images[r.ID].ID != "":
 				name = snapidx.ImageName(x.Images[r.ID])
 			}
-			reason := string(r.Reason)
-			if r.Detail != "" {
-				reason += ": " + r.Detail
-			}
-			lines = append(lines, fmt.Sprintf("  %3d. %-40s %10s  %s", i+1, name, human.Bytes(r.SizeBytes), reason))
+			// The reason alone: its detail (the usage, the idle time) is
+			// on the Images pane, and would push the size off the row.
+			lines = append(lines, fmt.Sprintf("  %3d. %-40s %10s  %s", i+1, fit(name, 40), human.Bytes(r.SizeBytes), r.Reason))
 		}
 	}
 	if n := len(p.ContainerGC.Remove); n > 0 {
@@ -90,7 +92,7 @@ func planLines(p engine.Plan, x snapidx.Index) (lines []string, items int) {
 			if pod.UID == "" {
 				pod = snapidx.Pod{UID: r.PodUID}
 			}
-			lines = append(lines, fmt.Sprintf("  %-44s #%-3d %s  %s", pod.String()+"/"+r.Name, r.Attempt, human.ShortID(r.ID), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %-44s #%-3d %s  %s", fit(pod.String()+"/"+r.Name, 44), r.Attempt, human.ShortID(r.ID), r.Reason))
 		}
 	}
 	if n := len(p.SandboxGC.Remove); n > 0 {
@@ -100,7 +102,7 @@ func planLines(p engine.Plan, x snapidx.Index) (lines []string, items int) {
 			if pod.UID == "" {
 				pod = snapidx.Pod{UID: r.PodUID}
 			}
-			lines = append(lines, fmt.Sprintf("  %-44s %s  %s", pod.String(), human.ShortID(r.ID), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %-44s %s  %s", fit(pod.String(), 44), human.ShortID(r.ID), r.Reason))
 		}
 	}
 	if n := len(p.LogGC.Remove); n > 0 {
