@@ -119,15 +119,21 @@ func (e *Engine) ReadOnly() bool { return e.o.Remover == nil }
 // Now returns the engine's clock reading.
 func (e *Engine) Now() time.Time { return e.now() }
 
-// Snapshot collects the runtime's state and the filesystems, updates the
-// image records (first detected, last used) and persists them.
+// Snapshot collects the runtime's state and the filesystems and updates
+// the image records (first detected, last used). It persists them when the
+// set of images changed, so a first-detected time survives a crash; the
+// last-used times are persisted by every plan and pass (a crash loses
+// nothing older than the last pass). The dashboard snapshots every few
+// seconds, and a node in trouble should not pay an fsync each time.
 func (e *Engine) Snapshot(ctx context.Context) (Snapshot, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.snapshotLocked(ctx)
+	return e.snapshotLocked(ctx, false)
 }
 
-func (e *Engine) snapshotLocked(ctx context.Context) (Snapshot, error) {
+// snapshotLocked is Snapshot with e.mu held; persist forces the records to
+// disk.
+func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, error) {
 	s, err := e.collect(ctx)
 	if err != nil {
 		return s, err
@@ -137,8 +143,9 @@ func (e *Engine) snapshotLocked(ctx context.Context) (Snapshot, error) {
 	for id := range used {
 		inUse[id] = true
 	}
-	e.records = updateRecords(e.records, s.Images, inUse, s.TakenAt)
-	if e.o.StateDir != "" {
+	var changed bool
+	e.records, changed = updateRecords(e.records, s.Images, inUse, s.TakenAt)
+	if e.o.StateDir != "" && (persist || changed) {
 		if err := saveRecords(e.o.StateDir, e.records, s.TakenAt); err != nil {
 			return s, err
 		}
@@ -166,7 +173,7 @@ func (e *Engine) planLocked(ctx context.Context, kind PassKind, at time.Time) (S
 	if !validPass(kind) {
 		return Snapshot{}, Plan{}, fmt.Errorf("unknown pass kind %q", kind)
 	}
-	s, err := e.snapshotLocked(ctx)
+	s, err := e.snapshotLocked(ctx, true)
 	if err != nil {
 		return s, Plan{}, err
 	}

@@ -132,12 +132,14 @@ func writeFileAtomic(path string, data []byte) error {
 // updateRecords applies one detection pass to the records, as the
 // kubelet's detectImages does: a new image is first detected now, an image
 // in use is last used now, and records of vanished images are dropped.
-func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string]bool, now time.Time) map[string]ImageRecord {
-	next := make(map[string]ImageRecord, len(images))
+// changed reports whether an image appeared or vanished.
+func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string]bool, now time.Time) (next map[string]ImageRecord, changed bool) {
+	next = make(map[string]ImageRecord, len(images))
 	for _, img := range images {
 		r, ok := recs[img.ID]
 		if !ok {
 			r = ImageRecord{ID: img.ID, FirstDetected: now}
+			changed = true
 		}
 		if inUse[img.ID] {
 			t := now
@@ -145,5 +147,5 @@ func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string
 		}
 		next[img.ID] = r
 	}
-	return next
+	return next, changed || len(next) != len(recs)
 }

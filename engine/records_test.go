@@ -62,8 +62,8 @@ func TestRecordsSurviveARestart(t *testing.T) {
 }
 
 func TestRecordsOfVanishedImagesAreDropped(t *testing.T) {
-	recs := updateRecords(map[string]ImageRecord{"gone": {ID: "gone", FirstDetected: execNow}}, []Image{{ID: "here"}}, nil, execNow)
-	if _, ok := recs["gone"]; ok || len(recs) != 1 {
+	recs, changed := updateRecords(map[string]ImageRecord{"gone": {ID: "gone", FirstDetected: execNow}}, []Image{{ID: "here"}}, nil, execNow)
+	if _, ok := recs["gone"]; ok || len(recs) != 1 || !changed {
 		t.Errorf("records = %v, want only 'here'", recs)
 	}
 }
@@ -116,5 +116,46 @@ func TestSaveRecordsLeavesNoTempFiles(t *testing.T) {
 	got, found, warn, err := loadRecords(dir, execNow)
 	if err != nil || warn != nil || !found || !got["a"].FirstDetected.Equal(execNow) {
 		t.Errorf("load = %v %v %v %v", got, found, warn, err)
+	}
+}
+
+func TestSnapshotsPersistNewImagesAndPlansPersistLastUsed(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, recordsFile)
+	rt := newFakeRuntime()
+	rt.images["a"] = Image{ID: "a"}
+	now := execNow
+	e, err := New(Options{Reader: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	read := func() string { b, _ := os.ReadFile(path); return string(b) }
+
+	e.Snapshot(ctx)
+	if !strings.Contains(read(), `"a"`) {
+		t.Fatalf("a new image was not persisted by a snapshot: %s", read())
+	}
+	// Same images, a container now uses "a": a snapshot does not rewrite
+	// the file, a plan does.
+	rt.containers["c"] = Container{ID: "c", ImageID: "a", State: ContainerRunning}
+	now = now.Add(time.Minute)
+	before := read()
+	e.Snapshot(ctx)
+	if read() != before {
+		t.Errorf("a snapshot with no new or vanished image rewrote the records")
+	}
+	if _, err := e.Plan(ctx, PassImages); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, _, _ := loadRecords(dir, now)
+	if lu := recs["a"].LastUsed; lu == nil || !lu.Equal(now) {
+		t.Errorf("a plan did not persist last used: %+v", recs["a"])
+	}
+	// A vanished image is persisted by the next snapshot.
+	delete(rt.images, "a")
+	e.Snapshot(ctx)
+	if strings.Contains(read(), `"a"`) {
+		t.Errorf("a vanished image is still persisted: %s", read())
 	}
 }
