@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -114,7 +115,8 @@ func (e *Engine) scanLogs() *LogFiles {
 			}
 			p := filepath.Join(dir, name)
 			target, _ := os.Readlink(p)
-			lf.ContainerLinks = append(lf.ContainerLinks, LogLink{Path: p, Target: target, ContainerID: containerIDFromLogName(name)})
+			_, err := os.Stat(p) // follows the link
+			lf.ContainerLinks = append(lf.ContainerLinks, LogLink{Path: p, Target: target, ContainerID: containerIDFromLink(p), Dangling: errors.Is(err, os.ErrNotExist)})
 		}
 	}
 	slices.Sort(lf.PodDirs)
@@ -127,14 +129,4 @@ func (e *Engine) containerLogsDir() string {
 		return e.o.ContainerLogsDir
 	}
 	return ContainerLogsDir
-}
-
-// containerIDFromLogName takes the container ID out of a
-// /var/log/containers name, <pod>_<ns>_<container>-<id>.log.
-func containerIDFromLogName(name string) string {
-	base := strings.TrimSuffix(name, ".log")
-	if i := strings.LastIndexByte(base, '-'); i >= 0 {
-		return base[i+1:]
-	}
-	return ""
 }

@@ -263,8 +263,8 @@ func (x *executor) sandbox(rm SandboxRemoval) ItemResult {
 
 // logPath re-checks and removes one log path. Only absolute paths strictly
 // inside the pod logs directory or /var/log/containers are ever touched;
-// a pod directory whose pod runs a container again, or a symlink whose
-// container runs, is skipped.
+// a pod directory whose pod runs a container again, a symlink whose target
+// exists again or whose container has not exited, is skipped.
 func (x *executor) logPath(rm LogRemoval) ItemResult {
 	it := ItemResult{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason}
 	podDir, linkDir := x.e.o.Policy.PodLogsDir, x.e.containerLogsDir()
@@ -288,13 +288,20 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 		if fi.Mode()&os.ModeSymlink == 0 {
 			return skipped(it, "not a symlink")
 		}
-		id := containerIDFromLogName(filepath.Base(rm.Path))
+		if _, err := os.Stat(rm.Path); !errors.Is(err, os.ErrNotExist) {
+			return skipped(it, "its target exists again")
+		}
+		id := containerIDFromLink(rm.Path)
 		for _, c := range cs {
-			if c.ID == id && c.State == ContainerRunning {
-				return skipped(it, "its container runs")
+			if c.ID == id && c.State != ContainerExited {
+				return skipped(it, "its container has not exited")
 			}
 		}
-		return outcome(it, "remove log symlink", removeLog(rm.Path, false))
+		it = outcome(it, "remove log symlink", removeLog(rm.Path, false))
+		if it.Outcome == OutcomeRemoved {
+			x.journal(JournalEntry{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason})
+		}
+		return it
 	}
 	if filepath.Dir(filepath.Clean(rm.Path)) != filepath.Clean(podDir) || !fi.IsDir() {
 		return skipped(it, "not a pod log directory")

@@ -274,6 +274,8 @@ func TestApplyLogPaths(t *testing.T) {
 	}
 	os.Symlink("/nowhere", filepath.Join(links, "p_ns_c-dead1.log"))
 	os.Symlink("/nowhere", filepath.Join(links, "p_ns_c-live1.log"))
+	os.WriteFile(filepath.Join(root, "kept.log"), []byte("log"), 0o644)
+	os.Symlink(filepath.Join(root, "kept.log"), filepath.Join(links, "p_ns_c-dead2.log"))
 	rt := newFakeRuntime()
 	rt.containers["live1"] = Container{ID: "live1", State: ContainerRunning}
 	rt.containers["c2"] = Container{ID: "c2", PodUID: "uid2", State: ContainerRunning}
@@ -287,6 +289,7 @@ func TestApplyLogPaths(t *testing.T) {
 		{Path: filepath.Join(pods, "ns_back_uid2"), Reason: LogPodRemovable},
 		{Path: filepath.Join(links, "p_ns_c-dead1.log"), Reason: LogDangling},
 		{Path: filepath.Join(links, "p_ns_c-live1.log"), Reason: LogDangling},
+		{Path: filepath.Join(links, "p_ns_c-dead2.log"), Reason: LogDangling},
 		{Path: "victim", Reason: LogDangling},
 		{Path: pods + "/../victim", Reason: LogPodRemovable},
 		{Path: pods, Reason: LogPodRemovable},
@@ -298,6 +301,7 @@ func TestApplyLogPaths(t *testing.T) {
 		filepath.Join(pods, "ns_back_uid2"):      OutcomeSkipped,
 		filepath.Join(links, "p_ns_c-dead1.log"): OutcomeRemoved,
 		filepath.Join(links, "p_ns_c-live1.log"): OutcomeSkipped,
+		filepath.Join(links, "p_ns_c-dead2.log"): OutcomeSkipped,
 		"victim":                                 OutcomeSkipped,
 		pods + "/../victim":                      OutcomeSkipped,
 		pods:                                     OutcomeSkipped,

@@ -10,8 +10,9 @@ import (
 // log files the snapshot lists (nothing when s.Logs is nil):
 //   - the pod log directories <namespace>_<name>_<uid> in podLogsDir of
 //     removable pods (ready pod source) that have no running container;
-//   - the /var/log/containers/*.log symlinks whose container is gone, is
-//     removed by this pass (it is not among survivors) or has exited.
+//   - the dangling /var/log/containers/*.log symlinks (their target is
+//     gone) whose container is gone, is removed by this pass (it is not
+//     among survivors) or has exited.
 //
 // podLogsDir is the policy's (default /var/log/pods when empty); when the
 // snapshot scanned a different directory, no pod directory is planned.
@@ -76,6 +77,9 @@ func planLogs(s Snapshot, survivors []Container, podLogsDir, containerLogsDir st
 			p, ok := linkPath(linkDir, l.Path)
 			if !ok {
 				continue
+			}
+			if !l.Dangling {
+				continue // its log is still there: not the kubelet's to remove
 			}
 			id := l.ContainerID
 			if id == "" {

@@ -17,8 +17,9 @@ func TestPlanLogs(t *testing.T) {
 		return Container{ID: id, PodUID: pod, Name: "c", State: ContainerRunning, CreatedAt: ago(time.Hour)}
 	}
 	link := func(id string) LogLink {
-		return LogLink{Path: "/var/log/containers/web_shop_c-" + id + ".log", Target: "/var/log/pods/shop_web_uid/c/0.log", ContainerID: id}
+		return LogLink{Path: "/var/log/containers/web_shop_c-" + id + ".log", Target: "/var/log/pods/shop_web_uid/c/0.log", ContainerID: id, Dangling: true}
 	}
+	live := func(id string) LogLink { l := link(id); l.Dangling = false; return l }
 	tests := []struct {
 		name       string
 		logs       *LogFiles
@@ -90,6 +91,12 @@ func TestPlanLogs(t *testing.T) {
 			want:       []string{},
 		},
 		{
+			name:      "a link whose target still exists stays, even when its container is gone or exited",
+			logs:      &LogFiles{ContainerLinks: []LogLink{live("gone"), live("exited")}},
+			survivors: []Container{exited("exited", "p")},
+			want:      []string{},
+		},
+		{
 			name:      "a link whose container is gone or exited is dangling, one whose container lives stays",
 			logs:      &LogFiles{ContainerLinks: []LogLink{link("gone"), link("exited"), link("running"), link("created")}},
 			survivors: []Container{exited("exited", "p"), running("running", "p"), {ID: "created", PodUID: "p", State: ContainerCreated, CreatedAt: ago(time.Hour)}},
@@ -101,9 +108,9 @@ func TestPlanLogs(t *testing.T) {
 		{
 			name: "a link without a container ID takes it from its name",
 			logs: &LogFiles{ContainerLinks: []LogLink{
-				{Path: "/var/log/containers/web_shop_c-abc123.log"},
-				{Path: "/var/log/containers/web_shop_c-live1.log"},
-				{Path: "/var/log/containers/noid.log"},
+				{Path: "/var/log/containers/web_shop_c-abc123.log", Dangling: true},
+				{Path: "/var/log/containers/web_shop_c-live1.log", Dangling: true},
+				{Path: "/var/log/containers/noid.log", Dangling: true},
 			}},
 			survivors: []Container{running("live1", "p")},
 			want:      []string{"/var/log/containers/web_shop_c-abc123.log:dangling"},
@@ -111,24 +118,24 @@ func TestPlanLogs(t *testing.T) {
 		{
 			name: "hostile link paths are never planned",
 			logs: &LogFiles{ContainerLinks: []LogLink{
-				{Path: "", ContainerID: "gone"},
-				{Path: "web_shop_c-gone.log", ContainerID: "gone"},
-				{Path: "../containers/x-gone.log", ContainerID: "gone"},
-				{Path: "/var/log/containers/../../../etc/shadow.log", ContainerID: "gone"},
-				{Path: "/var/log/containers", ContainerID: "gone"},
-				{Path: "/var/log/containers/", ContainerID: "gone"},
-				{Path: "/var/log/containers/sub/x-gone.log", ContainerID: "gone"},
-				{Path: "/var/log/containers/x-gone.txt", ContainerID: "gone"},
-				{Path: "/var/log/containers/.log", ContainerID: "gone"},
-				{Path: "/var/log/pods/x-gone.log", ContainerID: "gone"},
+				{Path: "", ContainerID: "gone", Dangling: true},
+				{Path: "web_shop_c-gone.log", ContainerID: "gone", Dangling: true},
+				{Path: "../containers/x-gone.log", ContainerID: "gone", Dangling: true},
+				{Path: "/var/log/containers/../../../etc/shadow.log", ContainerID: "gone", Dangling: true},
+				{Path: "/var/log/containers", ContainerID: "gone", Dangling: true},
+				{Path: "/var/log/containers/", ContainerID: "gone", Dangling: true},
+				{Path: "/var/log/containers/sub/x-gone.log", ContainerID: "gone", Dangling: true},
+				{Path: "/var/log/containers/x-gone.txt", ContainerID: "gone", Dangling: true},
+				{Path: "/var/log/containers/.log", ContainerID: "gone", Dangling: true},
+				{Path: "/var/log/pods/x-gone.log", ContainerID: "gone", Dangling: true},
 			}},
 			want: []string{},
 		},
 		{
 			name: "an unclean link path inside the directory is planned cleaned, once",
 			logs: &LogFiles{ContainerLinks: []LogLink{
-				{Path: "/var/log/containers/../containers/x-gone.log", ContainerID: "gone"},
-				{Path: "/var/log//containers/x-gone.log", ContainerID: "gone"},
+				{Path: "/var/log/containers/../containers/x-gone.log", ContainerID: "gone", Dangling: true},
+				{Path: "/var/log//containers/x-gone.log", ContainerID: "gone", Dangling: true},
 			}},
 			want: []string{"/var/log/containers/x-gone.log:dangling"},
 		},

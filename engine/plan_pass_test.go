@@ -39,8 +39,8 @@ func passSnapshot() Snapshot {
 		PodLogsDir: "/var/log/pods",
 		PodDirs:    []string{"batch_job-1_gone", "batch_done-1_term", "shop_web-0_old"},
 		ContainerLinks: []LogLink{
-			{Path: "/var/log/containers/job-1_batch_job-job.log", ContainerID: "job"},
-			{Path: "/var/log/containers/web-0_shop_web-web-2.log", ContainerID: "web-2"},
+			{Path: "/var/log/containers/job-1_batch_job-job.log", ContainerID: "job", Dangling: true},
+			{Path: "/var/log/containers/web-0_shop_web-web-2.log", ContainerID: "web-2", Dangling: true},
 		},
 	}
 	return s

@@ -153,4 +153,8 @@ type LogLink struct {
 	Path        string `json:"path"`
 	Target      string `json:"target"`
 	ContainerID string `json:"containerId"`
+	// Dangling is true when the link's target does not exist. Only
+	// dangling links are ever removed (the kubelet's rule); a snapshot
+	// that does not say is taken as not dangling.
+	Dangling bool `json:"dangling,omitempty"`
 }
