@@ -149,6 +149,8 @@ type fakeController struct {
 	previewed []engine.Plan
 	nextID    int64
 	ch        chan engine.Notice
+	// previewErr, when set, is what Preview returns.
+	previewErr error
 }
 
 func newFakeController(s engine.Snapshot, p engine.Policy) *fakeController {
@@ -174,6 +176,9 @@ func (f *fakeController) Preview(_ context.Context, kind engine.PassKind) (engin
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.previews = append(f.previews, kind)
+	if f.previewErr != nil {
+		return engine.PassReport{}, f.previewErr
+	}
 	p := engine.PlanPass(f.snap, f.policy, kind, fixedNow)
 	f.previewed = append(f.previewed, p)
 	return engine.PassReport{Kind: kind, DryRun: true, StartedAt: fixedNow, FinishedAt: fixedNow, Plan: p}, nil

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"errors"
 	"image/color"
 	"io"
 	"reflect"
@@ -31,14 +32,20 @@ func TestPreviewAndApply(t *testing.T) {
 		keys        []string
 		wantPreview engine.PassKind
 		wantApplied bool
+		// wantOpen: the modal is still shown after the keys.
+		wantOpen bool
 	}{
-		{"dry-run then y applies exactly the previewed plan", []string{"d", "y"}, engine.PassFull, true},
-		{"dry-run then enter applies exactly the previewed plan", []string{"d", "enter"}, engine.PassFull, true},
-		{"dry-run then esc removes nothing", []string{"d", "esc"}, engine.PassFull, false},
-		{"image GC asks first and applies the image plan", []string{"g", "y"}, engine.PassImages, true},
-		{"container GC cancelled with n removes nothing", []string{"c", "n"}, engine.PassContainers, false},
-		{"reclaim all applies the reclaim plan", []string{"G", "y"}, engine.PassReclaimAll, true},
-		{"scrolling the preview applies nothing", []string{"d", "down", "down"}, engine.PassFull, false},
+		{"dry-run then y applies exactly the previewed plan", []string{"d", "y"}, engine.PassFull, true, false},
+		{"dry-run then enter applies nothing and closes the preview", []string{"d", "enter"}, engine.PassFull, false, false},
+		{"dry-run then enter then y applies nothing: enter closed the preview", []string{"d", "enter", "y"}, engine.PassFull, false, false},
+		{"dry-run then esc removes nothing", []string{"d", "esc"}, engine.PassFull, false, false},
+		{"image GC asks first and applies the image plan on y", []string{"g", "y"}, engine.PassImages, true, false},
+		{"image GC then enter applies nothing", []string{"g", "enter"}, engine.PassImages, false, false},
+		{"container GC cancelled with n removes nothing", []string{"c", "n"}, engine.PassContainers, false, false},
+		{"container GC then enter applies nothing", []string{"c", "enter"}, engine.PassContainers, false, false},
+		{"reclaim all applies the reclaim plan on y", []string{"G", "y"}, engine.PassReclaimAll, true, false},
+		{"reclaim all then enter applies nothing", []string{"G", "enter"}, engine.PassReclaimAll, false, false},
+		{"scrolling the preview applies nothing", []string{"d", "down", "down"}, engine.PassFull, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,6 +54,9 @@ func TestPreviewAndApply(t *testing.T) {
 			prev := c.previewedPlans()
 			if len(prev) != 1 || prev[0].Pass != tt.wantPreview {
 				t.Fatalf("previews = %v, want one %s preview", c.previews, tt.wantPreview)
+			}
+			if m.ModalOpen() != tt.wantOpen {
+				t.Errorf("modal open = %v, want %v", m.ModalOpen(), tt.wantOpen)
 			}
 			applied := c.appliedPlans()
 			if !tt.wantApplied {
@@ -61,11 +71,64 @@ func TestPreviewAndApply(t *testing.T) {
 			if !reflect.DeepEqual(applied[0], prev[0]) {
 				t.Errorf("applied plan differs from the previewed one:\napplied %+v\npreview %+v", applied[0], prev[0])
 			}
-			if m.ModalOpen() {
-				t.Error("the modal is still open after applying")
-			}
 			if got := len(m.Passes()); got != 1 {
 				t.Errorf("events pane has %d passes, want the applied one", got)
+			}
+		})
+	}
+}
+
+// TestViewOnlyModalsCloseOnEnter checks that enter closes the modals that
+// have nothing to apply, as it closes the others, and applies nothing.
+func TestViewOnlyModalsCloseOnEnter(t *testing.T) {
+	tests := []struct {
+		name     string
+		ctrl     func() *fakeController
+		wantText string
+	}{
+		{"a preview with nothing to remove closes on enter", func() *fakeController {
+			return newFakeController(engine.Snapshot{TakenAt: fixedNow}, engine.DefaultPolicy())
+		}, "nothing to remove"},
+		{"a failed preview closes on enter", func() *fakeController {
+			c := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
+			c.previewErr = errors.New("runtime down")
+			return c
+		}, "preview failed: runtime down"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.ctrl()
+			now := fixedNow
+			m := send(New(fixtureOptions(c, &now)), tea.WindowSizeMsg{Width: 100, Height: 30})
+			m = refreshNow(t, m)
+			m = press(m, "d")
+			s := ansi.Strip(m.Screen())
+			if !strings.Contains(s, tt.wantText) || !strings.Contains(s, "esc/enter close") {
+				t.Fatalf("modal lacks %q and its close keys:\n%s", tt.wantText, s)
+			}
+			m = press(m, "enter")
+			if m.ModalOpen() {
+				t.Error("enter did not close the modal")
+			}
+			if n := len(c.appliedPlans()); n != 0 {
+				t.Errorf("applied %d plans, want none", n)
+			}
+		})
+	}
+}
+
+// TestConfirmFooterNamesOnlyY checks that the footer of an applicable plan
+// offers y, not enter, to apply it.
+func TestConfirmFooterNamesOnlyY(t *testing.T) {
+	for _, k := range []string{"d", "g", "c", "G"} {
+		t.Run(k+" offers y apply and esc cancel, never enter", func(t *testing.T) {
+			m, _ := fixtureModel(t, 100, 30)
+			s := ansi.Strip(press(m, k).Screen())
+			if !strings.Contains(s, "y apply exactly this plan · esc cancel") {
+				t.Errorf("footer does not offer y apply · esc cancel:\n%s", s)
+			}
+			if strings.Contains(s, "enter/y") {
+				t.Errorf("footer still offers enter to apply:\n%s", s)
 			}
 		})
 	}

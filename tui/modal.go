@@ -159,7 +159,7 @@ func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
 	case d.loading:
 		b = append(b, st.Faint.Render("planning…"), "", st.Label.Render("esc cancel"))
 	case d.err != "":
-		b = append(b, st.Bad.Render("preview failed: "+d.err), "", st.Label.Render("esc close"))
+		b = append(b, st.Bad.Render("preview failed: "+d.err), "", st.Label.Render("esc/enter close"))
 	default:
 		n := d.height(h)
 		end := min(d.offset+n, len(d.lines))
@@ -172,11 +172,11 @@ func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
 		b = append(b, "")
 		switch {
 		case d.items == 0:
-			b = append(b, st.Label.Render("esc close"))
+			b = append(b, st.Label.Render("esc/enter close"))
 		case readOnly:
-			b = append(b, st.Warn.Render("read-only: this plan cannot be applied")+st.Label.Render(" · esc close"))
+			b = append(b, st.Warn.Render("read-only: this plan cannot be applied")+st.Label.Render(" · esc/enter close"))
 		default:
-			b = append(b, st.Bold.Render("enter/y")+st.Label.Render(" apply exactly this plan · ")+st.Bold.Render("esc")+st.Label.Render(" cancel, nothing is removed"))
+			b = append(b, st.Bold.Render("y")+st.Label.Render(" apply exactly this plan · ")+st.Bold.Render("esc")+st.Label.Render(" cancel, nothing is removed"))
 		}
 	}
 	return st.Modal.Width(bw).Render(strings.Join(b, "\n"))

@@ -459,6 +459,9 @@ func (m Model) openPreview(kind engine.PassKind, dryRun bool) (tea.Model, tea.Cm
 	return m, previewCmd(m.ctx, m.o.Controller, kind, m.previewSeq)
 }
 
+// modalKey handles a key while a modal is open. Only y (keys.Confirm)
+// applies a previewed plan; enter, esc, n and q close the modal and remove
+// nothing, whatever the modal shows.
 func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	d := *m.modal
 	k := m.keys
@@ -490,9 +493,6 @@ func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.busy = d.pass
 		m.setFlash(fmt.Sprintf("applying the previewed %s plan (%d items)…", d.pass, d.items), false)
 		return m, applyCmd(m.ctx, m.o.Controller, d.pass, d.plan)
-	case msg.String() == "enter" && !d.loading && (d.items == 0 || d.err != ""):
-		m.modal = nil
-		return m, nil
 	}
 	d.scroll(msg, m)
 	m.modal = &d

@@ -39,8 +39,14 @@ type KeyMap struct {
 	ExpandAll   key.Binding
 	CollapseAll key.Binding
 
+	// Confirm applies a destructive modal's plan. It is y alone, never
+	// enter: enter closes the view-only modals (nothing to remove, an
+	// error, read-only), and a key that sometimes closes and sometimes
+	// deletes teaches operators to delete.
 	Confirm key.Binding
-	Cancel  key.Binding
+	// Cancel closes a modal without applying anything; enter is one of its
+	// keys, so enter never removes anything.
+	Cancel key.Binding
 }
 
 // Default returns the key map. In read-only mode the destructive keys (g, c,
@@ -70,8 +76,8 @@ func Default(readOnly bool) KeyMap {
 		Toggle:          key.NewBinding(key.WithKeys("enter", "right", "left", "l", "h"), key.WithHelp("enter/←/→", "collapse/expand")),
 		ExpandAll:       key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "expand all")),
 		CollapseAll:     key.NewBinding(key.WithKeys("E"), key.WithHelp("E", "collapse all")),
-		Confirm:         key.NewBinding(key.WithKeys("enter", "y"), key.WithHelp("enter/y", "apply")),
-		Cancel:          key.NewBinding(key.WithKeys("esc", "n"), key.WithHelp("esc", "cancel")),
+		Confirm:         key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "apply")),
+		Cancel:          key.NewBinding(key.WithKeys("esc", "n", "enter"), key.WithHelp("esc/enter", "cancel")),
 	}
 	for i := range k.Panes {
 		n := string(rune('1' + i))
