@@ -22,8 +22,10 @@ type executor struct {
 	ctx context.Context
 	r   *PassReport
 	// sandboxRefs are the runtime's sandbox image references, read once
-	// per pass.
+	// per pass; infoErr is set when they could not be read, and then no
+	// image is removed (the sandbox-image guard must not fail open).
 	sandboxRefs []string
+	infoErr     error
 	// live is the container list read after the container phase, for the
 	// sandbox and log re-checks; nil until needed.
 	live []Container
@@ -70,6 +72,8 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassR
 	x := &executor{e: e, ctx: ctx, r: &r}
 	if info, err := e.o.Reader.Info(ctx); err == nil {
 		x.sandboxRefs = info.SandboxImages
+	} else {
+		x.infoErr = fmt.Errorf("runtime info (for the sandbox images): %w", err)
 	}
 	for _, c := range p.ContainerGC.Remove {
 		x.add(x.container(c))
@@ -108,15 +112,27 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassR
 			}
 		}
 	}
-	if p.ImageGC.Triggered && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed) {
-		// The plan expected to free enough, but removals failed or were
-		// skipped: the kubelet reports the same event.
+	if spacePassPlanned(p.ImageGC) && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed) {
+		// The space pass expected to free enough, but removals failed or
+		// were skipped: the kubelet reports the same event. (When the
+		// MaxAge pass alone brought usage under the high threshold, no
+		// space pass ran, and the kubelet reports nothing.)
 		r.Events = append(r.Events, Event{Time: e.now(), Reason: EventFreeDiskSpaceFailed, Warning: true,
 			Message: fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", p.ImageGC.BytesToFree, r.EstimatedBytesFreed)})
 	}
 	r.FinishedAt = e.now()
 	e.log.Info("pass done", "pass", r.ID, "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed), "skipped", r.Count(OutcomeSkipped))
 	return r
+}
+
+// spacePassPlanned reports whether the image plan runs the space pass.
+func spacePassPlanned(p ImagePlan) bool {
+	for _, rm := range p.Remove {
+		if rm.Reason == RemoveForSpace {
+			return true
+		}
+	}
+	return false
 }
 
 // hasEvent reports whether evs holds an event with the reason.
@@ -162,6 +178,9 @@ func (x *executor) journal(en JournalEntry) {
 // not be a sandbox image and be used by no container in any state.
 func (x *executor) image(rm ImageRemoval) ItemResult {
 	it := ItemResult{Kind: ItemImage, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail, SizeBytes: rm.SizeBytes}
+	if x.infoErr != nil {
+		return recheckFailed(it, x.infoErr)
+	}
 	img, err := x.e.o.Reader.ImageStatus(x.ctx, rm.ID)
 	if err != nil {
 		return recheckFailed(it, err)

@@ -86,6 +86,15 @@ func TestApplyRechecksEachItem(t *testing.T) {
 			want: map[string]Outcome{"i1": OutcomeSkipped},
 		},
 		{
+			name: "no image is removed when the sandbox images cannot be read",
+			setup: func(rt *fakeRuntime) {
+				rt.images["i1"] = Image{ID: "i1"}
+				rt.fail["Info *"] = errors.New("status failed")
+			},
+			plan: Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
+			want: map[string]Outcome{"i1": OutcomeFailed},
+		},
+		{
 			name:  "an image deleted behind our back is already gone",
 			setup: func(rt *fakeRuntime) {},
 			plan:  Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
@@ -376,5 +385,18 @@ func TestRunCollectsLogsOfRemovablePodsAndDanglingLinks(t *testing.T) {
 		if _, err := os.Lstat(keep); err != nil {
 			t.Errorf("%s was removed: %v", keep, err)
 		}
+	}
+}
+
+func TestNoFreeDiskSpaceFailedWhenTheAgePassAloneSufficed(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.images["idle"] = Image{ID: "idle", SizeBytes: 20}
+	e := newTestEngine(t, rt, false)
+	// Usage 86% ≥ 85%, 60 bytes to free; the MaxAge pass removes 20 and
+	// brings usage under the high threshold, so no space pass runs.
+	r, _ := e.Apply(context.Background(), Plan{Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 60,
+		Remove: []ImageRemoval{{ID: "idle", SizeBytes: 20, Reason: RemoveForAge}}}})
+	if hasEvent(r.Events, EventFreeDiskSpaceFailed) || !r.OK() {
+		t.Errorf("events %+v: want none", r.Events)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -149,8 +150,46 @@ func IsSandboxImage(img Image, refs []string) bool {
 		if r == img.ID || slices.Contains(img.RepoTags, r) || slices.Contains(img.RepoDigests, r) {
 			return true
 		}
+		n := NormalizeRef(r)
+		for _, t := range slices.Concat(img.RepoTags, img.RepoDigests) {
+			if NormalizeRef(t) == n {
+				return true
+			}
+		}
 	}
 	return false
+}
+
+// NormalizeRef expands an image reference the way containerd stores it
+// (docker's rules): a name without a registry is on docker.io, a docker.io
+// name without a path is under library/, and a name with neither tag nor
+// digest is :latest. Runtimes report the configured sandbox image as
+// written ("pause:3.6"), but list images by their full names
+// ("docker.io/library/pause:3.6"), so both must be compared normalised.
+func NormalizeRef(ref string) string {
+	if ref == "" || strings.HasPrefix(ref, "sha256:") {
+		return ref
+	}
+	name, rest := ref, ""
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		name, rest = ref[:i], ref[i:]
+	} else if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		name, rest = ref[:i], ref[i:]
+	}
+	domain, path := "docker.io", name
+	if i := strings.IndexByte(name, '/'); i >= 0 && (strings.ContainsAny(name[:i], ".:") || name[:i] == "localhost") {
+		domain, path = name[:i], name[i+1:]
+	}
+	if domain == "index.docker.io" {
+		domain = "docker.io"
+	}
+	if domain == "docker.io" && !strings.Contains(path, "/") {
+		path = "library/" + path
+	}
+	if rest == "" {
+		rest = ":latest"
+	}
+	return domain + "/" + path + rest
 }
 
 // imageEntry is one image as the planner ranks it: the kubelet's

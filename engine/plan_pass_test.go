@@ -144,11 +144,11 @@ func TestPlanPass(t *testing.T) {
 		}
 	})
 
-	t.Run("reclaim-all without a ready pod source still evicts pods with only not-ready sandboxes", func(t *testing.T) {
+	t.Run("reclaim-all without a ready pod source evicts no pod, only by the limits", func(t *testing.T) {
 		s := passSnapshot()
 		s.PodSource = PodSource{}
 		got := PlanPass(s, p, PassReclaimAll, t0)
-		wantC := []string{"job:pod-removable", "done:pod-removable", "web-0:per-container-limit"}
+		wantC := []string{"web-0:per-container-limit"}
 		if r := containerRemovals(got.ContainerGC); !reflect.DeepEqual(r, wantC) {
 			t.Errorf("containers = %v, want %v", r, wantC)
 		}

@@ -83,12 +83,19 @@ func removablePods(s Snapshot) map[string]bool {
 }
 
 // terminatedPods returns the pods the eviction manager's reclaim treats as
-// terminated: the removable ones (ready source), plus every pod that has at
-// least one sandbox, all of them SANDBOX_NOTREADY, and no running container.
-// The kubelet asks its pod workers (IsPodTerminated); a snapshot has no pod
-// workers, and a pod whose sandboxes are all down has no live process left.
+// terminated: the removable ones, plus every pod that has at least one
+// sandbox, all of them SANDBOX_NOTREADY, and no running container. The
+// kubelet asks its pod workers (ShouldPodRuntimeBeRemoved); a snapshot has
+// no pod workers, and a pod whose sandboxes are all down has no live
+// process left. Like the kubelet (the allSourcesReady guard in
+// kuberuntime_gc.go), none at all without a ready pod source: a node that
+// just rebooted has every sandbox not ready, and its pods' history
+// (restart counts, previous logs) must not go.
 func terminatedPods(s Snapshot) map[string]bool {
 	m := removablePods(s)
+	if !s.PodSource.Ready {
+		return m
+	}
 	ready := make(map[string]bool)
 	seen := make(map[string]bool)
 	for _, sb := range s.Sandboxes {
