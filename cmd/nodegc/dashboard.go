@@ -148,6 +148,13 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	if err != nil {
 		return err
 	}
+	if !opts.ReadOnly {
+		// The dashboard can remove: its journal must be writable before
+		// it connects.
+		if err := checkStateDir(opts.Global.StateDir); err != nil {
+			return err
+		}
+	}
 	opts.Global.dashboardLogFile(opts.Global.StateDir)
 	conn, err := connect(ctx, f, opts.Global, cfg, opts.ReadOnly, true)
 	if err != nil {

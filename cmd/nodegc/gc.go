@@ -49,7 +49,8 @@ a terminal it refuses unless --yes is given, before it connects to anything.
 --dry-run prints the plan and never asks and never removes. Each item is
 re-checked just before it is removed (still unused, still not running, still
 not pinned) and skipped with a reason otherwise; every removal is appended
-to the journal in --state-dir.
+to the journal in --state-dir, so gc refuses (exit 2) before it connects
+when --state-dir is empty or cannot be written.
 
 Exit status: 0 when the pass ran without errors (or was a dry run), 1 when
 the runtime cannot be reached, a removal failed, or the confirmation was
@@ -111,6 +112,13 @@ func runGC(ctx context.Context, opts *gcOptions) error {
 		return err
 	}
 	readOnly := opts.DryRun || opts.ReadOnly
+	if !readOnly {
+		// The journal must be writable before anything is connected to,
+		// let alone removed.
+		if err := checkStateDir(opts.Global.StateDir); err != nil {
+			return err
+		}
+	}
 	conn, err := connect(ctx, f, opts.Global, cfg, readOnly, true)
 	if err != nil {
 		return err

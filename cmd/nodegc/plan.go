@@ -155,9 +155,16 @@ func livePlan(ctx context.Context, f *factory, g *globalOptions, conn *runtimeCo
 	return planView{Snapshot: s, Plan: p}, nil
 }
 
-// newEngine creates the engine, falling back to in-memory records when the
-// state dir cannot be used.
+// newEngine creates the engine. An engine that can remove (o.Remover set)
+// needs a usable state dir for its journal, and gets a usage error
+// without one; a read-only engine falls back to in-memory records, with a
+// warning.
 func newEngine(f *factory, g *globalOptions, o engine.Options) (*engine.Engine, error) {
+	if o.Remover != nil {
+		if err := checkStateDir(o.StateDir); err != nil {
+			return nil, err
+		}
+	}
 	log, err := g.logger()
 	if err != nil {
 		return nil, err

@@ -138,7 +138,7 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globalOptions) {
 		"CRI runtime endpoint, e.g. unix:///run/containerd/containerd.sock (default: $CONTAINER_RUNTIME_ENDPOINT, the kubelet config's containerRuntimeEndpoint, then the well-known sockets)")
 	pf.StringVar(&g.KubeletConfig, "kubelet-config", "",
 		"KubeletConfiguration YAML to take defaults from (default: "+defaultKubeletConfigPath+" when it exists, in live mode)")
-	pf.StringVar(&g.StateDir, "state-dir", defaultStateDir, "directory for image records and the deletion journal")
+	pf.StringVar(&g.StateDir, "state-dir", defaultStateDir, "directory for image records and the deletion journal; must be writable unless nothing can be removed (gc --dry-run, --read-only, plan, snapshot)")
 	pf.DurationVar(&g.Timeout, "timeout", cri.DefaultReadTimeout, "timeout of each CRI read call")
 	pf.StringVar(&g.LogFile, "log-file", "", "append the engine's log (JSON lines: each deletion, and each item with --debug) to this file")
 	pf.BoolVar(&g.Debug, "debug", false, "with --log-file, log every item the engine evaluates")
@@ -181,8 +181,31 @@ func loadConfig(f *factory, g *globalOptions, live bool) (*kubeletConfig, error)
 	return nil, err
 }
 
-// stateDirUsable reports whether dir exists or can be created; a plan
-// falls back to in-memory records when it cannot write the state dir.
+// checkStateDir returns nil when dir can hold the deletion journal: it is
+// not "", it exists or is created (0700), and a file can be written in it.
+// Otherwise it returns a usage error naming --state-dir and why. Every
+// command that can remove checks it before it connects: a removal that is
+// not journalled leaves no trace of what was deleted, so it is refused
+// rather than warned about.
+func checkStateDir(dir string) error {
+	if dir == "" {
+		return usageErrorf("--state-dir: must not be empty when nodegc can remove: every removal is journalled there")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return usageErrorf("--state-dir: %s cannot be created (%v); every removal is journalled there", dir, ioCause(err))
+	}
+	probe, err := os.CreateTemp(dir, ".nodegc-probe-*")
+	if err != nil {
+		return usageErrorf("--state-dir: %s is not writable (%v); every removal is journalled there", dir, ioCause(err))
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
+}
+
+// stateDirUsable reports whether dir exists or can be created; a read-only
+// command falls back to in-memory records when it cannot write the state
+// dir.
 func stateDirUsable(dir string) bool {
 	if dir == "" {
 		return false

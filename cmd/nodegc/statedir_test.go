@@ -1,0 +1,108 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRemovingNeedsAJournal checks that a command that can remove refuses
+// an unusable --state-dir before it touches the runtime, and that the
+// read-only commands go on with in-memory records and a warning.
+func TestRemovingNeedsAJournal(t *testing.T) {
+	notDir := writeFile(t, "state", "a regular file")
+	under := filepath.Join(notDir, "sub")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		// line is the one stderr line of a refusal; warn a substring of
+		// the warning of a read-only run.
+		line, warn string
+	}{
+		{"gc --yes with a state dir that is a regular file is bad input", []string{"gc", "--yes", "--state-dir", notDir}, 2,
+			"nodegc: --state-dir: " + notDir + " cannot be created (not a directory); every removal is journalled there", ""},
+		{"gc --yes with a state dir under a regular file is bad input", []string{"gc", "--yes", "--state-dir", under}, 2,
+			"nodegc: --state-dir: " + under + " cannot be created (not a directory); every removal is journalled there", ""},
+		{"gc --yes with an empty state dir is bad input", []string{"gc", "--yes", "--state-dir", ""}, 2,
+			"nodegc: --state-dir: must not be empty when nodegc can remove: every removal is journalled there", ""},
+		{"gc --dry-run with an unusable state dir warns and plans", []string{"gc", "--dry-run", "--state-dir", notDir}, 0,
+			"", "image records are kept in memory only"},
+		{"plan with an unusable state dir warns and plans", []string{"plan", "--state-dir", notDir}, 0,
+			"", "image records are kept in memory only"},
+		{"snapshot with an unusable state dir warns and snapshots", []string{"snapshot", "--state-dir", notDir}, 0,
+			"", "image records are kept in memory only"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node, ep := startSimnode(t, testNode())
+			c := newCLI("")
+			code := c.run(append(tt.args, "--runtime-endpoint", ep)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tt.code, c.err.String())
+			}
+			lines := c.stderrLines()
+			if tt.line != "" {
+				if len(lines) != 1 || lines[0] != tt.line {
+					t.Errorf("stderr\n got %q\nwant %q", lines, tt.line)
+				}
+				if calls := node.Calls(); len(calls) != 0 {
+					t.Errorf("the runtime was called before the refusal: %v", calls)
+				}
+				return
+			}
+			if !strings.Contains(c.err.String(), tt.warn) {
+				t.Errorf("stderr %q lacks the warning %q", c.err.String(), tt.warn)
+			}
+			if m := mutating(node); len(m) != 0 {
+				t.Errorf("a read-only command mutated: %v", m)
+			}
+		})
+	}
+}
+
+// TestDashboardNeedsAJournalToRemove checks the live dashboard: it can
+// remove unless --read-only, so it refuses an unusable --state-dir before
+// connecting; --read-only opens with in-memory records.
+func TestDashboardNeedsAJournalToRemove(t *testing.T) {
+	notDir := writeFile(t, "state", "a regular file")
+	t.Run("the dashboard with a state dir that is a regular file is bad input", func(t *testing.T) {
+		node, ep := startSimnode(t, testNode())
+		c := newCLI("")
+		c.tty = true
+		o, _, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", notDir, "--paused")
+		if exitCode(err) != exitUsage || err == nil || !strings.HasPrefix(err.Error(), "--state-dir: "+notDir+" cannot be created") {
+			t.Fatalf("err %v (exit %d), want a --state-dir usage error", err, exitCode(err))
+		}
+		if o.Snapshot != nil {
+			t.Error("the dashboard was opened")
+		}
+		if calls := node.Calls(); len(calls) != 0 {
+			t.Errorf("the runtime was called before the refusal: %v", calls)
+		}
+	})
+	t.Run("the dashboard with an empty state dir is bad input", func(t *testing.T) {
+		_, ep := startSimnode(t, testNode())
+		c := newCLI("")
+		c.tty = true
+		_, _, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", "", "--paused")
+		if exitCode(err) != exitUsage || err == nil || !strings.HasPrefix(err.Error(), "--state-dir: must not be empty") {
+			t.Fatalf("err %v (exit %d), want a --state-dir usage error", err, exitCode(err))
+		}
+	})
+	t.Run("the read-only dashboard with an unusable state dir opens with a warning", func(t *testing.T) {
+		_, ep := startSimnode(t, testNode())
+		c := newCLI("")
+		c.tty = true
+		o, _, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", notDir, "--read-only")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !o.ReadOnly {
+			t.Error("the dashboard is not read-only")
+		}
+		if !strings.Contains(c.err.String(), "image records are kept in memory only") {
+			t.Errorf("stderr %q lacks the in-memory warning", c.err.String())
+		}
+	})
+}
