@@ -157,9 +157,9 @@ type Config struct {
 	// (/sys/devices/system/cpu/online, as cadvisor counts them).
 	NumCPU int
 	// MaxOpenFiles is the most cgroup files (and directories) a Reader keeps
-	// open between reads: 0 means DefaultMaxOpenFiles (at most half the
-	// process's limit on open files), a negative value none. Files beyond it
-	// are opened, read and closed on every read.
+	// open between reads: 0 means DefaultMaxOpenFiles (at most three
+	// quarters of the process's limit on open files), a negative value
+	// none. Files beyond it are opened, read and closed on every read.
 	MaxOpenFiles int
 }
 
