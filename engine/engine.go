@@ -40,6 +40,16 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// MaxPlanAge is how old a plan may be when it is applied. The executor
+// re-checks that each item is still unused, not running and not pinned,
+// but not that it is still worth removing (the disk may have been freed
+// meanwhile, an image re-pulled): a preview left open for longer than an
+// image GC period must be made again.
+const MaxPlanAge = ImageGCPeriod
+
+// ErrStalePlan is returned by Apply for a plan older than MaxPlanAge.
+var ErrStalePlan = errors.New("stale plan")
+
 // ErrReadOnly is returned by Apply on an engine without a Remover.
 var ErrReadOnly = errors.New("read-only: this engine cannot remove anything")
 
@@ -251,6 +261,9 @@ func (e *Engine) Run(ctx context.Context, kind PassKind) (PassReport, error) {
 func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
 	if e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
+	}
+	if age := e.now().Sub(p.EvaluatedAt); !p.EvaluatedAt.IsZero() && age > MaxPlanAge {
+		return PassReport{}, fmt.Errorf("%w: made %s ago, more than %s: preview it again", ErrStalePlan, age.Round(time.Second), MaxPlanAge)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -400,3 +400,20 @@ func TestNoFreeDiskSpaceFailedWhenTheAgePassAloneSufficed(t *testing.T) {
 		t.Errorf("events %+v: want none", r.Events)
 	}
 }
+
+func TestApplyRefusesAStalePlan(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.images["i1"] = Image{ID: "i1"}
+	e := newTestEngine(t, rt, false)
+	plan := Plan{EvaluatedAt: execNow.Add(-MaxPlanAge - time.Second), ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}}
+	if _, err := e.Apply(context.Background(), plan); !errors.Is(err, ErrStalePlan) {
+		t.Errorf("err = %v, want ErrStalePlan", err)
+	}
+	plan.EvaluatedAt = execNow.Add(-MaxPlanAge)
+	if r, err := e.Apply(context.Background(), plan); err != nil || r.Count(OutcomeRemoved) != 1 {
+		t.Errorf("a plan exactly MaxPlanAge old: %v, %+v", err, r.Items)
+	}
+	if got := rt.mutatingCalls(); len(got) != 1 {
+		t.Errorf("mutating calls %v", got)
+	}
+}
