@@ -11,6 +11,8 @@ func TestExitCodesAndErrorLines(t *testing.T) {
 		"imageFs":{"capacityBytes":10,"availableBytes":5},"images":[{"id":"a","sizeBytes":1},{"sizeBytes":2}]}`)
 	badCfg := writeFile(t, "kubelet.yaml", "kind: KubeletConfiguration\nimageGCHighThresholdPercent: high\n")
 	lowCfg := writeFile(t, "low.yaml", "imageGCLowThresholdPercent: 90\n")
+	lotsCfg := writeFile(t, "lots.yaml", "evictionHard:\n  imagefs.available: lots\n")
+	rootLogsCfg := writeFile(t, "rootlogs.yaml", "podLogsDir: /\n")
 	tests := []struct {
 		name string
 		args []string
@@ -33,6 +35,14 @@ func TestExitCodesAndErrorLines(t *testing.T) {
 			"nodegc: --image-gc-low-threshold: 90 must not exceed --image-gc-high-threshold 85 (imageGCLowThresholdPercent in kubelet config " + lowCfg + ")"},
 		{"a bad kubelet config field names the file and field", []string{"plan", "--from", snap, "--kubelet-config", badCfg}, 2,
 			"nodegc: " + badCfg + ": imageGCHighThresholdPercent: must be an integer, got string"},
+		{"an evictionHard value that does not parse is bad input naming the file and signal", []string{"plan", "--from", snap, "--kubelet-config", lotsCfg}, 2,
+			"nodegc: " + lotsCfg + `: evictionHard: imagefs.available: "lots" is not a percentage such as 15% or a quantity such as 1Gi`},
+		{"podLogsDir / in the kubelet config is bad input", []string{"plan", "--from", snap, "--kubelet-config", rootLogsCfg}, 2,
+			"nodegc: " + rootLogsCfg + `: podLogsDir: must not be the root directory, got "/"`},
+		{"--pod-logs-dir / is bad input", []string{"snapshot", "--pod-logs-dir", "/"}, 2,
+			`nodegc: --pod-logs-dir: must not be the root directory, got "/"`},
+		{"a relative --pod-logs-dir is bad input", []string{"plan", "--from", snap, "--pod-logs-dir", "logs"}, 2,
+			`nodegc: --pod-logs-dir: must be an absolute path, got "logs"`},
 		{"a missing kubelet config", []string{"plan", "--from", snap, "--kubelet-config", "/nonexistent/k.yaml"}, 2,
 			"nodegc: /nonexistent/k.yaml: no such file or directory"},
 		{"a snapshot missing a field names the file and the field", []string{"plan", "--from", badSnap}, 2,

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodegc/nodegc/engine"
 )
 
 // defaultKubeletConfigPath is where kubeadm and most installers put the
@@ -97,13 +99,18 @@ func parseKubeletConfig(path string, data []byte) (*kubeletConfig, error) {
 	c.ImageMinimumGCAge = d.duration("imageMinimumGCAge")
 	c.ImageMaximumGCAge = d.duration("imageMaximumGCAge")
 	c.EvictionHard = d.stringMap("evictionHard")
+	if err := checkEvictionHard(c.EvictionHard); err != nil {
+		d.fail("evictionHard", err)
+	}
 	d.get("containerRuntimeEndpoint", &c.ContainerRuntimeEndpoint)
 	if d.get("cgroupDriver", &c.CgroupDriver) && c.CgroupDriver != "cgroupfs" && c.CgroupDriver != "systemd" {
 		d.fail("cgroupDriver", fmt.Errorf(`must be "cgroupfs" or "systemd", got %q`, c.CgroupDriver))
 	}
 	d.get("cgroupRoot", &c.CgroupRoot)
-	if d.get("podLogsDir", &c.PodLogsDir) && !filepath.IsAbs(c.PodLogsDir) {
-		d.fail("podLogsDir", fmt.Errorf("must be an absolute path, got %q", c.PodLogsDir))
+	if d.get("podLogsDir", &c.PodLogsDir) {
+		if err := checkPodLogsDir(c.PodLogsDir); err != nil {
+			d.fail("podLogsDir", err)
+		}
 	}
 	c.SystemReserved = d.stringMap("systemReserved")
 	c.KubeReserved = d.stringMap("kubeReserved")
@@ -111,6 +118,38 @@ func parseKubeletConfig(path string, data []byte) (*kubeletConfig, error) {
 		return nil, d.err
 	}
 	return c, nil
+}
+
+// checkEvictionHard checks the syntax of the filesystem signals nodegc
+// resolves (imagefs.* and nodefs.*): each is a percentage ("15%") or a
+// quantity ("1Gi"), as engine.ParseThreshold reads them. Without the check
+// a typo would silently drop the threshold from the disk reserve. Other
+// signals (memory.available, pid.available) are not nodegc's to judge.
+func checkEvictionHard(m map[string]string) error {
+	for _, sig := range sortedKeys(m) {
+		if !strings.HasPrefix(sig, "imagefs.") && !strings.HasPrefix(sig, "nodefs.") {
+			continue
+		}
+		// The capacity only scales a percentage; any positive one checks
+		// the syntax.
+		if _, err := engine.ParseThreshold(m[sig], 1<<40); err != nil {
+			return fmt.Errorf("%s: %q is not a percentage such as 15%% or a quantity such as 1Gi", sig, m[sig])
+		}
+	}
+	return nil
+}
+
+// checkPodLogsDir rejects a pod logs directory that log GC must not scan:
+// a relative path (relative to whatever directory nodegc was started in)
+// or the root directory, whose every entry log GC would take for a pod's.
+func checkPodLogsDir(dir string) error {
+	switch {
+	case !filepath.IsAbs(dir):
+		return fmt.Errorf("must be an absolute path, got %q", dir)
+	case filepath.Clean(dir) == "/":
+		return fmt.Errorf("must not be the root directory, got %q", dir)
+	}
+	return nil
 }
 
 // fieldDecoder decodes top-level fields one at a time and keeps the first

@@ -57,6 +57,13 @@ authentication:
 			},
 		},
 		{
+			name: "evictionHard percentages and quantities of the disk signals are accepted, other signals are not judged",
+			yaml: "evictionHard:\n  imagefs.available: 15%\n  imagefs.inodesFree: 5%\n  nodefs.available: 1.5Gi\n  nodefs.inodesFree: \"100000\"\n  memory.available: lots\n",
+			want: kubeletConfig{Path: "k.yaml", EvictionHard: map[string]string{
+				"imagefs.available": "15%", "imagefs.inodesFree": "5%", "nodefs.available": "1.5Gi", "nodefs.inodesFree": "100000", "memory.available": "lots",
+			}},
+		},
+		{
 			name: "an empty file sets nothing",
 			yaml: "",
 			want: kubeletConfig{Path: "k.yaml"},
@@ -140,6 +147,31 @@ func TestParseKubeletConfigErrors(t *testing.T) {
 			name: "a relative podLogsDir is refused, as the kubelet does",
 			yaml: "podLogsDir: logs\n",
 			want: `nodegc: k.yaml: podLogsDir: must be an absolute path, got "logs"`,
+		},
+		{
+			name: "podLogsDir / is refused: log GC would scan the whole filesystem",
+			yaml: "podLogsDir: /\n",
+			want: `nodegc: k.yaml: podLogsDir: must not be the root directory, got "/"`,
+		},
+		{
+			name: "podLogsDir /. is the root directory too",
+			yaml: "podLogsDir: /.\n",
+			want: `nodegc: k.yaml: podLogsDir: must not be the root directory, got "/."`,
+		},
+		{
+			name: "an evictionHard imagefs value that does not parse names the signal",
+			yaml: "evictionHard:\n  imagefs.available: lots\n",
+			want: `nodegc: k.yaml: evictionHard: imagefs.available: "lots" is not a percentage such as 15% or a quantity such as 1Gi`,
+		},
+		{
+			name: "an evictionHard nodefs percentage above 100 is refused",
+			yaml: "evictionHard:\n  nodefs.available: 150%\n",
+			want: `nodegc: k.yaml: evictionHard: nodefs.available: "150%" is not a percentage such as 15% or a quantity such as 1Gi`,
+		},
+		{
+			name: "an evictionHard quantity with an unknown unit is refused",
+			yaml: "evictionHard:\n  imagefs.available: 1Gb\n",
+			want: `nodegc: k.yaml: evictionHard: imagefs.available: "1Gb" is not a percentage such as 15% or a quantity such as 1Gi`,
 		},
 		{
 			name: "a YAML syntax error names the file and the line",

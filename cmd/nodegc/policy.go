@@ -183,8 +183,10 @@ func resolvePolicy(pf policyFlags, cfg *kubeletConfig) (engine.Policy, provenanc
 		},
 		func() string { return formatMap(p.Disk.EvictionHard) })
 
-	if pf.Changed[flagPodLogsDir] && !strings.HasPrefix(pf.PodLogsDir, "/") {
-		return p, prov, usageErrorf("--%s: must be an absolute path, got %q", flagPodLogsDir, pf.PodLogsDir)
+	if pf.Changed[flagPodLogsDir] {
+		if err := checkPodLogsDir(pf.PodLogsDir); err != nil {
+			return p, prov, usageErrorf("--%s: %w", flagPodLogsDir, err)
+		}
 	}
 	if err := p.Validate(); err != nil {
 		return p, prov, explainPolicyError(err, prov)

@@ -155,6 +155,11 @@ func TestResolvePolicyErrors(t *testing.T) {
 			flags: policyFlags{PodLogsDir: "pods", Changed: map[string]bool{flagPodLogsDir: true}},
 			want:  `nodegc: --pod-logs-dir: must be an absolute path, got "pods"`,
 		},
+		{
+			name:  "--pod-logs-dir / is refused: log GC would scan the whole filesystem",
+			flags: policyFlags{PodLogsDir: "/", Changed: map[string]bool{flagPodLogsDir: true}},
+			want:  `nodegc: --pod-logs-dir: must not be the root directory, got "/"`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
