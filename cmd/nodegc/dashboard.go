@@ -126,6 +126,9 @@ func runRoot(ctx context.Context, opts *rootOptions) error {
 	if opts.Warmup < 0 {
 		return usageErrorf("--demo-warmup: must not be negative, got %s", opts.Warmup)
 	}
+	if opts.Refresh <= 0 {
+		return usageErrorf("--refresh: must be greater than 0, got %s", opts.Refresh)
+	}
 	headless := opts.Headless || !opts.IO.IsTerminal() || !opts.IO.OutIsTerminal()
 	switch {
 	case opts.Demo:

@@ -63,6 +63,16 @@ type globalOptions struct {
 	logOut io.Writer
 }
 
+// validate checks the global flags that parse but make no sense: a
+// --timeout of zero or less would otherwise silently become the CRI
+// client's default.
+func (g *globalOptions) validate() error {
+	if g.Timeout <= 0 {
+		return usageErrorf("--timeout: must be greater than 0, got %s", g.Timeout)
+	}
+	return nil
+}
+
 // dashboardLogFile makes the dashboard log to <stateDir>/nodegc.log when
 // no --log-file was given: anything written to the terminal would tear the
 // screen. Without a usable state dir the logs are dropped.
@@ -118,6 +128,9 @@ func newCmdRoot(f *factory) *cobra.Command {
 	cmd.SilenceUsage = true
 	cmd.SilenceErrors = true
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
+	// Every subcommand inherits this: the global flags are checked before
+	// any command runs.
+	cmd.PersistentPreRunE = func(*cobra.Command, []string) error { return g.validate() }
 	cmd.Version = version
 	cmd.SetVersionTemplate("nodegc {{.Version}}\n")
 
