@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -81,6 +82,7 @@ func runSnapshot(ctx context.Context, opts *snapshotOptions) error {
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", conn.Endpoint, err)
 	}
+	s = withEmptyLists(s)
 	toStdout := opts.Output == "" || opts.Output == "-"
 	var b bytes.Buffer
 	if err := writeJSON(&b, s, toStdout && f.OutIsTerminal()); err != nil {
@@ -94,6 +96,44 @@ func runSnapshot(ctx context.Context, opts *snapshotOptions) error {
 		return &fileError{Path: opts.Output, Err: ioCause(err)}
 	}
 	return nil
+}
+
+// withEmptyLists returns s with every nil list of the NodeSnapshot
+// contract made empty, so the document has [] where the contract says an
+// array and never null: images[].repoTags and repoDigests,
+// podSource.removablePodUIDs, the top-level lists, and the log lists when
+// logs were scanned. Go leaves a list nil when the runtime sent none, and
+// encoding/json writes nil as null, which strict readers of the contract
+// reject. s's own slices are not modified: they may be the engine's.
+func withEmptyLists(s engine.Snapshot) engine.Snapshot {
+	s.Images = nonNil(s.Images)
+	if slices.ContainsFunc(s.Images, func(im engine.Image) bool { return im.RepoTags == nil || im.RepoDigests == nil }) {
+		images := slices.Clone(s.Images)
+		for i := range images {
+			images[i].RepoTags = nonNil(images[i].RepoTags)
+			images[i].RepoDigests = nonNil(images[i].RepoDigests)
+		}
+		s.Images = images
+	}
+	s.ImageRecords = nonNil(s.ImageRecords)
+	s.Sandboxes = nonNil(s.Sandboxes)
+	s.Containers = nonNil(s.Containers)
+	s.PodSource.RemovablePodUIDs = nonNil(s.PodSource.RemovablePodUIDs)
+	if s.Logs != nil {
+		logs := *s.Logs
+		logs.PodDirs = nonNil(logs.PodDirs)
+		logs.ContainerLinks = nonNil(logs.ContainerLinks)
+		s.Logs = &logs
+	}
+	return s
+}
+
+// nonNil returns s, or an empty slice when s is nil.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // writeFileAtomic writes data to a temporary file beside path, syncs it
