@@ -162,7 +162,7 @@ wait_for 'Dry-run'
 shot preview
 
 # Apply exactly the previewed plan, so the Events pane has a pass to show.
-press Enter
+press y
 press 5
 wait_for 'removed|freed'
 shot events
