@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nodegc/nodegc/engine"
 )
@@ -306,108 +307,172 @@ func imageOrder(p engine.Plan, s engine.Snapshot) []string {
 
 // renderContainers prints the dead (not running) containers grouped by pod
 // and container name, newest first, with what the plan does to each.
+//
+// A full plan can list 100,000 dead containers, so this is written for
+// that: the rows carry their sort keys, so the sort compares plain values
+// and never follows a pointer or compares a time.Time; the cells are
+// appended to one buffer, and aligned by a grid instead of a tabwriter.
 func renderContainers(b *bytes.Buffer, v planView) {
 	p, s := v.Plan, v.Snapshot
 	removeAt := make(map[string]int, len(p.ContainerGC.Remove))
 	for i, r := range p.ContainerGC.Remove {
 		removeAt[r.ID] = i
 	}
-	var dead []*engine.Container
-	planned := make([]bool, len(p.ContainerGC.Remove)) // removals found in the snapshot
-	for i := range s.Containers {
-		c := &s.Containers[i]
-		if c.State == engine.ContainerRunning {
-			continue
-		}
-		dead = append(dead, c)
-		if n, ok := removeAt[c.ID]; ok {
-			planned[n] = true
-		}
-	}
-	for n, r := range p.ContainerGC.Remove { // removals the snapshot lacks
-		if !planned[n] {
-			dead = append(dead, &engine.Container{ID: r.ID, PodUID: r.PodUID, Name: r.Name, PodSandboxID: r.PodSandboxID, Attempt: r.Attempt, State: r.State})
-		}
-	}
-	// Sort rows by precomputed keys, pods by their rank among the pod
-	// names: comparing 100,000 containers by looking up and comparing
-	// their pods in the comparator costs more than planning them.
+	// Pods get a provisional number in order of first sight, and are
+	// ranked by name once all are known; consecutive containers of one
+	// sandbox (the runtime lists them so) reuse the last lookup.
 	pods := podNames(s.Sandboxes)
-	type row struct {
-		pod  string
-		rank int
-		c    *engine.Container
-	}
-	rows := make([]row, len(dead))
-	rank := make(map[string]int)
-	for i, c := range dead {
+	podID := make(map[string]int32)
+	var podList []string
+	lastSandbox, lastUID, lastPod := "", "", int32(-1)
+	podOf := func(c *engine.Container) int32 {
+		if lastPod >= 0 && c.PodSandboxID == lastSandbox && c.PodUID == lastUID {
+			return lastPod
+		}
 		pod, ok := pods[c.PodSandboxID]
 		if !ok {
 			if pod, ok = pods[c.PodUID]; !ok {
 				pod = "pod " + cmp.Or(c.PodUID, "(no uid)")
 			}
 		}
-		rows[i] = row{pod: pod, c: c}
-		rank[pod] = 0
+		id, ok := podID[pod]
+		if !ok {
+			id = int32(len(podList))
+			podID[pod] = id
+			podList = append(podList, pod)
+		}
+		lastSandbox, lastUID, lastPod = c.PodSandboxID, c.PodUID, id
+		return id
 	}
-	names := make([]string, 0, len(rank))
-	for pod := range rank {
-		names = append(names, pod)
+	rows := make([]containerRow, 0, len(s.Containers)+len(p.ContainerGC.Remove))
+	add := func(c *engine.Container, remove int) {
+		rows = append(rows, containerRow{
+			pod: podOf(c), name: c.Name, sec: c.CreatedAt.Unix(), nsec: int32(c.CreatedAt.Nanosecond()),
+			attempt: c.Attempt, id: c.ID, remove: int32(remove), c: c,
+		})
 	}
-	slices.Sort(names)
-	for i, pod := range names {
-		rank[pod] = i
+	planned := make([]bool, len(p.ContainerGC.Remove)) // removals found in the snapshot
+	finishedCol := false                               // FINISHED only when the runtime gave exit details
+	for i := range s.Containers {
+		c := &s.Containers[i]
+		if c.State == engine.ContainerRunning {
+			continue
+		}
+		n, ok := removeAt[c.ID]
+		if ok {
+			planned[n] = true
+		} else {
+			n = -1
+		}
+		add(c, n)
+		finishedCol = finishedCol || c.FinishedAt != nil
+	}
+	for n, r := range p.ContainerGC.Remove { // removals the snapshot lacks
+		if !planned[n] {
+			add(&engine.Container{ID: r.ID, PodUID: r.PodUID, Name: r.Name, PodSandboxID: r.PodSandboxID, Attempt: r.Attempt, State: r.State}, n)
+		}
+	}
+	byName := make([]int32, len(podList))
+	for i := range byName {
+		byName[i] = int32(i)
+	}
+	slices.SortFunc(byName, func(x, y int32) int { return strings.Compare(podList[x], podList[y]) })
+	rank := make([]int32, len(podList))
+	for r, id := range byName {
+		rank[id] = int32(r)
 	}
 	for i := range rows {
-		rows[i].rank = rank[rows[i].pod]
+		rows[i].pod = rank[rows[i].pod]
 	}
-	slices.SortFunc(rows, func(x, y row) int {
-		a, b := x.c, y.c
-		return cmp.Or(
-			cmp.Compare(x.rank, y.rank),
-			cmp.Compare(a.Name, b.Name),
-			b.CreatedAt.Compare(a.CreatedAt),
-			cmp.Compare(b.Attempt, a.Attempt),
-			cmp.Compare(a.ID, b.ID),
-		)
-	})
-	fmt.Fprintf(b, "Dead containers (%d, %d to remove), by pod and container, newest first:\n", len(dead), len(p.ContainerGC.Remove))
-	if len(dead) == 0 {
+	slices.SortFunc(rows, compareContainerRows)
+
+	fmt.Fprintf(b, "Dead containers (%d, %d to remove), by pod and container, newest first:\n", len(rows), len(p.ContainerGC.Remove))
+	if len(rows) == 0 {
 		fmt.Fprintln(b, "  none")
 		return
 	}
-	// FINISHED only when the runtime gave exit details for some container.
-	finishedCol := slices.ContainsFunc(dead, func(c *engine.Container) bool { return c.FinishedAt != nil })
-	tw := newTable(b)
-	line := func(cells ...string) {
-		if !finishedCol {
-			cells = slices.Delete(cells, 5, 6)
-		}
-		tw.Write([]byte(strings.Join(cells, "\t") + "\n"))
+	header := []string{"  POD / CONTAINER", "ID", "ATTEMPT", "STATE", "CREATED", "FINISHED", "ACTION", "DETAIL"}
+	if !finishedCol {
+		header = slices.Delete(header, 5, 6)
 	}
-	line("  POD / CONTAINER", "ID", "ATTEMPT", "STATE", "CREATED", "FINISHED", "ACTION", "DETAIL")
-	lastPod := ""
+	g := newGrid(len(header), len(rows)+len(podList)+1)
+	for _, h := range header {
+		g.cell(h)
+	}
+	lastRank := int32(-1)
 	for _, r := range rows {
 		c := r.c
-		if r.pod != lastPod {
-			line("  "+r.pod, "", "", "", "", "", "", "")
-			lastPod = r.pod
+		if r.pod != lastRank {
+			g.add("  ")
+			g.cell(podList[byName[r.pod]])
+			for range len(header) - 1 {
+				g.end()
+			}
+			lastRank = r.pod
 		}
-		created, finished := "-", "-"
-		if !c.CreatedAt.IsZero() {
-			created = ago(p.EvaluatedAt, c.CreatedAt)
+		g.add("    ")
+		g.cell(cmp.Or(c.Name, "(unnamed)"))
+		g.cell(shortID(c.ID))
+		g.buf = strconv.AppendUint(g.buf, uint64(c.Attempt), 10)
+		g.end()
+		g.cell(shortState(c.State))
+		if c.CreatedAt.IsZero() {
+			g.add("-")
+		} else {
+			g.buf = appendAgo(g.buf, p.EvaluatedAt, c.CreatedAt)
 		}
-		if c.FinishedAt != nil {
-			finished = ago(p.EvaluatedAt, *c.FinishedAt)
+		g.end()
+		if finishedCol {
+			if c.FinishedAt == nil {
+				g.add("-")
+			} else {
+				g.buf = appendAgo(g.buf, p.EvaluatedAt, *c.FinishedAt)
+			}
+			g.end()
 		}
-		action, detail := "keep", ""
-		if n, ok := removeAt[c.ID]; ok {
-			r := p.ContainerGC.Remove[n]
-			action, detail = "remove #"+strconv.Itoa(n+1)+" "+string(r.Reason), r.Detail
+		if r.remove < 0 {
+			g.cell("keep")
+			g.end()
+			continue
 		}
-		line("    "+cmp.Or(c.Name, "(unnamed)"), shortID(c.ID), strconv.FormatUint(uint64(c.Attempt), 10), shortState(c.State), created, finished, action, detail)
+		rm := &p.ContainerGC.Remove[r.remove]
+		g.add("remove #")
+		g.buf = strconv.AppendInt(g.buf, int64(r.remove)+1, 10)
+		g.add(" ")
+		g.cell(string(rm.Reason))
+		g.cell(rm.Detail)
 	}
-	tw.flush()
+	g.writeTo(b)
+}
+
+// containerRow is a dead container with the keys the table sorts it by.
+type containerRow struct {
+	pod     int32 // the pod's rank among the pod names
+	attempt uint32
+	nsec    int32 // CreatedAt
+	remove  int32 // index in the plan's removals, or -1 to keep
+	sec     int64 // CreatedAt
+	name    string
+	id      string
+	c       *engine.Container
+}
+
+// compareContainerRows orders rows by pod, container name, newest first
+// (by creation, then attempt), then ID.
+func compareContainerRows(x, y containerRow) int {
+	switch {
+	case x.pod != y.pod:
+		return cmp.Compare(x.pod, y.pod)
+	case x.name != y.name:
+		return strings.Compare(x.name, y.name)
+	case x.sec != y.sec:
+		return cmp.Compare(y.sec, x.sec)
+	case x.nsec != y.nsec:
+		return cmp.Compare(y.nsec, x.nsec)
+	case x.attempt != y.attempt:
+		return cmp.Compare(y.attempt, x.attempt)
+	}
+	return strings.Compare(x.id, y.id)
 }
 
 // renderSandboxes prints the sandboxes the plan stops and removes.
@@ -629,27 +694,35 @@ func humanBytes(n int64) string {
 }
 
 // ago formats t relative to now: "3h10m ago", or "in 5m" for the future.
-func ago(now, t time.Time) string {
+func ago(now, t time.Time) string { return string(appendAgo(nil, now, t)) }
+
+// appendAgo appends ago(now, t) to dst.
+func appendAgo(dst []byte, now, t time.Time) []byte {
 	d := now.Sub(t)
 	if d < 0 {
-		return "in " + shortDuration(-d)
+		return appendShortDuration(append(dst, "in "...), -d)
 	}
-	return shortDuration(d) + " ago"
+	return append(appendShortDuration(dst, d), " ago"...)
 }
 
 // shortDuration keeps the two largest units: 45s, 12m5s, 3h10m, 2d4h.
-func shortDuration(d time.Duration) string {
+func shortDuration(d time.Duration) string { return string(appendShortDuration(nil, d)) }
+
+// appendShortDuration appends shortDuration(d) to dst.
+func appendShortDuration(dst []byte, d time.Duration) []byte {
 	d = d.Round(time.Second)
-	day := 24 * time.Hour
-	switch {
-	case d >= day:
-		return fmt.Sprintf("%dd%dh", d/day, (d%day)/time.Hour)
-	case d >= time.Hour:
-		return fmt.Sprintf("%dh%dm", d/time.Hour, (d%time.Hour)/time.Minute)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm%ds", d/time.Minute, (d%time.Minute)/time.Second)
+	units := [...]struct {
+		size time.Duration
+		name byte
+	}{{24 * time.Hour, 'd'}, {time.Hour, 'h'}, {time.Minute, 'm'}, {time.Second, 's'}}
+	for i, u := range units[:len(units)-1] {
+		if d >= u.size {
+			next := units[i+1]
+			dst = append(strconv.AppendInt(dst, int64(d/u.size), 10), u.name)
+			return append(strconv.AppendInt(dst, int64(d%u.size/next.size), 10), next.name)
+		}
 	}
-	return fmt.Sprintf("%ds", d/time.Second)
+	return append(strconv.AppendInt(dst, int64(d/time.Second), 10), 's')
 }
 
 // fmtTime formats a time for the table, UTC, to the second.
@@ -694,4 +767,122 @@ func (t *table) flush() {
 		t.out.WriteByte('\n')
 	}
 	t.buf.Reset()
+}
+
+// grid aligns rows of cells the way table does (each cell padded to the
+// widest of its column plus two spaces, no blanks at the end of a line)
+// without a tabwriter: the dead containers table can have 100,000 rows,
+// and a tabwriter keeps a cell struct per cell and writes padding a cell
+// at a time. The cells go one after the other into one buffer; a row is
+// the next ncol cells.
+type grid struct {
+	ncol  int
+	buf   []byte // the text of every cell
+	ends  []int  // where each cell ends in buf
+	width []int  // the widest cell of each column, in runes
+	ascii bool   // every cell is ASCII, so a cell's width is its length
+	plain bool   // no cell holds a byte a tabwriter gives a meaning to
+}
+
+// newGrid starts a grid of ncol columns with room for about rows rows.
+func newGrid(ncol, rows int) *grid {
+	return &grid{
+		ncol:  ncol,
+		buf:   make([]byte, 0, rows*ncol*8),
+		ends:  make([]int, 0, rows*ncol),
+		width: make([]int, ncol),
+		ascii: true,
+		plain: true,
+	}
+}
+
+// add appends s to the current cell.
+func (g *grid) add(s string) { g.buf = append(g.buf, s...) }
+
+// cell appends s to the current cell and ends it.
+func (g *grid) cell(s string) {
+	g.add(s)
+	g.end()
+}
+
+// end ends the current cell: the text appended since the last end.
+func (g *grid) end() {
+	start := 0
+	if n := len(g.ends); n > 0 {
+		start = g.ends[n-1]
+	}
+	text := g.buf[start:]
+	ascii := true
+	for _, c := range text {
+		if c >= ' ' && c < utf8.RuneSelf {
+			continue
+		}
+		switch c {
+		case '\t', '\n', '\v', '\f', tabwriter.Escape:
+			g.plain = false
+		}
+		ascii = ascii && c < utf8.RuneSelf
+	}
+	w := len(text)
+	if !ascii {
+		w = utf8.RuneCount(text)
+		g.ascii = false
+	}
+	col := len(g.ends) % g.ncol
+	g.width[col] = max(g.width[col], w)
+	g.ends = append(g.ends, len(g.buf))
+}
+
+// spaces is padding to copy from.
+const spaces = "                                                                "
+
+// writeTo appends the aligned rows to b, byte for byte what table writes
+// for the same cells. Cells holding tabs, line breaks or the tabwriter
+// escape go through a table, which gives those bytes their meaning.
+func (g *grid) writeTo(b *bytes.Buffer) {
+	if len(g.ends)%g.ncol != 0 {
+		panic(fmt.Sprintf("grid: %d cells do not make rows of %d", len(g.ends), g.ncol))
+	}
+	var line []byte
+	if !g.plain {
+		t := newTable(b)
+		start := 0
+		for i, end := range g.ends {
+			line = append(line, g.buf[start:end]...)
+			start = end
+			if i%g.ncol < g.ncol-1 {
+				line = append(line, '\t')
+				continue
+			}
+			t.Write(append(line, '\n'))
+			line = line[:0]
+		}
+		t.flush()
+		return
+	}
+	rowMax := 0
+	for _, w := range g.width {
+		rowMax += w + 2
+	}
+	b.Grow(len(g.buf) + len(g.ends)/g.ncol*(rowMax+1))
+	line = make([]byte, 0, 4*rowMax)
+	start := 0
+	for i, end := range g.ends {
+		text := g.buf[start:end]
+		start = end
+		line = append(line, text...)
+		if col := i % g.ncol; col < g.ncol-1 {
+			w := len(text)
+			if !g.ascii {
+				w = utf8.RuneCount(text)
+			}
+			for pad := g.width[col] + 2 - w; pad > 0; pad -= len(spaces) {
+				line = append(line, spaces[:min(pad, len(spaces))]...)
+			}
+			continue
+		}
+		b.Write(bytes.TrimRight(line, " "))
+		b.WriteByte('\n')
+		line = line[:0]
+	}
 }
