@@ -185,43 +185,68 @@ func renderImages(b *bytes.Buffer, v planView) {
 	fmt.Fprintf(b, "Images (%d, in eviction order: least recently used first):\n", len(order))
 
 	cut, cutText := cutLine(p, order, removeAt)
-	var tb bytes.Buffer
-	tw := tabwriter.NewWriter(&tb, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  #\tIMAGE\tID\tSIZE\tLAST USED\tFIRST SEEN\tSTATUS\tDETAIL")
+	g := newGrid(8, len(order)+2)
+	for _, h := range []string{"  #", "IMAGE", "ID", "SIZE", "LAST USED", "FIRST SEEN", "STATUS", "DETAIL"} {
+		g.cell(h)
+	}
+	sentinel := func() {
+		g.cell(cutSentinel)
+		for range 7 {
+			g.end()
+		}
+	}
 	for i, id := range order {
 		if i == cut {
-			fmt.Fprintln(tw, cutSentinel+"\t\t\t\t\t\t\t")
+			sentinel()
 		}
 		img, known := images[id]
-		if !known { // a removal the snapshot does not list
-			for _, r := range p.ImageGC.Remove {
-				if r.ID == id {
-					img = engine.Image{ID: id, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, SizeBytes: r.SizeBytes}
-				}
-			}
-		}
-		lastUsed, firstSeen := "never", "now (new)"
-		if r, ok := records[id]; ok {
-			firstSeen = ago(p.EvaluatedAt, r.FirstDetected)
-			if r.LastUsed != nil {
-				lastUsed = ago(p.EvaluatedAt, *r.LastUsed)
-			}
-		}
-		status, detail := "-", ""
-		if n, ok := removeAt[id]; ok {
+		n, removed := removeAt[id]
+		if !known && removed { // a removal the snapshot does not list
 			r := p.ImageGC.Remove[n]
-			status, detail = fmt.Sprintf("remove #%d %s", n+1, r.Reason), r.Detail
-		} else if k, ok := keeps[id]; ok {
-			status, detail = "keep "+string(k.Reason), k.Detail
+			img = engine.Image{ID: id, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, SizeBytes: r.SizeBytes}
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			i+1, imageName(img), shortID(id), humanBytes(img.SizeBytes), lastUsed, firstSeen, status, detail)
+		g.add("  ")
+		g.buf = strconv.AppendInt(g.buf, int64(i)+1, 10)
+		g.end()
+		g.cell(imageName(img))
+		g.cell(shortID(id))
+		g.buf = appendHumanBytes(g.buf, img.SizeBytes)
+		g.end()
+		r, recorded := records[id]
+		if recorded && r.LastUsed != nil {
+			g.buf = appendAgo(g.buf, p.EvaluatedAt, *r.LastUsed)
+		} else {
+			g.add("never")
+		}
+		g.end()
+		if recorded {
+			g.buf = appendAgo(g.buf, p.EvaluatedAt, r.FirstDetected)
+		} else {
+			g.add("now (new)")
+		}
+		g.end()
+		if k, kept := keeps[id]; removed {
+			rm := &p.ImageGC.Remove[n]
+			g.add("remove #")
+			g.buf = strconv.AppendInt(g.buf, int64(n)+1, 10)
+			g.add(" ")
+			g.cell(string(rm.Reason))
+			g.cell(rm.Detail)
+		} else if kept {
+			g.add("keep ")
+			g.cell(string(k.Reason))
+			g.cell(k.Detail)
+		} else {
+			g.cell("-")
+			g.end()
+		}
 	}
 	if cut == len(order) {
-		fmt.Fprintln(tw, cutSentinel+"\t\t\t\t\t\t\t")
+		sentinel()
 	}
-	tw.Flush()
-	b.WriteString(replaceCutLine(tb.String(), cutText))
+	var tb bytes.Buffer
+	g.writeTo(&tb)
+	writeCutLine(b, tb.Bytes(), cutText)
 }
 
 // cutLine says where the cut line falls in order (-1: no cut line) and
@@ -252,30 +277,31 @@ func cutLine(p engine.Plan, order []string, removeAt map[string]int) (int, strin
 	}
 }
 
-// replaceCutLine swaps the sentinel row for the cut line, as wide as the
-// table.
-func replaceCutLine(table, text string) string {
-	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
+// writeCutLine writes the aligned table to b with the sentinel row
+// swapped for the cut line, as wide as the table.
+func writeCutLine(b *bytes.Buffer, table []byte, text string) {
 	width := 0
-	for _, l := range lines {
-		if !strings.HasPrefix(l, cutSentinel) {
-			width = max(width, len([]rune(strings.TrimRight(l, " "))))
+	for line := range bytes.Lines(table) {
+		if !bytes.HasPrefix(line, []byte(cutSentinel)) {
+			width = max(width, utf8.RuneCount(bytes.TrimRight(line, " \n")))
 		}
 	}
-	for i, l := range lines {
-		if strings.HasPrefix(l, cutSentinel) {
-			line := "  ──── " + text + " "
-			if pad := width - len([]rune(line)); pad > 0 {
-				line += strings.Repeat("─", pad)
-			} else {
-				line += "────"
-			}
-			lines[i] = line
+	b.Grow(len(table) + len(text) + 3*width)
+	for line := range bytes.Lines(table) {
+		if !bytes.HasPrefix(line, []byte(cutSentinel)) {
+			b.Write(bytes.TrimRight(line, " \n"))
+			b.WriteByte('\n')
+			continue
+		}
+		cut := "  ──── " + text + " "
+		b.WriteString(cut)
+		if pad := width - utf8.RuneCountInString(cut); pad > 0 {
+			b.WriteString(strings.Repeat("─", pad))
 		} else {
-			lines[i] = strings.TrimRight(l, " ")
+			b.WriteString("────")
 		}
+		b.WriteByte('\n')
 	}
-	return strings.Join(lines, "\n") + "\n"
 }
 
 // imageOrder is the plan's eviction order, or, for a plan without one, the
@@ -676,21 +702,27 @@ func shortState(s engine.ContainerState) string {
 }
 
 // humanBytes formats a byte count in IEC units with one decimal.
-func humanBytes(n int64) string {
+func humanBytes(n int64) string { return string(appendHumanBytes(nil, n)) }
+
+// appendHumanBytes appends humanBytes(n) to dst.
+func appendHumanBytes(dst []byte, n int64) []byte {
+	size := uint64(n) // the magnitude: -n overflows for the least int64
 	if n < 0 {
-		return "-" + humanBytes(-n)
+		dst = append(dst, '-')
+		size = -size
 	}
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
+	if size < 1024 {
+		return append(strconv.AppendUint(dst, size, 10), " B"...)
 	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	v := float64(n) / 1024
+	units := [...]string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v := float64(size) / 1024
 	u := 0
 	for v >= 1024 && u < len(units)-1 {
 		v /= 1024
 		u++
 	}
-	return fmt.Sprintf("%.1f %s", v, units[u])
+	dst = strconv.AppendFloat(dst, v, 'f', 1, 64)
+	return append(append(dst, ' '), units[u]...)
 }
 
 // ago formats t relative to now: "3h10m ago", or "in 5m" for the future.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -319,5 +320,235 @@ func TestAgoMatchesFmt(t *testing.T) {
 		if got, want := ago(now, now.Add(-d)), referenceAgo(now, now.Add(-d)); got != want {
 			t.Errorf("ago(now, now-%d) = %q, fmt gave %q", d, got, want)
 		}
+	}
+}
+
+// referenceImages is renderImages as it was before the grid.
+func referenceImages(b *bytes.Buffer, v planView) {
+	p, s := v.Plan, v.Snapshot
+	images := make(map[string]engine.Image, len(s.Images))
+	for _, img := range s.Images {
+		images[img.ID] = img
+	}
+	records := make(map[string]engine.ImageRecord, len(s.ImageRecords))
+	for _, r := range s.ImageRecords {
+		records[r.ID] = r
+	}
+	removeAt := make(map[string]int, len(p.ImageGC.Remove))
+	for i, r := range p.ImageGC.Remove {
+		removeAt[r.ID] = i
+	}
+	keeps := make(map[string]engine.ImageKeep, len(p.ImageGC.Keep))
+	for _, k := range p.ImageGC.Keep {
+		keeps[k.ID] = k
+	}
+	order := imageOrder(p, s)
+	fmt.Fprintf(b, "Images (%d, in eviction order: least recently used first):\n", len(order))
+
+	cut, cutText := cutLine(p, order, removeAt)
+	var tb bytes.Buffer
+	tw := tabwriter.NewWriter(&tb, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tIMAGE\tID\tSIZE\tLAST USED\tFIRST SEEN\tSTATUS\tDETAIL")
+	for i, id := range order {
+		if i == cut {
+			fmt.Fprintln(tw, cutSentinel+"\t\t\t\t\t\t\t")
+		}
+		img, known := images[id]
+		if !known { // a removal the snapshot does not list
+			for _, r := range p.ImageGC.Remove {
+				if r.ID == id {
+					img = engine.Image{ID: id, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, SizeBytes: r.SizeBytes}
+				}
+			}
+		}
+		lastUsed, firstSeen := "never", "now (new)"
+		if r, ok := records[id]; ok {
+			firstSeen = referenceAgo(p.EvaluatedAt, r.FirstDetected)
+			if r.LastUsed != nil {
+				lastUsed = referenceAgo(p.EvaluatedAt, *r.LastUsed)
+			}
+		}
+		status, detail := "-", ""
+		if n, ok := removeAt[id]; ok {
+			r := p.ImageGC.Remove[n]
+			status, detail = fmt.Sprintf("remove #%d %s", n+1, r.Reason), r.Detail
+		} else if k, ok := keeps[id]; ok {
+			status, detail = "keep "+string(k.Reason), k.Detail
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			i+1, imageName(img), shortID(id), referenceHumanBytes(img.SizeBytes), lastUsed, firstSeen, status, detail)
+	}
+	if cut == len(order) {
+		fmt.Fprintln(tw, cutSentinel+"\t\t\t\t\t\t\t")
+	}
+	tw.Flush()
+	b.WriteString(referenceReplaceCutLine(tb.String(), cutText))
+}
+
+// referenceReplaceCutLine is replaceCutLine as it was.
+func referenceReplaceCutLine(table, text string) string {
+	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
+	width := 0
+	for _, l := range lines {
+		if !strings.HasPrefix(l, cutSentinel) {
+			width = max(width, len([]rune(strings.TrimRight(l, " "))))
+		}
+	}
+	for i, l := range lines {
+		if strings.HasPrefix(l, cutSentinel) {
+			line := "  ──── " + text + " "
+			if pad := width - len([]rune(line)); pad > 0 {
+				line += strings.Repeat("─", pad)
+			} else {
+				line += "────"
+			}
+			lines[i] = line
+		} else {
+			lines[i] = strings.TrimRight(l, " ")
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// referenceHumanBytes is humanBytes as it was.
+func referenceHumanBytes(n int64) string {
+	if n < 0 {
+		return "-" + referenceHumanBytes(-n)
+	}
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v := float64(n) / 1024
+	u := 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	return fmt.Sprintf("%.1f %s", v, units[u])
+}
+
+// generatedImages is a node of n images of every kind the image table
+// formats: tags, digests, no name; sizes from bytes to TiB; records with
+// and without a last use, in the future, or missing; removals in plan
+// order, kept images with reasons, removals the snapshot lacks, images
+// the plan does not mention. The plan is triggered with the cut line in
+// the middle.
+func generatedImages(seed uint64, n int) planView {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	v := planView{Plan: engine.Plan{EvaluatedAt: at, Pass: engine.PassFull, Policy: engine.DefaultPolicy()}}
+	s, ig := &v.Snapshot, &v.Plan.ImageGC
+	ig.Triggered, ig.UsagePercent, ig.BytesToFree = true, 91, 50*gib
+	keepReasons := []engine.ImageKeepReason{engine.KeepInUse, engine.KeepPinned, engine.KeepTooYoung}
+	for i := range n {
+		id := fmt.Sprintf("sha256:%064x", rng.Uint64())
+		img := engine.Image{ID: id, SizeBytes: rng.Int64N(1 << (10 * (1 + rng.IntN(4))))}
+		switch rng.IntN(5) {
+		case 0:
+			img.RepoDigests = []string{fmt.Sprintf("registry.example/app-%d@sha256:%064x", i, rng.Uint64())}
+		case 1: // <none>
+		case 2:
+			img.RepoTags = []string{fmt.Sprintf("app-%d:v%d", i, rng.IntN(100)), "app:latest", "app:stable"}
+		default:
+			img.RepoTags = []string{fmt.Sprintf("registry.example/team/app-%d:%d", i, rng.IntN(1000))}
+		}
+		s.Images = append(s.Images, img)
+		if rng.IntN(8) > 0 {
+			r := engine.ImageRecord{ID: id, FirstDetected: at.Add(-time.Duration(rng.Int64N(int64(30 * 24 * time.Hour))))}
+			switch rng.IntN(4) {
+			case 0: // never used
+			case 1:
+				u := at.Add(time.Duration(rng.IntN(90)) * time.Second)
+				r.LastUsed = &u
+			default:
+				u := at.Add(-time.Duration(rng.Int64N(int64(10 * 24 * time.Hour))))
+				r.LastUsed = &u
+			}
+			s.ImageRecords = append(s.ImageRecords, r)
+		}
+		switch rng.IntN(3) {
+		case 0:
+			ig.Remove = append(ig.Remove, engine.ImageRemoval{ID: id, SizeBytes: img.SizeBytes, Reason: engine.RemoveForSpace, Detail: "usage 91% >= high threshold 85%"})
+			ig.BytesFreed += img.SizeBytes
+		case 1:
+			ig.Keep = append(ig.Keep, engine.ImageKeep{ID: id, Reason: keepReasons[rng.IntN(len(keepReasons))], Detail: fmt.Sprintf("kept for %d reasons", rng.IntN(3))})
+		}
+		if rng.IntN(10) > 0 { // the rest are images the plan does not mention
+			ig.Order = append(ig.Order, id)
+		}
+	}
+	for i := range 3 { // removals the snapshot lacks
+		ig.Remove = append(ig.Remove, engine.ImageRemoval{ID: fmt.Sprintf("sha256:gone%d", i), RepoTags: []string{"gone:" + strconv.Itoa(i)}, SizeBytes: int64(i) << 30, Reason: engine.RemoveForSpace})
+	}
+	ig.CutLine = len(ig.Order) / 2
+	return v
+}
+
+func TestRenderImagesMatchesTabwriter(t *testing.T) {
+	tests := []struct {
+		name   string
+		n      int
+		mutate func(*planView)
+	}{
+		{name: "a triggered plan of 2,000 images with the cut line in the middle", n: 2000},
+		{name: "an untriggered plan puts the cut line on top", n: 300, mutate: func(v *planView) { v.Plan.ImageGC.Triggered = false }},
+		{name: "a reclaim-all plan cutting below the last image", n: 300, mutate: func(v *planView) {
+			v.Plan.Pass = engine.PassReclaimAll
+			v.Plan.ImageGC.CutLine = len(imageOrder(v.Plan, v.Snapshot))
+		}},
+		{name: "a containers pass has no cut line", n: 100, mutate: func(v *planView) { v.Plan.Pass = engine.PassContainers }},
+		{name: "a cut line wider than a narrow table", n: 2, mutate: func(v *planView) {
+			v.Plan.ImageGC.Keep, v.Plan.ImageGC.Remove = nil, nil
+			for i := range v.Snapshot.Images {
+				v.Snapshot.Images[i].RepoTags = []string{"a"}
+			}
+		}},
+		{name: "non-ASCII tags are padded by runes", n: 300, mutate: func(v *planView) {
+			for i := 0; i < len(v.Snapshot.Images); i += 9 {
+				v.Snapshot.Images[i].RepoTags = []string{"régistry/日本:1"}
+			}
+		}},
+		{name: "a tab in a tag goes through the tabwriter as before", n: 100, mutate: func(v *planView) {
+			v.Snapshot.Images[4].RepoTags = []string{"a\tb"}
+		}},
+		{name: "a line break in a detail goes through the tabwriter as before", n: 100, mutate: func(v *planView) {
+			v.Plan.ImageGC.Remove[1].Detail = "two\nlines"
+		}},
+		{name: "no images", n: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for seed := range uint64(3) {
+				v := generatedImages(seed, tt.n)
+				if tt.mutate != nil {
+					tt.mutate(&v)
+				}
+				var got, want bytes.Buffer
+				renderImages(&got, v)
+				referenceImages(&want, v)
+				if got.String() != want.String() {
+					t.Fatalf("seed %d: %s", seed, diffLines(got.String(), want.String()))
+				}
+			}
+		})
+	}
+}
+
+func TestHumanBytesMatchesFmt(t *testing.T) {
+	sizes := []int64{0, 1, 1023, 1024, 1025, 1<<20 - 1, 1 << 20, 1<<60 + 1<<59, 1<<63 - 1, -1, -1024, -(1<<63 - 1)}
+	rng := rand.New(rand.NewPCG(3, 3))
+	for range 5000 {
+		n := rng.Int64N(1 << (1 + rng.IntN(62)))
+		sizes = append(sizes, n, -n)
+	}
+	for _, n := range sizes {
+		if got, want := humanBytes(n), referenceHumanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, fmt gave %q", n, got, want)
+		}
+	}
+	// The fmt version recursed without end on the least int64.
+	if got := humanBytes(math.MinInt64); got != "-8.0 EiB" {
+		t.Errorf("humanBytes(MinInt64) = %q, want -8.0 EiB", got)
 	}
 }
