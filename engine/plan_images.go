@@ -225,13 +225,16 @@ func (e imageEntry) idle(now time.Time) time.Duration {
 // ties are deterministic.
 func compareLRU(a, b imageEntry) int {
 	return cmp.Or(
-		compareLastUsed(a.lastUsed, b.lastUsed),
+		CompareLastUsed(a.lastUsed, b.lastUsed),
 		a.firstDetected.Compare(b.firstDetected),
 		cmp.Compare(a.img.ID, b.img.ID),
 	)
 }
 
-func compareLastUsed(a, b *time.Time) int {
+// CompareLastUsed orders last-used times for eviction: never used (nil)
+// first, then least recently used. It is the first key of the kubelet's
+// byLastUsedAndDetected.
+func CompareLastUsed(a, b *time.Time) int {
 	switch {
 	case a == nil && b == nil:
 		return 0

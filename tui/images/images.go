@@ -229,24 +229,12 @@ func lruOrder(s engine.Snapshot, p engine.Plan, recs map[string]engine.ImageReco
 	slices.SortStableFunc(rest, func(a, b string) int {
 		ra, rb := recs[a], recs[b]
 		return cmp.Or(
-			cmpLastUsed(ra.LastUsed, rb.LastUsed),
+			engine.CompareLastUsed(ra.LastUsed, rb.LastUsed),
 			ra.FirstDetected.Compare(rb.FirstDetected),
 			strings.Compare(a, b),
 		)
 	})
 	return append(order, rest...)
-}
-
-func cmpLastUsed(a, b *time.Time) int {
-	switch {
-	case a == nil && b == nil:
-		return 0
-	case a == nil:
-		return -1
-	case b == nil:
-		return 1
-	}
-	return a.Compare(*b)
 }
 
 // status is the reason an image stays, or its place in the removal order.
