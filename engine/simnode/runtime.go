@@ -85,46 +85,39 @@ func (r *runtimeService) RunPodSandbox(_ context.Context, req *runtimeapi.RunPod
 
 // sandboxByID finds a sandbox by ID or unique ID prefix, as containerd does.
 func (n *Node) sandboxByID(id string) (*sandbox, error) {
-	if s, ok := n.sandboxes.get(id); ok {
-		return s, nil
-	}
-	if id != "" {
-		var found *sandbox
-		for s := range n.sandboxes.all() {
-			if strings.HasPrefix(s.id, id) {
-				if found != nil {
-					return nil, status.Errorf(codes.InvalidArgument, "sandbox ID prefix %q is ambiguous", id)
-				}
-				found = s
-			}
-		}
-		if found != nil {
-			return found, nil
-		}
-	}
-	return nil, status.Errorf(codes.NotFound, "an error occurred when try to find sandbox %q: not found", id)
+	return byIDOrPrefix(&n.sandboxes, "sandbox", id)
 }
 
 // containerByID finds a container by ID or unique ID prefix.
 func (n *Node) containerByID(id string) (*container, error) {
-	if c, ok := n.containers.get(id); ok {
-		return c, nil
+	return byIDOrPrefix(&n.containers, "container", id)
+}
+
+// byIDOrPrefix finds a row of t by ID or unique ID prefix, with
+// containerd's errors: NotFound, or InvalidArgument for an ambiguous
+// prefix.
+func byIDOrPrefix[T row](t *table[T], kind, id string) (T, error) {
+	if v, ok := t.get(id); ok {
+		return v, nil
 	}
+	var found T
 	if id != "" {
-		var found *container
-		for c := range n.containers.all() {
-			if strings.HasPrefix(c.id, id) {
-				if found != nil {
-					return nil, status.Errorf(codes.InvalidArgument, "container ID prefix %q is ambiguous", id)
+		n := 0
+		for v := range t.all() {
+			if strings.HasPrefix(v.key(), id) {
+				if n++; n > 1 {
+					var zero T
+					return zero, status.Errorf(codes.InvalidArgument, "%s ID prefix %q is ambiguous", kind, id)
 				}
-				found = c
+				found = v
 			}
 		}
-		if found != nil {
+		if n == 1 {
 			return found, nil
 		}
 	}
-	return nil, status.Errorf(codes.NotFound, "an error occurred when try to find container %q: not found", id)
+	var zero T
+	return zero, status.Errorf(codes.NotFound, "an error occurred when try to find %s %q: not found", kind, id)
 }
 
 // stopContainer makes a running or unknown container exited; others are
