@@ -173,14 +173,8 @@ func (l *containerList) share(b []byte) string {
 // wins over an earlier one with the same key, and a field of an unexpected
 // wire type is skipped as unknown.
 func (w *containerWire) decode(b []byte) error {
-	for len(b) > 0 {
-		num, typ, k := protowire.ConsumeTag(b)
-		if k < 0 {
-			return wireError(k)
-		}
-		b = b[k:]
-		var err error
-		m := -1
+	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
+		m = -1
 		switch {
 		case typ == protowire.BytesType && num == fieldContainerID:
 			w.id, m, err = consumeString(b)
@@ -219,26 +213,12 @@ func (w *containerWire) decode(b []byte) error {
 		default:
 			m = protowire.ConsumeFieldValue(num, typ, b)
 		}
-		if err != nil {
-			return err
-		}
-		if m < 0 {
-			return wireError(m)
-		}
-		b = b[m:]
-	}
-	return nil
+		return m, err
+	})
 }
 
 func (w *containerWire) decodeMetadata(b []byte) error {
-	for len(b) > 0 {
-		num, typ, k := protowire.ConsumeTag(b)
-		if k < 0 {
-			return wireError(k)
-		}
-		b = b[k:]
-		var err error
-		var m int
+	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
 		switch {
 		case typ == protowire.BytesType && num == fieldMetadataName:
 			w.name, m, err = consumeString(b)
@@ -249,54 +229,26 @@ func (w *containerWire) decodeMetadata(b []byte) error {
 		default:
 			m = protowire.ConsumeFieldValue(num, typ, b)
 		}
-		if err != nil {
-			return err
-		}
-		if m < 0 {
-			return wireError(m)
-		}
-		b = b[m:]
-	}
-	return nil
+		return m, err
+	})
 }
 
 func (w *containerWire) decodeImageSpec(b []byte) error {
-	for len(b) > 0 {
-		num, typ, k := protowire.ConsumeTag(b)
-		if k < 0 {
-			return wireError(k)
-		}
-		b = b[k:]
-		var err error
-		var m int
+	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
 		if typ == protowire.BytesType && num == fieldImageSpecImage {
 			w.image, m, err = consumeString(b)
 		} else {
 			m = protowire.ConsumeFieldValue(num, typ, b)
 		}
-		if err != nil {
-			return err
-		}
-		if m < 0 {
-			return wireError(m)
-		}
-		b = b[m:]
-	}
-	return nil
+		return m, err
+	})
 }
 
 // decodeLabel reads one labels map entry, keeping the value of the pod UID
 // label. A missing key or value is the empty string, as in a map.
 func (w *containerWire) decodeLabel(b []byte) error {
 	var key, value []byte
-	for len(b) > 0 {
-		num, typ, k := protowire.ConsumeTag(b)
-		if k < 0 {
-			return wireError(k)
-		}
-		b = b[k:]
-		var err error
-		var m int
+	err := eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
 		switch {
 		case typ == protowire.BytesType && num == fieldMapKey:
 			key, m, err = consumeString(b)
@@ -305,13 +257,10 @@ func (w *containerWire) decodeLabel(b []byte) error {
 		default:
 			m = protowire.ConsumeFieldValue(num, typ, b)
 		}
-		if err != nil {
-			return err
-		}
-		if m < 0 {
-			return wireError(m)
-		}
-		b = b[m:]
+		return m, err
+	})
+	if err != nil {
+		return err
 	}
 	if string(key) == labelPodUID {
 		w.podUID = value
@@ -330,6 +279,28 @@ func consumeString(b []byte) ([]byte, int, error) {
 		return nil, m, errInvalidUTF8
 	}
 	return v, m, nil
+}
+
+// eachField calls field for each field of the message b, in order, with
+// the bytes from its value on; field consumes the value and returns its
+// length (negative: a protowire error code) or an error.
+func eachField(b []byte, field func(num protowire.Number, typ protowire.Type, b []byte) (int, error)) error {
+	for len(b) > 0 {
+		num, typ, k := protowire.ConsumeTag(b)
+		if k < 0 {
+			return wireError(k)
+		}
+		b = b[k:]
+		m, err := field(num, typ, b)
+		if err != nil {
+			return err
+		}
+		if m < 0 {
+			return wireError(m)
+		}
+		b = b[m:]
+	}
+	return nil
 }
 
 func wireError(n int) error {
