@@ -42,11 +42,8 @@ type sample struct {
 
 // Model is the Cgroups pane.
 type Model struct {
-	keys   keys.KeyMap
-	st     style.Styles
-	grid   grid.Model
-	filter grid.Filter
-	sort   Sort
+	grid.Pane
+	sort Sort
 
 	tree *cgroupfs.Tree
 	err  string
@@ -60,9 +57,6 @@ type Model struct {
 	collapsed map[string]bool
 	expanded  map[string]bool
 	allOpen   bool
-
-	width  int
-	height int
 }
 
 var columns = []grid.Column{
@@ -78,37 +72,12 @@ var columns = []grid.Column{
 // New returns an empty pane.
 func New(k keys.KeyMap, st style.Styles) Model {
 	return Model{
-		keys: k, st: st, grid: grid.New(columns, grid.StylesFrom(st)),
+		// The header takes three lines above the table.
+		Pane: grid.NewPane(k, st, columns, 3),
 		prev: map[string]sample{}, rate: map[string]float64{},
 		collapsed: map[string]bool{}, expanded: map[string]bool{},
 	}
 }
-
-// SetStyles switches the palette.
-func (m *Model) SetStyles(st style.Styles) {
-	m.st = st
-	m.grid.SetStyles(grid.StylesFrom(st))
-}
-
-// SetSize sets the pane's size.
-func (m *Model) SetSize(w, h int) {
-	m.width, m.height = w, h
-	m.resize()
-}
-
-func (m *Model) headerLines() int { return 3 }
-
-func (m *Model) resize() {
-	h := m.height - m.headerLines()
-	if m.filter.Editing || m.filter.Active() {
-		h--
-	}
-	m.grid.SetSize(m.width, max(h, 0))
-}
-
-// Capturing reports whether the pane takes every key (the filter is being
-// typed).
-func (m Model) Capturing() bool { return m.filter.Editing }
 
 // SetError shows a failed read; the last good tree stays.
 func (m *Model) SetError(err error) {
@@ -208,7 +177,7 @@ func (m *Model) matches(n *cgroupfs.Node, memo map[*cgroupfs.Node]bool) bool {
 	if v, ok := memo[n]; ok {
 		return v
 	}
-	v := m.filter.Match(label(n)) || m.filter.Match(n.Path)
+	v := m.Filter.Match(label(n)) || m.Filter.Match(n.Path)
 	for _, c := range n.Children {
 		if m.matches(c, memo) {
 			v = true
@@ -220,7 +189,7 @@ func (m *Model) matches(n *cgroupfs.Node, memo map[*cgroupfs.Node]bool) bool {
 
 func (m *Model) rebuild() {
 	if m.tree == nil || m.tree.Root == nil {
-		m.grid.SetRows(nil)
+		m.Grid.SetRows(nil)
 		return
 	}
 	memScale := uint64(max(m.tree.Allocatable.MemoryBytes, 0))
@@ -232,7 +201,7 @@ func (m *Model) rebuild() {
 		cores = 1
 	}
 	var memo map[*cgroupfs.Node]bool
-	if m.filter.Active() {
+	if m.Filter.Active() {
 		memo = map[*cgroupfs.Node]bool{}
 	}
 	var rows []grid.Row
@@ -299,7 +268,7 @@ func (m *Model) rebuild() {
 		}
 	}
 	walk(m.tree.Root, "", "")
-	m.grid.SetRows(rows)
+	m.Grid.SetRows(rows)
 }
 
 // bar draws a fraction in [0,1] with eighth blocks.
@@ -320,40 +289,39 @@ func bar(f float64, w int) string {
 // Update handles the pane's keys: navigation, collapse and expand, filter
 // and sort.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	k, ok := msg.(tea.KeyPressMsg)
-	if !ok {
-		return m, nil
-	}
-	switch {
-	case m.filter.Editing:
-		if m.filter.Key(k) {
-			m.rebuild()
-		}
-		m.resize()
-	case key.Matches(k, m.keys.Filter):
-		m.filter.Start()
-		m.resize()
-	case key.Matches(k, m.keys.Sort):
-		m.sort = (m.sort + 1) % numSorts
-		m.rebuild()
-	case key.Matches(k, m.keys.Toggle):
-		m.toggle(k.String())
-	case key.Matches(k, m.keys.ExpandAll):
-		m.allOpen = true
-		clear(m.collapsed)
-		m.rebuild()
-	case key.Matches(k, m.keys.CollapseAll):
-		m.allOpen = false
-		clear(m.expanded)
-		m.rebuild()
-	default:
-		m.grid, _ = m.grid.Update(k, m.keys)
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		m.HandleKey(k, m.rebuild, m.nextSort, m.treeKey)
 	}
 	return m, nil
 }
 
+func (m *Model) nextSort() {
+	m.sort = (m.sort + 1) % numSorts
+	m.rebuild()
+}
+
+// treeKey handles the keys that collapse and expand the tree and reports
+// whether k was one of them.
+func (m *Model) treeKey(k tea.KeyPressMsg) bool {
+	switch {
+	case key.Matches(k, m.Keys.Toggle):
+		m.toggle(k.String())
+	case key.Matches(k, m.Keys.ExpandAll):
+		m.allOpen = true
+		clear(m.collapsed)
+		m.rebuild()
+	case key.Matches(k, m.Keys.CollapseAll):
+		m.allOpen = false
+		clear(m.expanded)
+		m.rebuild()
+	default:
+		return false
+	}
+	return true
+}
+
 func (m *Model) toggle(k string) {
-	row, ok := m.grid.Selected()
+	row, ok := m.Grid.Selected()
 	if !ok || m.tree == nil {
 		return
 	}
@@ -397,7 +365,7 @@ func find(n *cgroupfs.Node, path string) *cgroupfs.Node {
 // header is node capacity, reservations, allocatable and the kubepods
 // limits, with drift.
 func (m Model) header() []string {
-	st := m.st
+	st := m.Styles
 	lbl := func(s string) string { return st.Label.Render(s) }
 	t := m.tree
 	if t == nil {
@@ -459,25 +427,23 @@ func limits(k cgroupfs.KubepodsLimits) string {
 func (m Model) View() string {
 	parts := m.header()
 	for i, p := range parts {
-		parts[i] = ansi.Truncate(p, m.width, "…")
+		parts[i] = ansi.Truncate(p, m.Width, "…")
 	}
-	if f := m.filter.View(m.st.Label); f != "" {
-		parts = append(parts, f)
-	}
+	parts = m.WithFilter(parts)
 	if m.tree != nil && m.tree.Root == nil {
-		parts = append(parts, m.st.Faint.Render("no kubepods cgroup on this node"))
+		parts = append(parts, m.Styles.Faint.Render("no kubepods cgroup on this node"))
 	} else {
-		parts = append(parts, m.grid.View())
+		parts = append(parts, m.Grid.View())
 	}
 	return lipgloss.JoinVertical(lipgloss.Left, parts...)
 }
 
 // ShortHelp returns the pane's keys for the footer.
 func (m Model) ShortHelp() []key.Binding {
-	return []key.Binding{m.keys.Toggle, m.keys.Filter, m.keys.Sort}
+	return []key.Binding{m.Keys.Toggle, m.Keys.Filter, m.Keys.Sort}
 }
 
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{m.keys.Navigation(), {m.keys.Toggle, m.keys.ExpandAll, m.keys.CollapseAll, m.keys.Filter, m.keys.Sort}}
+	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Toggle, m.Keys.ExpandAll, m.Keys.CollapseAll, m.Keys.Filter, m.Keys.Sort}}
 }

@@ -50,16 +50,11 @@ type group struct {
 
 // Model is the Containers pane.
 type Model struct {
-	keys    keys.KeyMap
-	st      style.Styles
-	grid    grid.Model
-	filter  grid.Filter
+	grid.Pane
 	sort    Sort
 	groups  []group
 	summary string
 	loaded  bool
-	width   int
-	height  int
 }
 
 var columns = []grid.Column{
@@ -73,32 +68,8 @@ var columns = []grid.Column{
 
 // New returns an empty pane.
 func New(k keys.KeyMap, st style.Styles) Model {
-	return Model{keys: k, st: st, grid: grid.New(columns, grid.StylesFrom(st))}
+	return Model{Pane: grid.NewPane(k, st, columns, 1)}
 }
-
-// SetStyles switches the palette.
-func (m *Model) SetStyles(st style.Styles) {
-	m.st = st
-	m.grid.SetStyles(grid.StylesFrom(st))
-}
-
-// SetSize sets the pane's size.
-func (m *Model) SetSize(w, h int) {
-	m.width, m.height = w, h
-	m.resize()
-}
-
-func (m *Model) resize() {
-	h := m.height - 1
-	if m.filter.Editing || m.filter.Active() {
-		h--
-	}
-	m.grid.SetSize(m.width, max(h, 0))
-}
-
-// Capturing reports whether the pane takes every key (the filter is being
-// typed).
-func (m Model) Capturing() bool { return m.filter.Editing }
 
 type unitKey struct{ uid, name string }
 
@@ -242,10 +213,10 @@ func (m *Model) rebuild() {
 	}
 	var rows []grid.Row
 	for _, g := range groups {
-		podMatch := m.filter.Match(g.pod) || m.filter.Match(g.uid)
+		podMatch := m.Filter.Match(g.pod) || m.Filter.Match(g.uid)
 		first := true
 		for _, r := range g.rows {
-			if !podMatch && !m.filter.Match(r.Cells[0]) && !m.filter.Match(r.Cells[5]) {
+			if !podMatch && !m.Filter.Match(r.Cells[0]) && !m.Filter.Match(r.Cells[5]) {
 				continue
 			}
 			if first {
@@ -255,54 +226,40 @@ func (m *Model) rebuild() {
 			rows = append(rows, r)
 		}
 	}
-	m.grid.SetRows(rows)
+	m.Grid.SetRows(rows)
 }
 
 // Update handles the pane's keys: navigation, filter and sort.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	k, ok := msg.(tea.KeyPressMsg)
-	if !ok {
-		return m, nil
-	}
-	switch {
-	case m.filter.Editing:
-		if m.filter.Key(k) {
-			m.rebuild()
-		}
-		m.resize()
-	case key.Matches(k, m.keys.Filter):
-		m.filter.Start()
-		m.resize()
-	case key.Matches(k, m.keys.Sort):
-		m.sort = (m.sort + 1) % numSorts
-		m.rebuild()
-	default:
-		m.grid, _ = m.grid.Update(k, m.keys)
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		m.HandleKey(k, m.rebuild, m.nextSort, nil)
 	}
 	return m, nil
+}
+
+func (m *Model) nextSort() {
+	m.sort = (m.sort + 1) % numSorts
+	m.rebuild()
 }
 
 // View renders the summary, the filter and the table.
 func (m Model) View() string {
 	if !m.loaded {
-		return m.st.Faint.Render("waiting for the first snapshot…")
+		return m.Styles.Faint.Render("waiting for the first snapshot…")
 	}
-	parts := []string{m.st.Label.Render(ansi.Truncate(m.summary+" · sort: "+m.sort.String(), m.width, "…"))}
-	if f := m.filter.View(m.st.Label); f != "" {
-		parts = append(parts, f)
-	}
-	if len(m.grid.Rows()) == 0 {
-		parts = append(parts, m.st.Faint.Render("no dead containers"))
+	parts := m.WithFilter([]string{m.Styles.Label.Render(ansi.Truncate(m.summary+" · sort: "+m.sort.String(), m.Width, "…"))})
+	if len(m.Grid.Rows()) == 0 {
+		parts = append(parts, m.Styles.Faint.Render("no dead containers"))
 		return lipgloss.JoinVertical(lipgloss.Left, parts...)
 	}
-	parts = append(parts, m.grid.View())
+	parts = append(parts, m.Grid.View())
 	return lipgloss.JoinVertical(lipgloss.Left, parts...)
 }
 
 // ShortHelp returns the pane's keys for the footer.
-func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.keys.Filter, m.keys.Sort} }
+func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.Keys.Filter, m.Keys.Sort} }
 
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{m.keys.Navigation(), {m.keys.Filter, m.keys.Sort}}
+	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Filter, m.Keys.Sort}}
 }

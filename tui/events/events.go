@@ -30,16 +30,11 @@ const (
 
 // Model is the Events pane.
 type Model struct {
-	keys   keys.KeyMap
-	st     style.Styles
-	grid   grid.Model
-	filter grid.Filter
+	grid.Pane
 	// passes are newest first.
 	passes []engine.PassReport
 	// events are newest first.
 	events []engine.Event
-	width  int
-	height int
 }
 
 var columns = []grid.Column{
@@ -56,18 +51,12 @@ var columns = []grid.Column{
 
 // New returns an empty pane.
 func New(k keys.KeyMap, st style.Styles) Model {
-	return Model{keys: k, st: st, grid: grid.New(columns, grid.StylesFrom(st))}
-}
-
-// SetStyles switches the palette.
-func (m *Model) SetStyles(st style.Styles) {
-	m.st = st
-	m.grid.SetStyles(grid.StylesFrom(st))
+	return Model{Pane: grid.NewPane(k, st, columns, 0)}
 }
 
 // SetSize sets the pane's size.
 func (m *Model) SetSize(w, h int) {
-	m.width, m.height = w, h
+	m.Width, m.Height = w, h
 	m.resize()
 }
 
@@ -75,20 +64,14 @@ func (m *Model) eventLines() int {
 	if len(m.events) == 0 {
 		return 0
 	}
-	return min(len(m.events), max(m.height/4, 3)) + 1
+	return min(len(m.events), max(m.Height/4, 3)) + 1
 }
 
+// resize gives the events under the table the lines they take.
 func (m *Model) resize() {
-	h := m.height - m.eventLines()
-	if m.filter.Editing || m.filter.Active() {
-		h--
-	}
-	m.grid.SetSize(m.width, max(h, 0))
+	m.Chrome = m.eventLines()
+	m.Resize()
 }
-
-// Capturing reports whether the pane takes every key (the filter is being
-// typed).
-func (m Model) Capturing() bool { return m.filter.Editing }
 
 // Passes returns the pass history, newest first.
 func (m Model) Passes() []engine.PassReport { return m.passes }
@@ -162,12 +145,12 @@ func (m *Model) rebuild() {
 				Span:  true, Kind: kind, Key: fmt.Sprintf("%d/%s/%s", p.ID, it.Kind, it.ID),
 			})
 		}
-		if m.filter.Active() && !slices.ContainsFunc(group, func(r grid.Row) bool { return m.filter.Match(strings.Join(r.Cells, " ")) }) {
+		if m.Filter.Active() && !slices.ContainsFunc(group, func(r grid.Row) bool { return m.Filter.Match(strings.Join(r.Cells, " ")) }) {
 			continue
 		}
 		rows = append(rows, group...)
 	}
-	m.grid.SetRows(rows)
+	m.Grid.SetRows(rows)
 }
 
 func mark(o engine.Outcome) string {
@@ -217,59 +200,43 @@ func passRow(p engine.PassReport) grid.Row {
 
 // Update handles the pane's keys: navigation and filter.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	k, ok := msg.(tea.KeyPressMsg)
-	if !ok {
-		return m, nil
-	}
-	switch {
-	case m.filter.Editing:
-		if m.filter.Key(k) {
-			m.rebuild()
-		}
-		m.resize()
-	case key.Matches(k, m.keys.Filter):
-		m.filter.Start()
-		m.resize()
-	default:
-		m.grid, _ = m.grid.Update(k, m.keys)
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		m.HandleKey(k, m.rebuild, nil, nil)
 	}
 	return m, nil
 }
 
 // View renders the pass table and, under it, the latest events.
 func (m Model) View() string {
-	var parts []string
-	if f := m.filter.View(m.st.Label); f != "" {
-		parts = append(parts, f)
-	}
+	parts := m.WithFilter(nil)
 	if len(m.passes) == 0 {
-		parts = append(parts, m.st.Faint.Render("no pass has run yet · * marks a forced pass"))
+		parts = append(parts, m.Styles.Faint.Render("no pass has run yet · * marks a forced pass"))
 	} else {
-		parts = append(parts, m.grid.View())
+		parts = append(parts, m.Grid.View())
 	}
 	if n := m.eventLines(); n > 0 {
 		if len(m.passes) > 0 {
-			if pad := m.grid.Height() - lipgloss.Height(m.grid.View()); pad > 0 {
+			if pad := m.Grid.Height() - lipgloss.Height(m.Grid.View()); pad > 0 {
 				parts = append(parts, strings.Repeat("\n", pad-1))
 			}
 		}
-		parts = append(parts, m.st.Header.Render("EVENTS"))
+		parts = append(parts, m.Styles.Header.Render("EVENTS"))
 		for _, e := range m.events[:n-1] {
-			st := m.st.Faint
+			st := m.Styles.Faint
 			if e.Warning {
-				st = m.st.Warn
+				st = m.Styles.Warn
 			}
 			line := fmt.Sprintf("%s  %-20s %s", e.Time.Format(time.TimeOnly), e.Reason, e.Message)
-			parts = append(parts, st.Render(ansi.Truncate(line, m.width, "…")))
+			parts = append(parts, st.Render(ansi.Truncate(line, m.Width, "…")))
 		}
 	}
 	return lipgloss.JoinVertical(lipgloss.Left, parts...)
 }
 
 // ShortHelp returns the pane's keys for the footer.
-func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.keys.Filter} }
+func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.Keys.Filter} }
 
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{m.keys.Navigation(), {m.keys.Filter}}
+	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Filter}}
 }

@@ -57,18 +57,13 @@ type item struct {
 
 // Model is the Images pane.
 type Model struct {
-	keys    keys.KeyMap
-	st      style.Styles
-	grid    grid.Model
-	filter  grid.Filter
+	grid.Pane
 	sort    Sort
 	items   []item
 	cutLine int
 	cutText string
 	summary string
 	loaded  bool
-	width   int
-	height  int
 }
 
 var columns = []grid.Column{
@@ -83,32 +78,8 @@ var columns = []grid.Column{
 
 // New returns an empty pane.
 func New(k keys.KeyMap, st style.Styles) Model {
-	return Model{keys: k, st: st, grid: grid.New(columns, grid.StylesFrom(st))}
+	return Model{Pane: grid.NewPane(k, st, columns, 1)}
 }
-
-// SetStyles switches the palette.
-func (m *Model) SetStyles(st style.Styles) {
-	m.st = st
-	m.grid.SetStyles(grid.StylesFrom(st))
-}
-
-// SetSize sets the pane's size.
-func (m *Model) SetSize(w, h int) {
-	m.width, m.height = w, h
-	m.resize()
-}
-
-func (m *Model) resize() {
-	h := m.height - 1
-	if m.filter.Editing || m.filter.Active() {
-		h--
-	}
-	m.grid.SetSize(m.width, max(h, 0))
-}
-
-// Capturing reports whether the pane takes every key (the filter is being
-// typed).
-func (m Model) Capturing() bool { return m.filter.Editing }
 
 // SetData shows a snapshot, indexed as x, and the plan made from it at
 // now.
@@ -296,7 +267,7 @@ func (m *Model) rebuild() {
 	rows := make([]grid.Row, 0, len(items)+1)
 	cutDone := m.sort != ByRank || m.cutText == ""
 	for _, it := range items {
-		if !m.filter.Match(it.name) && !m.filter.Match(it.id) && !m.filter.Match(it.status) {
+		if !m.Filter.Match(it.name) && !m.Filter.Match(it.id) && !m.Filter.Match(it.status) {
 			continue
 		}
 		if !cutDone && it.rank > m.cutLine {
@@ -308,53 +279,39 @@ func (m *Model) rebuild() {
 	if !cutDone {
 		rows = append(rows, grid.Row{Cells: []string{m.cutText}, Kind: grid.Cut, Key: "cut"})
 	}
-	m.grid.SetRows(rows)
+	m.Grid.SetRows(rows)
 }
 
 // Update handles the pane's keys: navigation, filter and sort.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	k, ok := msg.(tea.KeyPressMsg)
-	if !ok {
-		return m, nil
-	}
-	switch {
-	case m.filter.Editing:
-		if m.filter.Key(k) {
-			m.rebuild()
-		}
-		m.resize()
-	case key.Matches(k, m.keys.Filter):
-		m.filter.Start()
-		m.resize()
-	case key.Matches(k, m.keys.Sort):
-		m.sort = (m.sort + 1) % numSorts
-		m.rebuild()
-	default:
-		m.grid, _ = m.grid.Update(k, m.keys)
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		m.HandleKey(k, m.rebuild, m.nextSort, nil)
 	}
 	return m, nil
+}
+
+func (m *Model) nextSort() {
+	m.sort = (m.sort + 1) % numSorts
+	m.rebuild()
 }
 
 // View renders the summary, the filter and the table.
 func (m Model) View() string {
 	if !m.loaded {
-		return m.st.Faint.Render("waiting for the first snapshot…")
+		return m.Styles.Faint.Render("waiting for the first snapshot…")
 	}
-	head := m.st.Label.Render(ansi.Truncate(m.summary+" · sort: "+m.sort.String(), m.width, "…"))
-	parts := []string{head}
-	if f := m.filter.View(m.st.Label); f != "" {
-		parts = append(parts, f)
-	}
-	parts = append(parts, m.grid.View())
+	head := m.Styles.Label.Render(ansi.Truncate(m.summary+" · sort: "+m.sort.String(), m.Width, "…"))
+	parts := m.WithFilter([]string{head})
+	parts = append(parts, m.Grid.View())
 	return lipgloss.JoinVertical(lipgloss.Left, parts...)
 }
 
 // ShortHelp returns the pane's keys for the footer.
 func (m Model) ShortHelp() []key.Binding {
-	return []key.Binding{m.keys.Filter, m.keys.Sort}
+	return []key.Binding{m.Keys.Filter, m.Keys.Sort}
 }
 
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{m.keys.Navigation(), {m.keys.Filter, m.keys.Sort}}
+	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Filter, m.Keys.Sort}}
 }
