@@ -23,6 +23,17 @@ func largeModel(b *testing.B) (Model, engine.Snapshot) {
 	return m, snap
 }
 
+// refreshedModel is largeModel after one refresh, showing the pane.
+func refreshedModel(b *testing.B, pane Pane) Model {
+	b.Helper()
+	m, snap := largeModel(b)
+	now := m.o.Now()
+	nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)})
+	m = nm.(Model)
+	m.active = pane
+	return m
+}
+
 // BenchmarkRefresh is one refresh as the dashboard does it every 2 s: plan
 // the snapshot, hand the result to every pane, and render the screen.
 func BenchmarkRefresh(b *testing.B) {
@@ -52,11 +63,7 @@ func BenchmarkRefresh(b *testing.B) {
 // BenchmarkView is one render of the Images pane over 2,000 images: only
 // the visible rows are drawn.
 func BenchmarkView(b *testing.B) {
-	m, snap := largeModel(b)
-	now := m.o.Now()
-	nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)})
-	m = nm.(Model)
-	m.active = PaneImages
+	m := refreshedModel(b, PaneImages)
 	for b.Loop() {
 		_ = m.View()
 	}
@@ -65,11 +72,7 @@ func BenchmarkView(b *testing.B) {
 // BenchmarkKeyDown is one cursor move in the Containers pane (5,000 dead
 // containers) plus the render that follows.
 func BenchmarkKeyDown(b *testing.B) {
-	m, snap := largeModel(b)
-	now := m.o.Now()
-	nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)})
-	m = nm.(Model)
-	m.active = PaneContainers
+	m := refreshedModel(b, PaneContainers)
 	for b.Loop() {
 		nm, _ := m.Update(keyMsg("down"))
 		m = nm.(Model)
