@@ -139,9 +139,15 @@ func forEachUse(images []Image, containers []Container, fn func(i, ci int)) {
 
 // IsSandboxImage reports whether the image is one of the sandbox ("pause")
 // images named by refs (RuntimeInfo.SandboxImages): a ref may be the
-// image's ID, one of its tags or one of its digests. nodegc never removes a
-// sandbox image, pinned or not: containerd before 1.7 does not pin it, and
-// the kubelet, crictl rmi --prune and eraser have all deleted it.
+// image's ID, one of its tags or one of its digests, written in full or
+// short, with a tag, a digest or both. A ref with a digest matches any
+// image carrying that manifest digest, whatever the repository name, and
+// its name:tag part matches by tag too: a runtime configured with
+// "registry.k8s.io/pause:3.9@sha256:…" lists the image as
+// "registry.k8s.io/pause@sha256:…" only. nodegc never removes a sandbox
+// image, pinned or not: containerd before 1.7 does not pin it, and the
+// kubelet, crictl rmi --prune and eraser have all deleted it. Matching errs
+// on the side of keeping: every form that could name the image counts.
 func IsSandboxImage(img Image, refs []string) bool {
 	for _, r := range refs {
 		if r == "" {
@@ -150,9 +156,29 @@ func IsSandboxImage(img Image, refs []string) bool {
 		if r == img.ID || slices.Contains(img.RepoTags, r) || slices.Contains(img.RepoDigests, r) {
 			return true
 		}
-		n := NormalizeRef(r)
+		name, tag, digest := splitRef(r)
+		if digest != "" {
+			if digest == img.ID {
+				return true
+			}
+			for _, d := range img.RepoDigests {
+				if _, _, dd := splitRef(d); dd == digest {
+					return true
+				}
+			}
+		}
+		if name == "" {
+			continue
+		}
+		if tag == "" && digest == "" {
+			tag = "latest"
+		}
+		want := NormalizeRef(name + ":" + tag)
+		if tag == "" {
+			want = NormalizeRef(name + "@" + digest)
+		}
 		for _, t := range slices.Concat(img.RepoTags, img.RepoDigests) {
-			if NormalizeRef(t) == n {
+			if NormalizeRef(t) == want {
 				return true
 			}
 		}
@@ -160,22 +186,36 @@ func IsSandboxImage(img Image, refs []string) bool {
 	return false
 }
 
+// splitRef splits an image reference into its name, tag and digest, each
+// possibly empty. A bare "sha256:…" is a digest (an image ID or a manifest
+// digest) with no name.
+func splitRef(ref string) (name, tag, digest string) {
+	if strings.HasPrefix(ref, "sha256:") {
+		return "", "", ref
+	}
+	name = ref
+	if i := strings.IndexByte(name, '@'); i >= 0 {
+		name, digest = name[:i], name[i+1:]
+	}
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		name, tag = name[:i], name[i+1:]
+	}
+	return name, tag, digest
+}
+
 // NormalizeRef expands an image reference the way containerd stores it
-// (docker's rules): a name without a registry is on docker.io, a docker.io
-// name without a path is under library/, and a name with neither tag nor
-// digest is :latest. Runtimes report the configured sandbox image as
-// written ("pause:3.6"), but list images by their full names
-// ("docker.io/library/pause:3.6"), so both must be compared normalised.
+// (docker's rules, as containerd's reference.ParseDockerRef): a name
+// without a registry is on docker.io, a docker.io name without a path is
+// under library/, a name with neither tag nor digest is :latest, and a
+// digest wins over a tag (name:tag@digest is name@digest). Runtimes report
+// the configured sandbox image as written ("pause:3.6"), but list images by
+// their full names ("docker.io/library/pause:3.6"), so both must be
+// compared normalised.
 func NormalizeRef(ref string) string {
 	if ref == "" || strings.HasPrefix(ref, "sha256:") {
 		return ref
 	}
-	name, rest := ref, ""
-	if i := strings.IndexByte(ref, '@'); i >= 0 {
-		name, rest = ref[:i], ref[i:]
-	} else if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
-		name, rest = ref[:i], ref[i:]
-	}
+	name, tag, digest := splitRef(ref)
 	domain, path := "docker.io", name
 	if i := strings.IndexByte(name, '/'); i >= 0 && (strings.ContainsAny(name[:i], ".:") || name[:i] == "localhost") {
 		domain, path = name[:i], name[i+1:]
@@ -186,10 +226,13 @@ func NormalizeRef(ref string) string {
 	if domain == "docker.io" && !strings.Contains(path, "/") {
 		path = "library/" + path
 	}
-	if rest == "" {
-		rest = ":latest"
+	switch {
+	case digest != "":
+		return domain + "/" + path + "@" + digest
+	case tag != "":
+		return domain + "/" + path + ":" + tag
 	}
-	return domain + "/" + path + rest
+	return domain + "/" + path + ":latest"
 }
 
 // imageEntry is one image as the planner ranks it: the kubelet's

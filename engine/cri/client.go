@@ -39,9 +39,6 @@ const (
 	// DefaultStatusConcurrency bounds the ContainerStatus calls in flight
 	// when ListContainers fetches exit details.
 	DefaultStatusConcurrency = 8
-	// DefaultSandboxStatusLimit bounds the sandboxes Info inspects per
-	// call for the image they run; results are cached by sandbox ID.
-	DefaultSandboxStatusLimit = 16
 )
 
 // Options configure a Client. Zero fields take the defaults.
@@ -64,9 +61,6 @@ type Options struct {
 	// StatusConcurrency bounds the ContainerStatus calls in flight for
 	// ExitDetails (default 8).
 	StatusConcurrency int
-	// SandboxStatusLimit bounds the new sandboxes Info inspects per call
-	// (default 16).
-	SandboxStatusLimit int
 }
 
 func (o Options) withDefaults() Options {
@@ -81,9 +75,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StatusConcurrency <= 0 {
 		o.StatusConcurrency = DefaultStatusConcurrency
-	}
-	if o.SandboxStatusLimit <= 0 {
-		o.SandboxStatusLimit = DefaultSandboxStatusLimit
 	}
 	return o
 }

@@ -353,7 +353,7 @@ func TestInfo(t *testing.T) {
 	o := small(6)
 	o.SandboxImage = "registry.k8s.io/pause:3.9"
 	_, ep := serve(t, o)
-	c := dial(t, ep, Options{SandboxStatusLimit: 2})
+	c := dial(t, ep, Options{})
 	got, err := c.Info(context.Background())
 	if err != nil {
 		t.Fatal(err)

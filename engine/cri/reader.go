@@ -422,10 +422,11 @@ func (c *Client) status(ctx context.Context) (map[string]string, error) {
 	return resp.GetInfo(), nil
 }
 
-// Info names the runtime and its sandbox images: the one its verbose
-// Status config names, and those the READY sandboxes run, learned from
-// their verbose status (at most Options.SandboxStatusLimit new sandboxes
-// per call; the answers are cached by sandbox ID).
+// Info names the runtime and its sandbox images: the ones its verbose
+// Status config names, and the one every READY sandbox runs, learned from
+// its verbose status (cached by sandbox ID, so only new sandboxes cost a
+// call). It fails closed: when the image of a READY sandbox cannot be
+// learned, Info returns an error, and no image is removed on its word.
 func (c *Client) Info(ctx context.Context) (engine.RuntimeInfo, error) {
 	v, err := c.version(ctx)
 	if err != nil {
@@ -436,12 +437,15 @@ func (c *Client) Info(ctx context.Context) (engine.RuntimeInfo, error) {
 	if err != nil {
 		return engine.RuntimeInfo{}, err
 	}
-	images := sandboxImagesFromConfig(info["config"])
-	running, err := c.runningSandboxImages(ctx)
+	configured := sandboxImagesFromConfig(info["config"])
+	running, silent, err := c.runningSandboxImages(ctx)
 	if err != nil {
 		return engine.RuntimeInfo{}, err
 	}
-	images = append(images, running...)
+	if silent != "" && len(configured) == 0 {
+		return engine.RuntimeInfo{}, fmt.Errorf("sandbox images: READY sandbox %s does not say which image it runs, and the runtime config names none", silent)
+	}
+	images := append(configured, running...)
 	slices.Sort(images)
 	images = slices.Compact(images)
 	if len(images) > 0 && images[0] == "" {
@@ -451,24 +455,33 @@ func (c *Client) Info(ctx context.Context) (engine.RuntimeInfo, error) {
 	return ri, nil
 }
 
-// runningSandboxImages returns the images the READY sandboxes run, as far
-// as the cache and this call's budget of sandbox statuses know them.
-func (c *Client) runningSandboxImages(ctx context.Context) ([]string, error) {
+// sandboxStatusWorkers bounds the sandbox status calls Info has in flight
+// when it learns the images of new READY sandboxes.
+const sandboxStatusWorkers = 8
+
+// runningSandboxImages returns the images every READY sandbox runs. silent
+// names a READY sandbox whose verbose status gives no image (the runtime's
+// configured sandbox image is then the one it runs). A status call that
+// fails for any reason but NotFound fails the whole call.
+func (c *Client) runningSandboxImages(ctx context.Context) (images []string, silent string, err error) {
 	rctx, cancel := c.readContext(ctx)
 	resp, err := c.rt.ListPodSandbox(rctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
 		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
 	}})
 	cancel()
 	if err != nil {
-		return nil, c.mapError("list ready sandboxes", err)
+		return nil, "", c.mapError("list ready sandboxes", err)
 	}
-	var images, unknown []string
+	var unknown []string
 	c.mu.Lock()
 	present := make(map[string]bool, len(resp.GetItems()))
 	for _, s := range resp.GetItems() {
 		present[s.GetId()] = true
 		if im, ok := c.sandboxImages[s.GetId()]; ok {
 			images = append(images, im)
+			if im == "" && silent == "" {
+				silent = s.GetId()
+			}
 		} else {
 			unknown = append(unknown, s.GetId())
 		}
@@ -479,17 +492,33 @@ func (c *Client) runningSandboxImages(ctx context.Context) ([]string, error) {
 		}
 	}
 	c.mu.Unlock()
-	for _, id := range unknown[:min(len(unknown), c.o.SandboxStatusLimit)] {
-		_, info, err := c.sandboxStatus(ctx, id)
-		if errors.Is(err, engine.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		images = append(images, info.Image)
+	learned := make([]string, len(unknown))
+	errs := make([]error, len(unknown))
+	sem := make(chan struct{}, sandboxStatusWorkers)
+	var wg sync.WaitGroup
+	for i, id := range unknown {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, info, err := c.sandboxStatus(ctx, id)
+			learned[i], errs[i] = info.Image, err
+		}()
 	}
-	return images, nil
+	wg.Wait()
+	for i, id := range unknown {
+		switch {
+		case errors.Is(errs[i], engine.ErrNotFound):
+			continue
+		case errs[i] != nil:
+			return nil, "", errs[i]
+		}
+		images = append(images, learned[i])
+		if learned[i] == "" && silent == "" {
+			silent = id
+		}
+	}
+	return images, silent, nil
 }
 
 // ImageFs reports the image filesystem from ImageFsInfo. When the runtime
