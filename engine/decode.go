@@ -156,7 +156,9 @@ func (s Snapshot) validateItems() error {
 		case "":
 			return &SnapshotError{f + ".state", "required"}
 		default:
-			return &SnapshotError{f + ".state", fmt.Sprintf("unknown value %q (want %s or %s)", sb.State, SandboxReady, SandboxNotReady)}
+			if !otherState(string(sb.State), "SANDBOX_STATE_") {
+				return &SnapshotError{f + ".state", fmt.Sprintf("unknown value %q (want %s, %s or SANDBOX_STATE_<n>)", sb.State, SandboxReady, SandboxNotReady)}
+			}
 		}
 	}
 	clear(ids)
@@ -170,7 +172,9 @@ func (s Snapshot) validateItems() error {
 		case "":
 			return &SnapshotError{f + ".state", "required"}
 		default:
-			return &SnapshotError{f + ".state", fmt.Sprintf("unknown value %q", c.State)}
+			if !otherState(string(c.State), "CONTAINER_STATE_") {
+				return &SnapshotError{f + ".state", fmt.Sprintf("unknown value %q (want a CONTAINER_ state or CONTAINER_STATE_<n>)", c.State)}
+			}
 		}
 		if c.CreatedAt.IsZero() {
 			return &SnapshotError{f + ".createdAt", "required"}

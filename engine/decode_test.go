@@ -251,7 +251,7 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 			doc: func(t *testing.T) []byte {
 				return mutate(t, func(m map[string]any) { item(m, "containers", 0)["state"] = "FOO" })
 			},
-			want: `snapshot: containers[0].state: unknown value "FOO"`,
+			want: `snapshot: containers[0].state: unknown value "FOO" (want a CONTAINER_ state or CONTAINER_STATE_<n>)`,
 		},
 		{
 			name: "a missing container createdAt is required",
@@ -279,7 +279,7 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 			doc: func(t *testing.T) []byte {
 				return mutate(t, func(m map[string]any) { item(m, "sandboxes", 0)["state"] = "READY" })
 			},
-			want: `snapshot: sandboxes[0].state: unknown value "READY" (want SANDBOX_READY or SANDBOX_NOTREADY)`,
+			want: `snapshot: sandboxes[0].state: unknown value "READY" (want SANDBOX_READY, SANDBOX_NOTREADY or SANDBOX_STATE_<n>)`,
 		},
 		{
 			name: "a missing sandbox state is required",

@@ -214,10 +214,12 @@ func (x *executor) container(rm ContainerRemoval) ItemResult {
 	if err != nil {
 		return recheckFailed(it, err)
 	}
-	switch cur.State {
-	case ContainerRunning:
+	switch {
+	case cur.State == ContainerRunning:
 		return skipped(it, "running since planning")
-	case ContainerUnknown:
+	case !isDead(cur.State):
+		return skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))
+	case cur.State == ContainerUnknown:
 		if err := x.e.o.Remover.StopContainer(x.ctx, rm.ID, StopTimeout); err != nil && !errors.Is(err, ErrNotFound) {
 			it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop unknown-state container: %v", err)
 			return it
@@ -258,6 +260,9 @@ func (x *executor) sandbox(rm SandboxRemoval) ItemResult {
 	}
 	if cur.State == SandboxReady {
 		return skipped(it, "ready since planning")
+	}
+	if cur.State != SandboxNotReady {
+		return skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))
 	}
 	cs, err := x.liveContainers()
 	if err != nil {
@@ -328,7 +333,7 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 	name := filepath.Base(rm.Path)
 	uid := name[strings.LastIndexByte(name, '_')+1:]
 	for _, c := range cs {
-		if c.PodUID == uid && c.State == ContainerRunning {
+		if c.PodUID == uid && !isDead(c.State) {
 			return skipped(it, fmt.Sprintf("pod runs container %s again", c.Name))
 		}
 	}

@@ -139,7 +139,7 @@ func survivingContainers(all []Container, plan ContainerPlan) []Container {
 
 // shortState is a container state for people: "exited", "running".
 func shortState(st ContainerState) string {
-	return strings.ToLower(strings.TrimPrefix(string(st), "CONTAINER_"))
+	return strings.ToLower(st.Short())
 }
 
 // humanDuration rounds a duration to the second for display, keeping

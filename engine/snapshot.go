@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // APIVersion is the apiVersion of every document nodegc reads or writes.
 const APIVersion = "nodegc/v1"
@@ -81,6 +85,47 @@ const (
 	SandboxReady    SandboxState = "SANDBOX_READY"
 	SandboxNotReady SandboxState = "SANDBOX_NOTREADY"
 )
+
+// SandboxStateOther is a sandbox state the CRI API does not define (a newer
+// runtime may send one), written SANDBOX_STATE_<n>. Every planner and the
+// executor treat it as active: such a sandbox is never stopped or removed.
+func SandboxStateOther(n int32) SandboxState {
+	return SandboxState("SANDBOX_STATE_" + strconv.Itoa(int(n)))
+}
+
+// ContainerStateOther is a container state the CRI API does not define (a
+// newer runtime may send one), written CONTAINER_STATE_<n>. Every planner
+// and the executor treat it as active: such a container is never stopped or
+// removed.
+func ContainerStateOther(n int32) ContainerState {
+	return ContainerState("CONTAINER_STATE_" + strconv.Itoa(int(n)))
+}
+
+// Short is the state for people, without the CRI prefix: EXITED, RUNNING,
+// and UNDEFINED(7) for a state the CRI API does not define.
+func (s ContainerState) Short() string { return shortStateName(string(s), "CONTAINER_") }
+
+// Short is the state for people, without the CRI prefix: READY, NOTREADY,
+// and UNDEFINED(2) for a state the CRI API does not define.
+func (s SandboxState) Short() string { return shortStateName(string(s), "SANDBOX_") }
+
+func shortStateName(s, prefix string) string {
+	if otherState(s, prefix+"STATE_") {
+		return "UNDEFINED(" + strings.TrimPrefix(s, prefix+"STATE_") + ")"
+	}
+	return strings.TrimPrefix(s, prefix)
+}
+
+// otherState reports whether s is prefix followed by a decimal number, the
+// form of a state the CRI API does not define.
+func otherState(s, prefix string) bool {
+	n, ok := strings.CutPrefix(s, prefix)
+	if !ok || n == "" || len(n) > 11 {
+		return false
+	}
+	_, err := strconv.Atoi(n)
+	return err == nil
+}
 
 // Sandbox is one pod sandbox.
 type Sandbox struct {

@@ -694,11 +694,10 @@ func shortID(id string) string {
 
 // shortState drops the CRI prefix: CONTAINER_EXITED is EXITED.
 func shortState(s engine.ContainerState) string {
-	st := string(s)
-	for _, p := range []string{"CONTAINER_", "SANDBOX_"} {
-		st = strings.TrimPrefix(st, p)
+	if strings.HasPrefix(string(s), "SANDBOX_") {
+		return engine.SandboxState(s).Short()
 	}
-	return st
+	return s.Short()
 }
 
 // humanBytes formats a byte count in IEC units with one decimal.

@@ -69,6 +69,8 @@ func toImage(im *runtimeapi.Image) engine.Image {
 	}
 }
 
+// containerState maps a CRI container state; one the API does not define
+// keeps its number and counts as active (never stopped or removed).
 func containerState(s runtimeapi.ContainerState) engine.ContainerState {
 	switch s {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
@@ -77,15 +79,22 @@ func containerState(s runtimeapi.ContainerState) engine.ContainerState {
 		return engine.ContainerRunning
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		return engine.ContainerExited
+	case runtimeapi.ContainerState_CONTAINER_UNKNOWN:
+		return engine.ContainerUnknown
 	}
-	return engine.ContainerUnknown
+	return engine.ContainerStateOther(int32(s))
 }
 
+// sandboxState maps a CRI sandbox state; one the API does not define keeps
+// its number and counts as active (never NOTREADY, so never removed).
 func sandboxState(s runtimeapi.PodSandboxState) engine.SandboxState {
-	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
+	switch s {
+	case runtimeapi.PodSandboxState_SANDBOX_READY:
 		return engine.SandboxReady
+	case runtimeapi.PodSandboxState_SANDBOX_NOTREADY:
+		return engine.SandboxNotReady
 	}
-	return engine.SandboxNotReady
+	return engine.SandboxStateOther(int32(s))
 }
 
 // imageID is the ID of the image a container runs, as the kubelet takes

@@ -122,7 +122,7 @@ func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now t
 			if c.FinishedAt != nil {
 				fin = human.Duration(now.Sub(*c.FinishedAt)) + " ago"
 			}
-			state := strings.TrimPrefix(string(c.State), "CONTAINER_")
+			state := c.State.Short()
 			g.rows = append(g.rows, grid.Row{
 				Cells: []string{"  " + c.Name, strconv.FormatUint(uint64(c.Attempt), 10), strconv.Itoa(int(c.ExitCode)), fin, strings.ToLower(state), plan},
 				Kind:  kind,

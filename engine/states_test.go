@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 8 item 3: a state the CRI API does not define (a newer runtime may
+// send one) is active. Such a container or sandbox is never stopped and
+// never removed, by the planners or by the executor's re-check.
+
+func TestUndefinedStatesArePlannedAsActive(t *testing.T) {
+	odd := ContainerStateOther(7)
+	s := baseSnapshot()
+	s.Containers = []Container{
+		{ID: "c-odd", PodSandboxID: "sb-old", PodUID: "p1", Name: "app", ImageID: "sha256:app", State: odd, CreatedAt: ago(48 * time.Hour)},
+		dead("c-dead", "p1", "app", 1, time.Hour),
+	}
+	s.Sandboxes = []Sandbox{
+		{ID: "sb-old", PodUID: "p1", State: SandboxNotReady, CreatedAt: ago(48 * time.Hour)},
+		{ID: "sb-odd", PodUID: "p1", State: SandboxStateOther(2), CreatedAt: ago(24 * time.Hour)},
+		{ID: "sb-p1", PodUID: "p1", State: SandboxReady, CreatedAt: ago(time.Hour)},
+	}
+	s.PodSource = PodSource{Ready: true, RemovablePodUIDs: []string{"p1"}}
+	p := DefaultPolicy()
+	p.Container.MaxPerPodContainer = 0
+	p.Container.MaxContainers = 0
+	plan := PlanPass(s, p, PassFull, t0)
+	t.Run("a container in an undefined state is not removed", func(t *testing.T) {
+		if got := containerRemovals(plan.ContainerGC); hasID(got, "c-odd") || !hasID(got, "c-dead") {
+			t.Errorf("container removals %v, want c-dead and never c-odd", got)
+		}
+	})
+	t.Run("a sandbox in an undefined state is not removed", func(t *testing.T) {
+		if got := sandboxRemovals(plan.SandboxGC); hasID(got, "sb-odd") {
+			t.Errorf("sandbox removals %v include sb-odd", got)
+		}
+	})
+	t.Run("a sandbox that a container in an undefined state references is not removed", func(t *testing.T) {
+		if got := sandboxRemovals(plan.SandboxGC); hasID(got, "sb-old") {
+			t.Errorf("sandbox removals %v include sb-old, which c-odd references", got)
+		}
+	})
+}
+
+func TestRecheckKeepsUndefinedStates(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.containers["c1"] = Container{ID: "c1", PodUID: "p1", Name: "app", State: ContainerStateOther(7)}
+	rt.sandboxes["sb1"] = Sandbox{ID: "sb1", PodUID: "p1", State: SandboxStateOther(2)}
+	e := newTestEngine(t, rt, false)
+	plan := Plan{EvaluatedAt: execNow, Pass: PassContainers,
+		ContainerGC: ContainerPlan{Remove: []ContainerRemoval{{ID: "c1", PodUID: "p1", Name: "app", Reason: RemovePerContainerLimit}}},
+		SandboxGC:   SandboxPlan{Remove: []SandboxRemoval{{ID: "sb1", PodUID: "p1", Reason: SandboxSuperseded}}}}
+	r, err := e.Apply(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range r.Items {
+		if it.Outcome != OutcomeSkipped || !strings.Contains(it.Detail, "does not define") {
+			t.Errorf("%s %s: outcome %s (%s), want skipped as active", it.Kind, it.ID, it.Outcome, it.Detail)
+		}
+	}
+	if m := rt.mutatingCalls(); len(m) > 0 {
+		t.Errorf("mutating calls %v, want none", m)
+	}
+}
+
+func TestDecodeAcceptsUndefinedStates(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"CONTAINER_STATE_7", ""},
+		{"CONTAINER_STATE_", "unknown value"},
+		{"CONTAINER_STATE_x", "unknown value"},
+	} {
+		s := baseSnapshot()
+		s.Containers = []Container{{ID: "c1", PodUID: "p", Name: "n", State: ContainerState(tt.in), CreatedAt: t0}}
+		err := s.Validate()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v, want accepted", tt.in, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: %v, want an error with %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+// hasID reports whether a list of "id" or "id:reason" names id.
+func hasID(list []string, id string) bool {
+	for _, s := range list {
+		if s == id || strings.HasPrefix(s, id+":") {
+			return true
+		}
+	}
+	return false
+}
