@@ -234,7 +234,7 @@ func DryRunReport(p Plan) PassReport {
 		it.Outcome, it.Time = OutcomePlanned, p.EvaluatedAt
 		r.Items = append(r.Items, it)
 		if it.Kind == ItemImage {
-			r.EstimatedBytesFreed += it.SizeBytes
+			r.EstimatedBytesFreed = AddBytes(r.EstimatedBytesFreed, it.SizeBytes)
 		}
 	}
 	return r

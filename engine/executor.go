@@ -89,7 +89,7 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassR
 		it := x.image(i)
 		x.add(it)
 		if it.Outcome == OutcomeRemoved {
-			r.EstimatedBytesFreed += i.SizeBytes
+			r.EstimatedBytesFreed = AddBytes(r.EstimatedBytesFreed, i.SizeBytes)
 		}
 		if it.Outcome == OutcomeRemoved || it.Outcome == OutcomeGone {
 			removedImages[i.ID] = true
@@ -187,6 +187,9 @@ func (x *executor) image(rm ImageRemoval) ItemResult {
 	}
 	if img.Pinned {
 		return skipped(it, "pinned since planning")
+	}
+	if img.SizeBytes < 0 {
+		return skipped(it, fmt.Sprintf("the runtime reports an impossible size (%d bytes)", img.SizeBytes))
 	}
 	if IsSandboxImage(img, x.sandboxRefs) {
 		return skipped(it, "sandbox image")

@@ -61,6 +61,10 @@ const (
 	KeepPinned    ImageKeepReason = "pinned"
 	KeepTooYoung  ImageKeepReason = "too-young"
 	KeepNotNeeded ImageKeepReason = "not-needed"
+	// KeepBadSize keeps an image whose runtime-reported size is impossible
+	// (negative, as a wrapped unsigned size reads): its removal could not
+	// be counted toward the target, so nodegc leaves it alone.
+	KeepBadSize ImageKeepReason = "bad-size"
 )
 
 // ImagePlan is the image collector's decision.

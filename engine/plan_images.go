@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"strings"
@@ -349,14 +350,14 @@ func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePla
 	removed := make(map[int]bool)
 	remove := func(e imageEntry, why ImageRemoveReason, detail string) {
 		removed[e.idx] = true
-		plan.BytesFreed += e.img.SizeBytes
+		plan.BytesFreed = AddBytes(plan.BytesFreed, e.img.SizeBytes)
 		plan.Remove = append(plan.Remove, ImageRemoval{
 			ID: e.img.ID, SizeBytes: e.img.SizeBytes, Reason: why,
 			RepoTags: e.img.RepoTags, RepoDigests: e.img.RepoDigests, Detail: detail,
 		})
 	}
 	eligible := func(e imageEntry) bool {
-		return e.candidate(now) && now.Sub(e.firstDetected) >= p.MinAge
+		return e.candidate(now) && e.img.SizeBytes >= 0 && now.Sub(e.firstDetected) >= p.MinAge
 	}
 	cut := -1 // index in entries of the last image removed by the space pass
 
@@ -403,7 +404,7 @@ func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePla
 			}
 			remove(e, RemoveForSpace, fmt.Sprintf("usage %d%% >= high threshold %d%%", usage, p.HighThresholdPercent))
 			cut = i
-			freed += e.img.SizeBytes
+			freed = AddBytes(freed, e.img.SizeBytes)
 			if freed >= plan.BytesToFree {
 				break
 			}
@@ -429,6 +430,20 @@ func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePla
 	return plan
 }
 
+// AddBytes adds two byte counts, saturating at the int64 limits instead of
+// wrapping: a sum that wrapped negative would make the space pass believe
+// it never freed enough and remove every eligible image.
+func AddBytes(a, b int64) int64 {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
+	}
+	return s
+}
+
 // candidate reports whether the image may be collected at all: not in
 // use, not pinned, not a sandbox image, and (the kubelet's freeSpace rule)
 // last used before now.
@@ -451,6 +466,8 @@ func keepReason(e imageEntry, s Snapshot, pods map[string]string, now time.Time,
 		// A record's lastUsed at or after now (a clock step back): the
 		// kubelet treats it as in use.
 		k.Reason, k.Detail = KeepInUse, fmt.Sprintf("last used %s, not before now", e.lastUsed.Format(time.RFC3339))
+	case e.img.SizeBytes < 0:
+		k.Reason, k.Detail = KeepBadSize, fmt.Sprintf("the runtime reports an impossible size (%d bytes)", e.img.SizeBytes)
 	case now.Sub(e.firstDetected) < p.MinAge:
 		at := e.firstDetected.Add(p.MinAge)
 		k.Reason, k.Detail, k.EligibleAt = KeepTooYoung, "eligible in "+humanDuration(at.Sub(now)), &at

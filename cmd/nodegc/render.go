@@ -259,7 +259,7 @@ func cutLine(p engine.Plan, order []string, removeAt map[string]int) (int, strin
 		var sum int64
 		for _, id := range order[:min(n, len(order))] {
 			if i, ok := removeAt[id]; ok {
-				sum += p.ImageGC.Remove[i].SizeBytes
+				sum = engine.AddBytes(sum, p.ImageGC.Remove[i].SizeBytes)
 			}
 		}
 		return sum

@@ -228,13 +228,7 @@ func checkFrame(t *testing.T, s *session, w int) {
 	if len(rows) < 2 || !strings.HasPrefix(rows[1], "───") {
 		t.Errorf("row 2 is not the rule under the tab bar: %q", rows[1])
 	}
-	last := ""
-	for _, r := range rows {
-		if strings.TrimSpace(r) != "" {
-			last = r
-		}
-	}
-	if !strings.Contains(last, "quit") {
+	if last := lastNonBlank(rows); !strings.Contains(last, "quit") {
 		t.Errorf("last row is not the key help (with q quit): %q", last)
 	}
 	for i, r := range s.joined(t) {
@@ -242,6 +236,17 @@ func checkFrame(t *testing.T, s *session, w int) {
 			t.Errorf("row %d is %d columns wide, the terminal %d: %q", i+1, n, w, r)
 		}
 	}
+}
+
+// lastNonBlank is the last row of the screen with text on it.
+func lastNonBlank(rows []string) string {
+	last := ""
+	for _, r := range rows {
+		if strings.TrimSpace(r) != "" {
+			last = r
+		}
+	}
+	return last
 }
 
 // demoArgs runs the dashboard on the default simulated node with a fixed
@@ -363,7 +368,8 @@ func TestDashboardFitsSmallTerminalAndReflows(t *testing.T) {
 			w, h := size[0], size[1]
 			s.tmux(t, "resize-window", "-t", s.name, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h))
 			s.waitFor(t, fmt.Sprintf("the rule to span %d columns", w), func(rows []string) bool {
-				return len(rows) == h && strings.TrimRight(rows[1], " ") == strings.Repeat("─", w)
+				return len(rows) == h && strings.TrimRight(rows[1], " ") == strings.Repeat("─", w) &&
+					strings.Contains(lastNonBlank(rows), "quit") // the redraw reached the bottom
 			})
 			checkFrame(t, s, w)
 		}

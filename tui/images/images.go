@@ -136,7 +136,7 @@ func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now t
 			ageN++
 		default:
 			spaceN++
-			spaceBytes += r.SizeBytes
+			spaceBytes = engine.AddBytes(spaceBytes, r.SizeBytes)
 		}
 	}
 	if g.Triggered {
