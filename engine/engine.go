@@ -262,7 +262,14 @@ func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
 	if e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
 	}
-	if age := e.now().Sub(p.EvaluatedAt); !p.EvaluatedAt.IsZero() && age > MaxPlanAge {
+	now := e.now()
+	switch {
+	case p.EvaluatedAt.IsZero():
+		return PassReport{}, fmt.Errorf("%w: it has no evaluation time", ErrStalePlan)
+	case p.EvaluatedAt.After(now):
+		return PassReport{}, fmt.Errorf("%w: evaluated at %s, after now (%s): preview it again", ErrStalePlan, p.EvaluatedAt.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	if age := now.Sub(p.EvaluatedAt); age > MaxPlanAge {
 		return PassReport{}, fmt.Errorf("%w: made %s ago, more than %s: preview it again", ErrStalePlan, age.Round(time.Second), MaxPlanAge)
 	}
 	e.mu.Lock()

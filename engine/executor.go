@@ -295,9 +295,13 @@ func (x *executor) sandbox(rm SandboxRemoval) ItemResult {
 func (x *executor) logPath(rm LogRemoval) ItemResult {
 	it := ItemResult{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason}
 	podDir, linkDir := x.e.o.Policy.PodLogsDir, x.e.containerLogsDir()
-	inPods, inLinks := WithinDir(podDir, rm.Path), WithinDir(linkDir, rm.Path)
+	// Only direct children: a nested path could pass through a symlinked
+	// subdirectory to anywhere on the node.
+	parent := filepath.Dir(rm.Path)
+	inPods := WithinDir(podDir, rm.Path) && parent == filepath.Clean(podDir)
+	inLinks := WithinDir(linkDir, rm.Path) && parent == filepath.Clean(linkDir)
 	if !inPods && !inLinks {
-		return skipped(it, fmt.Sprintf("outside %s and %s", podDir, linkDir))
+		return skipped(it, fmt.Sprintf("not directly inside %s or %s", podDir, linkDir))
 	}
 	fi, err := os.Lstat(rm.Path)
 	if errors.Is(err, os.ErrNotExist) {

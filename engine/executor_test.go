@@ -186,6 +186,7 @@ func TestApplyRechecksEachItem(t *testing.T) {
 			rt := newFakeRuntime()
 			tc.setup(rt)
 			e := newTestEngine(t, rt, false)
+			tc.plan.EvaluatedAt = execNow
 			r, err := e.Apply(context.Background(), tc.plan)
 			if err != nil {
 				t.Fatal(err)
@@ -217,7 +218,7 @@ func TestApplyMeasuresAndJournals(t *testing.T) {
 	rt.images["i1"] = Image{ID: "i1", SizeBytes: 30, RepoTags: []string{"a:1"}, RepoDigests: []string{"a@sha256:1"}}
 	rt.images["i2"] = Image{ID: "i2", SizeBytes: 50, RepoTags: []string{"b:1"}}
 	e := newTestEngine(t, rt, false)
-	plan := Plan{Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 60, Remove: []ImageRemoval{
+	plan := Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 60, Remove: []ImageRemoval{
 		{ID: "i1", SizeBytes: 30, Reason: RemoveForSpace}, {ID: "i2", SizeBytes: 50, Reason: RemoveForSpace}}}}
 	r, err := e.Apply(context.Background(), plan)
 	if err != nil {
@@ -250,7 +251,7 @@ func TestApplyReportsFreeDiskSpaceFailedWhenRemovalsFail(t *testing.T) {
 	rt.images["i1"] = Image{ID: "i1", SizeBytes: 30}
 	rt.fail["RemoveImage i1"] = errors.New("boom")
 	e := newTestEngine(t, rt, false)
-	r, _ := e.Apply(context.Background(), Plan{Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 10,
+	r, _ := e.Apply(context.Background(), Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 10,
 		Remove: []ImageRemoval{{ID: "i1", SizeBytes: 30, Reason: RemoveForSpace}}}})
 	if !hasEvent(r.Events, EventFreeDiskSpaceFailed) || r.OK() {
 		t.Errorf("events %+v, ok %v: want FreeDiskSpaceFailed and a failed pass", r.Events, r.OK())
@@ -285,6 +286,13 @@ func TestApplyLogPaths(t *testing.T) {
 	os.Symlink("/nowhere", filepath.Join(links, "p_ns_c-live1.log"))
 	os.WriteFile(filepath.Join(root, "kept.log"), []byte("log"), 0o644)
 	os.Symlink(filepath.Join(root, "kept.log"), filepath.Join(links, "p_ns_c-dead2.log"))
+	// A symlinked subdirectory of the links dir that leads elsewhere, with
+	// a dangling link in it (issue 8 item 11).
+	os.MkdirAll(filepath.Join(root, "elsewhere"), 0o755)
+	os.Symlink("/nowhere", filepath.Join(root, "elsewhere", "p_ns_c-dead3.log"))
+	os.Symlink(filepath.Join(root, "elsewhere"), filepath.Join(links, "sub"))
+	os.Symlink(filepath.Join(root, "elsewhere"), filepath.Join(pods, "nested"))
+	os.MkdirAll(filepath.Join(root, "elsewhere", "ns_x_uid1"), 0o755)
 	rt := newFakeRuntime()
 	rt.containers["live1"] = Container{ID: "live1", State: ContainerRunning}
 	rt.containers["c2"] = Container{ID: "c2", PodUID: "uid2", State: ContainerRunning}
@@ -293,7 +301,9 @@ func TestApplyLogPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := Plan{LogGC: LogPlan{Remove: []LogRemoval{
+	plan := Plan{EvaluatedAt: execNow, LogGC: LogPlan{Remove: []LogRemoval{
+		{Path: filepath.Join(links, "sub", "p_ns_c-dead3.log"), Reason: LogDangling},
+		{Path: filepath.Join(pods, "nested", "ns_x_uid1"), Reason: LogPodRemovable},
 		{Path: filepath.Join(pods, "ns_gone_uid1"), Reason: LogPodRemovable},
 		{Path: filepath.Join(pods, "ns_back_uid2"), Reason: LogPodRemovable},
 		{Path: filepath.Join(links, "p_ns_c-dead1.log"), Reason: LogDangling},
@@ -306,21 +316,28 @@ func TestApplyLogPaths(t *testing.T) {
 	}}}
 	r, _ := e.Apply(context.Background(), plan)
 	want := map[string]Outcome{
-		filepath.Join(pods, "ns_gone_uid1"):      OutcomeRemoved,
-		filepath.Join(pods, "ns_back_uid2"):      OutcomeSkipped,
-		filepath.Join(links, "p_ns_c-dead1.log"): OutcomeRemoved,
-		filepath.Join(links, "p_ns_c-live1.log"): OutcomeSkipped,
-		filepath.Join(links, "p_ns_c-dead2.log"): OutcomeSkipped,
-		"victim":                                 OutcomeSkipped,
-		pods + "/../victim":                      OutcomeSkipped,
-		pods:                                     OutcomeSkipped,
-		"":                                       OutcomeSkipped,
+		filepath.Join(links, "sub", "p_ns_c-dead3.log"): OutcomeSkipped,
+		filepath.Join(pods, "nested", "ns_x_uid1"):      OutcomeSkipped,
+		filepath.Join(pods, "ns_gone_uid1"):             OutcomeRemoved,
+		filepath.Join(pods, "ns_back_uid2"):             OutcomeSkipped,
+		filepath.Join(links, "p_ns_c-dead1.log"):        OutcomeRemoved,
+		filepath.Join(links, "p_ns_c-live1.log"):        OutcomeSkipped,
+		filepath.Join(links, "p_ns_c-dead2.log"):        OutcomeSkipped,
+		"victim":                                        OutcomeSkipped,
+		pods + "/../victim":                             OutcomeSkipped,
+		pods:                                            OutcomeSkipped,
+		"":                                              OutcomeSkipped,
 	}
 	if got := outcomes(r); !mapsEqual(got, want) {
 		t.Errorf("outcomes = %v\nwant %v", got, want)
 	}
 	if _, err := os.Stat(filepath.Join(root, "victim")); err != nil {
 		t.Errorf("a path outside the log dirs was touched: %v", err)
+	}
+	for _, p := range []string{"p_ns_c-dead3.log", "ns_x_uid1"} {
+		if _, err := os.Lstat(filepath.Join(root, "elsewhere", p)); err != nil {
+			t.Errorf("a path reached through a symlinked subdirectory was removed: %v", err)
+		}
 	}
 	if _, err := os.Stat(pods); err != nil {
 		t.Errorf("the pod logs dir itself was removed: %v", err)
@@ -394,7 +411,7 @@ func TestNoFreeDiskSpaceFailedWhenTheAgePassAloneSufficed(t *testing.T) {
 	e := newTestEngine(t, rt, false)
 	// Usage 86% ≥ 85%, 60 bytes to free; the MaxAge pass removes 20 and
 	// brings usage under the high threshold, so no space pass runs.
-	r, _ := e.Apply(context.Background(), Plan{Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 60,
+	r, _ := e.Apply(context.Background(), Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 60,
 		Remove: []ImageRemoval{{ID: "idle", SizeBytes: 20, Reason: RemoveForAge}}}})
 	if hasEvent(r.Events, EventFreeDiskSpaceFailed) || !r.OK() {
 		t.Errorf("events %+v: want none", r.Events)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +94,27 @@ func hasID(list []string, id string) bool {
 		}
 	}
 	return false
+}
+
+// TestApplyRefusesPlansWithoutAPastEvaluationTime pins issue 8 item 11: a
+// plan with a zero or future evaluation time cannot be applied.
+func TestApplyRefusesPlansWithoutAPastEvaluationTime(t *testing.T) {
+	for name, at := range map[string]time.Time{
+		"zero evaluation time":   {},
+		"future evaluation time": execNow.Add(time.Minute),
+	} {
+		t.Run(name, func(t *testing.T) {
+			rt := newFakeRuntime()
+			rt.images["i1"] = Image{ID: "i1", SizeBytes: 10}
+			e := newTestEngine(t, rt, false)
+			_, err := e.Apply(context.Background(), Plan{EvaluatedAt: at, Pass: PassImages,
+				ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", SizeBytes: 10, Reason: RemoveForSpace}}}})
+			if !errors.Is(err, ErrStalePlan) {
+				t.Errorf("Apply = %v, want ErrStalePlan", err)
+			}
+			if m := rt.mutatingCalls(); len(m) > 0 {
+				t.Errorf("mutating calls %v", m)
+			}
+		})
+	}
 }
