@@ -89,9 +89,15 @@ func simnodeConfig(opts *simnodeOptions, now time.Time) (simnode.Options, error)
 	default:
 		return o, usageErrorf("--preset: must be demo, large or scale, got %q", opts.Preset)
 	}
+	if opts.Step < 0 {
+		return o, usageErrorf("--step: must not be negative, got %s", opts.Step)
+	}
 	set := func(name string, dst *int, v int) error {
 		if v < 0 {
 			return usageErrorf("--%s: must not be negative, got %d", name, v)
+		}
+		if limit := simnodeLimits[name]; v > limit {
+			return usageErrorf("--%s: at most %d, got %d (the simulated node keeps everything in memory)", name, limit, v)
 		}
 		if opts.Preset == "" || opts.Changed[name] {
 			*dst = v
@@ -108,10 +114,26 @@ func simnodeConfig(opts *simnodeOptions, now time.Time) (simnode.Options, error)
 			return o, err
 		}
 	}
+	if dead := int64(o.Pods+o.DeletedPods) * int64(o.DeadPerContainer+1); dead > maxSimContainers {
+		return o, usageErrorf("--pods and --dead-per-container: about %d containers, more than the %d the simulated node holds", dead, maxSimContainers)
+	}
 	o.Seed = opts.Seed
 	o.Start = now
 	return o, nil
 }
+
+// simnodeLimits bound the counts a simulated node is asked to hold, so a
+// typo such as --images 999999999999999 is one clear error rather than an
+// out-of-memory panic.
+var simnodeLimits = map[string]int{
+	"images":             200_000,
+	"pods":               100_000,
+	"dead-per-container": 1_000,
+	"deleted-pods":       100_000,
+}
+
+// maxSimContainers bounds pods × (dead per container + 1).
+const maxSimContainers = 2_000_000
 
 // runSimnode serves the node until the context ends.
 func runSimnode(ctx context.Context, opts *simnodeOptions) error {
