@@ -21,7 +21,10 @@ type Options struct {
 	// Policy is the effective policy; New validates it.
 	Policy Policy
 	// StateDir holds the image records and the deletion journal; "" keeps
-	// records in memory only and writes no journal.
+	// records in memory only and writes no journal. An engine with a
+	// Remover checks the dir (see openStateDir), creates it 0700 when
+	// missing and holds its lock until Close; a read-only engine only reads
+	// the records, if it can, and never creates, changes or writes the dir.
 	StateDir string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -62,6 +65,7 @@ type Engine struct {
 	statfs  func(string) (FsStats, error)
 	log     *slog.Logger
 	journal *journal
+	sd      *stateDir // the locked state dir; nil for a read-only engine
 	passSeq atomic.Int64
 
 	mu        sync.Mutex // serialises snapshots and passes
@@ -74,8 +78,10 @@ type Engine struct {
 }
 
 // New validates the options and the policy, and loads the image records
-// from StateDir (creating it 0700). A corrupt records file is moved aside
-// and the engine starts fresh; Warning reports it.
+// from StateDir. An engine that can remove takes the state dir's lock
+// (release it with Close) and refuses an unsafe dir with a *StateDirError;
+// a corrupt records file is moved aside and the engine starts fresh, which
+// Warning reports. A read-only engine writes nothing to the state dir.
 func New(o Options) (*Engine, error) {
 	if o.Reader == nil {
 		return nil, errors.New("engine: no runtime reader")
@@ -98,23 +104,61 @@ func New(o Options) (*Engine, error) {
 	}
 	e.started = e.now()
 	e.fresh = true
-	if o.StateDir != "" {
-		if err := ensureStateDir(o.StateDir); err != nil {
-			return nil, err
-		}
-		recs, found, warning, err := loadRecords(o.StateDir, e.started)
+	if o.StateDir == "" {
+		return e, nil
+	}
+	if o.Remover == nil {
+		// Read-only: records if readable, kept in memory.
+		recs, found, warning, err := loadRecords(o.StateDir, e.started, false)
 		if err != nil {
-			return nil, err
+			warning = fmt.Errorf("--state-dir %s: %w; image records are kept in memory only", o.StateDir, err)
 		}
 		if warning != nil {
-			e.log.Warn("image records reset", "err", warning)
+			e.log.Warn("image records not used", "err", warning)
 			e.warning = warning
 		}
-		e.records, e.fresh = recs, !found
-		e.journal = openJournal(o.StateDir)
+		if err == nil {
+			e.records, e.fresh = recs, !found
+		}
+		return e, nil
 	}
+	sd, err := openStateDir(o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	recs, found, warning, err := loadRecords(o.StateDir, e.started, true)
+	if err != nil {
+		sd.Close()
+		return nil, &StateDirError{Dir: o.StateDir, Err: err}
+	}
+	if warning != nil {
+		e.log.Warn("image records reset", "err", warning)
+		e.warning = warning
+	}
+	e.records, e.fresh = recs, !found
+	j, repaired, err := openJournal(o.StateDir)
+	if err != nil {
+		sd.Close()
+		return nil, &StateDirError{Dir: o.StateDir, Err: err}
+	}
+	if repaired != nil {
+		e.log.Warn("journal repaired", "err", repaired)
+		e.warning = errors.Join(e.warning, repaired)
+	}
+	e.sd, e.journal = sd, j
 	return e, nil
 }
+
+// Close releases the state dir's lock. The engine must not be used after.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return errors.Join(e.journal.close(), e.sd.Close())
+}
+
+// persists reports whether the engine writes image records: only an engine
+// that can remove and holds its state dir.
+func (e *Engine) persists() bool { return e.sd != nil }
 
 // Warning returns the problem found with the persisted state at start (a
 // corrupt records file that was moved aside), or nil.
@@ -155,7 +199,7 @@ func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, er
 	}
 	var changed bool
 	e.records, changed = updateRecords(e.records, s.Images, inUse, s.TakenAt)
-	if e.o.StateDir != "" && (persist || changed) {
+	if e.persists() && (persist || changed) {
 		if err := saveRecords(e.o.StateDir, e.records, s.TakenAt); err != nil {
 			return s, err
 		}

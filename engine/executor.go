@@ -29,6 +29,10 @@ type executor struct {
 	// live is the container list read after the container phase, for the
 	// sandbox and log re-checks; nil until needed.
 	live []Container
+	// stop is the caller's context: once it is done, no new item starts.
+	// ctx, detached from it, carries the runtime calls of the item in
+	// flight to their end.
+	stop context.Context
 }
 
 // plannedItems lists a plan's items in execution order: containers,
@@ -64,38 +68,64 @@ func planEvents(p Plan) []Event {
 }
 
 // applyLocked performs p; e.mu is held.
+//
+// Stopping: when ctx is cancelled the pass stops after the item in flight.
+// That item finishes (its runtime calls use a context detached from ctx,
+// bounded by the runtime client's own timeouts) and is journalled; no
+// further item starts, and each is reported as OutcomeNotRun. A journal
+// write that fails stops the pass the same way, before the next removal,
+// because a removal that leaves no journal line is a removal nobody can
+// account for.
 func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassReport {
 	r := PassReport{ID: e.passSeq.Add(1), Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
-	if before, err := e.imageFs(ctx); err == nil {
+	x := &executor{e: e, ctx: context.WithoutCancel(ctx), stop: ctx, r: &r}
+	planned := plannedItems(p)
+	if err := e.journal.checkSpace(len(planned)); err != nil {
+		x.halt(err.Error(), true)
+	}
+	if before, err := e.imageFs(x.ctx); err == nil {
 		r.ImageFsBefore = &before
 	}
-	x := &executor{e: e, ctx: ctx, r: &r}
-	if info, err := e.o.Reader.Info(ctx); err == nil {
-		x.sandboxRefs = info.SandboxImages
-	} else {
-		x.infoErr = fmt.Errorf("runtime info (for the sandbox images): %w", err)
+	if !x.halted() {
+		if info, err := e.o.Reader.Info(x.ctx); err == nil {
+			x.sandboxRefs = info.SandboxImages
+		} else {
+			x.infoErr = fmt.Errorf("runtime info (for the sandbox images): %w", err)
+		}
+	}
+	i := 0
+	next := func(do func() ItemResult) {
+		it := planned[i]
+		i++
+		if x.halted() {
+			it.Outcome, it.Detail = OutcomeNotRun, r.Stopped
+			r.Undone++
+			x.add(it)
+			return
+		}
+		x.add(do())
 	}
 	for _, c := range p.ContainerGC.Remove {
-		x.add(x.container(c))
+		next(func() ItemResult { return x.container(c) })
 	}
 	for _, s := range p.SandboxGC.Remove {
-		x.add(x.sandbox(s))
+		next(func() ItemResult { return x.sandbox(s) })
 	}
 	for _, l := range p.LogGC.Remove {
-		x.add(x.logPath(l))
+		next(func() ItemResult { return x.logPath(l) })
 	}
 	removedImages := map[string]bool{}
-	for _, i := range p.ImageGC.Remove {
-		it := x.image(i)
-		x.add(it)
+	for _, im := range p.ImageGC.Remove {
+		next(func() ItemResult { return x.image(im) })
+		it := r.Items[len(r.Items)-1]
 		if it.Outcome == OutcomeRemoved {
-			r.EstimatedBytesFreed = AddBytes(r.EstimatedBytesFreed, i.SizeBytes)
+			r.EstimatedBytesFreed = AddBytes(r.EstimatedBytesFreed, im.SizeBytes)
 		}
 		if it.Outcome == OutcomeRemoved || it.Outcome == OutcomeGone {
-			removedImages[i.ID] = true
+			removedImages[im.ID] = true
 		}
 	}
-	if after, err := e.imageFs(ctx); err == nil {
+	if after, err := e.imageFs(x.ctx); err == nil {
 		r.ImageFsAfter = &after
 		if r.ImageFsBefore != nil {
 			m := after.AvailableBytes - r.ImageFsBefore.AvailableBytes
@@ -106,13 +136,13 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassR
 		for id := range removedImages {
 			delete(e.records, id)
 		}
-		if e.o.StateDir != "" {
+		if e.persists() {
 			if err := saveRecords(e.o.StateDir, e.records, e.now()); err != nil {
 				e.log.Error("save image records", "err", err)
 			}
 		}
 	}
-	if spacePassPlanned(p.ImageGC) && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed) {
+	if spacePassPlanned(p.ImageGC) && r.Stopped == "" && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed) {
 		// The space pass expected to free enough, but removals failed or
 		// were skipped: the kubelet reports the same event. (When the
 		// MaxAge pass alone brought usage under the high threshold, no
@@ -121,8 +151,29 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassR
 			Message: fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", p.ImageGC.BytesToFree, r.EstimatedBytesFreed)})
 	}
 	r.FinishedAt = e.now()
-	e.log.Info("pass done", "pass", r.ID, "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed), "skipped", r.Count(OutcomeSkipped))
+	e.log.Info("pass done", "pass", r.ID, "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed), "skipped", r.Count(OutcomeSkipped), "undone", r.Undone)
 	return r
+}
+
+// halted reports whether the pass must start no further item, noting the
+// cancellation of the caller's context the first time it is seen.
+func (x *executor) halted() bool {
+	if x.r.Stopped == "" && x.stop.Err() != nil {
+		x.halt("stopped on request after the item in flight", false)
+	}
+	return x.r.Stopped != ""
+}
+
+// halt stops the pass; failed makes it a pass-level failure too.
+func (x *executor) halt(why string, failed bool) {
+	if x.r.Stopped != "" {
+		return
+	}
+	x.r.Stopped = why
+	if failed {
+		x.r.Error = why
+	}
+	x.e.log.Warn("pass stopped", "pass", x.r.ID, "why", why)
 }
 
 // spacePassPlanned reports whether the image plan runs the space pass.
@@ -166,11 +217,13 @@ func outcome(it ItemResult, what string, err error) ItemResult {
 	return it
 }
 
-// journal appends a deletion to the journal, logging (not failing) on error.
+// journal appends a deletion to the journal. A write that fails stops the
+// pass before the next removal and fails it.
 func (x *executor) journal(en JournalEntry) {
 	en.Time, en.Pass, en.PassKind = x.e.now(), x.r.ID, x.r.Plan.Pass
 	if err := x.e.journal.append(en); err != nil {
 		x.e.log.Error("journal", "err", err)
+		x.halt(fmt.Sprintf("journal write failed after removing %s %s (%v): no further removal", en.Kind, en.ID, err), true)
 	}
 }
 

@@ -24,6 +24,7 @@ func newTestEngine(t *testing.T, rt *fakeRuntime, readOnly bool) *Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	return e
 }
 

@@ -22,13 +22,14 @@ type recordsDoc struct {
 	Records    []ImageRecord `json:"records"`
 }
 
-// loadRecords reads the records from dir. A missing file is no records and
-// no error (found is false). A corrupt file is moved aside to
-// <file>.corrupt-<unix time> and reported in warning; the engine then starts
-// fresh, as if the file were missing.
-func loadRecords(dir string, now time.Time) (recs map[string]ImageRecord, found bool, warning error, err error) {
+// loadRecords reads the records from dir, never following a symlink or
+// blocking on a FIFO. A missing file is no records and no error (found is
+// false). A corrupt file is reported in warning and the engine starts
+// fresh, as if the file were missing; with moveAside (an engine that owns
+// the dir) it is also moved to <file>.corrupt-<unix time>.
+func loadRecords(dir string, now time.Time, moveAside bool) (recs map[string]ImageRecord, found bool, warning error, err error) {
 	path := filepath.Join(dir, recordsFile)
-	data, err := os.ReadFile(path)
+	data, err := readStateFile(dir, recordsFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]ImageRecord{}, false, nil, nil
 	}
@@ -47,6 +48,9 @@ func loadRecords(dir string, now time.Time) (recs map[string]ImageRecord, found 
 				break
 			}
 		}
+	}
+	if derr != nil && !moveAside {
+		return map[string]ImageRecord{}, false, fmt.Errorf("image records %s are corrupt (%v): starting fresh in memory", path, derr), nil
 	}
 	if derr != nil {
 		aside := fmt.Sprintf("%s.corrupt-%d", path, now.Unix())
@@ -82,17 +86,6 @@ func sortedRecords(recs map[string]ImageRecord) []ImageRecord {
 	}
 	slices.SortFunc(out, func(a, b ImageRecord) int { return strings.Compare(a.ID, b.ID) })
 	return out
-}
-
-// ensureStateDir creates dir with mode 0700 and tightens it if it exists.
-func ensureStateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create state dir: %w", err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return fmt.Errorf("chmod state dir: %w", err)
-	}
-	return nil
 }
 
 // writeFileAtomic replaces path with data (mode 0600) atomically.

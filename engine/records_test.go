@@ -10,28 +10,30 @@ import (
 )
 
 func TestRecordsSurviveARestart(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "state")
 	rt := newFakeRuntime()
 	rt.images["old"] = Image{ID: "old", SizeBytes: 1}
 	rt.images["used"] = Image{ID: "used", SizeBytes: 1}
 	rt.containers["c"] = Container{ID: "c", ImageID: "used", State: ContainerExited}
 	now := execNow
 	clock := func() time.Time { return now }
-	e1, err := New(Options{Reader: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
+	e1, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e1.Snapshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	e1.Close()
 	// An hour later, a new process over the same state dir.
 	now = execNow.Add(time.Hour)
 	rt.images["new"] = Image{ID: "new", SizeBytes: 1}
 	delete(rt.containers, "c")
-	e2, err := New(Options{Reader: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
+	e2, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer e2.Close()
 	s, err := e2.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +82,12 @@ func TestCorruptRecordsAreMovedAsideAndTheEngineStartsFresh(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, recordsFile)
 			os.WriteFile(path, []byte(content), 0o600)
-			e, err := New(Options{Reader: newFakeRuntime(), Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+			rt := newFakeRuntime()
+			e, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer e.Close()
 			if e.Warning() == nil || !strings.Contains(e.Warning().Error(), "corrupt") {
 				t.Errorf("warning = %v, want a corrupt-records warning", e.Warning())
 			}
@@ -113,7 +117,7 @@ func TestSaveRecordsLeavesNoTempFiles(t *testing.T) {
 	if len(ents) != 1 || ents[0].Name() != recordsFile {
 		t.Errorf("state dir holds %v, want only %s", ents, recordsFile)
 	}
-	got, found, warn, err := loadRecords(dir, execNow)
+	got, found, warn, err := loadRecords(dir, execNow, true)
 	if err != nil || warn != nil || !found || !got["a"].FirstDetected.Equal(execNow) {
 		t.Errorf("load = %v %v %v %v", got, found, warn, err)
 	}
@@ -125,10 +129,11 @@ func TestSnapshotsPersistNewImagesAndPlansPersistLastUsed(t *testing.T) {
 	rt := newFakeRuntime()
 	rt.images["a"] = Image{ID: "a"}
 	now := execNow
-	e, err := New(Options{Reader: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return now }})
+	e, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer e.Close()
 	ctx := context.Background()
 	read := func() string { b, _ := os.ReadFile(path); return string(b) }
 
@@ -148,7 +153,7 @@ func TestSnapshotsPersistNewImagesAndPlansPersistLastUsed(t *testing.T) {
 	if _, err := e.Plan(ctx, PassImages); err != nil {
 		t.Fatal(err)
 	}
-	recs, _, _, _ := loadRecords(dir, now)
+	recs, _, _, _ := loadRecords(dir, now, true)
 	if lu := recs["a"].LastUsed; lu == nil || !lu.Equal(now) {
 		t.Errorf("a plan did not persist last used: %+v", recs["a"])
 	}

@@ -29,6 +29,9 @@ const (
 	OutcomeFailed Outcome = "failed"
 	// OutcomePlanned: a dry-run; nothing was done.
 	OutcomePlanned Outcome = "planned"
+	// OutcomeNotRun is an item a stopped pass never started: the operator
+	// quit or signalled, or the journal could not be written.
+	OutcomeNotRun Outcome = "not-run"
 )
 
 // ItemResult is the executor's record of one planned item.
@@ -66,6 +69,11 @@ type PassReport struct {
 	// Error is a pass-level failure (the snapshot could not be taken);
 	// per-item failures are in Items.
 	Error string `json:"error,omitempty"`
+	// Stopped says why the pass stopped before its end (the operator quit
+	// or signalled, a journal write failed); the items it never started
+	// are OutcomeNotRun, and Undone counts them.
+	Stopped string `json:"stopped,omitempty"`
+	Undone  int    `json:"undone,omitempty"`
 }
 
 // Count returns how many items had the outcome.
@@ -80,7 +88,9 @@ func (r PassReport) Count(o Outcome) int {
 }
 
 // OK reports whether the pass ran and no item failed.
-func (r PassReport) OK() bool { return r.Error == "" && r.Count(OutcomeFailed) == 0 }
+func (r PassReport) OK() bool {
+	return r.Error == "" && r.Stopped == "" && r.Count(OutcomeFailed) == 0
+}
 
 // JournalEntry is one line of the append-only deletion journal.
 type JournalEntry struct {

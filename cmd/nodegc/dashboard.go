@@ -158,7 +158,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 			return err
 		}
 	}
-	opts.Global.dashboardLogFile(opts.Global.StateDir)
+	opts.Global.dashboardLogFile(opts.Global.StateDir, !opts.ReadOnly)
 	conn, err := connect(ctx, f, opts.Global, cfg, opts.ReadOnly, true)
 	if err != nil {
 		return err
@@ -269,7 +269,7 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 		eo.Remover = d.client
 	}
 	if !headless {
-		opts.Global.dashboardLogFile(eo.StateDir)
+		opts.Global.dashboardLogFile(eo.StateDir, true)
 	}
 	if eo.Logger, err = opts.Global.logger(); err != nil {
 		return err

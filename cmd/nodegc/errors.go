@@ -75,9 +75,10 @@ func exitCode(err error) int {
 		ue *usageError
 		fe *fileError
 		pe *engine.PolicyError
+		se *engine.StateDirError
 	)
 	switch {
-	case errors.As(err, &ue), errors.As(err, &fe), errors.As(err, &pe):
+	case errors.As(err, &ue), errors.As(err, &fe), errors.As(err, &pe), errors.As(err, &se):
 		return exitUsage
 	default:
 		return exitFailure

@@ -170,10 +170,6 @@ func newEngine(f *factory, g *globalOptions, o engine.Options) (*engine.Engine, 
 		return nil, err
 	}
 	o.Logger = log
-	if o.StateDir != "" && !stateDirUsable(o.StateDir) {
-		f.warnf("--state-dir %s: cannot be created; image records are kept in memory only", o.StateDir)
-		o.StateDir = ""
-	}
 	e, err := engine.New(o)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodegc/nodegc/engine"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -75,9 +76,14 @@ func (g *globalOptions) validate() error {
 
 // dashboardLogFile makes the dashboard log to <stateDir>/nodegc.log when
 // no --log-file was given: anything written to the terminal would tear the
-// screen. Without a usable state dir the logs are dropped.
-func (g *globalOptions) dashboardLogFile(stateDir string) {
-	if g.LogFile != "" || stateDir == "" || !stateDirUsable(stateDir) {
+// screen. writable says the state dir is this process's to write (it can
+// remove, or it is the demo's own); otherwise, as for --read-only, nothing
+// is written there and the logs are dropped.
+func (g *globalOptions) dashboardLogFile(stateDir string, writable bool) {
+	if g.LogFile != "" || stateDir == "" || !writable {
+		return
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return
 	}
 	g.LogFile = filepath.Join(stateDir, "nodegc.log")
@@ -204,8 +210,8 @@ func checkStateDir(dir string) error {
 	if dir == "" {
 		return usageErrorf("--state-dir: must not be empty when nodegc can remove: every removal is journalled there")
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return usageErrorf("--state-dir: %s cannot be created (%v); every removal is journalled there", dir, ioCause(err))
+	if err := engine.CheckStateDir(dir); err != nil {
+		return err
 	}
 	probe, err := os.CreateTemp(dir, ".nodegc-probe-*")
 	if err != nil {
@@ -214,17 +220,4 @@ func checkStateDir(dir string) error {
 	probe.Close()
 	os.Remove(probe.Name())
 	return nil
-}
-
-// stateDirUsable reports whether dir exists or can be created; a read-only
-// command falls back to in-memory records when it cannot write the state
-// dir.
-func stateDirUsable(dir string) bool {
-	if dir == "" {
-		return false
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false
-	}
-	return true
 }

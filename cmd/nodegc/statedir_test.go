@@ -21,9 +21,9 @@ func TestRemovingNeedsAJournal(t *testing.T) {
 		line, warn string
 	}{
 		{"gc --yes with a state dir that is a regular file is bad input", []string{"gc", "--yes", "--state-dir", notDir}, 2,
-			"nodegc: --state-dir: " + notDir + " cannot be created (not a directory); every removal is journalled there", ""},
+			"nodegc: --state-dir: " + notDir + " is not a directory", ""},
 		{"gc --yes with a state dir under a regular file is bad input", []string{"gc", "--yes", "--state-dir", under}, 2,
-			"nodegc: --state-dir: " + under + " cannot be created (not a directory); every removal is journalled there", ""},
+			"nodegc: --state-dir: " + under + " cannot be used (not a directory)", ""},
 		{"gc --yes with an empty state dir is bad input", []string{"gc", "--yes", "--state-dir", ""}, 2,
 			"nodegc: --state-dir: must not be empty when nodegc can remove: every removal is journalled there", ""},
 		{"gc --dry-run with an unusable state dir warns and plans", []string{"gc", "--dry-run", "--state-dir", notDir}, 0,
@@ -71,7 +71,7 @@ func TestDashboardNeedsAJournalToRemove(t *testing.T) {
 		c := newCLI("")
 		c.tty = true
 		o, _, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", notDir, "--paused")
-		if exitCode(err) != exitUsage || err == nil || !strings.HasPrefix(err.Error(), "--state-dir: "+notDir+" cannot be created") {
+		if exitCode(err) != exitUsage || err == nil || !strings.HasPrefix(err.Error(), "--state-dir: "+notDir+" is not a directory") {
 			t.Fatalf("err %v (exit %d), want a --state-dir usage error", err, exitCode(err))
 		}
 		if o.Snapshot != nil {

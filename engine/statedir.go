@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockFile is the name of the lock that a process able to delete holds in
+// the state dir for as long as it runs.
+const lockFile = "lock"
+
+// StateDirError is a state dir that nodegc refuses to use: a symlink, not
+// a directory, owned by another user, writable by group or others, or held
+// by another nodegc. Nothing is removed; the operator must fix it.
+type StateDirError struct {
+	Dir string
+	Err error
+}
+
+func (e *StateDirError) Error() string { return fmt.Sprintf("--state-dir: %s %v", e.Dir, e.Err) }
+func (e *StateDirError) Unwrap() error { return e.Err }
+
+// ErrStateDirBusy is wrapped by the StateDirError of a state dir whose lock
+// another nodegc holds.
+var ErrStateDirBusy = errors.New("state dir in use")
+
+// busyError is the message of a state dir whose lock another process
+// holds; it wraps ErrStateDirBusy.
+type busyError struct{ pid, dir string }
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("another nodegc (pid %s) is using %s; stop it or use --read-only", e.pid, e.dir)
+}
+func (e *busyError) Unwrap() error { return ErrStateDirBusy }
+
+// stateDir is a state dir opened for writing: checked, and locked
+// exclusively until Close.
+type stateDir struct {
+	path string
+	lock *os.File
+}
+
+// openStateDir checks dir for a process that can delete and locks it. The
+// dir is created 0700 only when missing; an existing one is never chmodded
+// (it may be someone else's): it must be a real directory (not a symlink)
+// owned by this user and not writable by group or others, since whoever
+// can write it can plant records that change what a pass removes, or a
+// journal symlink that makes root append elsewhere. The lock is an
+// exclusive flock on <dir>/lock holding the owner's pid; a second process
+// gets ErrStateDirBusy naming that pid.
+func openStateDir(dir string) (*stateDir, error) {
+	bad := func(err error) error { return &StateDirError{Dir: dir, Err: err} }
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, bad(fmt.Errorf("cannot be created (%w)", ioCause(err)))
+		}
+		fi, err = os.Lstat(dir)
+	}
+	if err != nil {
+		return nil, bad(fmt.Errorf("cannot be used (%w)", ioCause(err)))
+	}
+	if err := checkStateDirInfo(fi); err != nil {
+		return nil, bad(err)
+	}
+	f, err := openStateFile(dir, lockFile, os.O_RDWR|os.O_CREATE)
+	if err != nil {
+		return nil, bad(err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		pid := "unknown"
+		if b, rerr := io.ReadAll(io.LimitReader(f, 32)); rerr == nil && len(bytes.TrimSpace(b)) > 0 {
+			pid = string(bytes.TrimSpace(b))
+		}
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &StateDirError{Dir: dir, Err: fmt.Errorf("is in use: %w", &busyError{pid: pid, dir: dir})}
+		}
+		return nil, bad(fmt.Errorf("lock: %w", err))
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &stateDir{path: dir, lock: f}, nil
+}
+
+// CheckStateDir reports whether a process that can delete may use dir as
+// its state dir, by opening it exactly as such an engine does (creating it
+// 0700 when missing, never changing an existing one) and releasing it
+// again. Commands call it before they connect, so bad input fails first.
+func CheckStateDir(dir string) error {
+	d, err := openStateDir(dir)
+	if err != nil {
+		return err
+	}
+	return d.Close()
+}
+
+// checkStateDirInfo refuses a state dir that is a symlink, not a
+// directory, owned by another user, or writable by group or others.
+func checkStateDirInfo(fi os.FileInfo) error {
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return errors.New("is a symlink; give the real directory")
+	case !fi.IsDir():
+		return errors.New("is not a directory")
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("is owned by uid %d, not by this user (uid %d); nodegc does not use or change another user's directory", st.Uid, os.Geteuid())
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("is writable by group or others (mode %04o); make it 0700 (chmod 0700 %s)", perm, fi.Name())
+	}
+	return nil
+}
+
+// Close releases the lock.
+func (d *stateDir) Close() error {
+	if d == nil || d.lock == nil {
+		return nil
+	}
+	err := d.lock.Close()
+	d.lock = nil
+	return err
+}
+
+// openStateFile opens a file in the state dir without following a symlink
+// and without blocking on a FIFO, and refuses anything but a regular file:
+// a planted FIFO once made `nodegc plan` hang, deaf to SIGTERM.
+func openStateFile(dir, name string, flag int) (*os.File, error) {
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%s is a symlink; nodegc does not follow links in its state dir", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, strings.TrimSpace(fi.Mode().Type().String()))
+	}
+	return f, nil
+}
+
+// readStateFile reads a file of the state dir with openStateFile's rules.
+// A missing file gives an error that wraps os.ErrNotExist.
+func readStateFile(dir, name string) ([]byte, error) {
+	f, err := openStateFile(dir, name, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// ioCause strips the *PathError wrapper, whose path the caller already
+// names.
+func ioCause(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
