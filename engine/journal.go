@@ -142,10 +142,12 @@ func (j *journal) checkSpace(items int) error {
 
 // close closes the journal file.
 func (j *journal) close() error {
-	if j == nil {
+	if j == nil || j.f == nil {
 		return nil
 	}
-	return j.f.Close()
+	err := j.f.Close()
+	j.f = nil
+	return err
 }
 
 // ReadJournal returns every entry of the deletion journal in stateDir, oldest

@@ -44,6 +44,7 @@ func TestContainerGC(t *testing.T) {
 	if err != nil {
 		t.Fatalf("container pass: %v", err)
 	}
+	e.Close() // the binary takes the state dir below
 	st := m.State()
 
 	t.Run("the pass removes its items without errors", func(t *testing.T) {

@@ -154,6 +154,7 @@ func TestRacesAndFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		e.Close() // the binary takes the state dir
 		m.Stop()
 		defer m.Restart()
 		for _, cmd := range [][]string{{"gc", "--yes"}, {"plan"}} {

@@ -204,6 +204,7 @@ func newEngine(tb testing.TB, n *realnode.Node, o engineOptions) *engine.Engine 
 	if err != nil {
 		tb.Fatalf("engine: %v", err)
 	}
+	tb.Cleanup(func() { e.Close() })
 	return e
 }
 
@@ -213,6 +214,7 @@ func newEngine(tb testing.TB, n *realnode.Node, o engineOptions) *engine.Engine 
 func detectAt(tb testing.TB, n *realnode.Node, c engine.Runtime, stateDir string, t time.Time) engine.Snapshot {
 	tb.Helper()
 	e := newEngine(tb, n, engineOptions{Runtime: c, Policy: engine.DefaultPolicy(), StateDir: stateDir, Clock: newClock(t)})
+	defer e.Close() // another engine or the binary takes the state dir next
 	s, err := e.Snapshot(context.Background())
 	if err != nil {
 		tb.Fatalf("snapshot: %v", err)

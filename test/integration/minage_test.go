@@ -64,6 +64,7 @@ func TestMinAge(t *testing.T) {
 		run := func(at time.Duration) (engine.Snapshot, engine.PassReport) {
 			t.Helper()
 			e := newEngine(t, n, engineOptions{Runtime: c, Policy: policy, StateDir: state, Clock: newClock(t0.Add(at))})
+			defer e.Close() // each run is a new process over the state dir
 			r, err := e.Run(context.Background(), engine.PassImages)
 			if err != nil {
 				t.Fatalf("pass at t0+%s: %v", at, err)
