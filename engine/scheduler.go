@@ -135,6 +135,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
+// Wait returns once no pass is in flight. A caller that cancelled the
+// contexts of its passes calls it before exiting, so that the process never
+// ends between a removal and its journal line: each pass stops after its
+// item in flight.
+func (s *Scheduler) Wait() {
+	s.runMu.Lock()
+	s.runMu.Unlock() //nolint:staticcheck // an empty critical section: wait for the pass that holds it
+}
+
 // Force runs a pass of the kind now, paused or not.
 func (s *Scheduler) Force(ctx context.Context, kind PassKind) (PassReport, error) {
 	if s.e.ReadOnly() {

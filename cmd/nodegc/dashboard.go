@@ -206,8 +206,11 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Version:         version,
 		Now:             now,
 	})
+	// Quitting (q, a signal, the terminal gone) cancels ctx: a pass in
+	// flight stops after its item in flight, and the process waits for it.
 	cancel()
 	<-done
+	s.Wait()
 	return err
 }
 

@@ -55,6 +55,9 @@ func (e *fileError) Unwrap() error { return e.Err }
 type passError struct{ report engine.PassReport }
 
 func (e *passError) Error() string {
+	if e.report.Stopped != "" && e.report.Error == "" {
+		return fmt.Sprintf("gc pass stopped (%s): %d planned items left undone", e.report.Stopped, e.report.Undone)
+	}
 	if e.report.Error != "" {
 		return "gc pass failed: " + e.report.Error
 	}

@@ -22,7 +22,7 @@ func main() {
 // the real environment into a factory, executes the command tree and maps
 // the error to an exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	f := &factory{
 		In:                   stdin,
