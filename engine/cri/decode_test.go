@@ -1,6 +1,10 @@
 package cri
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -166,11 +170,15 @@ func TestDecodeContainersRejectsWhatTheGeneratedCodeRejects(t *testing.T) {
 // what the decoder rejects, the generated code rejects. (The decoder may
 // accept more: it does not look into the fields it skips.)
 func FuzzDecodeContainers(f *testing.F) {
-	sample, err := proto.Marshal(sampleContainers())
-	if err != nil {
-		f.Fatal(err)
+	// One container per seed: small inputs keep the fuzzer's minimization
+	// of each new input short, where one response of many containers held
+	// every worker minimizing for up to a minute at a time. The corpus in
+	// testdata/fuzz adds single containers from real responses (simnode
+	// and the real containerd; see TestFuzzCorpus* and
+	// NODEGC_WRITE_CORPUS).
+	for _, seed := range SplitContainers(sampleContainers()) {
+		f.Add(seed)
 	}
-	f.Add(sample)
 	f.Add(sub(1, msg(sub(3, msg(str(1, "n"), varint(2, 7))), sub(3, varint(2, 9)), label(labelPodUID, "u"))))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		want, werr := viaGenerated(b)
@@ -182,4 +190,51 @@ func FuzzDecodeContainers(f *testing.F) {
 			t.Fatalf("decoded\n got %+v\nwant %+v", got, want)
 		}
 	})
+}
+
+// SplitContainers marshals each container of a ListContainers response as a
+// response of its own: fuzz seeds.
+func SplitContainers(resp *runtimeapi.ListContainersResponse) [][]byte {
+	var out [][]byte
+	for _, c := range resp.GetContainers() {
+		b, err := proto.Marshal(&runtimeapi.ListContainersResponse{Containers: []*runtimeapi.Container{c}})
+		if err == nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// TestFuzzCorpusFromSimnode checks the decoder against the generated code on
+// a simulated node's whole ListContainers response, and with
+// NODEGC_WRITE_CORPUS=1 writes each of a few of its containers to the
+// FuzzDecodeContainers seed corpus.
+func TestFuzzCorpusFromSimnode(t *testing.T) {
+	_, ep := serve(t, small(11))
+	c := dial(t, ep, Options{})
+	resp, err := c.rt.ListContainers(context.Background(), &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, werr := viaGenerated(b)
+	got, gerr := viaDecoder(b)
+	if werr != nil || gerr != nil || len(want) == 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoder %v (%v), generated %v (%v)", got, gerr, want, werr)
+	}
+	if os.Getenv("NODEGC_WRITE_CORPUS") != "1" {
+		return
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzDecodeContainers")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, seed := range SplitContainers(resp)[:min(4, len(resp.GetContainers()))] {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("simnode-%d", i)), fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", seed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
