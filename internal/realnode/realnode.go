@@ -1,6 +1,7 @@
 package realnode
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,17 +70,18 @@ type Options struct {
 // safe for concurrent use; Stop and Restart may run while a test drives CRI
 // calls from another goroutine.
 type Node struct {
-	o           Options
-	dir         string // the harness dir, removed by Close
-	root        string // containerd root: the tmpfs mountpoint
-	state       string // containerd state dir
-	sock        string // CRI and containerd socket path
-	config      string // containerd config.toml
-	logFile     string // containerd's stdout and stderr
-	podLogs     string // the pods' LogDirectory parent (kubelet's podLogsDir)
-	imagesDir   string // built archives
-	snapshotter string
-	sandbox     ImageRef
+	o             Options
+	sandboxConfig string // sandbox_image as configured; "" is SandboxImageRef
+	dir           string // the harness dir, removed by Close
+	root          string // containerd root: the tmpfs mountpoint
+	state         string // containerd state dir
+	sock          string // CRI and containerd socket path
+	config        string // containerd config.toml
+	logFile       string // containerd's stdout and stderr
+	podLogs       string // the pods' LogDirectory parent (kubelet's podLogsDir)
+	imagesDir     string // built archives
+	snapshotter   string
+	sandbox       ImageRef
 
 	runtime runtimeapi.RuntimeServiceClient
 	images  runtimeapi.ImageServiceClient
@@ -305,7 +307,7 @@ disabled_plugins = [
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
           Root = %s
-`, q(n.root), q(n.state), q(n.sock), q(filepath.Join(n.dir, "opt")), q(SandboxImageRef),
+`, q(n.root), q(n.state), q(n.sock), q(filepath.Join(n.dir, "opt")), q(cmp.Or(n.sandboxConfig, SandboxImageRef)),
 		q(filepath.Join(n.dir, "cni", "bin")), q(filepath.Join(n.dir, "cni", "net.d")),
 		q(n.snapshotter), q(filepath.Join(n.state, "runc")))
 	return b.String()
@@ -431,6 +433,20 @@ func (n *Node) Restart() error {
 		return fmt.Errorf("restart: %w", err)
 	}
 	return nil
+}
+
+// ConfigureSandboxImage writes ref as the CRI sandbox_image of the config
+// and restarts containerd, so a test can configure the sandbox image in a
+// form known only once the node runs (by digest, say).
+func (n *Node) ConfigureSandboxImage(ref string) error {
+	n.mu.Lock()
+	n.sandboxConfig = ref
+	err := os.WriteFile(n.config, []byte(n.configTOML()), 0o600)
+	n.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("write containerd config: %w", err)
+	}
+	return n.Restart()
 }
 
 // Running reports whether containerd is running (not stopped or closed).
