@@ -19,12 +19,13 @@ func compareUnits(a, b evictUnit) int {
 	return cmp.Or(cmp.Compare(a.podUID, b.podUID), cmp.Compare(a.name, b.name))
 }
 
-// compareNewestFirst is the kubelet's byAttempt order ("newest first"):
-// attempt descending, then createdAt descending; nodegc ends on the ID so
-// that ties are deterministic.
+// compareNewestFirst is the kubelet's byCreated order ("newest first",
+// pkg/kubelet/kuberuntime/kuberuntime_gc.go in v1.36): createdAt
+// descending, and nothing else (the attempt number plays no part). The
+// kubelet's sort.Sort leaves equal times in any order; nodegc ends on the
+// ID so that ties are deterministic: the smaller ID counts as newer.
 func compareNewestFirst(a, b *Container) int {
 	return cmp.Or(
-		cmp.Compare(b.Attempt, a.Attempt),
 		b.CreatedAt.Compare(a.CreatedAt),
 		cmp.Compare(a.ID, b.ID),
 	)
@@ -51,7 +52,8 @@ func isDead(st ContainerState) bool {
 //     trimmed to max(1, floor(MaxContainers/units)), then the oldest of
 //     all remaining go until the total fits (node-limit).
 //
-// "Newest" is the kubelet's byAttempt order: attempt, then createdAt. The
+// "Newest" is the kubelet's byCreated order: createdAt only, within a unit
+// and across units (ties by ID). The
 // removals are in execution order: by step, then by unit (pod UID, name),
 // oldest first within a unit. An UNKNOWN container is stopped before it is
 // removed; its State in the plan says so.

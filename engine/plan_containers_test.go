@@ -45,15 +45,73 @@ func TestPlanContainers(t *testing.T) {
 			want: []string{"a0:per-container-limit", "a1:per-container-limit"},
 		},
 		{
-			name:   "newest is the highest attempt before the latest createdAt, as the kubelet's byAttempt",
+			// kuberuntime_gc.go v1.36: removeOldestN sorts byCreated,
+			// whose Less is createTime.After; the attempt is not read.
+			name:   "within a unit the newest is the latest createdAt whatever the attempt (byCreated)",
 			policy: def,
 			containers: []Container{
-				dead("attempt5-old", "p", "a", 5, 3*time.Hour), dead("attempt1-new", "p", "a", 1, time.Hour),
+				dead("attempt5-new", "p", "a", 5, time.Hour), dead("attempt9-old", "p", "a", 9, 3*time.Hour),
 			},
-			want: []string{"attempt1-new:per-container-limit"},
+			want: []string{"attempt9-old:per-container-limit"},
 		},
 		{
-			name:   "equal attempt and createdAt break ties on the ID",
+			// The case, from kuberuntime_gc.go v1.36
+			// evictContainers: 5 units > MaxContainers 4, so each unit
+			// keeps max(1, 4/5) = 1 (all do), then the flattened list is
+			// sorted byCreated and removeOldestN drops the oldest one.
+			name:   "across units the node limit removes the oldest by createdAt, at attempt 6, not the youngest attempt 0",
+			policy: ContainerPolicy{MaxPerPodContainer: 1, MaxContainers: 4},
+			containers: []Container{
+				dead("v-attempt6", "p1", "v", 6, 5*time.Hour),
+				dead("w-attempt0", "p2", "w", 0, 4*time.Hour),
+				dead("x-attempt3", "p3", "x", 3, 3*time.Hour),
+				dead("y-attempt1", "p4", "y", 1, 2*time.Hour),
+				dead("z-attempt0", "p5", "z", 0, time.Hour),
+			},
+			want: []string{"v-attempt6:node-limit"},
+		},
+		{
+			// kuberuntime_gc.go v1.36 evictContainers: the flattened list
+			// is sorted byCreated over all units, attempts ignored.
+			name:   "the node limit's global order is createdAt only: a high attempt created later stays",
+			policy: ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: 2},
+			containers: []Container{
+				dead("x-a0-old", "p1", "x", 0, 6*time.Hour), dead("x-a7-mid", "p1", "x", 7, 3*time.Hour),
+				dead("y-a0-new", "p2", "y", 0, 1*time.Hour), dead("y-a9-old", "p2", "y", 9, 5*time.Hour),
+				dead("z-a2-new", "p3", "z", 2, 2*time.Hour),
+			},
+			// Each unit keeps max(1, 2/3) = 1 by createdAt: x-a7-mid,
+			// y-a0-new, z-a2-new. Then 3 > 2: the oldest, x-a7-mid, goes.
+			want: []string{"x-a0-old:node-limit", "y-a9-old:node-limit", "x-a7-mid:node-limit"},
+		},
+		{
+			// kuberuntime_gc.go v1.36 evictableContainers: a container is
+			// skipped when newestGCTime.Before(createdAt), so one created
+			// exactly at now-MinAge is evictable and one a nanosecond
+			// later is not.
+			name:   "MinAge: created at now-MinAge is evictable, a nanosecond later is not",
+			policy: ContainerPolicy{MinAge: time.Hour, MaxPerPodContainer: 0, MaxContainers: -1},
+			containers: []Container{
+				dead("exact", "p", "a", 0, time.Hour), dead("younger", "p", "b", 0, time.Hour-time.Nanosecond),
+			},
+			want: []string{"exact:per-container-limit"},
+		},
+		{
+			// kuberuntime_gc.go v1.36 evictContainers: units trimmed to 0
+			// by MaxPerPodContainer stay in the map, so they still count
+			// in MaxContainers / NumEvictUnits.
+			name:   "units emptied by the per-container limit still count in the node limit's division",
+			policy: ContainerPolicy{MaxPerPodContainer: 2, MaxContainers: 3},
+			containers: []Container{
+				dead("x0", "p1", "x", 0, 6*time.Hour), dead("x1", "p1", "x", 0, 5*time.Hour), dead("x2", "p1", "x", 0, 4*time.Hour),
+				dead("y0", "p2", "y", 0, 3*time.Hour), dead("y1", "p2", "y", 0, 2*time.Hour),
+				dead("z0", "p3", "z", 0, 90*time.Minute), dead("z1", "p3", "z", 0, 80*time.Minute),
+			},
+			// Per container: x0 goes; 6 left > 3, 3 units: keep 1 each.
+			want: []string{"x0:per-container-limit", "x1:node-limit", "y0:node-limit", "z0:node-limit"},
+		},
+		{
+			name:   "equal createdAt break ties on the ID",
 			policy: def,
 			containers: []Container{
 				dead("c-b", "p", "a", 0, time.Hour), dead("c-a", "p", "a", 0, time.Hour), dead("c-c", "p", "a", 0, time.Hour),
@@ -97,7 +155,7 @@ func TestPlanContainers(t *testing.T) {
 				dead("z0", "p3", "z", 0, 3*time.Hour), dead("z1", "p3", "z", 1, 2*time.Hour),
 			},
 			// Per unit: keep x1, y1, z1. Then 3 > 2: the oldest of those
-			// by (attempt, createdAt) is x1 (created 5h ago).
+			// byCreated is x1 (created 5h ago).
 			want: []string{"x0:node-limit", "y0:node-limit", "z0:node-limit", "x1:node-limit"},
 		},
 		{

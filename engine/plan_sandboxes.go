@@ -5,12 +5,12 @@ import (
 	"slices"
 )
 
-// compareSandboxNewestFirst is the kubelet's sandboxByAttempt order
-// ("newest first"): attempt descending, then createdAt descending; nodegc
-// ends on the ID so that ties are deterministic.
+// compareSandboxNewestFirst is the kubelet's sandboxByCreated order
+// ("newest first", pkg/kubelet/kuberuntime/kuberuntime_gc.go in v1.36):
+// createdAt descending, the attempt playing no part; nodegc ends on the ID
+// so that ties are deterministic.
 func compareSandboxNewestFirst(a, b *Sandbox) int {
 	return cmp.Or(
-		cmp.Compare(b.Attempt, a.Attempt),
 		b.CreatedAt.Compare(a.CreatedAt),
 		cmp.Compare(a.ID, b.ID),
 	)
@@ -25,7 +25,7 @@ func compareSandboxNewestFirst(a, b *Sandbox) int {
 //
 // A sandbox is active when it is SANDBOX_READY or a surviving container
 // references it; active sandboxes always stay. Per pod, in the kubelet's
-// newest-first order (attempt, then createdAt):
+// newest-first order (createdAt only, the kubelet's sandboxByCreated):
 //   - a removable pod (ready pod source) loses every inactive sandbox
 //     (pod-removable), the newest included;
 //   - any other pod keeps its newest sandbox and loses the older inactive

@@ -69,12 +69,14 @@ func TestPlanSandboxes(t *testing.T) {
 			want:      []string{"g0:superseded"},
 		},
 		{
-			name: "newest is the highest attempt, then the latest createdAt, then the ID",
+			// kuberuntime_gc.go v1.36 removeOldestNSandboxes sorts
+			// sandboxByCreated (createTime.After); the attempt is not read.
+			name: "newest is the latest createdAt whatever the attempt, then the ID",
 			sandboxes: []Sandbox{
 				sb("attempt3-old", "p", 3, SandboxNotReady, 5*time.Hour), sb("attempt1-new", "p", 1, SandboxNotReady, time.Hour),
 				sb("q-b", "q", 0, SandboxNotReady, time.Hour), sb("q-a", "q", 0, SandboxNotReady, time.Hour),
 			},
-			want: []string{"attempt1-new:superseded", "q-b:superseded"},
+			want: []string{"attempt3-old:superseded", "q-b:superseded"},
 		},
 		{
 			name: "a sandbox in a state the contract does not name counts as ready",
