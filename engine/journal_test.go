@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 8 item 7: a journal write that fails stops the pass before the
+// next removal and fails it; a torn last line is cut off on open.
+
+func TestJournalWriteFailureStopsThePass(t *testing.T) {
+	rt := newFakeRuntime()
+	for _, id := range []string{"i1", "i2", "i3"} {
+		rt.images[id] = Image{ID: id, SizeBytes: 10}
+	}
+	e := newTestEngine(t, rt, false)
+	writes := 0
+	e.journal.fail = func() error {
+		if writes++; writes == 2 {
+			return errors.New("no space left on device")
+		}
+		return nil
+	}
+	r, err := e.Apply(context.Background(), Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{Remove: []ImageRemoval{
+		{ID: "i1", SizeBytes: 10, Reason: RemoveForSpace}, {ID: "i2", SizeBytes: 10, Reason: RemoveForSpace}, {ID: "i3", SizeBytes: 10, Reason: RemoveForSpace}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.mutatingCalls(); len(got) != 2 {
+		t.Errorf("mutating calls %v, want i1 and i2 only: nothing after the failed journal write", got)
+	}
+	if r.OK() || !strings.Contains(r.Error, "journal write failed") || r.Undone != 1 || r.Items[2].Outcome != OutcomeNotRun {
+		t.Errorf("report ok=%v error=%q undone=%d items=%+v; want a failed pass with i3 not run", r.OK(), r.Error, r.Undone, r.Items)
+	}
+}
+
+func TestATornJournalLineIsCutOnOpen(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, journalFile)
+	os.WriteFile(path, []byte(`{"id":"a","kind":"image"}`+"\n"+`{"id":"b","ki`), 0o600)
+	rt := newFakeRuntime()
+	rt.images["c"] = Image{ID: "c", SizeBytes: 1}
+	e, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if w := e.Warning(); w == nil || !strings.Contains(w.Error(), "torn") {
+		t.Errorf("warning %v, want one about the torn line", w)
+	}
+	if _, err := e.Apply(context.Background(), Plan{EvaluatedAt: execNow, Pass: PassImages,
+		ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "c", SizeBytes: 1, Reason: RemoveForSpace}}}}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := ReadJournal(dir)
+	if err != nil || len(js) != 2 || js[0].ID != "a" || js[1].ID != "c" {
+		t.Errorf("journal %+v (%v), want a then c on lines of their own", js, err)
+	}
+}
+
+// TestCancelStopsAfterTheItemInFlight pins issue 8 item 10: cancelling a
+// pass's context lets the item in flight finish and be journalled, starts
+// nothing more, and reports how many items were left undone.
+func TestCancelStopsAfterTheItemInFlight(t *testing.T) {
+	rt := newFakeRuntime()
+	for _, id := range []string{"i1", "i2", "i3"} {
+		rt.images[id] = Image{ID: id, SizeBytes: 10}
+	}
+	e := newTestEngine(t, rt, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	rt.before = func(method, id string) {
+		if id == "i1" {
+			cancel() // the signal arrives while i1 is being removed
+		}
+	}
+	r, err := e.Apply(ctx, Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{Remove: []ImageRemoval{
+		{ID: "i1", SizeBytes: 10, Reason: RemoveForSpace}, {ID: "i2", SizeBytes: 10, Reason: RemoveForSpace}, {ID: "i3", SizeBytes: 10, Reason: RemoveForSpace}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.mutatingCalls(); len(got) != 1 || r.Items[0].Outcome != OutcomeRemoved {
+		t.Errorf("mutating calls %v, item %+v; want i1 removed and nothing else", got, r.Items[0])
+	}
+	if r.Stopped == "" || r.Undone != 2 || r.OK() {
+		t.Errorf("stopped %q undone %d ok %v; want stopped with 2 undone", r.Stopped, r.Undone, r.OK())
+	}
+	if js, err := ReadJournal(e.o.StateDir); err != nil || len(js) != 1 || js[0].ID != "i1" {
+		t.Errorf("journal %+v (%v), want i1", js, err)
+	}
+}
