@@ -34,7 +34,8 @@ func (c *runtimeConn) scanLogs() bool { return !c.Simulated }
 func (c *runtimeConn) Close() error { return c.client.Close() }
 
 // connect finds the endpoint (--runtime-endpoint, then
-// CONTAINER_RUNTIME_ENDPOINT, then the kubelet config's
+// CONTAINER_RUNTIME_ENDPOINT, then the running kubelet's
+// --container-runtime-endpoint, then its config's
 // containerRuntimeEndpoint, then the first well-known socket that answers)
 // and dials it. exitDetails asks the runtime for each dead container's
 // finished time and exit code (one status call per dead container the
@@ -42,10 +43,7 @@ func (c *runtimeConn) Close() error { return c.client.Close() }
 // does without, to stay fast on very large nodes). An unreachable runtime is an error wrapping
 // engine.ErrUnavailable (exit 1); a malformed endpoint is bad input (exit 2).
 func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig, readOnly, exitDetails bool) (*runtimeConn, error) {
-	fromConfig := ""
-	if cfg != nil {
-		fromConfig = cfg.ContainerRuntimeEndpoint
-	}
+	fromConfig, _, _ := cfg.runtimeEndpoint()
 	ep, src, err := cri.Discover(ctx, g.RuntimeEndpoint, f.Getenv("CONTAINER_RUNTIME_ENDPOINT"), fromConfig)
 	if err != nil {
 		return nil, endpointError(err)
@@ -88,8 +86,8 @@ func endpointSource(src cri.Source, cfg *kubeletConfig) string {
 	case cri.SourceEnv:
 		return "from " + sourceEnv
 	case cri.SourceKubeletConfig:
-		if cfg != nil {
-			return "from " + sourceConfig(cfg.Path)
+		if _, _, source := cfg.runtimeEndpoint(); source != "" {
+			return "from " + source
 		}
 	case cri.SourceProbe:
 		return "found by probing the well-known sockets"
@@ -100,8 +98,8 @@ func endpointSource(src cri.Source, cfg *kubeletConfig) string {
 // endpointOrigin names the flag, variable or config field an endpoint
 // came from.
 func endpointOrigin(src cri.Source, cfg *kubeletConfig) string {
-	if src == cri.SourceKubeletConfig && cfg != nil {
-		return cfg.Path + ": containerRuntimeEndpoint"
+	if _, origin, _ := cfg.runtimeEndpoint(); src == cri.SourceKubeletConfig && origin != "" {
+		return origin
 	}
 	return string(src)
 }

@@ -32,8 +32,12 @@ const (
 // or map, or an empty string, means the file does not set the field, so the
 // default (or a flag) applies.
 type kubeletConfig struct {
-	// Path is the file it was read from, for provenance and errors.
+	// Path is the file it was read from, for provenance and errors; ""
+	// when no file was read (only a running kubelet was found).
 	Path string
+	// Proc is the running kubelet whose command line overrides the file;
+	// nil when none was found or looked for.
+	Proc *kubeletProcess
 
 	ImageGCHighThresholdPercent *int
 	ImageGCLowThresholdPercent  *int

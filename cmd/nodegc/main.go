@@ -33,6 +33,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Getenv:               os.Getenv,
 		Now:                  time.Now,
 		DefaultKubeletConfig: defaultKubeletConfigPath,
+		ProcRoot:             defaultProcRoot,
 	}
 	return execute(ctx, f, args)
 }

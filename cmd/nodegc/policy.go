@@ -117,16 +117,31 @@ func resolvePolicy(pf policyFlags, cfg *kubeletConfig) (engine.Policy, provenanc
 	p := engine.DefaultPolicy()
 	var prov provenance
 	cfgSource := ""
+	var proc *kubeletProcess
 	if cfg != nil {
 		cfgSource = sourceConfig(cfg.Path)
+		proc = cfg.Proc
 	}
-	// pick records one setting: flag, else config (when set), else default.
-	pick := func(name, field string, fromFlag func(), fromConfig func() bool, value func() string) {
+	var cmdlineErr error
+	// pick records one setting: nodegc's flag, else the kubelet's command
+	// line (when fromCmdline is given and the kubelet has the flag), else
+	// the config file (when set), else the default. The kubelet itself
+	// lets its command line override its config file.
+	pick := func(name, field string, fromFlag func(), fromCmdline func(string) error, fromConfig func() bool, value func() string) {
 		src := sourceDefault
+		v, onCmdline := proc.flag(name)
 		switch {
 		case pf.Changed[name]:
 			fromFlag()
 			src = sourceFlag
+		case fromCmdline != nil && onCmdline:
+			if err := fromCmdline(v); err != nil {
+				if cmdlineErr == nil {
+					cmdlineErr = usageErrorf("--%s: %q on the %s: %v", name, v, proc.source(), err)
+				}
+				return
+			}
+			src = proc.source()
 		case cfg != nil && fromConfig != nil && fromConfig():
 			src = cfgSource
 		}
@@ -135,34 +150,43 @@ func resolvePolicy(pf policyFlags, cfg *kubeletConfig) (engine.Policy, provenanc
 	itoa := strconv.Itoa
 	pick(flagHighThreshold, "imageGCHighThresholdPercent",
 		func() { p.Image.HighThresholdPercent = pf.HighThreshold },
+		cmdlineInt(&p.Image.HighThresholdPercent),
 		func() bool { return setInt(&p.Image.HighThresholdPercent, cfg.ImageGCHighThresholdPercent) },
 		func() string { return itoa(p.Image.HighThresholdPercent) })
 	pick(flagLowThreshold, "imageGCLowThresholdPercent",
 		func() { p.Image.LowThresholdPercent = pf.LowThreshold },
+		cmdlineInt(&p.Image.LowThresholdPercent),
 		func() bool { return setInt(&p.Image.LowThresholdPercent, cfg.ImageGCLowThresholdPercent) },
 		func() string { return itoa(p.Image.LowThresholdPercent) })
 	pick(flagMinImageTTL, "imageMinimumGCAge",
 		func() { p.Image.MinAge = pf.MinImageTTL },
+		cmdlineDuration(&p.Image.MinAge),
 		func() bool { return setDuration(&p.Image.MinAge, cfg.ImageMinimumGCAge) },
 		func() string { return p.Image.MinAge.String() })
+	// imageMaximumGCAge has no kubelet flag.
 	pick(flagMaxImageAge, "imageMaximumGCAge",
-		func() { p.Image.MaxAge = pf.MaxImageAge },
+		func() { p.Image.MaxAge = pf.MaxImageAge }, nil,
 		func() bool { return setDuration(&p.Image.MaxAge, cfg.ImageMaximumGCAge) },
 		func() string { return p.Image.MaxAge.String() })
+	// The three container-GC settings exist only as kubelet flags.
 	pick(flagMinContainerTTL, "",
-		func() { p.Container.MinAge = pf.MinContainerTTL }, nil,
+		func() { p.Container.MinAge = pf.MinContainerTTL },
+		cmdlineDuration(&p.Container.MinAge), nil,
 		func() string { return p.Container.MinAge.String() })
 	pick(flagMaxPerContainer, "",
-		func() { p.Container.MaxPerPodContainer = pf.MaxPerContainer }, nil,
+		func() { p.Container.MaxPerPodContainer = pf.MaxPerContainer },
+		cmdlineInt(&p.Container.MaxPerPodContainer), nil,
 		func() string { return itoa(p.Container.MaxPerPodContainer) })
 	pick(flagMaxContainers, "",
-		func() { p.Container.MaxContainers = pf.MaxContainers }, nil,
+		func() { p.Container.MaxContainers = pf.MaxContainers },
+		cmdlineInt(&p.Container.MaxContainers), nil,
 		func() string { return itoa(p.Container.MaxContainers) })
+	// --low-diskspace-threshold-mb is gone from current kubelets.
 	pick(flagLowDiskMB, "",
-		func() { p.Disk.ThresholdMiB = pf.LowDiskMB }, nil,
+		func() { p.Disk.ThresholdMiB = pf.LowDiskMB }, nil, nil,
 		func() string { return strconv.FormatInt(p.Disk.ThresholdMiB, 10) })
 	pick(flagPodLogsDir, "podLogsDir",
-		func() { p.PodLogsDir = pf.PodLogsDir },
+		func() { p.PodLogsDir = pf.PodLogsDir }, nil,
 		func() bool {
 			if cfg.PodLogsDir == "" {
 				return false
@@ -173,7 +197,7 @@ func resolvePolicy(pf policyFlags, cfg *kubeletConfig) (engine.Policy, provenanc
 		func() string { return p.PodLogsDir })
 	// evictionHard: the kubelet replaces its defaults with the map from
 	// the config when the config sets one.
-	pick(settingEvictionHard, "evictionHard", func() {},
+	pick(settingEvictionHard, "evictionHard", func() {}, nil,
 		func() bool {
 			if cfg.EvictionHard == nil {
 				return false
@@ -182,6 +206,9 @@ func resolvePolicy(pf policyFlags, cfg *kubeletConfig) (engine.Policy, provenanc
 			return true
 		},
 		func() string { return formatMap(p.Disk.EvictionHard) })
+	if cmdlineErr != nil {
+		return p, prov, cmdlineErr
+	}
 
 	if pf.Changed[flagPodLogsDir] {
 		if err := checkPodLogsDir(pf.PodLogsDir); err != nil {
@@ -202,10 +229,37 @@ func explainPolicyError(err error, prov provenance) error {
 		return err
 	}
 	s := prov.source(pe.Field)
-	if s.Source == sourceFlag || s.Source == sourceDefault || s.Source == "" {
+	switch {
+	case s.Source == sourceFlag || s.Source == sourceDefault || s.Source == "":
 		return err
+	case s.ConfigField == "" || strings.HasPrefix(s.Source, "kubelet command line"):
+		return fmt.Errorf("%w (set by the %s)", err, s.Source)
 	}
 	return fmt.Errorf("%w (%s in %s)", err, s.ConfigField, s.Source)
+}
+
+// cmdlineInt parses a kubelet flag's integer value into dst.
+func cmdlineInt(dst *int) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 32) // the kubelet's flags are int32
+		if err != nil {
+			return errors.New("not an integer")
+		}
+		*dst = int(n)
+		return nil
+	}
+}
+
+// cmdlineDuration parses a kubelet flag's duration value into dst.
+func cmdlineDuration(dst *time.Duration) func(string) error {
+	return func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return errors.New("not a duration such as 2m0s")
+		}
+		*dst = d
+		return nil
+	}
 }
 
 func setInt(dst *int, v *int) bool {

@@ -34,6 +34,9 @@ type factory struct {
 	// DefaultKubeletConfig is read in live mode when it exists and no
 	// --kubelet-config is given.
 	DefaultKubeletConfig string
+	// ProcRoot is where the running kubelet is looked for (/proc); ""
+	// looks for none.
+	ProcRoot string
 }
 
 // warnf prints a one-line warning on stderr.
@@ -49,6 +52,9 @@ type globalOptions struct {
 	// KubeletConfig is --kubelet-config; "" means the default path in
 	// live mode, nothing otherwise.
 	KubeletConfig string
+	// KubeletPID is --kubelet-pid: the kubelet whose command line to
+	// read; 0 finds the only one running.
+	KubeletPID int
 	// StateDir holds image records and the deletion journal.
 	StateDir string
 	// Timeout bounds each CRI call.
@@ -157,6 +163,8 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globalOptions) {
 		"CRI runtime endpoint, e.g. unix:///run/containerd/containerd.sock (default: $CONTAINER_RUNTIME_ENDPOINT, the kubelet config's containerRuntimeEndpoint, then the well-known sockets)")
 	pf.StringVar(&g.KubeletConfig, "kubelet-config", "",
 		"KubeletConfiguration YAML to take defaults from (default: "+defaultKubeletConfigPath+" when it exists, in live mode)")
+	pf.IntVar(&g.KubeletPID, "kubelet-pid", 0,
+		"the running kubelet whose command line to read settings from (default: the only process named kubelet; with --from, none unless given)")
 	pf.StringVar(&g.StateDir, "state-dir", defaultStateDir, "directory for image records and the deletion journal; must be writable unless nothing can be removed (gc --dry-run, --read-only, plan, snapshot)")
 	pf.DurationVar(&g.Timeout, "timeout", cri.DefaultReadTimeout, "timeout of each CRI read call")
 	pf.StringVar(&g.LogFile, "log-file", "", "append the engine's log (JSON lines: each deletion, and each item with --debug) to this file")
@@ -174,9 +182,43 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args[0])
 }
 
-// loadConfig returns the kubelet config to use: the --kubelet-config file,
-// else, in live mode, the default path when it exists. nil means none.
+// loadConfig returns the kubelet settings to use. In live mode (or with
+// --kubelet-pid) it reads the running kubelet's command line; the file is
+// the --kubelet-config file, else the kubelet's --config, else, in live
+// mode, the default path when it exists. nil means neither a file nor a
+// kubelet.
 func loadConfig(f *factory, g *globalOptions, live bool) (*kubeletConfig, error) {
+	var proc *kubeletProcess
+	if live || g.KubeletPID != 0 {
+		if g.KubeletPID < 0 {
+			return nil, usageErrorf("--kubelet-pid: must be a process ID, got %d", g.KubeletPID)
+		}
+		root := f.ProcRoot
+		if root == "" && g.KubeletPID > 0 {
+			root = defaultProcRoot
+		}
+		var err error
+		if proc, err = findKubelet(root, g.KubeletPID); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := loadConfigFile(f, g, live, proc)
+	if err != nil {
+		return nil, err
+	}
+	if proc == nil {
+		return cfg, nil
+	}
+	if cfg == nil {
+		cfg = &kubeletConfig{}
+	}
+	cfg.Proc = proc
+	return cfg, nil
+}
+
+// loadConfigFile reads the kubelet config file loadConfig chose; nil means
+// none.
+func loadConfigFile(f *factory, g *globalOptions, live bool, proc *kubeletProcess) (*kubeletConfig, error) {
 	if g.KubeletConfig != "" {
 		cfg, err := loadKubeletConfig(g.KubeletConfig)
 		if err != nil {
@@ -184,17 +226,25 @@ func loadConfig(f *factory, g *globalOptions, live bool) (*kubeletConfig, error)
 		}
 		return cfg, nil
 	}
-	if !live || f.DefaultKubeletConfig == "" {
+	path, fromProc := proc.flag(kubeletFlagConfig)
+	switch {
+	case fromProc && path != "":
+	case !live || f.DefaultKubeletConfig == "":
 		return nil, nil
+	default:
+		path = f.DefaultKubeletConfig
 	}
-	cfg, err := loadKubeletConfig(f.DefaultKubeletConfig)
+	cfg, err := loadKubeletConfig(path)
 	switch {
 	case err == nil:
 		return cfg, nil
+	case errors.Is(err, fs.ErrNotExist) && !fromProc:
+		return nil, nil
 	case errors.Is(err, fs.ErrNotExist):
+		f.warnf("%s: the --config of the %s does not exist here; using its command line and the kubelet defaults", path, proc.source())
 		return nil, nil
 	case errors.Is(err, fs.ErrPermission):
-		f.warnf("%s: permission denied; using the kubelet defaults (run as root or pass --kubelet-config)", f.DefaultKubeletConfig)
+		f.warnf("%s: permission denied; using the kubelet defaults (run as root or pass --kubelet-config)", path)
 		return nil, nil
 	}
 	return nil, err

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// defaultProcRoot is where the running kubelet is looked for.
+const defaultProcRoot = "/proc"
+
+// Flags nodegc reads from the kubelet's command line besides the policy
+// flags, which have the kubelet's own names (policy.go).
+const (
+	kubeletFlagConfig           = "config"
+	kubeletFlagRuntimeEndpoint  = "container-runtime-endpoint"
+	kubeletFlagRootDir          = "root-dir"
+	kubeletFlagKubeconfig       = "kubeconfig"
+	kubeletFlagHostnameOverride = "hostname-override"
+)
+
+// defaultKubeletRootDir is the kubelet's --root-dir default.
+const defaultKubeletRootDir = "/var/lib/kubelet"
+
+// kubeletPathFlags are the flags whose relative values the kubelet resolves
+// against its own working directory ("relative paths start at the
+// Kubelet's current working directory", cmd/kubelet/app/options).
+var kubeletPathFlags = []string{kubeletFlagConfig, kubeletFlagRootDir, kubeletFlagKubeconfig}
+
+// kubeletProcess is the node's running kubelet as its command line shows
+// it. Some settings, the container-GC ones among them, exist only as
+// kubelet flags, so the config file alone would give nodegc the defaults.
+type kubeletProcess struct {
+	PID int
+	// Flags maps a flag name, without dashes, to its last value on the
+	// command line (pflag's last-one-wins). Paths are made absolute.
+	Flags map[string]string
+}
+
+// source is the provenance of a value taken from the command line.
+func (k *kubeletProcess) source() string {
+	return fmt.Sprintf("kubelet command line (pid %d)", k.PID)
+}
+
+// flag returns the flag's value and whether the command line set it.
+func (k *kubeletProcess) flag(name string) (string, bool) {
+	if k == nil {
+		return "", false
+	}
+	v, ok := k.Flags[name]
+	return v, ok
+}
+
+// kubeletNode is what nodegc learned about how the node's kubelet reaches
+// the API server and names its node, for the pod source. Empty fields
+// mean the kubelet's command line did not set them (or no kubelet runs).
+type kubeletNode struct {
+	// PID is the kubelet read; 0 when none was found.
+	PID int
+	// Kubeconfig is the kubelet's --kubeconfig.
+	Kubeconfig string
+	// HostnameOverride is the kubelet's --hostname-override.
+	HostnameOverride string
+	// RootDir is the kubelet's --root-dir, else its default.
+	RootDir string
+}
+
+// node returns what the pod source needs from the kubelet; it works on a
+// nil config (no file, no kubelet).
+func (c *kubeletConfig) node() kubeletNode {
+	n := kubeletNode{RootDir: defaultKubeletRootDir}
+	if c == nil || c.Proc == nil {
+		return n
+	}
+	n.PID = c.Proc.PID
+	n.Kubeconfig, _ = c.Proc.flag(kubeletFlagKubeconfig)
+	n.HostnameOverride, _ = c.Proc.flag(kubeletFlagHostnameOverride)
+	if dir, ok := c.Proc.flag(kubeletFlagRootDir); ok && dir != "" {
+		n.RootDir = dir
+	}
+	return n
+}
+
+// findKubelet returns the running kubelet: the process under procRoot
+// whose executable (argv[0]) is named kubelet. pid > 0 (--kubelet-pid)
+// selects that process, which must be a kubelet. No kubelet is nil, nil.
+// More than one without pid is a usage error naming them, since nodegc
+// cannot know which one runs this node's pods.
+func findKubelet(procRoot string, pid int) (*kubeletProcess, error) {
+	if procRoot == "" {
+		return nil, nil
+	}
+	if pid > 0 {
+		args, err := readCmdline(procRoot, pid)
+		if err != nil || !isKubelet(args) {
+			return nil, usageErrorf("--kubelet-pid: process %d is not a running kubelet", pid)
+		}
+		return newKubeletProcess(procRoot, pid, args), nil
+	}
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil, nil // no /proc: nothing to learn from
+	}
+	var found []*kubeletProcess
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil || p <= 0 {
+			continue
+		}
+		args, err := readCmdline(procRoot, p)
+		if err != nil || !isKubelet(args) {
+			continue // gone since the listing, or not ours to read
+		}
+		found = append(found, newKubeletProcess(procRoot, p, args))
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	pids := make([]string, len(found))
+	for i, k := range found {
+		pids[i] = strconv.Itoa(k.PID)
+	}
+	return nil, usageErrorf("--kubelet-pid: %d kubelets are running (pids %s); pass --kubelet-pid to say which one runs this node", len(found), strings.Join(pids, ", "))
+}
+
+// readCmdline reads /proc/PID/cmdline as its NUL-separated arguments.
+func readCmdline(procRoot string, pid int) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return nil, err
+	}
+	data = bytes.TrimRight(data, "\x00")
+	if len(data) == 0 {
+		return nil, errors.New("empty command line") // a kernel thread or a zombie
+	}
+	return strings.Split(string(data), "\x00"), nil
+}
+
+// isKubelet reports whether the command line's executable is named kubelet.
+func isKubelet(args []string) bool {
+	return len(args) > 0 && filepath.Base(args[0]) == "kubelet"
+}
+
+func newKubeletProcess(procRoot string, pid int, args []string) *kubeletProcess {
+	k := &kubeletProcess{PID: pid, Flags: parseKubeletArgs(args[1:])}
+	// Relative paths are relative to the kubelet's working directory.
+	cwd, cwdErr := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "cwd"))
+	for _, name := range kubeletPathFlags {
+		v, ok := k.Flags[name]
+		if !ok || v == "" || filepath.IsAbs(v) || cwdErr != nil {
+			continue
+		}
+		k.Flags[name] = filepath.Join(cwd, v)
+	}
+	return k
+}
+
+// parseKubeletArgs reads pflag-style flags: --name=value, and --name value
+// when the next argument is not a flag (a boolean flag written without a
+// value is followed by the next flag). The last occurrence wins, as in
+// pflag; parsing stops at "--". Shorthands (-v 5) are skipped.
+func parseKubeletArgs(args []string) map[string]string {
+	flags := map[string]string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "--") {
+			continue // a shorthand or its value
+		}
+		name, value, hasValue := strings.Cut(a[2:], "=")
+		if name == "" {
+			continue
+		}
+		if !hasValue {
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				value = args[i+1]
+				i++
+			} else {
+				value = "true" // a boolean flag
+			}
+		}
+		flags[name] = value
+	}
+	return flags
+}
+
+// runtimeEndpoint returns the kubelet's runtime endpoint, its command
+// line's over its file's, and what set it: origin names the flag or field
+// (for errors), source is the provenance (for the plan's runtime line).
+func (c *kubeletConfig) runtimeEndpoint() (ep, origin, source string) {
+	if c == nil {
+		return "", "", ""
+	}
+	if v, ok := c.Proc.flag(kubeletFlagRuntimeEndpoint); ok && v != "" {
+		return v, "--" + kubeletFlagRuntimeEndpoint + " on the " + c.Proc.source(), c.Proc.source()
+	}
+	if c.ContainerRuntimeEndpoint != "" {
+		return c.ContainerRuntimeEndpoint, c.Path + ": containerRuntimeEndpoint", sourceConfig(c.Path)
+	}
+	return "", "", ""
+}

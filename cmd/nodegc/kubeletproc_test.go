@@ -1,0 +1,331 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The fixture /proc trees under testdata/proc hold only what findKubelet
+// reads: <pid>/cmdline (NUL-separated) and <pid>/cwd (a symlink).
+const (
+	procSingle  = "testdata/proc/single"  // one kubelet, pid 4242, among other processes
+	procTwo     = "testdata/proc/two"     // kubelets 100 and 200
+	procNone    = "testdata/proc/none"    // no kubelet
+	procBadFlag = "testdata/proc/badflag" // a kubelet, pid 9, with --maximum-dead-containers=lots
+)
+
+func TestParseKubeletArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want map[string]string
+	}{
+		{
+			name: "--flag=value and --flag value both give the value",
+			args: []string{"--config=/a.yaml", "--root-dir", "/data"},
+			want: map[string]string{"config": "/a.yaml", "root-dir": "/data"},
+		},
+		{
+			name: "a flag followed by another flag is a boolean",
+			args: []string{"--fail-swap-on", "--kubeconfig", "/k"},
+			want: map[string]string{"fail-swap-on": "true", "kubeconfig": "/k"},
+		},
+		{
+			name: "the last occurrence wins, as in pflag",
+			args: []string{"--maximum-dead-containers=1", "--maximum-dead-containers", "7"},
+			want: map[string]string{"maximum-dead-containers": "7"},
+		},
+		{
+			name: "an empty value after = is kept as empty",
+			args: []string{"--hostname-override="},
+			want: map[string]string{"hostname-override": ""},
+		},
+		{
+			name: "shorthands and their values are skipped",
+			args: []string{"-v", "5", "--root-dir=/r"},
+			want: map[string]string{"root-dir": "/r"},
+		},
+		{
+			name: "parsing stops at --",
+			args: []string{"--root-dir=/r", "--", "--config=/x"},
+			want: map[string]string{"root-dir": "/r"},
+		},
+		{
+			name: "a value that starts with a dash must be written with =",
+			args: []string{"--maximum-dead-containers=-1"},
+			want: map[string]string{"maximum-dead-containers": "-1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := parseKubeletArgs(tt.args); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFindKubelet(t *testing.T) {
+	tests := []struct {
+		name     string
+		root     string
+		pid      int
+		wantPID  int    // 0: no kubelet
+		wantErr  string // a usage error containing this
+		wantFlag map[string]string
+	}{
+		{
+			name:    "the only process whose executable is named kubelet is found among others",
+			root:    procSingle,
+			wantPID: 4242,
+			wantFlag: map[string]string{
+				"config":                                "/var/lib/kubelet-cwd/kubelet.yaml",
+				"container-runtime-endpoint":            "unix:///run/k3s/containerd.sock",
+				"kubeconfig":                            "/etc/kubernetes/kubelet.conf",
+				"hostname-override":                     "node-a",
+				"root-dir":                              "/data/kubelet",
+				"maximum-dead-containers-per-container": "3",
+				"maximum-dead-containers":               "4",
+				"minimum-container-ttl-duration":        "30s",
+				"image-gc-high-threshold":               "91",
+			},
+		},
+		{name: "no kubelet running finds nothing", root: procNone},
+		{name: "a missing proc root finds nothing", root: "testdata/proc/missing"},
+		{name: "an empty proc root looks for nothing", root: ""},
+		{
+			name:    "two kubelets are refused, naming both pids and --kubelet-pid",
+			root:    procTwo,
+			wantErr: "--kubelet-pid: 2 kubelets are running (pids 100, 200); pass --kubelet-pid",
+		},
+		{name: "--kubelet-pid chooses one of two", root: procTwo, pid: 200, wantPID: 200, wantFlag: map[string]string{"kubeconfig": "/b.conf"}},
+		{
+			name:    "--kubelet-pid of a process that is not a kubelet is refused",
+			root:    procSingle,
+			pid:     77,
+			wantErr: "--kubelet-pid: process 77 is not a running kubelet",
+		},
+		{
+			name:    "--kubelet-pid of a process that does not exist is refused",
+			root:    procSingle,
+			pid:     31337,
+			wantErr: "--kubelet-pid: process 31337 is not a running kubelet",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, err := findKubelet(tt.root, tt.pid)
+			if tt.wantErr != "" {
+				var ue *usageError
+				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want a usage error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantPID == 0 {
+				if k != nil {
+					t.Fatalf("found %+v, want none", k)
+				}
+				return
+			}
+			if k == nil || k.PID != tt.wantPID {
+				t.Fatalf("found %+v, want pid %d", k, tt.wantPID)
+			}
+			for name, want := range tt.wantFlag {
+				if got, ok := k.flag(name); !ok || got != want {
+					t.Errorf("--%s = %q (set %v), want %q", name, got, ok, want)
+				}
+			}
+		})
+	}
+}
+
+func TestKubeletNode(t *testing.T) {
+	k, err := findKubelet(procSingle, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cfg  *kubeletConfig
+		want kubeletNode
+	}{
+		{name: "no kubelet gives the default root dir only", cfg: nil, want: kubeletNode{RootDir: "/var/lib/kubelet"}},
+		{name: "a config file without a kubelet gives the default root dir only", cfg: &kubeletConfig{Path: "/x"}, want: kubeletNode{RootDir: "/var/lib/kubelet"}},
+		{
+			name: "the kubelet's command line gives its kubeconfig, hostname override and root dir",
+			cfg:  &kubeletConfig{Proc: k},
+			want: kubeletNode{PID: 4242, Kubeconfig: "/etc/kubernetes/kubelet.conf", HostnameOverride: "node-a", RootDir: "/data/kubelet"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.cfg.node(); got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestResolvePolicyKubeletCommandLine(t *testing.T) {
+	proc := &kubeletProcess{PID: 4242, Flags: map[string]string{
+		flagMaxPerContainer: "3",
+		flagMaxContainers:   "4",
+		flagMinContainerTTL: "30s",
+		flagHighThreshold:   "91",
+		flagMinImageTTL:     "5m",
+		kubeletFlagConfig:   "/etc/kubelet.yaml",
+		kubeletFlagRootDir:  "/data",
+	}}
+	const fromCmdline = "kubelet command line (pid 4242)"
+	file := &kubeletConfig{
+		Path:                        "/etc/kubelet.yaml",
+		ImageGCHighThresholdPercent: ptr(88),
+		ImageGCLowThresholdPercent:  ptr(70),
+		Proc:                        proc,
+	}
+	tests := []struct {
+		name       string
+		flags      policyFlags
+		cfg        *kubeletConfig
+		setting    string
+		wantValue  string
+		wantSource string
+	}{
+		{name: "the kubelet's --maximum-dead-containers-per-container applies", cfg: file, setting: flagMaxPerContainer, wantValue: "3", wantSource: fromCmdline},
+		{name: "the kubelet's --maximum-dead-containers applies", cfg: file, setting: flagMaxContainers, wantValue: "4", wantSource: fromCmdline},
+		{name: "the kubelet's --minimum-container-ttl-duration applies", cfg: file, setting: flagMinContainerTTL, wantValue: "30s", wantSource: fromCmdline},
+		{name: "the kubelet's command line overrides its config file", cfg: file, setting: flagHighThreshold, wantValue: "91", wantSource: fromCmdline},
+		{name: "the config file applies where the command line is silent", cfg: file, setting: flagLowThreshold, wantValue: "70", wantSource: "kubelet config /etc/kubelet.yaml"},
+		{
+			name:       "nodegc's own flag overrides the kubelet's command line",
+			cfg:        file,
+			flags:      policyFlags{MaxContainers: 9, Changed: map[string]bool{flagMaxContainers: true}},
+			setting:    flagMaxContainers,
+			wantValue:  "9",
+			wantSource: sourceFlag,
+		},
+		{
+			name:       "a kubelet without a config file still gives its command line",
+			cfg:        &kubeletConfig{Proc: proc},
+			setting:    flagMinImageTTL,
+			wantValue:  "5m0s",
+			wantSource: fromCmdline,
+		},
+		{name: "no kubelet: the default", cfg: nil, setting: flagMaxPerContainer, wantValue: "1", wantSource: sourceDefault},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, prov, err := resolvePolicy(tt.flags, tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := prov.source(tt.setting)
+			if s.Value != tt.wantValue || s.Source != tt.wantSource {
+				t.Errorf("%s = %q from %q, want %q from %q", tt.setting, s.Value, s.Source, tt.wantValue, tt.wantSource)
+			}
+		})
+	}
+
+	t.Run("a malformed value on the kubelet's command line is a usage error naming the flag and the pid", func(t *testing.T) {
+		k, err := findKubelet(procBadFlag, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = resolvePolicy(policyFlags{}, &kubeletConfig{Proc: k})
+		var ue *usageError
+		want := `--maximum-dead-containers: "lots" on the kubelet command line (pid 9): not an integer`
+		if !errors.As(err, &ue) || err.Error() != want {
+			t.Errorf("err = %v, want usage error %q", err, want)
+		}
+	})
+	t.Run("a policy error about a command-line value names the kubelet's command line", func(t *testing.T) {
+		bad := &kubeletProcess{PID: 5, Flags: map[string]string{flagHighThreshold: "101"}}
+		_, _, err := resolvePolicy(policyFlags{}, &kubeletConfig{Proc: bad})
+		if err == nil || !strings.Contains(err.Error(), "(set by the kubelet command line (pid 5))") {
+			t.Errorf("err = %v, want it to name the kubelet command line", err)
+		}
+	})
+}
+
+// TestPlanReadsTheKubelet runs the command line against the fixture /proc
+// trees: the settings and their sources reach the plan's table, and two
+// kubelets are refused before anything is connected to.
+func TestPlanReadsTheKubelet(t *testing.T) {
+	snap := writeFile(t, "snap.json", snapshotJSON)
+	t.Run("plan --from with --kubelet-pid takes the kubelet's container-GC flags and says so", func(t *testing.T) {
+		c := newCLI("")
+		c.f.ProcRoot = procSingle
+		if code := c.run("plan", "--from", snap, "--kubelet-pid", "4242"); code != 0 {
+			t.Fatalf("exit %d: %s", code, c.err.String())
+		}
+		for _, want := range []string{
+			"--maximum-dead-containers-per-container  3              kubelet command line (pid 4242)",
+			"--maximum-dead-containers                4              kubelet command line (pid 4242)",
+			"--minimum-container-ttl-duration         30s            kubelet command line (pid 4242)",
+		} {
+			if !strings.Contains(c.out.String(), want) {
+				t.Errorf("table lacks %q:\n%s", want, c.out.String())
+			}
+		}
+	})
+	t.Run("plan --from without --kubelet-pid reads no kubelet: the snapshot may be another node's", func(t *testing.T) {
+		c := newCLI("")
+		c.f.ProcRoot = procSingle
+		if code := c.run("plan", "--from", snap); code != 0 {
+			t.Fatalf("exit %d: %s", code, c.err.String())
+		}
+		if strings.Contains(c.out.String(), "kubelet command line") {
+			t.Errorf("the plan read the kubelet:\n%s", c.out.String())
+		}
+	})
+	t.Run("the kubelet's --config file is read when nodegc has no --kubelet-config", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "kubelet.yaml")
+		if err := os.WriteFile(cfg, []byte("kind: KubeletConfiguration\nimageGCLowThresholdPercent: 61\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		root := filepath.Join(dir, "proc")
+		if err := os.MkdirAll(filepath.Join(root, "12"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		args := "/usr/bin/kubelet\x00--config\x00kubelet.yaml\x00"
+		if err := os.WriteFile(filepath.Join(root, "12", "cmdline"), []byte(args), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(dir, filepath.Join(root, "12", "cwd")); err != nil {
+			t.Fatal(err)
+		}
+		c := newCLI("")
+		c.f.ProcRoot = root
+		if code := c.run("plan", "--from", snap, "--kubelet-pid", "12"); code != 0 {
+			t.Fatalf("exit %d: %s", code, c.err.String())
+		}
+		want := "--image-gc-low-threshold                 61             kubelet config " + cfg
+		if !strings.Contains(c.out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, c.out.String())
+		}
+	})
+	for _, cmd := range [][]string{{"plan"}, {"gc", "--dry-run"}} {
+		t.Run(strings.Join(cmd, " ")+" refuses two kubelets with exit 2 before connecting", func(t *testing.T) {
+			c := newCLI("")
+			c.f.ProcRoot = procTwo
+			args := append(cmd, "--runtime-endpoint", "unix://"+filepath.Join(t.TempDir(), "none.sock"), "--timeout", strconv.Itoa(1)+"s")
+			if code := c.run(args...); code != 2 {
+				t.Fatalf("exit %d, want 2; stderr %q", code, c.err.String())
+			}
+			lines := c.stderrLines()
+			if len(lines) != 1 || !strings.Contains(lines[0], "pids 100, 200") || !strings.Contains(lines[0], "--kubelet-pid") {
+				t.Errorf("stderr %q, want one line naming the pids and --kubelet-pid", lines)
+			}
+		})
+	}
+}
