@@ -305,10 +305,14 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	}
 	// The workload goes on while the dashboard is open: one simulated
 	// second per second.
+	cgroups, err := d.startCgroups(dir, opts.Seed)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go d.run(ctx, time.Second)
 	// The demo runs image GC every minute rather than every 5, so that a
 	// person sees a real image pass soon after the disk fills.
-	return dashboard(ctx, opts, e, nil, d.node.Now, engine.SchedulerOptions{ImagePeriod: demoImagePeriod})
+	return dashboard(ctx, opts, e, cgroups, d.node.Now, engine.SchedulerOptions{ImagePeriod: demoImagePeriod})
 }

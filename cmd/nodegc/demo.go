@@ -3,7 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/nodegc/nodegc/cgroupfs"
+	"github.com/nodegc/nodegc/internal/democgroups"
+	"github.com/nodegc/nodegc/tui"
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/cri"
@@ -25,6 +31,9 @@ type demoNode struct {
 	node   *simnode.Node
 	client *cri.Client
 	served chan error
+	// cgroups is the simulated kubepods cgroup tree, kept in step with the
+	// node's running pods on every step; nil when it could not be made.
+	cgroups *democgroups.Tree
 }
 
 // startDemoNode serves a simulated node on socket (0600, in a private
@@ -59,8 +68,40 @@ func (d *demoNode) run(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 			d.node.Step(d.node.Now().Add(every))
+			d.syncCgroups()
 		}
 	}
+}
+
+// startCgroups makes the simulated cgroup tree under dir and returns the
+// reader the dashboard's Cgroups pane uses on it: the real cgroupfs reader,
+// with the systemd driver, as on a node with containerd and cgroup v2.
+func (d *demoNode) startCgroups(dir string, seed int64) (func(context.Context, cgroupfs.Names) (*cgroupfs.Tree, error), error) {
+	tr, err := democgroups.New(filepath.Join(dir, "cgroup"), seed)
+	if err != nil {
+		return nil, err
+	}
+	meminfo := filepath.Join(dir, "meminfo")
+	if err := os.WriteFile(meminfo, []byte(democgroups.Meminfo()), 0o600); err != nil {
+		return nil, fmt.Errorf("demo cgroups: %w", err)
+	}
+	d.cgroups = tr
+	d.syncCgroups()
+	return tui.CgroupsFrom(cgroupfs.Config{Root: filepath.Join(dir, "cgroup"), CgroupDriver: "systemd",
+		Meminfo: meminfo, NumCPU: democgroups.NumCPU}), nil
+}
+
+// syncCgroups brings the cgroup tree in step with the running pods.
+func (d *demoNode) syncCgroups() {
+	if d.cgroups == nil {
+		return
+	}
+	running := d.node.RunningPods()
+	pods := make([]democgroups.Pod, len(running))
+	for i, p := range running {
+		pods[i] = democgroups.Pod{UID: p.UID, Containers: p.Containers}
+	}
+	_ = d.cgroups.Sync(pods) // a demo nicety: a failed write shows as missing usage
 }
 
 // podSource stands in for the API server: the pods the simulated workload

@@ -266,9 +266,9 @@ var panes = []struct {
 }{
 	{"2", "the Images pane: its table and the cut line", []string{`#\s+IMAGE\s+(ID\s+)?SIZE`, `cut line`}},
 	{"3", "the Containers pane: dead containers by pod", []string{`POD / CONTAINER\s+ATTEMPT\s+EXIT`, `\(\d+ dead`}},
-	// Below the tab bar and its rule: the kubepods tree, or a line saying
-	// why there is none (the simulated node has no cgroups).
-	{"4", "the Cgroups pane", []string{`(?i)\A[^\n]*\n[^\n]*\n[\s\S]*(cgroup|kubepods)`}},
+	// The demo's simulated cgroup v2 tree, read by the real reader: the
+	// kubepods root, its QoS classes and pods with their usage.
+	{"4", "the Cgroups pane: the kubepods tree", []string{`CGROUPS v2/systemd`, `▾ kubepods\s+\d`, `burstable`, `\(\d+\)`}},
 	{"5", "the Events pane", []string{`(?i)no pass has run yet|PASS\s+KIND`}},
 	{"1", "the Overview pane again", overview},
 }
