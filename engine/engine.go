@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -67,6 +69,9 @@ type Engine struct {
 	journal *journal
 	sd      *stateDir // the locked state dir; nil for a read-only engine
 	passSeq atomic.Int64
+	// run names this engine's run, so that pass IDs are unique across
+	// runs (runID).
+	run string
 
 	mu        sync.Mutex // serialises snapshots and passes
 	records   map[string]ImageRecord
@@ -75,6 +80,16 @@ type Engine struct {
 	simulated bool // the runtime reports its own filesystem
 	// Warning is set when the records file was corrupt and moved aside.
 	warning error
+}
+
+// runID names one run of an engine: its start time (UTC, to the second)
+// and 8 random hex digits, so that two runs never share a name even when
+// they start in the same second or under a fixed test clock. With the pass
+// sequence it makes a pass ID unique across runs ("<run>/<n>").
+func runID(start time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return start.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
 // New validates the options and the policy, and loads the image records
@@ -103,6 +118,7 @@ func New(o Options) (*Engine, error) {
 		e.o.Policy.PodLogsDir = DefaultPodLogsDir
 	}
 	e.started = e.now()
+	e.run = runID(e.started)
 	e.fresh = true
 	if o.StateDir == "" {
 		return e, nil
@@ -294,7 +310,7 @@ func (e *Engine) Run(ctx context.Context, kind PassKind) (PassReport, error) {
 	start := e.now()
 	_, p, err := e.planLocked(ctx, kind, time.Time{})
 	if err != nil {
-		return PassReport{ID: e.passSeq.Add(1), Kind: kind, StartedAt: start, FinishedAt: e.now(), Error: err.Error(), Events: []Event{}}, err
+		return PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: kind, StartedAt: start, FinishedAt: e.now(), Error: err.Error(), Events: []Event{}}, err
 	}
 	return e.applyLocked(ctx, p, start), nil
 }

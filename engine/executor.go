@@ -77,7 +77,7 @@ func planEvents(p Plan) []Event {
 // because a removal that leaves no journal line is a removal nobody can
 // account for.
 func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassReport {
-	r := PassReport{ID: e.passSeq.Add(1), Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
+	r := PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
 	x := &executor{e: e, ctx: context.WithoutCancel(ctx), stop: ctx, r: &r}
 	planned := plannedItems(p)
 	if err := e.journal.checkSpace(len(planned)); err != nil {
@@ -151,7 +151,7 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassR
 			Message: fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", p.ImageGC.BytesToFree, r.EstimatedBytesFreed)})
 	}
 	r.FinishedAt = e.now()
-	e.log.Info("pass done", "pass", r.ID, "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed), "skipped", r.Count(OutcomeSkipped), "undone", r.Undone)
+	e.log.Info("pass done", "pass", r.PassID(), "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed), "skipped", r.Count(OutcomeSkipped), "undone", r.Undone)
 	return r
 }
 
@@ -173,7 +173,7 @@ func (x *executor) halt(why string, failed bool) {
 	if failed {
 		x.r.Error = why
 	}
-	x.e.log.Warn("pass stopped", "pass", x.r.ID, "why", why)
+	x.e.log.Warn("pass stopped", "pass", x.r.PassID(), "why", why)
 }
 
 // spacePassPlanned reports whether the image plan runs the space pass.
@@ -220,7 +220,7 @@ func outcome(it ItemResult, what string, err error) ItemResult {
 // journal appends a deletion to the journal. A write that fails stops the
 // pass before the next removal and fails it.
 func (x *executor) journal(en JournalEntry) {
-	en.Time, en.Pass, en.PassKind = x.e.now(), x.r.ID, x.r.Plan.Pass
+	en.Time, en.Pass, en.PassKind = x.e.now(), JournalPass(x.r.PassID()), x.r.Plan.Pass
 	if err := x.e.journal.append(en); err != nil {
 		x.e.log.Error("journal", "err", err)
 		x.halt(fmt.Sprintf("journal write failed after removing %s %s (%v): no further removal", en.Kind, en.ID, err), true)
@@ -257,7 +257,7 @@ func (x *executor) image(rm ImageRemoval) ItemResult {
 	it = outcome(it, "remove image", x.e.o.Remover.RemoveImage(x.ctx, rm.ID))
 	if it.Outcome == OutcomeRemoved {
 		x.journal(JournalEntry{Kind: ItemImage, ID: rm.ID, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests, SizeBytes: img.SizeBytes, Reason: string(rm.Reason)})
-		x.e.log.Info("removed image", "image", rm.ID, "tags", img.RepoTags, "size", img.SizeBytes, "reason", rm.Reason, "pass", x.r.ID)
+		x.e.log.Info("removed image", "image", rm.ID, "tags", img.RepoTags, "size", img.SizeBytes, "reason", rm.Reason, "pass", x.r.PassID())
 	}
 	return it
 }
@@ -284,7 +284,7 @@ func (x *executor) container(rm ContainerRemoval) ItemResult {
 	it = outcome(it, "remove container", x.e.o.Remover.RemoveContainer(x.ctx, rm.ID))
 	if it.Outcome == OutcomeRemoved {
 		x.journal(JournalEntry{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), PodUID: cur.PodUID, Name: cur.Name})
-		x.e.log.Info("removed container", "container", rm.ID, "pod", cur.PodUID, "name", cur.Name, "reason", rm.Reason, "pass", x.r.ID)
+		x.e.log.Info("removed container", "container", rm.ID, "pod", cur.PodUID, "name", cur.Name, "reason", rm.Reason, "pass", x.r.PassID())
 	}
 	return it
 }
@@ -336,7 +336,7 @@ func (x *executor) sandbox(rm SandboxRemoval) ItemResult {
 	it = outcome(it, "remove sandbox", x.e.o.Remover.RemoveSandbox(x.ctx, rm.ID))
 	if it.Outcome == OutcomeRemoved {
 		x.journal(JournalEntry{Kind: ItemSandbox, ID: rm.ID, Reason: rm.Reason, PodUID: cur.PodUID, Name: cur.PodNamespace + "/" + cur.PodName})
-		x.e.log.Info("removed sandbox", "sandbox", rm.ID, "pod", cur.PodUID, "reason", rm.Reason, "pass", x.r.ID)
+		x.e.log.Info("removed sandbox", "sandbox", rm.ID, "pod", cur.PodUID, "reason", rm.Reason, "pass", x.r.PassID())
 	}
 	return it
 }

@@ -238,7 +238,7 @@ func TestApplyMeasuresAndJournals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(j) != 2 || j[0].ID != "i1" || j[1].ID != "i2" || j[0].RepoTags[0] != "a:1" || j[0].RepoDigests[0] != "a@sha256:1" || j[0].SizeBytes != 30 || j[0].Reason != "space" || j[0].Pass != r.ID || j[0].Kind != ItemImage {
+	if len(j) != 2 || j[0].ID != "i1" || j[1].ID != "i2" || j[0].RepoTags[0] != "a:1" || j[0].RepoDigests[0] != "a@sha256:1" || j[0].SizeBytes != 30 || j[0].Reason != "space" || string(j[0].Pass) != r.PassID() || j[0].Kind != ItemImage {
 		t.Errorf("journal = %+v", j)
 	}
 	fi, err := os.Stat(filepath.Join(e.o.StateDir, journalFile))

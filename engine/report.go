@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // ItemKind is the kind of object a pass acts on.
 type ItemKind string
@@ -48,8 +52,13 @@ type ItemResult struct {
 
 // PassReport is the record of one pass, real or dry-run.
 type PassReport struct {
-	// ID numbers real passes from 1 within one process; a dry-run's is 0.
-	ID         int64        `json:"id"`
+	// ID numbers real passes from 1 within one run of the engine; a
+	// dry-run's is 0.
+	ID int64 `json:"id"`
+	// Run names the engine's run (its start time and a random suffix);
+	// with ID it makes the pass ID the journal records (PassID). Empty
+	// for a dry run.
+	Run        string       `json:"run,omitempty"`
 	Kind       PassKind     `json:"kind"`
 	DryRun     bool         `json:"dryRun"`
 	Forced     bool         `json:"forced"`
@@ -87,6 +96,15 @@ func (r PassReport) Count(o Outcome) int {
 	return n
 }
 
+// PassID is the pass's ID, unique across runs: "<run>/<n>", the pass
+// field of its journal lines. A dry run has none ("").
+func (r PassReport) PassID() string {
+	if r.Run == "" || r.ID == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d", r.Run, r.ID)
+}
+
 // OK reports whether the pass ran and no item failed.
 func (r PassReport) OK() bool {
 	return r.Error == "" && r.Stopped == "" && r.Count(OutcomeFailed) == 0
@@ -94,15 +112,37 @@ func (r PassReport) OK() bool {
 
 // JournalEntry is one line of the append-only deletion journal.
 type JournalEntry struct {
-	Time        time.Time `json:"time"`
-	Pass        int64     `json:"pass"`
-	PassKind    PassKind  `json:"passKind"`
-	Kind        ItemKind  `json:"kind"`
-	ID          string    `json:"id"`
-	RepoTags    []string  `json:"repoTags,omitempty"`
-	RepoDigests []string  `json:"repoDigests,omitempty"`
-	SizeBytes   int64     `json:"sizeBytes,omitempty"`
-	Reason      string    `json:"reason"`
-	PodUID      string    `json:"podUID,omitempty"`
-	Name        string    `json:"name,omitempty"`
+	Time time.Time `json:"time"`
+	// Pass is the PassID of the pass that removed it: unique across
+	// runs, so lines of different runs never share one.
+	Pass        JournalPass `json:"pass"`
+	PassKind    PassKind    `json:"passKind"`
+	Kind        ItemKind    `json:"kind"`
+	ID          string      `json:"id"`
+	RepoTags    []string    `json:"repoTags,omitempty"`
+	RepoDigests []string    `json:"repoDigests,omitempty"`
+	SizeBytes   int64       `json:"sizeBytes,omitempty"`
+	Reason      string      `json:"reason"`
+	PodUID      string      `json:"podUID,omitempty"`
+	Name        string      `json:"name,omitempty"`
+}
+
+// JournalPass is a journal line's pass ID (PassReport.PassID). Journals
+// written before pass IDs were unique across runs hold a bare number; it
+// reads as its decimal string, so an old journal still reads.
+type JournalPass string
+
+// UnmarshalJSON accepts a string or, from an old journal, a number.
+func (p *JournalPass) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*p = JournalPass(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("pass: want a string or a number, got %s", b)
+	}
+	*p = JournalPass(n.String())
+	return nil
 }
