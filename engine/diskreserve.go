@@ -45,11 +45,12 @@ func CheckDiskReserve(s Snapshot, p DiskPolicy) DiskReserve {
 			continue // memory.available, pid.available: not a filesystem
 		}
 		var capacity, available int64
+		inodes := false
 		switch strings.TrimLeft(sig[strings.IndexByte(sig, '.'):], ".") {
 		case "available":
 			capacity, available = fs.CapacityBytes, fs.AvailableBytes
 		case "inodesFree":
-			capacity, available = fs.Inodes, fs.InodesFree
+			capacity, available, inodes = fs.Inodes, fs.InodesFree, true
 		default:
 			continue
 		}
@@ -62,8 +63,8 @@ func CheckDiskReserve(s Snapshot, p DiskPolicy) DiskReserve {
 			continue
 		}
 		d.Eviction = append(d.Eviction, EvictionLine{
-			Signal: sig, Threshold: v, ThresholdBytes: t,
-			AvailableBytes: available, Crossed: available < t,
+			Signal: sig, Threshold: v, Inodes: inodes, ThresholdAmount: t,
+			Available: available, Crossed: available < t,
 		})
 	}
 	return d

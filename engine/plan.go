@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Plan is what one GC pass would do, decided purely from a Snapshot, a
 // Policy and an evaluation time. It is the GCPlan contract of DESIGN.md. A
@@ -73,8 +76,9 @@ type ImagePlan struct {
 	// rounding (up).
 	UsagePercent int  `json:"usagePercent"`
 	Triggered    bool `json:"triggered"`
-	// BytesToFree is floor(capacity*(100-low)/100) - available; it may be
-	// zero or negative.
+	// BytesToFree is floor(capacity*(100-low)/100) - available when GC is
+	// triggered (it may then be zero or negative, and the space pass still
+	// removes one image, as the kubelet does), and 0 when it is not.
 	BytesToFree int64 `json:"bytesToFree"`
 	// BytesFreed is what the plan expects to free (runtime-reported sizes).
 	BytesFreed int64          `json:"bytesFreed"`
@@ -129,10 +133,15 @@ type ContainerPlan struct {
 
 // ContainerRemoval is one dead container the plan removes, in order.
 type ContainerRemoval struct {
-	ID     string                `json:"id"`
-	PodUID string                `json:"podUID"`
-	Name   string                `json:"name"`
-	Reason ContainerRemoveReason `json:"reason"`
+	ID     string `json:"id"`
+	PodUID string `json:"podUID"`
+	// PodNamespace and PodName name the pod, from its sandbox (the
+	// container's own, else any of the pod's); empty when the snapshot
+	// has no sandbox of the pod.
+	PodNamespace string                `json:"podNamespace"`
+	PodName      string                `json:"podName"`
+	Name         string                `json:"name"`
+	Reason       ContainerRemoveReason `json:"reason"`
 	// State is the container's state when planned; an UNKNOWN container
 	// is stopped before it is removed.
 	State        ContainerState `json:"state,omitempty"`
@@ -201,14 +210,66 @@ type FsReserve struct {
 }
 
 // EvictionLine is one evictionHard signal resolved against a filesystem:
-// the eviction manager evicts pods when available falls below
-// ThresholdBytes.
+// the eviction manager evicts pods when available falls below the
+// threshold. The amounts count bytes, or inodes for the *.inodesFree
+// signals (Inodes); the JSON names them accordingly: thresholdBytes and
+// availableBytes, or thresholdInodes and availableInodes.
 type EvictionLine struct {
-	Signal         string `json:"signal"`
-	Threshold      string `json:"threshold"`
-	ThresholdBytes int64  `json:"thresholdBytes"`
-	AvailableBytes int64  `json:"availableBytes"`
-	Crossed        bool   `json:"crossed"`
+	Signal    string
+	Threshold string
+	// Inodes says the amounts count inodes, not bytes.
+	Inodes bool
+	// ThresholdAmount is the threshold resolved against the capacity.
+	ThresholdAmount int64
+	// Available is what the filesystem has free.
+	Available int64
+	Crossed   bool
+}
+
+// evictionLineJSON is EvictionLine on the wire: exactly one of each pair
+// of amounts is set, named for its unit.
+type evictionLineJSON struct {
+	Signal          string `json:"signal"`
+	Threshold       string `json:"threshold"`
+	ThresholdBytes  *int64 `json:"thresholdBytes,omitempty"`
+	AvailableBytes  *int64 `json:"availableBytes,omitempty"`
+	ThresholdInodes *int64 `json:"thresholdInodes,omitempty"`
+	AvailableInodes *int64 `json:"availableInodes,omitempty"`
+	Crossed         bool   `json:"crossed"`
+}
+
+// MarshalJSON names the amounts for their unit, so that an inode count is
+// never read as bytes.
+func (e EvictionLine) MarshalJSON() ([]byte, error) {
+	w := evictionLineJSON{Signal: e.Signal, Threshold: e.Threshold, Crossed: e.Crossed}
+	t, a := e.ThresholdAmount, e.Available
+	if e.Inodes {
+		w.ThresholdInodes, w.AvailableInodes = &t, &a
+	} else {
+		w.ThresholdBytes, w.AvailableBytes = &t, &a
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *EvictionLine) UnmarshalJSON(b []byte) error {
+	var w evictionLineJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*e = EvictionLine{Signal: w.Signal, Threshold: w.Threshold, Crossed: w.Crossed}
+	e.Inodes = w.ThresholdInodes != nil || w.AvailableInodes != nil
+	for _, v := range []*int64{w.ThresholdBytes, w.ThresholdInodes} {
+		if v != nil {
+			e.ThresholdAmount = *v
+		}
+	}
+	for _, v := range []*int64{w.AvailableBytes, w.AvailableInodes} {
+		if v != nil {
+			e.Available = *v
+		}
+	}
+	return nil
 }
 
 // Event is a kubelet-style event.

@@ -99,9 +99,14 @@ func planContainers(s Snapshot, p ContainerPolicy, now time.Time, evictPods map[
 	}
 
 	plan := ContainerPlan{Remove: make([]ContainerRemoval, 0, evictable)}
+	bySandbox, byUID := podNames(s.Sandboxes)
 	remove := func(c *Container, why ContainerRemoveReason, detail string) {
+		pod, ok := bySandbox[c.PodSandboxID]
+		if !ok {
+			pod = byUID[c.PodUID]
+		}
 		plan.Remove = append(plan.Remove, ContainerRemoval{
-			ID: c.ID, PodUID: c.PodUID, Name: c.Name, Reason: why,
+			ID: c.ID, PodUID: c.PodUID, PodNamespace: pod.namespace, PodName: pod.name, Name: c.Name, Reason: why,
 			State: c.State, PodSandboxID: c.PodSandboxID, Attempt: c.Attempt, Detail: detail,
 		})
 	}
@@ -161,4 +166,26 @@ func planContainers(s Snapshot, p ContainerPolicy, now time.Time, evictPods map[
 		}
 	}
 	return plan
+}
+
+// podName is a pod's namespace and name.
+type podName struct{ namespace, name string }
+
+// podNames maps each sandbox ID, and each pod UID, to the pod's namespace
+// and name as its sandboxes record them (a container carries only the pod
+// UID). For a UID, the first named sandbox in snapshot order stands.
+func podNames(sandboxes []Sandbox) (bySandbox, byUID map[string]podName) {
+	bySandbox = make(map[string]podName, len(sandboxes))
+	byUID = make(map[string]podName, len(sandboxes))
+	for _, sb := range sandboxes {
+		if sb.PodName == "" {
+			continue
+		}
+		n := podName{sb.PodNamespace, sb.PodName}
+		bySandbox[sb.ID] = n
+		if _, ok := byUID[sb.PodUID]; !ok {
+			byUID[sb.PodUID] = n
+		}
+	}
+	return bySandbox, byUID
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -281,6 +283,50 @@ func TestPlanContainersRecordsWhatTheExecutorNeeds(t *testing.T) {
 		got := PlanContainers(baseSnapshot(), ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: -1}, t0)
 		if got.Remove == nil {
 			t.Error("Remove is nil, want an empty slice")
+		}
+	})
+}
+
+// TestPlanContainersNamesThePod: issue 9 found container removals that
+// carried a pod UID but no namespace or name. The names come from the
+// pod's sandboxes, as the snapshot's containers hold only the UID.
+func TestPlanContainersNamesThePod(t *testing.T) {
+	s := baseSnapshot()
+	s.Sandboxes = []Sandbox{
+		{ID: "sb-p", PodUID: "p", PodNamespace: "shop", PodName: "web-0", State: SandboxNotReady, CreatedAt: ago(time.Hour)},
+		{ID: "sb-q-old", PodUID: "q", PodNamespace: "ops", PodName: "cron-1", State: SandboxNotReady, CreatedAt: ago(2 * time.Hour)},
+	}
+	s.Containers = []Container{
+		{ID: "own", PodSandboxID: "sb-p", PodUID: "p", Name: "a", State: ContainerExited, CreatedAt: ago(time.Hour)},
+		{ID: "other-sandbox", PodSandboxID: "sb-q-gone", PodUID: "q", Name: "a", State: ContainerExited, CreatedAt: ago(time.Hour)},
+		{ID: "no-sandbox", PodSandboxID: "sb-r", PodUID: "r", Name: "a", State: ContainerExited, CreatedAt: ago(time.Hour)},
+	}
+	got := PlanContainers(s, ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: -1}, t0)
+	names := map[string]string{}
+	for _, r := range got.Remove {
+		names[r.ID] = r.PodNamespace + "/" + r.PodName
+	}
+	tests := []struct {
+		name, id, want string
+	}{
+		{name: "a container's own sandbox names its pod", id: "own", want: "shop/web-0"},
+		{name: "without its own sandbox, another sandbox of the pod names it", id: "other-sandbox", want: "ops/cron-1"},
+		{name: "without any sandbox of the pod the names are empty", id: "no-sandbox", want: "/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if names[tt.id] != tt.want {
+				t.Errorf("%s: pod %q, want %q", tt.id, names[tt.id], tt.want)
+			}
+		})
+	}
+	t.Run("the JSON carries podNamespace and podName", func(t *testing.T) {
+		b, err := json.Marshal(got.Remove[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"podNamespace":"shop","podName":"web-0"`) {
+			t.Errorf("JSON %s lacks the pod's namespace and name", b)
 		}
 	})
 }

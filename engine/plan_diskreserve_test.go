@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -73,9 +75,9 @@ func TestCheckDiskReserveEviction(t *testing.T) {
 	t.Run("default evictionHard resolves against the image fs when there is no root fs", func(t *testing.T) {
 		got := CheckDiskReserve(s, DiskPolicy{ThresholdMiB: 0, EvictionHard: DefaultEvictionHard()})
 		want := []EvictionLine{
-			{Signal: "imagefs.available", Threshold: "15%", ThresholdBytes: 150, AvailableBytes: 140, Crossed: true},
-			{Signal: "nodefs.available", Threshold: "10%", ThresholdBytes: 100, AvailableBytes: 140, Crossed: false},
-			{Signal: "nodefs.inodesFree", Threshold: "5%", ThresholdBytes: 5, AvailableBytes: 50, Crossed: false},
+			{Signal: "imagefs.available", Threshold: "15%", ThresholdAmount: 150, Available: 140, Crossed: true},
+			{Signal: "nodefs.available", Threshold: "10%", ThresholdAmount: 100, Available: 140, Crossed: false},
+			{Signal: "nodefs.inodesFree", Threshold: "5%", Inodes: true, ThresholdAmount: 5, Available: 50, Crossed: false},
 		}
 		if !reflect.DeepEqual(got.Eviction, want) {
 			t.Errorf("eviction = %+v\nwant %+v", got.Eviction, want)
@@ -94,8 +96,8 @@ func TestCheckDiskReserveEviction(t *testing.T) {
 			"memory.available":   "100Mi",
 		}})
 		want := []EvictionLine{
-			{Signal: "imagefs.inodesFree", Threshold: "10", ThresholdBytes: 10, AvailableBytes: 50, Crossed: false},
-			{Signal: "nodefs.available", Threshold: "2Gi", ThresholdBytes: 2 << 30, AvailableBytes: 1 << 30, Crossed: true},
+			{Signal: "imagefs.inodesFree", Threshold: "10", Inodes: true, ThresholdAmount: 10, Available: 50, Crossed: false},
+			{Signal: "nodefs.available", Threshold: "2Gi", ThresholdAmount: 2 << 30, Available: 1 << 30, Crossed: true},
 		}
 		if !reflect.DeepEqual(got.Eviction, want) {
 			t.Errorf("eviction = %+v\nwant %+v", got.Eviction, want)
@@ -155,6 +157,45 @@ func TestParseThreshold(t *testing.T) {
 			}
 			if err != nil || got != tt.want {
 				t.Fatalf("ParseThreshold(%q, %d) = %d, %v; want %d", tt.v, tt.capacity, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestEvictionLineJSON: issue 9 found nodefs.inodesFree reported as
+// "thresholdBytes": 5, "availableBytes": 50, inode counts under byte names.
+func TestEvictionLineJSON(t *testing.T) {
+	tests := []struct {
+		name    string
+		line    EvictionLine
+		want    string
+		notWant string
+	}{
+		{
+			name:    "an inode signal's amounts are named for inodes",
+			line:    EvictionLine{Signal: "nodefs.inodesFree", Threshold: "5%", Inodes: true, ThresholdAmount: 5, Available: 50},
+			want:    `{"signal":"nodefs.inodesFree","threshold":"5%","thresholdInodes":5,"availableInodes":50,"crossed":false}`,
+			notWant: "Bytes",
+		},
+		{
+			name:    "a byte signal's amounts are named for bytes, zero included",
+			line:    EvictionLine{Signal: "imagefs.available", Threshold: "15%", ThresholdAmount: 150, Available: 0, Crossed: true},
+			want:    `{"signal":"imagefs.available","threshold":"15%","thresholdBytes":150,"availableBytes":0,"crossed":true}`,
+			notWant: "Inodes",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tt.want || strings.Contains(string(b), tt.notWant) {
+				t.Errorf("got  %s\nwant %s", b, tt.want)
+			}
+			var back EvictionLine
+			if err := json.Unmarshal(b, &back); err != nil || back != tt.line {
+				t.Errorf("round trip = %+v, %v; want %+v", back, err, tt.line)
 			}
 		})
 	}

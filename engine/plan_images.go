@@ -339,7 +339,11 @@ func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePla
 	if validCapacity {
 		plan.UsagePercent = usage
 		plan.Triggered = usage >= p.HighThresholdPercent
-		plan.BytesToFree = bytesToFree(capacity, available, p.LowThresholdPercent)
+		if plan.Triggered {
+			// Not triggered, nothing is to be freed: the formula would go
+			// negative below the low threshold.
+			plan.BytesToFree = bytesToFree(capacity, available, p.LowThresholdPercent)
+		}
 	} else {
 		plan.Events = append(plan.Events, Event{
 			Time: now, Reason: EventInvalidDiskCapacity, Warning: true,

@@ -180,6 +180,23 @@ func TestPlanImages(t *testing.T) {
 			},
 		},
 		{
+			// Issue 9: the plan said bytesToFree -100 here. The kubelet
+			// computes amountToFree only once usage >= high
+			// (image_gc_manager.go GarbageCollect); nothing is to be freed
+			// below it.
+			name:       "below the high threshold bytesToFree is 0, not the negative formula",
+			fs:         fs(1000, 300), // usage 70% < high 85%; floor(1000*20/100) - 300 = -100
+			images:     []Image{{ID: "a", SizeBytes: 10}},
+			records:    []ImageRecord{used("a", 2*time.Hour)},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"a": KeepNotNeeded},
+			check: func(t *testing.T, p ImagePlan) {
+				if p.Triggered || p.BytesToFree != 0 {
+					t.Errorf("triggered=%v toFree=%d, want false and 0", p.Triggered, p.BytesToFree)
+				}
+			},
+		},
+		{
 			name:       "capacity zero gives InvalidDiskCapacity and no space pass",
 			fs:         fs(0, 0),
 			policy:     &ImagePolicy{HighThresholdPercent: 0},

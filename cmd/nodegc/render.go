@@ -571,10 +571,10 @@ func renderDiskReserve(b *bytes.Buffer, d engine.DiskReserve) {
 			crossed = "YES"
 		}
 		amount := humanBytes
-		if strings.Contains(e.Signal, "inodes") {
+		if e.Inodes {
 			amount = func(n int64) string { return fmt.Sprintf("%d inodes", n) }
 		}
-		fmt.Fprintf(tw, "  %s\t%s (%s)\t%s\t%s\n", e.Signal, e.Threshold, amount(e.ThresholdBytes), amount(e.AvailableBytes), crossed)
+		fmt.Fprintf(tw, "  %s\t%s (%s)\t%s\t%s\n", e.Signal, e.Threshold, amount(e.ThresholdAmount), amount(e.Available), crossed)
 	}
 	tw.flush()
 }

@@ -86,8 +86,8 @@ func fixedView() planView {
 			ThresholdMiB: 256,
 			ImageFs:      engine.FsReserve{OK: true, AvailableBytes: 10 * gib},
 			Eviction: []engine.EvictionLine{
-				{Signal: "imagefs.available", Threshold: "15%", ThresholdBytes: 15 * gib, AvailableBytes: 10 * gib, Crossed: true},
-				{Signal: "imagefs.inodesFree", Threshold: "5%", ThresholdBytes: 50, AvailableBytes: 900},
+				{Signal: "imagefs.available", Threshold: "15%", ThresholdAmount: 15 * gib, Available: 10 * gib, Crossed: true},
+				{Signal: "imagefs.inodesFree", Threshold: "5%", Inodes: true, ThresholdAmount: 50, Available: 900},
 			},
 		},
 	}

@@ -98,7 +98,7 @@ func evictionFraction(d Data) (frac float64, label string) {
 	fs := d.Snapshot.ImageFs
 	for _, e := range d.Plan.DiskReserve.Eviction {
 		if e.Signal == "imagefs.available" && fs.CapacityBytes > 0 {
-			return 1 - float64(e.ThresholdBytes)/float64(fs.CapacityBytes), e.Threshold
+			return 1 - float64(e.ThresholdAmount)/float64(fs.CapacityBytes), e.Threshold
 		}
 	}
 	v := "15%"
@@ -215,9 +215,9 @@ func (m Model) evictionLine(ev []engine.EvictionLine) string {
 	}
 	parts := []string{st.Header.Render("EVICTION")}
 	for _, e := range ev {
-		s := fmt.Sprintf("%s<%s (%s)", e.Signal, e.Threshold, human.Bytes(e.ThresholdBytes))
-		if e.Signal == "nodefs.inodesFree" || e.Signal == "imagefs.inodesFree" {
-			s = fmt.Sprintf("%s<%s (%d)", e.Signal, e.Threshold, e.ThresholdBytes)
+		s := fmt.Sprintf("%s<%s (%s)", e.Signal, e.Threshold, human.Bytes(e.ThresholdAmount))
+		if e.Inodes {
+			s = fmt.Sprintf("%s<%s (%d inodes)", e.Signal, e.Threshold, e.ThresholdAmount)
 		}
 		if e.Crossed {
 			parts = append(parts, st.Bad.Render(s+" CROSSED"))
