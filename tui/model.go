@@ -86,6 +86,10 @@ type Model struct {
 
 	flash    string
 	flashBad bool
+	// flashAt is when the status message was set; it expires after
+	// flashTTL unless it is sticky.
+	flashAt     time.Time
+	flashSticky bool
 }
 
 // New returns the dashboard's model. Run runs it; tests drive it with
@@ -149,7 +153,30 @@ func (m Model) Close() {
 	}
 }
 
-func (m *Model) setFlash(s string, bad bool) { m.flash, m.flashBad = s, bad }
+func (m *Model) setFlash(s string, bad bool) {
+	m.flash, m.flashBad, m.flashSticky = s, bad, false
+	m.flashAt = m.o.Now()
+}
+
+// setStickyFlash shows a status message that stays until the next one: the
+// state it describes lasts (a pass being applied, a frozen display).
+func (m *Model) setStickyFlash(s string) {
+	m.setFlash(s, false)
+	m.flashSticky = true
+}
+
+// flashTTL is how long a status message stays on the status line. The
+// display refreshes on its own clock, so an expired message goes at the
+// next refresh at the latest.
+const flashTTL = 6 * time.Second
+
+// expireFlash drops a status message older than flashTTL, unless it is
+// sticky.
+func (m *Model) expireFlash() {
+	if m.flash != "" && !m.flashSticky && m.o.Now().Sub(m.flashAt) >= flashTTL {
+		m.flash = ""
+	}
+}
 
 // inFlight is the kind of a pass running now, "" when none.
 func (m Model) inFlight() engine.PassKind {
@@ -171,7 +198,9 @@ func (m *Model) startRefresh(force bool) tea.Cmd {
 }
 
 // Update routes one message.
+// Update routes a message; a status message that has expired goes first.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	m.expireFlash()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -221,8 +250,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		} else {
 			r := msg.report
 			m.events.AddPass(r)
-			m.setFlash(fmt.Sprintf("pass #%d (%s): removed %d, failed %d, freed ≈ %s", r.ID, r.Kind,
-				r.Count(engine.OutcomeRemoved), r.Count(engine.OutcomeFailed), human.Bytes(r.EstimatedBytesFreed)), !r.OK())
+			m.setFlash(passSummary(r), !r.OK())
 		}
 		return m, m.startRefresh(true)
 	case statusMsg:
@@ -400,7 +428,7 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Freeze):
 		m.frozen = !m.frozen
 		if m.frozen {
-			m.setFlash("display frozen: no refresh until f (GC keeps running)", false)
+			m.setStickyFlash("display frozen: no refresh until f (GC keeps running)")
 		} else {
 			m.setFlash("display live", false)
 			return m, m.startRefresh(true)
@@ -491,7 +519,7 @@ func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.busy = d.pass
-		m.setFlash(fmt.Sprintf("applying the previewed %s plan (%d items)…", d.pass, d.items), false)
+		m.setStickyFlash(fmt.Sprintf("applying the previewed %s plan (%d items)…", d.pass, d.items))
 		return m, applyCmd(m.ctx, m.o.Controller, d.pass, d.plan)
 	}
 	d.scroll(msg, m)
@@ -645,4 +673,31 @@ func (m Model) View() tea.View {
 	v.AltScreen = true
 	v.WindowTitle = "nodegc"
 	return v
+}
+
+// passSummary accounts for every planned item of a pass, so the counts add
+// up to what the preview showed: removed + already gone + skipped (with the
+// first reason) + failed + not run = planned.
+func passSummary(r engine.PassReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pass #%d (%s): %d planned: removed %d", r.ID, r.Kind, len(r.Items), r.Count(engine.OutcomeRemoved))
+	if n := r.Count(engine.OutcomeGone); n > 0 {
+		fmt.Fprintf(&b, ", already gone %d", n)
+	}
+	if n := r.Count(engine.OutcomeSkipped); n > 0 {
+		why := ""
+		for _, it := range r.Items {
+			if it.Outcome == engine.OutcomeSkipped {
+				why = it.Detail
+				break
+			}
+		}
+		fmt.Fprintf(&b, ", skipped %d (%s)", n, why)
+	}
+	fmt.Fprintf(&b, ", failed %d", r.Count(engine.OutcomeFailed))
+	if r.Undone > 0 {
+		fmt.Fprintf(&b, ", not run %d (%s)", r.Undone, r.Stopped)
+	}
+	fmt.Fprintf(&b, "; freed ≈ %s", human.Bytes(r.EstimatedBytesFreed))
+	return b.String()
 }
