@@ -193,6 +193,15 @@ func TestReadOnly(t *testing.T) {
 			t.Errorf("footer = %q", foot)
 		}
 	})
+	t.Run("no countdown to passes that never run, and no pause key", func(t *testing.T) {
+		s := ansi.Strip(m.Screen())
+		if !strings.Contains(s, "read-only: no passes") || strings.Contains(s, "next image pass") || strings.Contains(s, "pause/resume") {
+			t.Errorf("read-only overview:\n%s", s)
+		}
+		if mm := press(m, "p"); c.Status().Paused || strings.Contains(mm.flash, "paus") {
+			t.Errorf("p in read-only mode: %q", mm.flash)
+		}
+	})
 	t.Run("a dry-run shows the plan but cannot apply it", func(t *testing.T) {
 		m := press(m, "d")
 		if s := ansi.Strip(m.Screen()); !strings.Contains(s, "read-only: this plan cannot be applied") {

@@ -593,6 +593,8 @@ func (m Model) Screen() string {
 	switch {
 	case m.o.Controller == nil:
 		badges = append(badges, st.Faint.Render("display only"))
+	case m.o.ReadOnly:
+		badges = append(badges, st.BadgeWarn.Render("read-only"))
 	case m.inFlight() != "":
 		badges = append(badges, st.Accent.Render("● "+string(m.inFlight())))
 	case m.status.Paused:

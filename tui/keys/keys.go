@@ -88,6 +88,7 @@ func Default(readOnly bool) KeyMap {
 		k.ForceContainers.SetEnabled(false)
 		k.ReclaimAll.SetEnabled(false)
 		k.Confirm.SetEnabled(false)
+		k.Pause.SetEnabled(false) // a read-only dashboard runs no passes to pause
 	} else {
 		k.ReadOnly.SetEnabled(false)
 	}

@@ -235,6 +235,9 @@ func (m Model) engineLine() string {
 		return head + st.Faint.Render("no scheduler: display only")
 	}
 	s := d.Status
+	if d.ReadOnly || s.ReadOnly {
+		return head + st.Warn.Render("read-only: no passes") + fmt.Sprintf("  %s previews (d) only", st.Label.Render("·"))
+	}
 	state := st.OK.Render("running")
 	if s.Paused {
 		state = st.Warn.Render("paused")
