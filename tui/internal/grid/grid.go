@@ -189,7 +189,7 @@ func (m *Model) layout() {
 	m.widths = make([]int, len(m.cols))
 	fixed, weight, shown := 0, 0, 0
 	for i, c := range m.cols {
-		if c.MinTable > m.width {
+		if c.MinTable > m.inner() {
 			continue
 		}
 		shown++
@@ -201,10 +201,10 @@ func (m *Model) layout() {
 		fixed += c.Width
 	}
 	fixed += max(shown-1, 0)
-	rest := max(m.width-fixed, 0)
+	rest := max(m.inner()-fixed, 0)
 	left := rest
 	for i, c := range m.cols {
-		if !c.Flex || c.MinTable > m.width {
+		if !c.Flex || c.MinTable > m.inner() {
 			continue
 		}
 		w := max(c.Width, 1)
@@ -229,7 +229,7 @@ func (m Model) View() string {
 	for i, c := range m.cols {
 		hdr[i] = c.Title
 	}
-	b.WriteString(m.styles.Header.Render(m.line(hdr)))
+	b.WriteString(m.styles.Header.Render(" " + m.line(hdr)))
 	end := min(m.offset+m.bodyHeight(), len(m.rows))
 	for i := m.offset; i < end; i++ {
 		b.WriteByte('\n')
@@ -237,20 +237,25 @@ func (m Model) View() string {
 		var s string
 		switch {
 		case r.Kind == Cut:
-			s = cutLine(r.Cells[0], m.width)
+			s = cutLine(r.Cells[0], m.inner())
 		case r.Span:
-			s = fit(r.Cells[0], m.width, false)
+			s = fit(r.Cells[0], m.inner(), false)
 		default:
 			s = m.line(r.Cells)
 		}
-		st := m.styles.Kinds[r.Kind]
+		st, mark := m.styles.Kinds[r.Kind], " "
 		if i == m.cursor {
-			st = m.styles.Selected
+			// The marker shows the cursor where colour cannot (NO_COLOR, a
+			// monochrome terminal): bold alone looks like the header.
+			st, mark = m.styles.Selected, "▌"
 		}
-		b.WriteString(st.Render(s))
+		b.WriteString(st.Render(mark + s))
 	}
 	return b.String()
 }
+
+// inner is the width of a row after the one-column cursor gutter.
+func (m Model) inner() int { return max(m.width-1, 0) }
 
 func (m Model) line(cells []string) string {
 	var b strings.Builder
@@ -269,7 +274,7 @@ func (m Model) line(cells []string) string {
 		}
 		b.WriteString(fit(c, w, m.cols[i].Right))
 	}
-	return fit(b.String(), m.width, false)
+	return fit(b.String(), m.inner(), false)
 }
 
 // fit truncates s to w cells with an ellipsis, and pads it to exactly w.

@@ -44,7 +44,8 @@ func TestView(t *testing.T) {
 			if len(lines) != tt.wantLines {
 				t.Fatalf("got %d lines, want %d:\n%s", len(lines), tt.wantLines, m.View())
 			}
-			if !strings.HasPrefix(lines[1], tt.wantFirst) || !strings.HasPrefix(lines[len(lines)-1], tt.wantLast) {
+			if !strings.HasPrefix(lines[1][len(lines[1])-len(strings.TrimLeft(lines[1], " ▌")):], tt.wantFirst) ||
+				!strings.HasPrefix(strings.TrimLeft(lines[len(lines)-1], " ▌"), tt.wantLast) {
 				t.Errorf("rows %q..%q, want %s..%s", lines[1], lines[len(lines)-1], tt.wantFirst, tt.wantLast)
 			}
 			for _, l := range lines {
@@ -53,6 +54,21 @@ func TestView(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCursorRowHasAMarker pins issue 12 bug 9: without colour (NO_COLOR)
+// the cursor row is told from the others by a marker, not by style alone.
+func TestCursorRowHasAMarker(t *testing.T) {
+	m := New([]Column{{Title: "N", Width: 8}}, Styles{})
+	m.SetSize(12, 5)
+	m.SetRows(rows(3))
+	m, _ = m.Update(tea.KeyPressMsg{Code: tea.KeyDown}, keys.Default(false))
+	lines := strings.Split(m.View(), "\n")
+	for i, l := range lines[1:] {
+		if marked := strings.HasPrefix(l, "▌"); marked != (i == 1) {
+			t.Errorf("row %d %q: marked %v, want the cursor row (1) alone marked", i, l, marked)
+		}
 	}
 }
 
