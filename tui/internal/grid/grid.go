@@ -71,6 +71,10 @@ type Model struct {
 	rows   []Row
 	cursor int
 	offset int
+	// moved says the user moved the cursor off the first row: refreshes
+	// then keep it on its row; otherwise the view stays at the top, where
+	// the newest or first-ranked rows are, as new rows arrive.
+	moved  bool
 	width  int
 	height int
 	styles Styles
@@ -99,9 +103,16 @@ func (m *Model) SetSize(w, h int) {
 	m.clamp()
 }
 
-// SetRows replaces the rows. The cursor stays on the row with the same Key
-// when there is one.
+// SetRows replaces the rows. When the user has moved the cursor it stays on
+// the row with the same Key, if there is one; otherwise the view stays at
+// the top, so new rows at the top are seen rather than pushing the view
+// down.
 func (m *Model) SetRows(rows []Row) {
+	if !m.moved {
+		m.rows, m.cursor, m.offset = rows, 0, 0
+		m.clamp()
+		return
+	}
 	var key string
 	if m.cursor >= 0 && m.cursor < len(m.rows) {
 		key = m.rows[m.cursor].Key
@@ -136,9 +147,10 @@ func (m Model) Selected() (Row, bool) {
 	return m.rows[m.cursor], true
 }
 
-// SetCursor moves the cursor to row i.
+// SetCursor moves the cursor to row i, as the user would.
 func (m *Model) SetCursor(i int) {
 	m.cursor = i
+	m.moved = i > 0
 	m.clamp()
 }
 
@@ -165,7 +177,14 @@ func (m Model) Update(msg tea.KeyPressMsg, k keys.KeyMap) (Model, bool) {
 		return m, false
 	}
 	m.clamp()
+	m.moved = m.cursor > 0
 	return m, true
+}
+
+// Top puts the cursor on the first row and lets the view follow the top
+// again: a new sort order or filter starts from its first row.
+func (m *Model) Top() {
+	m.cursor, m.offset, m.moved = 0, 0, false
 }
 
 func (m Model) bodyHeight() int { return max(m.height-1, 0) }

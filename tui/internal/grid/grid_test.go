@@ -100,3 +100,34 @@ func TestFilter(t *testing.T) {
 		t.Errorf("esc while editing must clear the filter, got %q", f.Value)
 	}
 }
+
+// TestNewRowsStayInSight pins issue 12 bug 1: rows arriving at the top
+// (the newest pass, say) are seen while the user has not moved the cursor;
+// once they have, the cursor stays on its row; sort and filter go back to
+// the top.
+func TestNewRowsStayInSight(t *testing.T) {
+	named := func(keys ...string) []Row {
+		out := make([]Row, len(keys))
+		for i, k := range keys {
+			out[i] = Row{Key: k, Cells: []string{k}}
+		}
+		return out
+	}
+	m := New([]Column{{Title: "N", Width: 8}}, Styles{})
+	m.SetSize(12, 4)
+	m.SetRows(named("p3", "p2", "p1"))
+	m.SetRows(named("p5", "p4", "p3", "p2", "p1"))
+	if sel, _ := m.Selected(); sel.Key != "p5" || !strings.Contains(m.View(), "p5") {
+		t.Errorf("cursor on %s, view:\n%s\nwant the newest row p5 in sight", sel.Key, m.View())
+	}
+	m, _ = m.Update(tea.KeyPressMsg{Code: tea.KeyDown}, keys.Default(false))
+	m.SetRows(named("p6", "p5", "p4", "p3", "p2", "p1"))
+	if sel, _ := m.Selected(); sel.Key != "p4" {
+		t.Errorf("after the user moved to p4, a refresh put the cursor on %s", sel.Key)
+	}
+	m.Top()
+	m.SetRows(named("p7", "p6", "p5"))
+	if sel, _ := m.Selected(); sel.Key != "p7" {
+		t.Errorf("after Top the cursor is on %s, want p7", sel.Key)
+	}
+}

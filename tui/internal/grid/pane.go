@@ -66,6 +66,7 @@ func (p *Pane) HandleKey(k tea.KeyPressMsg, rebuild, sort func(), own func(tea.K
 	switch {
 	case p.Filter.Editing:
 		if p.Filter.Key(k) {
+			p.Grid.Top() // a new filter starts from its first match
 			rebuild()
 		}
 		p.Resize()
@@ -73,6 +74,7 @@ func (p *Pane) HandleKey(k tea.KeyPressMsg, rebuild, sort func(), own func(tea.K
 		p.Filter.Start()
 		p.Resize()
 	case sort != nil && key.Matches(k, p.Keys.Sort):
+		p.Grid.Top() // a new order starts from its first row
 		sort()
 	case own != nil && own(k):
 	default:
