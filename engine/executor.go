@@ -148,7 +148,7 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassR
 		// MaxAge pass alone brought usage under the high threshold, no
 		// space pass ran, and the kubelet reports nothing.)
 		r.Events = append(r.Events, Event{Time: e.now(), Reason: EventFreeDiskSpaceFailed, Warning: true,
-			Message: fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", p.ImageGC.BytesToFree, r.EstimatedBytesFreed)})
+			Message: freeDiskSpaceFailedMessage(p.ImageGC.UsagePercent, p.ImageGC.CapacityBytes, spaceFreed(r))})
 	}
 	r.FinishedAt = e.now()
 	e.log.Info("pass done", "pass", r.PassID(), "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed), "skipped", r.Count(OutcomeSkipped), "undone", r.Undone)

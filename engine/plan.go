@@ -57,13 +57,17 @@ const (
 // ImageKeepReason says why an image stays; the constants are the JSON values.
 type ImageKeepReason string
 
-// Image keep reasons. The sandbox image is kept as KeepPinned with a detail
-// that says so, which keeps the contract's enum closed.
+// Image keep reasons. KeepPinned is only for an image the runtime pins; a
+// sandbox image the runtime does not pin is KeepSandboxImage, since
+// calling it pinned would not be true.
 const (
-	KeepInUse     ImageKeepReason = "in-use"
-	KeepPinned    ImageKeepReason = "pinned"
-	KeepTooYoung  ImageKeepReason = "too-young"
-	KeepNotNeeded ImageKeepReason = "not-needed"
+	KeepInUse  ImageKeepReason = "in-use"
+	KeepPinned ImageKeepReason = "pinned"
+	// KeepSandboxImage keeps a sandbox (pause) image the runtime does not
+	// pin: nodegc never removes one, pinned or not.
+	KeepSandboxImage ImageKeepReason = "sandbox-image"
+	KeepTooYoung     ImageKeepReason = "too-young"
+	KeepNotNeeded    ImageKeepReason = "not-needed"
 	// KeepBadSize keeps an image whose runtime-reported size is impossible
 	// (negative, as a wrapped unsigned size reads): its removal could not
 	// be counted toward the target, so nodegc leaves it alone.
@@ -74,8 +78,11 @@ const (
 type ImagePlan struct {
 	// UsagePercent is 100 - floor(available*100/capacity), the kubelet's
 	// rounding (up).
-	UsagePercent int  `json:"usagePercent"`
-	Triggered    bool `json:"triggered"`
+	UsagePercent int `json:"usagePercent"`
+	// CapacityBytes is the image filesystem's capacity the plan used;
+	// the FreeDiskSpaceFailed message quotes it.
+	CapacityBytes int64 `json:"capacityBytes"`
+	Triggered     bool  `json:"triggered"`
 	// BytesToFree is floor(capacity*(100-low)/100) - available when GC is
 	// triggered (it may then be zero or negative, and the space pass still
 	// removes one image, as the kubelet does), and 0 when it is not.
@@ -109,11 +116,19 @@ type ImageKeep struct {
 	ID     string          `json:"id"`
 	Reason ImageKeepReason `json:"reason"`
 	// Detail names the container using it, the time it becomes eligible,
-	// or "sandbox image".
+	// or whether the runtime pins it (the Detail* constants).
 	Detail string `json:"detail"`
 	// EligibleAt is set for KeepTooYoung.
 	EligibleAt *time.Time `json:"eligibleAt,omitempty"`
 }
+
+// Keep details of the pinned and sandbox images, shared by every view so
+// that each says the same true thing.
+const (
+	DetailPinned               = "pinned by the runtime"
+	DetailSandboxImagePinned   = "sandbox image, pinned by the runtime"
+	DetailSandboxImageUnpinned = "sandbox image (not pinned by the runtime)"
+)
 
 // ContainerRemoveReason says why a dead container is removed; the
 // constants are the JSON values.

@@ -338,6 +338,7 @@ func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePla
 	validCapacity := err == nil
 	if validCapacity {
 		plan.UsagePercent = usage
+		plan.CapacityBytes = capacity
 		plan.Triggered = usage >= p.HighThresholdPercent
 		if plan.Triggered {
 			// Not triggered, nothing is to be freed: the formula would go
@@ -347,7 +348,7 @@ func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePla
 	} else {
 		plan.Events = append(plan.Events, Event{
 			Time: now, Reason: EventInvalidDiskCapacity, Warning: true,
-			Message: fmt.Sprintf("invalid capacity %d on image filesystem", capacity),
+			Message: invalidDiskCapacityMessage(capacity),
 		})
 	}
 
@@ -392,14 +393,17 @@ func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePla
 			break
 		}
 		ageFreed := plan.BytesFreed
+		spaceUsage := usage // what the kubelet measures before its space pass
 		if ageFreed > 0 {
 			// The kubelet measures the filesystem after its MaxAge pass.
 			after := s.ImageFs
 			after.AvailableBytes = available + min(ageFreed, capacity-available)
-			if u, _ := UsagePercent(after); u < p.HighThresholdPercent {
+			u, _ := UsagePercent(after)
+			if u < p.HighThresholdPercent {
 				notNeeded = fmt.Sprintf("the MaxAge pass brought usage to %d%%, below the high threshold %d%%", u, p.HighThresholdPercent)
 				break
 			}
+			spaceUsage = u
 		}
 		freed := ageFreed
 		for i, e := range entries {
@@ -417,7 +421,8 @@ func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePla
 		if freed < plan.BytesToFree {
 			plan.Events = append(plan.Events, Event{
 				Time: now, Reason: EventFreeDiskSpaceFailed, Warning: true,
-				Message: fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", plan.BytesToFree, freed),
+				// The kubelet's freed counts its space pass only.
+				Message: freeDiskSpaceFailedMessage(spaceUsage, capacity, freed-ageFreed),
 			})
 		}
 	}
@@ -460,10 +465,14 @@ func (e imageEntry) candidate(now time.Time) bool {
 func keepReason(e imageEntry, s Snapshot, pods map[string]string, now time.Time, p ImagePolicy, notNeeded string) ImageKeep {
 	k := ImageKeep{ID: e.img.ID}
 	switch {
+	case e.pinned && e.sandbox:
+		k.Reason, k.Detail = KeepPinned, DetailSandboxImagePinned
 	case e.pinned:
-		k.Reason, k.Detail = KeepPinned, "pinned by the runtime"
+		k.Reason, k.Detail = KeepPinned, DetailPinned
 	case e.sandbox:
-		k.Reason, k.Detail = KeepPinned, "sandbox image"
+		// Not pinned: nodegc keeps it on its own account (containerd
+		// before 1.7 does not pin it), and says so.
+		k.Reason, k.Detail = KeepSandboxImage, DetailSandboxImageUnpinned
 	case e.inUse:
 		k.Reason, k.Detail = KeepInUse, inUseDetail(s, pods, e.users)
 	case !e.candidate(now):

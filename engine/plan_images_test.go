@@ -305,7 +305,9 @@ func TestPlanImages(t *testing.T) {
 			wantEvents: EventFreeDiskSpaceFailed,
 		},
 		{
-			name:       "FreeDiskSpaceFailed carries the kubelet's message when candidates run out",
+			// image_gc_manager.go v1.36 GarbageCollect: the message quotes
+			// usagePercent, formatSize(capacity) and the bytes freed.
+			name:       "FreeDiskSpaceFailed carries kubelet 1.36's message when candidates run out",
 			fs:         fs(1000, 100), // usage 90%, target 100
 			images:     []Image{{ID: "a", SizeBytes: 30}},
 			records:    []ImageRecord{old("a")},
@@ -313,7 +315,9 @@ func TestPlanImages(t *testing.T) {
 			wantKeep:   map[string]ImageKeepReason{},
 			wantEvents: EventFreeDiskSpaceFailed,
 			check: func(t *testing.T, p ImagePlan) {
-				want := "Failed to garbage collect required amount of images. Attempted to free 100 bytes, but only found 30 bytes eligible to free."
+				want := "Insufficient free disk space on the node's image filesystem (90% of 1000 B used). " +
+					"Failed to free sufficient space by deleting unused images (freed 30 bytes). " +
+					"Investigate disk usage, as it could be used by active images, logs, volumes, or other data."
 				if p.Events[0].Message != want || !p.Events[0].Warning {
 					t.Errorf("event = %+v, want message %q", p.Events[0], want)
 				}
@@ -396,17 +400,34 @@ func TestPlanImages(t *testing.T) {
 			wantEvents: EventFreeDiskSpaceFailed,
 		},
 		{
-			name:       "the sandbox image is kept by tag even unpinned",
+			// Issue 9: the unpinned sandbox image was reported as
+			// "pinned", which the runtime had not said.
+			name:       "the sandbox image is kept by tag even unpinned, and not called pinned",
 			fs:         fs(1000, 0),
 			images:     []Image{{ID: "sha256:pause", RepoTags: []string{"registry.k8s.io/pause:3.9"}, SizeBytes: 10}},
+			records:    []ImageRecord{old("sha256:pause")},
+			pauseRefs:  []string{"registry.k8s.io/pause:3.9"},
+			wantRemove: []string{},
+			wantKeep:   map[string]ImageKeepReason{"sha256:pause": KeepSandboxImage},
+			wantEvents: EventFreeDiskSpaceFailed,
+			check: func(t *testing.T, p ImagePlan) {
+				if want := "sandbox image (not pinned by the runtime)"; p.Keep[0].Detail != want {
+					t.Errorf("detail = %q, want %q", p.Keep[0].Detail, want)
+				}
+			},
+		},
+		{
+			name:       "a sandbox image the runtime pins is kept as pinned and says both",
+			fs:         fs(1000, 0),
+			images:     []Image{{ID: "sha256:pause", RepoTags: []string{"registry.k8s.io/pause:3.9"}, SizeBytes: 10, Pinned: true}},
 			records:    []ImageRecord{old("sha256:pause")},
 			pauseRefs:  []string{"registry.k8s.io/pause:3.9"},
 			wantRemove: []string{},
 			wantKeep:   map[string]ImageKeepReason{"sha256:pause": KeepPinned},
 			wantEvents: EventFreeDiskSpaceFailed,
 			check: func(t *testing.T, p ImagePlan) {
-				if p.Keep[0].Detail != "sandbox image" {
-					t.Errorf("detail = %q, want \"sandbox image\"", p.Keep[0].Detail)
+				if want := "sandbox image, pinned by the runtime"; p.Keep[0].Detail != want {
+					t.Errorf("detail = %q, want %q", p.Keep[0].Detail, want)
 				}
 			},
 		},
@@ -417,7 +438,7 @@ func TestPlanImages(t *testing.T) {
 			records:    []ImageRecord{old("sha256:pause"), old("other")},
 			pauseRefs:  []string{"sha256:pause"},
 			wantRemove: []string{"other:space"},
-			wantKeep:   map[string]ImageKeepReason{"sha256:pause": KeepPinned},
+			wantKeep:   map[string]ImageKeepReason{"sha256:pause": KeepSandboxImage},
 			wantEvents: EventFreeDiskSpaceFailed,
 		},
 		{
@@ -569,7 +590,7 @@ func TestPlanImagesReclaim(t *testing.T) {
 		if r := imageRemovals(got); !reflect.DeepEqual(r, []string{"a:reclaim", "b:reclaim"}) {
 			t.Errorf("remove = %v", r)
 		}
-		want := map[string]ImageKeepReason{"young": KeepTooYoung, "pinned": KeepPinned, "sha256:app": KeepInUse, "pause": KeepPinned}
+		want := map[string]ImageKeepReason{"young": KeepTooYoung, "pinned": KeepPinned, "sha256:app": KeepInUse, "pause": KeepSandboxImage}
 		if k := imageKeeps(got); !reflect.DeepEqual(k, want) {
 			t.Errorf("keep = %v, want %v", k, want)
 		}

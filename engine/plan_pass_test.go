@@ -139,7 +139,7 @@ func TestPlanPass(t *testing.T) {
 			t.Errorf("images = %v", r)
 		}
 		keeps := imageKeeps(got.ImageGC)
-		if keeps["sha256:pause"] != KeepPinned || keeps["sha256:app"] != KeepInUse {
+		if keeps["sha256:pause"] != KeepSandboxImage || keeps["sha256:app"] != KeepInUse {
 			t.Errorf("keeps = %v", keeps)
 		}
 	})

@@ -182,6 +182,11 @@ func (s *Scheduler) do(ctx context.Context, kind PassKind, fn func() (PassReport
 	s.mu.Unlock()
 	rc := r
 	s.publish(Notice{Report: &rc})
+	if r.DryRun {
+		// A preview's events say what a pass would report; only a real
+		// pass publishes events, as only the kubelet's passes record them.
+		return r, err
+	}
 	for i := range r.Events {
 		ev := r.Events[i]
 		s.publish(Notice{Event: &ev})
@@ -215,7 +220,7 @@ func (s *Scheduler) failureEvents(r PassReport, err error) []Event {
 	}
 	if r.Kind == PassImages || r.Kind == PassFull || r.Kind == PassReclaimAll {
 		if imageFailed && s.imageFailed {
-			out = append(out, Event{Time: now, Reason: EventImageGCFailed, Warning: true, Message: msg(ItemImage)})
+			out = append(out, Event{Time: now, Reason: EventImageGCFailed, Warning: true, Message: imageGCFailedMessage(r, err)})
 		}
 		s.imageFailed = imageFailed
 	}

@@ -64,7 +64,7 @@ func addPolicyFlags(fs *pflag.FlagSet, p *policyFlags) {
 	fs.IntVar(&p.MaxContainers, flagMaxContainers, engine.DefaultMaxContainers,
 		"maximum dead containers on the node; < 0 means no limit")
 	fs.Int64Var(&p.LowDiskMB, flagLowDiskMB, engine.DefaultLowDiskSpaceThresholdMiB,
-		"a filesystem with less than this many MiB available is out of disk")
+		"nodegc's own check of the old kubelet diskSpaceManager threshold (gone from current kubelets): a filesystem with less than this many MiB available is reported below it")
 	fs.StringVar(&p.PodLogsDir, flagPodLogsDir, engine.DefaultPodLogsDir,
 		"the kubelet's podLogsDir: pod log directories of removable pods are removed from it")
 }

@@ -541,8 +541,10 @@ func renderLogs(b *bytes.Buffer, v planView) {
 	tw.flush()
 }
 
-// renderDiskReserve prints the old diskSpaceManager's verdict and the
-// evictionHard signals beside it.
+// renderDiskReserve prints nodegc's check of the old diskSpaceManager
+// threshold and the evictionHard signals beside it. The reserve is
+// labelled as nodegc's own check: current kubelets have no
+// diskSpaceManager, so no kubelet says "out of disk" from it.
 func renderDiskReserve(b *bytes.Buffer, d engine.DiskReserve) {
 	fs := func(r *engine.FsReserve) string {
 		if r == nil {
@@ -550,7 +552,7 @@ func renderDiskReserve(b *bytes.Buffer, d engine.DiskReserve) {
 		}
 		verdict := "ok"
 		if !r.OK {
-			verdict = "OUT OF DISK"
+			verdict = fmt.Sprintf("BELOW %d MiB", d.ThresholdMiB)
 		}
 		s := fmt.Sprintf("%s, %s available", verdict, humanBytes(r.AvailableBytes))
 		if r.Error != "" {
@@ -558,8 +560,9 @@ func renderDiskReserve(b *bytes.Buffer, d engine.DiskReserve) {
 		}
 		return s
 	}
-	fmt.Fprintf(b, "Disk reserve (--low-diskspace-threshold-mb %d): image fs %s; root fs %s\n",
-		d.ThresholdMiB, fs(&d.ImageFs), fs(d.RootFs))
+	fmt.Fprintf(b, "Disk reserve: nodegc's check of the old kubelet diskSpaceManager threshold (--low-diskspace-threshold-mb %d), which current kubelets do not check\n",
+		d.ThresholdMiB)
+	fmt.Fprintf(b, "  image fs %s; root fs %s\n", fs(&d.ImageFs), fs(d.RootFs))
 	if len(d.Eviction) == 0 {
 		return
 	}

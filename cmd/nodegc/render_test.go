@@ -67,7 +67,7 @@ func fixedView() planView {
 			Keep: []engine.ImageKeep{
 				{ID: e, Reason: engine.KeepTooYoung, Detail: "eligible in 2m0s", EligibleAt: &eligible},
 				{ID: c, Reason: engine.KeepInUse, Detail: "in use by default/web/nginx (running) and 2 more"},
-				{ID: d, Reason: engine.KeepPinned, Detail: "sandbox image"},
+				{ID: d, Reason: engine.KeepSandboxImage, Detail: engine.DetailSandboxImageUnpinned},
 			},
 			Order:   []string{a, e, b, c, d},
 			CutLine: 3,
@@ -106,13 +106,13 @@ Image fs:    /var/lib/containerd  [███████████████
 Image GC:    triggered (90% >= high 85%): 10.0 GiB to free to reach low 80%, plan frees 11.0 GiB
 
 Images (5, in eviction order: least recently used first):
-  #  IMAGE                          ID            SIZE       LAST USED  FIRST SEEN  STATUS           DETAIL
-  1  old:1                          aaaa00000000  3.0 GiB    never      2d0h ago    remove #1 space  usage 90% >= high threshold 85%
-  2  ghcr.io/acme/new@1234567890ab  eeee00000000  100 B      never      now (new)   keep too-young   eligible in 2m0s
-  3  web:1 (+1)                     bbbb00000000  8.0 GiB    3h10m ago  3d0h ago    remove #2 space  usage 90% >= high threshold 85%
-  ──── cut line: removals above free 11.0 GiB of 10.0 GiB to free ───────────────────────────────────────────────────────────────────────────────────
-  4  nginx:1.25                     cccc00000000  512.0 MiB  0s ago     3d0h ago    keep in-use      in use by default/web/nginx (running) and 2 more
-  5  registry.k8s.io/pause:3.6      dddd00000000  700.0 KiB  0s ago     3d0h ago    keep pinned      sandbox image
+  #  IMAGE                          ID            SIZE       LAST USED  FIRST SEEN  STATUS              DETAIL
+  1  old:1                          aaaa00000000  3.0 GiB    never      2d0h ago    remove #1 space     usage 90% >= high threshold 85%
+  2  ghcr.io/acme/new@1234567890ab  eeee00000000  100 B      never      now (new)   keep too-young      eligible in 2m0s
+  3  web:1 (+1)                     bbbb00000000  8.0 GiB    3h10m ago  3d0h ago    remove #2 space     usage 90% >= high threshold 85%
+  ──── cut line: removals above free 11.0 GiB of 10.0 GiB to free ──────────────────────────────────────────────────────────────────────────────────────
+  4  nginx:1.25                     cccc00000000  512.0 MiB  0s ago     3d0h ago    keep in-use         in use by default/web/nginx (running) and 2 more
+  5  registry.k8s.io/pause:3.6      dddd00000000  700.0 KiB  0s ago     3d0h ago    keep sandbox-image  sandbox image (not pinned by the runtime)
 
 Dead containers (3, 2 to remove), by pod and container, newest first:
   POD / CONTAINER  ID  ATTEMPT  STATE    CREATED   ACTION                         DETAIL
@@ -129,7 +129,8 @@ Sandboxes to remove (1):
 Log paths to remove (1):
   /var/log/containers/web_default_nginx-c0.log  dangling
 
-Disk reserve (--low-diskspace-threshold-mb 256): image fs ok, 10.0 GiB available; root fs unknown
+Disk reserve: nodegc's check of the old kubelet diskSpaceManager threshold (--low-diskspace-threshold-mb 256), which current kubelets do not check
+  image fs ok, 10.0 GiB available; root fs unknown
   EVICTION SIGNAL     HARD THRESHOLD  AVAILABLE   CROSSED
   imagefs.available   15% (15.0 GiB)  10.0 GiB    YES
   imagefs.inodesFree  5% (50 inodes)  900 inodes  no

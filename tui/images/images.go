@@ -221,10 +221,13 @@ func status(im engine.Image, x snapidx.Index, p engine.Plan, removal map[string]
 		return s, grid.Dim
 	}
 	if x.IsSandboxImage(im) {
-		return "sandbox image", grid.Dim
+		if im.Pinned {
+			return engine.DetailSandboxImagePinned, grid.Dim
+		}
+		return engine.DetailSandboxImageUnpinned, grid.Dim
 	}
 	if im.Pinned {
-		return "pinned", grid.Dim
+		return engine.DetailPinned, grid.Dim
 	}
 	k, ok := keep[im.ID]
 	switch {
@@ -234,11 +237,11 @@ func status(im engine.Image, x snapidx.Index, p engine.Plan, removal map[string]
 		return "too young (eligible in " + human.Duration(k.EligibleAt.Sub(now)) + ")", grid.Dim
 	case k.Reason == engine.KeepInUse:
 		return "in use " + k.Detail, grid.Dim
-	case k.Reason == engine.KeepPinned:
+	case k.Reason == engine.KeepPinned || k.Reason == engine.KeepSandboxImage:
 		if k.Detail != "" {
 			return k.Detail, grid.Dim
 		}
-		return "pinned", grid.Dim
+		return string(k.Reason), grid.Dim
 	case k.Reason == engine.KeepNotNeeded:
 		if p.ImageGC.Triggered {
 			return "not needed (below cut)", grid.Normal

@@ -152,17 +152,15 @@ func (m Model) View() string {
 	if thr == 0 {
 		thr = d.Policy.Disk.ThresholdMiB
 	}
-	admits := dr.ImageFs.OK && (dr.RootFs == nil || dr.RootFs.OK)
-	verdict := st.OK.Render("yes")
-	if !admits {
-		verdict = st.Bad.Render("no (out of disk)")
-	}
-	reserve := fmt.Sprintf("%s %s  %s imagefs %s", st.Header.Render("DISK RESERVE"), lbl(fmt.Sprintf("(< %d MiB is out of disk)", thr)),
-		lbl("·"), okWord(st, dr.ImageFs.OK))
+	// nodegc's own check of the old kubelet diskSpaceManager threshold:
+	// no current kubelet checks it, so it is not said as the kubelet's.
+	reserve := fmt.Sprintf("%s %s  %s imagefs %s", st.Header.Render("DISK RESERVE"),
+		lbl(fmt.Sprintf("(nodegc's check of the old kubelet threshold, %d MiB)", thr)),
+		lbl("·"), reserveWord(st, dr.ImageFs.OK, thr))
 	if dr.RootFs != nil {
-		reserve += fmt.Sprintf("  rootfs %s", okWord(st, dr.RootFs.OK))
+		reserve += fmt.Sprintf("  rootfs %s", reserveWord(st, dr.RootFs.OK, thr))
 	}
-	add(reserve+"  "+lbl("· admits new pods:")+" "+verdict, m.evictionLine(dr.Eviction), "")
+	add(reserve, m.evictionLine(dr.Eviction), "")
 
 	add(m.engineLine(), m.lastPassLine(), "")
 	rt := d.Snapshot.Runtime
@@ -189,11 +187,13 @@ func (m Model) View() string {
 	return strings.Join(lines, "\n")
 }
 
-func okWord(st style.Styles, ok bool) string {
+// reserveWord is one filesystem's verdict against the reserve: ok, or
+// below it (never "out of disk", which would sound like the kubelet's).
+func reserveWord(st style.Styles, ok bool, thresholdMiB int64) string {
 	if ok {
 		return st.OK.Render("ok")
 	}
-	return st.Bad.Render("OUT OF DISK")
+	return st.Bad.Render(fmt.Sprintf("BELOW %d MiB", thresholdMiB))
 }
 
 func fsLine(lbl func(string) string, fs engine.FsStats) string {

@@ -1,0 +1,117 @@
+package engine
+
+import "fmt"
+
+// The kubelet's event messages, worded as kubelet v1.36.3 words them, so
+// that an operator who greps the kubelet's events finds nodegc's too.
+
+// invalidDiskCapacityMessage is the InvalidDiskCapacity message of
+// image_gc_manager.go GarbageCollect ("invalid capacity 0 on image
+// filesystem"); the kubelet only sees 0, nodegc prints what it saw.
+func invalidDiskCapacityMessage(capacity int64) string {
+	return fmt.Sprintf("invalid capacity %d on image filesystem", capacity)
+}
+
+// freeDiskSpaceFailedMessage is the FreeDiskSpaceFailed message of
+// image_gc_manager.go GarbageCollect: the usage when the space pass ran,
+// the capacity (formatSize) and the bytes the space pass freed.
+func freeDiskSpaceFailedMessage(usagePercent int, capacity, freed int64) string {
+	return fmt.Sprintf("Insufficient free disk space on the node's image filesystem (%d%% of %s used). "+
+		"Failed to free sufficient space by deleting unused images (freed %d bytes). "+
+		"Investigate disk usage, as it could be used by active images, logs, volumes, or other data.",
+		usagePercent, formatSize(capacity), freed)
+}
+
+// formatSize is the kubelet's formatSize (image_gc_manager.go): bytes
+// below 1 KiB, else one decimal in KiB, MiB, GiB or TiB.
+func formatSize(sizeBytes int64) string {
+	const (
+		kib = 1024
+		mib = 1024 * kib
+		gib = 1024 * mib
+		tib = 1024 * gib
+	)
+	size := float64(sizeBytes)
+	switch {
+	case size < kib:
+		return fmt.Sprintf("%d B", int64(size))
+	case size < mib:
+		return fmt.Sprintf("%.1f KiB", size/kib)
+	case size < gib:
+		return fmt.Sprintf("%.1f MiB", size/mib)
+	case size < tib:
+		return fmt.Sprintf("%.1f GiB", size/gib)
+	default:
+		return fmt.Sprintf("%.1f TiB", size/tib)
+	}
+}
+
+// spaceFreed is what a pass's space pass removed (runtime-reported sizes):
+// the kubelet's freeSpace counts only those, not its MaxAge pass.
+func spaceFreed(r PassReport) int64 {
+	var n int64
+	for _, it := range r.Items {
+		if it.Kind == ItemImage && it.Outcome == OutcomeRemoved && it.Reason == string(RemoveForSpace) {
+			n = AddBytes(n, it.SizeBytes)
+		}
+	}
+	return n
+}
+
+// imageGCFailedMessage is the message of ImageGCFailed: the kubelet emits
+// the error its image GarbageCollect returned (kubelet.go
+// StartGarbageCollection), which is, in the order GarbageCollect meets
+// them: a deletion error in the MaxAge pass (freeOldImages), invalid
+// capacity, a deletion error in the space pass (freeSpace), or the
+// FreeDiskSpaceFailed message. err is a pass-level error (the runtime
+// could not be listed), which the kubelet returns as is.
+func imageGCFailedMessage(r PassReport, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	failed := func(reason ImageRemoveReason) []string {
+		var errs []string
+		for _, it := range r.Items {
+			if it.Kind == ItemImage && it.Outcome == OutcomeFailed && it.Reason == string(reason) {
+				errs = append(errs, it.Error)
+			}
+		}
+		return errs
+	}
+	if errs := failed(RemoveForAge); len(errs) > 0 {
+		return fmt.Sprintf("wanted to free images older than %v, encountered errors in image deletion: %s", r.Plan.Policy.Image.MaxAge, aggregate(errs))
+	}
+	for _, ev := range r.Events {
+		if ev.Reason == EventInvalidDiskCapacity {
+			return ev.Message
+		}
+	}
+	if errs := failed(RemoveForSpace); len(errs) > 0 {
+		return fmt.Sprintf("wanted to free %d bytes, but freed %d bytes space with errors in image deletion: %s", r.Plan.ImageGC.BytesToFree, spaceFreed(r), aggregate(errs))
+	}
+	for _, ev := range r.Events {
+		if ev.Reason == EventFreeDiskSpaceFailed {
+			return ev.Message
+		}
+	}
+	if errs := failed(RemoveForReclaim); len(errs) > 0 {
+		return "errors in image deletion: " + aggregate(errs)
+	}
+	return "image garbage collection failed"
+}
+
+// aggregate formats errors as k8s.io/apimachinery's errors.NewAggregate
+// does: one error alone, several as [e1, e2].
+func aggregate(errs []string) string {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	s := "["
+	for i, e := range errs {
+		if i > 0 {
+			s += ", "
+		}
+		s += e
+	}
+	return s + "]"
+}
