@@ -39,7 +39,8 @@ type ContainerPolicy struct {
 // DiskPolicy is the old diskSpaceManager's reserve plus the eviction
 // manager's hard thresholds, shown beside it.
 type DiskPolicy struct {
-	// ThresholdMiB: a filesystem with less available is "out of disk"
+	// ThresholdMiB: nodegc reports a filesystem with less available as
+	// below the old diskSpaceManager threshold
 	// (--low-diskspace-threshold-mb, default 256).
 	ThresholdMiB int64
 	// EvictionHard is the kubelet's evictionHard map, signal to threshold
