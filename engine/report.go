@@ -105,6 +105,19 @@ func (r PassReport) PassID() string {
 	return fmt.Sprintf("%s/%d", r.Run, r.ID)
 }
 
+// ImageGCError returns the event with which the pass's image GC failed
+// as the kubelet's image GarbageCollect returns an error
+// (image_gc_manager.go v1.36): FreeDiskSpaceFailed (not enough could be
+// freed) or InvalidDiskCapacity. The pass's items may all have succeeded.
+func (r PassReport) ImageGCError() (Event, bool) {
+	for _, ev := range r.Events {
+		if ev.Reason == EventFreeDiskSpaceFailed || ev.Reason == EventInvalidDiskCapacity {
+			return ev, true
+		}
+	}
+	return Event{}, false
+}
+
 // OK reports whether the pass ran and no item failed.
 func (r PassReport) OK() bool {
 	return r.Error == "" && r.Stopped == "" && r.Count(OutcomeFailed) == 0

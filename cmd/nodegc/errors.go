@@ -61,6 +61,9 @@ func (e *passError) Error() string {
 	if e.report.Error != "" {
 		return "gc pass failed: " + e.report.Error
 	}
+	if ev, failed := e.report.ImageGCError(); failed && e.report.OK() {
+		return fmt.Sprintf("gc pass failed: %s: %s", ev.Reason, ev.Message)
+	}
 	return fmt.Sprintf("gc pass had %d failed removals (see the report above)", e.report.Count(engine.OutcomeFailed))
 }
 

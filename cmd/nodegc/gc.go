@@ -53,8 +53,10 @@ to the journal in --state-dir, so gc refuses (exit 2) before it connects
 when --state-dir is empty or cannot be written.
 
 Exit status: 0 when the pass ran without errors (or was a dry run), 1 when
-the runtime cannot be reached, a removal failed, or the confirmation was
-declined, 2 on bad input or without a terminal and without --yes.`,
+the runtime cannot be reached, a removal failed, the pass reports
+FreeDiskSpaceFailed or InvalidDiskCapacity (as the kubelet's image GC
+returns an error then), or the confirmation was declined, 2 on bad input or
+without a terminal and without --yes.`,
 		Example: `  # Preview a full pass: nothing is removed
   sudo nodegc gc --dry-run
 
@@ -158,12 +160,20 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 		return nil
 	}
 	if planItems(view.Plan) == 0 {
-		if json { // a real pass that found nothing to do, not a preview
-			r := engine.DryRunReport(view.Plan)
-			r.DryRun = false
-			return writeJSON(f.Out, r, f.OutIsTerminal())
+		// A real pass that found nothing to do, not a preview: its image
+		// GC still fails when it cannot free what it must.
+		r := engine.DryRunReport(view.Plan)
+		r.DryRun = false
+		if json {
+			if err := writeJSON(f.Out, r, f.OutIsTerminal()); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintln(f.Out, "Nothing to remove.")
 		}
-		fmt.Fprintln(f.Out, "Nothing to remove.")
+		if _, failed := r.ImageGCError(); failed {
+			return &passError{report: r}
+		}
 		return nil
 	}
 	if !opts.Yes {
@@ -189,7 +199,9 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 	} else {
 		renderReport(f.Out, r)
 	}
-	if !r.OK() {
+	if _, failed := r.ImageGCError(); failed || !r.OK() {
+		// The kubelet's image GarbageCollect returns an error on
+		// FreeDiskSpaceFailed and InvalidDiskCapacity: so does gc.
 		return &passError{report: r}
 	}
 	return nil
