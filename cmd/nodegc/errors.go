@@ -71,6 +71,10 @@ func (e *passError) Error() string {
 // that `nodegc gc && next` does not go on as if the pass had run.
 var errDeclined = errors.New("gc: not confirmed; nothing was removed")
 
+// errInterrupted is a signal (SIGINT, SIGTERM, SIGHUP) at the confirmation
+// prompt: exit 1, nothing was removed.
+var errInterrupted = errors.New("gc: interrupted at the confirmation; nothing was removed")
+
 // exitCode maps an error to the process exit code. It is the only place
 // that does, so every command agrees.
 func exitCode(err error) int {

@@ -180,7 +180,7 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 		if json { // the table was not printed; show what will go
 			fmt.Fprintln(f.Err, planSummary(view.Plan))
 		}
-		ok, err := confirm(f, fmt.Sprintf("Remove these %d items? [y/N] ", planItems(view.Plan)))
+		ok, err := confirm(ctx, f, fmt.Sprintf("Remove these %d items? [y/N] ", planItems(view.Plan)))
 		if err != nil {
 			return err
 		}
@@ -208,15 +208,32 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 }
 
 // confirm asks on stderr and reads one line from stdin; only y or yes
-// (any case) confirms.
-func confirm(f *factory, prompt string) (bool, error) {
+// (any case) confirms. A signal (ctx done) ends the wait at once with
+// errInterrupted: the read blocks, and a Ctrl-C at the prompt must not be
+// swallowed until the operator also presses Enter.
+func confirm(ctx context.Context, f *factory, prompt string) (bool, error) {
 	fmt.Fprint(f.Err, prompt)
-	line, err := bufio.NewReader(f.In).ReadString('\n')
-	if err != nil && line == "" {
+	type answer struct {
+		line string
+		err  error
+	}
+	got := make(chan answer, 1) // the reader never blocks on a send nobody takes
+	go func() {
+		line, err := bufio.NewReader(f.In).ReadString('\n')
+		got <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(f.Err)
+		return false, errInterrupted
+	case a = <-got:
+	}
+	if a.err != nil && a.line == "" {
 		fmt.Fprintln(f.Err)
 		return false, nil
 	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
+	switch strings.ToLower(strings.TrimSpace(a.line)) {
 	case "y", "yes":
 		return true, nil
 	}
