@@ -154,7 +154,7 @@ func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
 	b = append(b, st.ModalTitle.Render(d.title))
 	switch {
 	case d.kind == modalQuit:
-		b = append(b, "A pass is in flight. Quit anyway? It stops after the item in flight (which is journalled); the rest is left undone.", "",
+		b = append(b, "Quit anyway? The pass stops after the item in flight (which is journalled), nothing more is removed, and nodegc says how many items were left undone as it exits.", "",
 			st.Label.Render("y quit · n/esc stay"))
 	case d.loading:
 		b = append(b, st.Faint.Render("planning…"), "", st.Label.Render("esc cancel"))

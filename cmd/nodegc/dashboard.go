@@ -208,10 +208,21 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	})
 	// Quitting (q, a signal, the terminal gone) cancels ctx: a pass in
 	// flight stops after its item in flight, and the process waits for it.
+	before := s.Status().Passes
 	cancel()
 	<-done
 	s.Wait()
+	if st := s.Status(); st.Passes > before && st.LastReport != nil && st.LastReport.Stopped != "" {
+		// The screen is gone: say on stderr what the quit left undone.
+		fmt.Fprintln(opts.IO.Err, stoppedLine(*st.LastReport))
+	}
 	return err
+}
+
+// stoppedLine tells the operator who quit during a pass what it did and
+// what it left undone.
+func stoppedLine(r engine.PassReport) string {
+	return fmt.Sprintf("nodegc: the %s pass in flight %s: %d removed, %d planned items left undone", r.Kind, r.Stopped, r.Count(engine.OutcomeRemoved), r.Undone)
 }
 
 // quietLibraryLogs sends logrus (runc's cgroup library) to w, or nowhere
