@@ -243,6 +243,54 @@ var attacks = []attack{
 		}
 		return nil
 	}},
+	{9, "the dashboard ends with its terminal (the pty hangs up) and removes the demo's temp dir", func(t *testing.T) error {
+		tmp, err := os.MkdirTemp("", "ngc-atk-hup-") // short: the demo's socket path must fit
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		term, err := stateOpenPty(t, 100, 30)
+		if err != nil {
+			return err
+		}
+		defer term.master.Close()
+		cmd := exec.Command(binary(t), "--demo", "--demo-seed", "1", "--paused")
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "TERM=xterm-256color")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = term.slave, term.slave, term.slave
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		term.slave.Close()
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		// Bounds on a hang, not on speed.
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for !(term.drawn() && stateDemoDirs(tmp) == 1) {
+			select {
+			case err := <-exited:
+				return fmt.Errorf("the dashboard ended before the hangup: %v: %q", err, term.output())
+			case <-ctx.Done():
+				cmd.Process.Kill()
+				<-exited
+				return fmt.Errorf("the dashboard never started: %q", term.output())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		term.master.Close() // the terminal goes away: an SSH drop, a closed tmux session
+		select {
+		case <-exited:
+		case <-ctx.Done():
+			cmd.Process.Kill()
+			<-exited
+			return errors.New("the dashboard still ran after its terminal went away")
+		}
+		if n := stateDemoDirs(tmp); n != 0 {
+			return fmt.Errorf("the dashboard left %d nodegc-demo-* dirs behind", n)
+		}
+		return nil
+	}},
 	{10, "SIGTERM during a pass stops it after the item in flight, every removal journalled", func(t *testing.T) error {
 		state := t.TempDir()
 		node, ep := startSimnode(t)
