@@ -66,7 +66,10 @@ nodegc prints the plan table instead.
 
 With --demo the node is simulated: the real CRI API served in-process on a
 private socket, with a workload that pulls images, restarts containers and
-deletes pods, so everything runs as on a real node without one.
+deletes pods, so everything runs as on a real node without one. Its image
+filesystem climbs past the high threshold and image GC, run every minute
+there (the kubelet's period is 5 minutes), brings it back to the low one;
+its kubepods cgroup tree is simulated too, and its clock is the wall clock.
 
 The policy flags take the kubelet's names. Their defaults come from the
 node's kubelet config (/var/lib/kubelet/config.yaml, or --kubelet-config),
@@ -264,7 +267,9 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	}
 	defer os.RemoveAll(dir)
 
-	start := opts.IO.Now().UTC().Truncate(time.Second)
+	// The simulated clock starts one warm-up before the wall clock, so that
+	// once warmed up the times on screen are wall-clock times.
+	start := opts.IO.Now().UTC().Truncate(time.Second).Add(-opts.Warmup)
 	so.Start = start
 	d, err := startDemoNode(ctx, so, filepath.Join(dir, "simnode.sock"))
 	if err != nil {

@@ -15,16 +15,15 @@ func Demo(seed int64) Options {
 		StaleSandboxes:      2,
 		MinImageBytes:       20 * mib,
 		MaxImageBytes:       600 * mib,
-		InitialUsagePercent: 72,
+		InitialUsagePercent: 82,
 		BaseUsageBytes:      2 * gib,
 		Workload: Workload{
-			PullProbability:      0.5,
+			PullProbability:      0.15, // with image GC every minute: climbs, crosses high, a pass brings it to low
 			PullMinBytes:         30 * mib,
 			PullMaxBytes:         120 * mib,
 			DieProbability:       0.005,
 			PodStartProbability:  0.08,
 			PodDeleteProbability: 0.06,
-			GrowthBytes:          4 * mib,
 		},
 	}
 }

@@ -175,9 +175,10 @@ func TestGeneratedShape(t *testing.T) {
 		}
 	})
 	t.Run("capacity is sized to the initial usage", func(t *testing.T) {
-		fs := New(Demo(1)).FsStats()
-		if u := 100 - fs.AvailableBytes*100/fs.CapacityBytes; u != 72 {
-			t.Errorf("usage %d%%, want 72%%", u)
+		o := Demo(1)
+		fs := New(o).FsStats()
+		if u := 100 - fs.AvailableBytes*100/fs.CapacityBytes; u != int64(o.InitialUsagePercent) {
+			t.Errorf("usage %d%%, want %d%%", u, o.InitialUsagePercent)
 		}
 	})
 }
