@@ -84,7 +84,9 @@ func removablePods(s Snapshot) map[string]bool {
 
 // terminatedPods returns the pods the eviction manager's reclaim treats as
 // terminated: the removable ones, plus every pod that has at least one
-// sandbox, all of them SANDBOX_NOTREADY, and no running container. The
+// sandbox, all of them SANDBOX_NOTREADY, and no running container (a
+// sandbox or container in a state the CRI API does not define counts as
+// live). The
 // kubelet asks its pod workers (ShouldPodRuntimeBeRemoved); a snapshot has
 // no pod workers, and a pod whose sandboxes are all down has no live
 // process left. Like the kubelet (the allSourcesReady guard in
@@ -103,7 +105,7 @@ func terminatedPods(s Snapshot) map[string]bool {
 			continue
 		}
 		seen[sb.PodUID] = true
-		if sb.State == SandboxReady {
+		if sb.State != SandboxNotReady { // READY, or a state the API does not define
 			ready[sb.PodUID] = true
 		}
 	}

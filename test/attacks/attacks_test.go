@@ -109,6 +109,18 @@ var attacks = []attack{
 		}
 		return nil
 	}},
+	{3, "a pod whose only sandbox is in state 2 is not terminated: reclaim-all keeps its dead container and its log directory", func(t *testing.T) error {
+		s := fullNode()
+		s.Sandboxes = []engine.Sandbox{{ID: "sb2", PodUID: "p", State: engine.SandboxStateOther(2), CreatedAt: t0.Add(-time.Hour)}}
+		s.Containers = []engine.Container{{ID: "c", PodSandboxID: "sb2", PodUID: "p", Name: "app", State: engine.ContainerExited, CreatedAt: t0.Add(-time.Hour)}}
+		s.PodSource = engine.PodSource{Ready: true}
+		s.Logs = &engine.LogFiles{PodLogsDir: engine.DefaultPodLogsDir, PodDirs: []string{"ns_web_p"}}
+		p := engine.PlanPass(s, engine.DefaultPolicy(), engine.PassReclaimAll, t0)
+		if len(p.ContainerGC.Remove) > 0 || len(p.SandboxGC.Remove) > 0 || len(p.LogGC.Remove) > 0 {
+			return fmt.Errorf("planned %+v, %+v and %+v", p.ContainerGC.Remove, p.SandboxGC.Remove, p.LogGC.Remove)
+		}
+		return nil
+	}},
 	{4, "a wrapped (negative) image size does not make the pass remove every image", func(t *testing.T) error {
 		s := fullNode(engine.Image{ID: "wrapped", SizeBytes: -1 << 62},
 			engine.Image{ID: "a", SizeBytes: 100}, engine.Image{ID: "b", SizeBytes: 100}, engine.Image{ID: "c", SizeBytes: 100})
