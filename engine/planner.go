@@ -86,10 +86,9 @@ func removablePods(s Snapshot) map[string]bool {
 // terminated: the removable ones, plus every pod that has at least one
 // sandbox, all of them SANDBOX_NOTREADY, and no running container (a
 // sandbox or container in a state the CRI API does not define counts as
-// live). The
-// kubelet asks its pod workers (ShouldPodRuntimeBeRemoved); a snapshot has
-// no pod workers, and a pod whose sandboxes are all down has no live
-// process left. Like the kubelet (the allSourcesReady guard in
+// live). The kubelet asks its pod workers (ShouldPodRuntimeBeRemoved); a
+// snapshot has no pod workers, and a pod whose sandboxes are all down has
+// no live process left. Like the kubelet (the allSourcesReady guard in
 // kuberuntime_gc.go), none at all without a ready pod source: a node that
 // just rebooted has every sandbox not ready, and its pods' history
 // (restart counts, previous logs) must not go.
