@@ -14,7 +14,9 @@ func TestNormalizeRef(t *testing.T) {
 		"localhost/pause:1":             "localhost/pause:1",
 		"pause@sha256:abc":              "docker.io/library/pause@sha256:abc",
 		"sha256:abc":                    "sha256:abc",
-		"":                              "",
+		"Registry/pause:1":              "Registry/pause:1",
+		"7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097": "sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097",
+		"": "",
 	} {
 		if got := NormalizeRef(in); got != want {
 			t.Errorf("NormalizeRef(%q) = %q, want %q", in, got, want)
@@ -54,6 +56,8 @@ func TestSandboxImageConfiguredWithTagAndDigest(t *testing.T) {
 			[]string{"registry.k8s.io/pause:3.9@" + dgst}, true},
 		{"tag part matches a tagged image", Image{ID: "sha256:cfg", RepoTags: []string{"registry.k8s.io/pause:3.9"}},
 			[]string{"registry.k8s.io/pause:3.9@sha256:0000000000000000000000000000000000000000000000000000000000000000"}, true},
+		{"image ID as 64 hex digits without its algorithm", Image{ID: dgst},
+			[]string{dgst[len("sha256:"):]}, true},
 		{"bare manifest digest", Image{ID: "sha256:cfg", RepoDigests: []string{"registry.k8s.io/pause@" + dgst}},
 			[]string{dgst}, true},
 		{"another digest and tag is not the sandbox image", Image{ID: "sha256:cfg", RepoTags: []string{"registry.k8s.io/pause:3.10"}, RepoDigests: []string{"registry.k8s.io/pause@sha256:1111111111111111111111111111111111111111111111111111111111111111"}},

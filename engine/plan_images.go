@@ -191,8 +191,8 @@ func IsSandboxImage(img Image, refs []string) bool {
 // possibly empty. A bare "sha256:…" is a digest (an image ID or a manifest
 // digest) with no name.
 func splitRef(ref string) (name, tag, digest string) {
-	if strings.HasPrefix(ref, "sha256:") {
-		return "", "", ref
+	if d, ok := bareDigest(ref); ok {
+		return "", "", d
 	}
 	name = ref
 	if i := strings.IndexByte(name, '@'); i >= 0 {
@@ -204,6 +204,22 @@ func splitRef(ref string) (name, tag, digest string) {
 	return name, tag, digest
 }
 
+// bareDigest reports whether ref is a digest with no name, and returns it
+// with its algorithm: "sha256:…", "sha512:…", or 64 hex digits alone,
+// which distribution/reference's ParseAnyReference reads as a sha256
+// image ID.
+func bareDigest(ref string) (string, bool) {
+	for _, alg := range [...]string{"sha256:", "sha384:", "sha512:"} {
+		if strings.HasPrefix(ref, alg) && !strings.ContainsAny(ref, "/@") {
+			return ref, true
+		}
+	}
+	if len(ref) == 64 && strings.Trim(ref, "0123456789abcdef") == "" {
+		return "sha256:" + ref, true
+	}
+	return "", false
+}
+
 // NormalizeRef expands an image reference the way containerd stores it
 // (docker's rules, as containerd's reference.ParseDockerRef): a name
 // without a registry is on docker.io, a docker.io name without a path is
@@ -213,12 +229,17 @@ func splitRef(ref string) (name, tag, digest string) {
 // their full names ("docker.io/library/pause:3.6"), so both must be
 // compared normalised.
 func NormalizeRef(ref string) string {
-	if ref == "" || strings.HasPrefix(ref, "sha256:") {
+	if ref == "" {
 		return ref
+	}
+	if d, ok := bareDigest(ref); ok {
+		return d
 	}
 	name, tag, digest := splitRef(ref)
 	domain, path := "docker.io", name
-	if i := strings.IndexByte(name, '/'); i >= 0 && (strings.ContainsAny(name[:i], ".:") || name[:i] == "localhost") {
+	// splitDockerDomain: a first element with a dot or a colon, localhost,
+	// or any upper case (not allowed in a repository path) is a registry.
+	if i := strings.IndexByte(name, '/'); i >= 0 && (strings.ContainsAny(name[:i], ".:") || name[:i] == "localhost" || strings.ToLower(name[:i]) != name[:i]) {
 		domain, path = name[:i], name[i+1:]
 	}
 	if domain == "index.docker.io" {

@@ -74,6 +74,15 @@ var attacks = []attack{
 		}
 		return nil
 	}},
+	{1, "a sandbox image named by its ID as 64 hex digits, without sha256:, is never planned for removal", func(t *testing.T) error {
+		s := fullNode(engine.Image{ID: pauseDigest, SizeBytes: 100, RepoTags: []string{"registry.k8s.io/pause:3.9"}},
+			engine.Image{ID: "sha256:app", SizeBytes: 100, RepoTags: []string{"docker.io/library/app:1"}})
+		s.Runtime.SandboxImages = []string{strings.TrimPrefix(pauseDigest, "sha256:")}
+		if p := engine.PlanPass(s, engine.DefaultPolicy(), engine.PassReclaimAll, t0); removes(p, pauseDigest) {
+			return errors.New("reclaim-all plans to remove the sandbox image")
+		}
+		return nil
+	}},
 	{2, "READY sandboxes on another pause image, listed after 35 others, are all read", func(t *testing.T) error {
 		srv := &critest.Sandboxes{Config: `{"sandboxImage":"registry.k8s.io/pause:3.9"}`, Images: map[string]string{}}
 		for i := range 40 {
