@@ -115,3 +115,16 @@ func aggregate(errs []string) string {
 	}
 	return s + "]"
 }
+
+// imageDeletionFailed reports whether an image removal of the MaxAge or
+// the space pass failed, on which the kubelet's image GarbageCollect
+// returns the deletion errors rather than FreeDiskSpaceFailed.
+func imageDeletionFailed(r PassReport) bool {
+	for _, it := range r.Items {
+		if it.Kind == ItemImage && it.Outcome == OutcomeFailed &&
+			(it.Reason == string(RemoveForAge) || it.Reason == string(RemoveForSpace)) {
+			return true
+		}
+	}
+	return false
+}

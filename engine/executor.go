@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -142,11 +143,19 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassR
 			}
 		}
 	}
-	if spacePassPlanned(p.ImageGC) && r.Stopped == "" && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed) {
-		// The space pass expected to free enough, but removals failed or
-		// were skipped: the kubelet reports the same event. (When the
-		// MaxAge pass alone brought usage under the high threshold, no
-		// space pass ran, and the kubelet reports nothing.)
+	switch {
+	case imageDeletionFailed(r):
+		// The kubelet's freeOldImages and freeSpace return their deletion
+		// errors, and GarbageCollect returns before it would record
+		// FreeDiskSpaceFailed (image_gc_manager.go v1.36): the failure is
+		// the pass's failed items, and ImageGCFailed's message.
+		r.Events = slices.DeleteFunc(r.Events, func(ev Event) bool { return ev.Reason == EventFreeDiskSpaceFailed })
+	case spacePassPlanned(p.ImageGC) && r.Stopped == "" && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed):
+		// The space pass expected to free enough, but removals were
+		// skipped at the re-check: the kubelet would not have counted
+		// those images either and reports the event. (When the MaxAge
+		// pass alone brought usage under the high threshold, no space
+		// pass ran, and the kubelet reports nothing.)
 		r.Events = append(r.Events, Event{Time: e.now(), Reason: EventFreeDiskSpaceFailed, Warning: true,
 			Message: freeDiskSpaceFailedMessage(p.ImageGC.UsagePercent, p.ImageGC.CapacityBytes, spaceFreed(r))})
 	}
