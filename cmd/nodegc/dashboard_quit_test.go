@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +68,29 @@ func TestDashboardQuitDuringAPass(t *testing.T) {
 	want := "planned items left undone"
 	if !strings.Contains(c.err.String(), want) {
 		t.Errorf("stderr %q, want it to say how many %s", c.err.String(), want)
+	}
+}
+
+// TestDashboardLogInTheStateDirIsNotFollowed pins issue 8 item 6 for the
+// dashboard's default log, <state-dir>/nodegc.log: a symlink planted there
+// is refused (exit 2, naming it), never appended through.
+func TestDashboardLogInTheStateDirIsNotFollowed(t *testing.T) {
+	_, ep := startSimnode(t, testNode())
+	state := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(state, "nodegc.log")); err != nil {
+		t.Fatal(err)
+	}
+	c := newCLI("")
+	c.tty = true
+	_, _, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", state, "--paused")
+	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("err %v (exit %d), want exit %d naming the symlink", err, exitCode(err), exitUsage)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("the symlink's target was written: %q", b)
 	}
 }

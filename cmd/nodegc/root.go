@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,6 +67,10 @@ type globalOptions struct {
 	Debug bool
 
 	log *slog.Logger
+	// logInStateDir says LogFile is the dashboard's default log in the
+	// state dir: opened as the engine opens its state files, without
+	// following a link or blocking on a FIFO.
+	logInStateDir bool
 	// logOut is the open --log-file, for the libraries' logs too.
 	logOut io.Writer
 }
@@ -93,6 +98,7 @@ func (g *globalOptions) dashboardLogFile(stateDir string, writable bool) {
 		return
 	}
 	g.LogFile = filepath.Join(stateDir, "nodegc.log")
+	g.logInStateDir = true
 }
 
 // logger returns the engine's logger: nil (discard) without --log-file.
@@ -101,9 +107,20 @@ func (g *globalOptions) logger() (*slog.Logger, error) {
 	if g.LogFile == "" || g.log != nil {
 		return g.log, nil
 	}
-	file, err := os.OpenFile(g.LogFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	flag := os.O_APPEND | os.O_CREATE | os.O_WRONLY
+	if g.logInStateDir {
+		flag |= syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+	}
+	file, err := os.OpenFile(g.LogFile, flag, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &fileError{Path: g.LogFile, Err: errors.New("is a symlink; nodegc does not follow links in its state dir")}
+	}
 	if err != nil {
 		return nil, &fileError{Path: g.LogFile, Err: ioCause(err)}
+	}
+	if fi, err := file.Stat(); g.logInStateDir && (err != nil || !fi.Mode().IsRegular()) {
+		file.Close()
+		return nil, &fileError{Path: g.LogFile, Err: errors.New("is not a regular file")}
 	}
 	level := slog.LevelInfo
 	if g.Debug {
