@@ -314,6 +314,21 @@ func TestPlanReadsTheKubelet(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, c.out.String())
 		}
 	})
+	t.Run("--kubelet-pid -1 reads no kubelet, so two running are no obstacle", func(t *testing.T) {
+		c := newCLI("")
+		c.f.ProcRoot = procTwo
+		code := c.run("plan", "--kubelet-pid", "-1", "--runtime-endpoint", "unix://"+filepath.Join(t.TempDir(), "none.sock"))
+		if code != 1 || !strings.Contains(c.err.String(), "runtime unavailable") {
+			t.Errorf("exit %d, stderr %q: want 1 for the unreachable runtime, past the kubelet check", code, c.err.String())
+		}
+	})
+	t.Run("--kubelet-pid below -1 is bad input", func(t *testing.T) {
+		c := newCLI("")
+		c.f.ProcRoot = procTwo
+		if code := c.run("plan", "--kubelet-pid", "-2"); code != 2 || !strings.Contains(c.err.String(), "--kubelet-pid: must be a process ID, or -1 for none, got -2") {
+			t.Errorf("exit %d, stderr %q", code, c.err.String())
+		}
+	})
 	for _, cmd := range [][]string{{"plan"}, {"gc", "--dry-run"}} {
 		t.Run(strings.Join(cmd, " ")+" refuses two kubelets with exit 2 before connecting", func(t *testing.T) {
 			c := newCLI("")

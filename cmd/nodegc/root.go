@@ -54,7 +54,7 @@ type globalOptions struct {
 	// live mode, nothing otherwise.
 	KubeletConfig string
 	// KubeletPID is --kubelet-pid: the kubelet whose command line to
-	// read; 0 finds the only one running.
+	// read; 0 finds the only one running, -1 reads none.
 	KubeletPID int
 	// StateDir holds image records and the deletion journal.
 	StateDir string
@@ -181,7 +181,7 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globalOptions) {
 	pf.StringVar(&g.KubeletConfig, "kubelet-config", "",
 		"KubeletConfiguration YAML to take defaults from (default: "+defaultKubeletConfigPath+" when it exists, in live mode)")
 	pf.IntVar(&g.KubeletPID, "kubelet-pid", 0,
-		"the running kubelet whose command line to read settings from (default: the only process named kubelet; with --from, none unless given)")
+		"the running kubelet whose command line to read settings from; -1 reads none (default: the only process named kubelet; with --from, none unless given)")
 	pf.StringVar(&g.StateDir, "state-dir", defaultStateDir, "directory for image records and the deletion journal; must be writable unless nothing can be removed (gc --dry-run, --read-only, plan, snapshot)")
 	pf.DurationVar(&g.Timeout, "timeout", cri.DefaultReadTimeout, "timeout of each CRI read call")
 	pf.StringVar(&g.LogFile, "log-file", "", "append the engine's log (JSON lines: each deletion, and each item with --debug) to this file")
@@ -206,10 +206,10 @@ func noArgs(cmd *cobra.Command, args []string) error {
 // kubelet.
 func loadConfig(f *factory, g *globalOptions, live bool) (*kubeletConfig, error) {
 	var proc *kubeletProcess
-	if live || g.KubeletPID != 0 {
-		if g.KubeletPID < 0 {
-			return nil, usageErrorf("--kubelet-pid: must be a process ID, got %d", g.KubeletPID)
-		}
+	if g.KubeletPID < -1 {
+		return nil, usageErrorf("--kubelet-pid: must be a process ID, or -1 for none, got %d", g.KubeletPID)
+	}
+	if (live && g.KubeletPID == 0) || g.KubeletPID > 0 {
 		root := f.ProcRoot
 		if root == "" && g.KubeletPID > 0 {
 			root = defaultProcRoot
