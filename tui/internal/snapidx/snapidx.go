@@ -32,7 +32,8 @@ type Index struct {
 	// Users maps an image ID to the containers using it, as
 	// "ns/pod/container", in snapshot order.
 	Users map[string][]string
-	// Sandbox holds the sandbox image references (IDs and tags).
+	// Sandbox holds the sandbox image references (IDs and tags), and the
+	// IDs of the snapshot's images engine.IsSandboxImage matches.
 	Sandbox map[string]bool
 	// Images maps an image ID to the image.
 	Images map[string]engine.Image
@@ -61,6 +62,9 @@ func New(s engine.Snapshot) Index {
 	for _, im := range s.Images {
 		ids[im.ID] = true
 		x.Images[im.ID] = im
+		if engine.IsSandboxImage(im, s.Runtime.SandboxImages) {
+			x.Sandbox[im.ID] = true // also by digest or normalised name, as the planner matches
+		}
 	}
 	for _, c := range s.Containers {
 		id := c.ImageID
@@ -86,8 +90,9 @@ func (x Index) PodOf(c engine.Container) Pod {
 	return Pod{UID: c.PodUID}
 }
 
-// IsSandboxImage reports whether the image is a sandbox (pause) image, by
-// ID or by any of its tags.
+// IsSandboxImage reports whether the image is a sandbox (pause) image: by
+// ID or by any of its tags, or matched as engine.IsSandboxImage matches
+// (digest, normalised name) for an image of the snapshot.
 func (x Index) IsSandboxImage(im engine.Image) bool {
 	if x.Sandbox[im.ID] {
 		return true
