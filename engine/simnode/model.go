@@ -399,6 +399,10 @@ func (n *Node) newContainer(u *unit, attempt uint32, state runtimeapi.ContainerS
 	c.build()
 	n.containers.add(c)
 	u.s.containers = append(u.s.containers, c)
+	n.emit(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, c)
+	if state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		n.emit(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, c)
+	}
 	return c
 }
 

@@ -155,7 +155,8 @@ type Node struct {
 	pulled     []*image // images the workload pulled, newest last
 	nextPull   int
 
-	ctl serving
+	ctl    serving
+	events eventHub // the open GetContainerEvents streams (events.go)
 }
 
 // serving is the gRPC side of a Node: the server, its listener, the live

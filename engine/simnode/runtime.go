@@ -130,6 +130,7 @@ func (n *Node) stopContainer(c *container, exitCode int32) {
 	c.finishedAt = n.stamp()
 	c.exitCode = exitCode
 	c.build()
+	n.emit(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, c)
 }
 
 func (r *runtimeService) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
@@ -168,6 +169,7 @@ func (r *runtimeService) RemovePodSandbox(_ context.Context, req *runtimeapi.Rem
 	}
 	for _, c := range live {
 		n.containers.remove(c)
+		n.emit(runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, c)
 	}
 	n.sandboxes.remove(s)
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
@@ -297,6 +299,7 @@ func (r *runtimeService) CreateContainer(_ context.Context, req *runtimeapi.Crea
 	c.build()
 	n.containers.add(c)
 	s.containers = append(s.containers, c)
+	n.emit(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
@@ -314,6 +317,7 @@ func (r *runtimeService) StartContainer(_ context.Context, req *runtimeapi.Start
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = n.stamp()
 	c.build()
+	n.emit(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, c)
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
@@ -347,6 +351,7 @@ func (r *runtimeService) RemoveContainer(_ context.Context, req *runtimeapi.Remo
 		return nil, status.Errorf(codes.FailedPrecondition, "container %q is running, stop it first", c.id)
 	}
 	n.containers.remove(c)
+	n.emit(runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, c)
 	return &runtimeapi.RemoveContainerResponse{}, nil
 }
 
