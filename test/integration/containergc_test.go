@@ -95,8 +95,10 @@ func TestContainerGC(t *testing.T) {
 	})
 
 	t.Run("the node limit through the binary trims the dead containers to the maximum", func(t *testing.T) {
-		// Pod "c" first, so its single dead container is the oldest by
-		// both attempt and creation time.
+		// kubelet 1.36 orders dead containers by creation time only
+		// (byCreated in pkg/kubelet/kuberuntime/kuberuntime_gc.go): the
+		// oldest of all, task[2] (created before these, though at attempt
+		// 2), goes to the node limit.
 		podC := m.RunPod("c", "default", podUID("cgc-c"), "")
 		y0 := m.ExitedContainer(podC, "y", img, 0, 0)
 		podB := m.RunPod("b", "default", podUID("cgc-b"), "")
@@ -116,8 +118,8 @@ func TestContainerGC(t *testing.T) {
 				reasons[it.ID] = it.Reason
 			}
 		}
-		want := map[string]string{x0: string(engine.RemovePerContainerLimit), y0: string(engine.RemoveNodeLimit)}
-		if len(reasons) != len(want) || reasons[x0] != want[x0] || reasons[y0] != want[y0] {
+		want := map[string]string{x0: string(engine.RemovePerContainerLimit), task[2]: string(engine.RemoveNodeLimit)}
+		if len(reasons) != len(want) || reasons[x0] != want[x0] || reasons[task[2]] != want[task[2]] {
 			t.Errorf("removed %v, want %v", reasons, want)
 		}
 		var dead []string
@@ -126,8 +128,8 @@ func TestContainerGC(t *testing.T) {
 				dead = append(dead, id)
 			}
 		}
-		if !sameSet(dead, []string{task[2], x1}) {
-			t.Errorf("dead containers left %v, want the 2 newest %v", dead, []string{task[2], x1})
+		if !sameSet(dead, []string{y0, x1}) {
+			t.Errorf("dead containers left %v, want the 2 newest by creation %v", dead, []string{y0, x1})
 		}
 	})
 }
