@@ -10,6 +10,6 @@
 //
 // The rules are the kubelet's (pkg/kubelet/images/image_gc_manager.go and
 // pkg/kubelet/kuberuntime/kuberuntime_gc.go), with the differences listed in
-// the project's DESIGN.md: the sandbox image is always protected, never-used
+// docs/design.md: the sandbox image is always protected, never-used
 // images are not infinitely idle, and every kept image carries a reason.
 package engine

@@ -6,7 +6,7 @@ import (
 )
 
 // Plan is what one GC pass would do, decided purely from a Snapshot, a
-// Policy and an evaluation time. It is the GCPlan contract of DESIGN.md. A
+// Policy and an evaluation time. It is the GCPlan contract of docs/design.md. A
 // dry-run is a Plan that is not applied, so a preview and a real pass never
 // disagree about what they select.
 type Plan struct {

@@ -16,7 +16,7 @@ const (
 )
 
 // Snapshot is everything the planners need to know about a node at one
-// instant. It is the NodeSnapshot contract of DESIGN.md; fields beyond the
+// instant. It is the NodeSnapshot contract of docs/design.md; fields beyond the
 // contract are optional and ignored by other readers.
 type Snapshot struct {
 	APIVersion   string        `json:"apiVersion"`
