@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -14,8 +15,86 @@ import (
 // requests.
 const refreshTimeout = 20 * time.Second
 
-// tickMsg re-arms the periodic refresh.
-type tickMsg struct{}
+// tickMsg re-arms the periodic refresh. gen is the model's listGen when it
+// was armed: a tick armed before the interval changed is dropped.
+type tickMsg struct{ gen uint64 }
+
+// SafetyInterval is how often the dashboard lists the node while the
+// runtime's event stream is live: a safety net, since every container
+// event already makes it list again.
+const SafetyInterval = 60 * time.Second
+
+// Reconnect backoff of the event stream: a broken stream is retried after
+// eventsRetryMin, doubling to eventsRetryMax; a runtime that has no stream
+// at all (Unimplemented) is asked again only every noStreamRetry.
+const (
+	eventsRetryMin = time.Second
+	eventsRetryMax = time.Minute
+	noStreamRetry  = 5 * time.Minute
+)
+
+// eventsOpenedMsg is the result of opening the runtime's event stream.
+type eventsOpenedMsg struct {
+	ch  <-chan engine.ContainerEvent
+	err error
+}
+
+// containerEventsMsg is one or more container events read from the
+// stream (a burst is coalesced into one message), or its end: closed is
+// set when the channel closed, err when the stream broke.
+type containerEventsMsg struct {
+	n      int
+	ch     <-chan engine.ContainerEvent
+	err    error
+	closed bool
+}
+
+// eventsRetryMsg asks to open the event stream again.
+type eventsRetryMsg struct{}
+
+func openEventsCmd(ctx context.Context, src engine.EventSource) tea.Cmd {
+	return func() tea.Msg {
+		ch, err := src.ContainerEvents(ctx)
+		return eventsOpenedMsg{ch: ch, err: err}
+	}
+}
+
+// waitEvents blocks for the next event, then takes every event already
+// buffered with it, so that a burst costs one re-list. It is re-armed by
+// Update after each message, as Bubble Tea's realtime example does.
+func waitEvents(ch <-chan engine.ContainerEvent) tea.Cmd {
+	return func() tea.Msg {
+		ev, ok := <-ch
+		msg := containerEventsMsg{ch: ch}
+		for ok {
+			if ev.Err != nil {
+				msg.err = ev.Err
+			} else {
+				msg.n++
+			}
+			select {
+			case ev, ok = <-ch:
+				continue
+			default:
+			}
+			return msg
+		}
+		msg.closed = true
+		return msg
+	}
+}
+
+func retryEvents(d time.Duration) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return eventsRetryMsg{} })
+}
+
+// eventsNote is the status line's word on a stream that is not live.
+func eventsNote(err error) string {
+	if errors.Is(err, engine.ErrNoEventStream) {
+		return "events: polling (runtime has no event stream)"
+	}
+	return "events: polling (event stream: " + err.Error() + "); reconnecting"
+}
 
 // RefreshMsg is the result of one refresh: a snapshot, the plan made from
 // it, the scheduler's status, the cgroup tree and nodegc's own usage. Seq
@@ -64,8 +143,8 @@ type noticeMsg struct {
 	ok bool
 }
 
-func tick(d time.Duration) tea.Cmd {
-	return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{} })
+func tick(d time.Duration, gen uint64) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{gen: gen} })
 }
 
 // refreshCmd reads everything a refresh shows. It captures its inputs and

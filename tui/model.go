@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -76,6 +77,20 @@ type Model struct {
 	frozen     bool
 	lastErr    string
 
+	// listEvery is the interval of the periodic re-list armed now:
+	// RefreshInterval while polling, SafetyInterval while the event
+	// stream is live; listGen drops ticks armed at the old interval.
+	listEvery time.Duration
+	listGen   uint64
+	// eventsLive reports whether the runtime's event stream is open;
+	// eventsStatus says why not, for the status line.
+	eventsLive   bool
+	eventsStatus string
+	eventsRetry  time.Duration
+	// eventPending marks an event that came while a refresh was running:
+	// one more refresh follows it.
+	eventPending bool
+
 	notices     <-chan engine.Notice
 	unsubscribe func()
 
@@ -110,6 +125,7 @@ func New(o Options) Model {
 		self:       overview.Self{CPUPercent: -1},
 		refreshSeq: 1,
 		refreshing: true,
+		listEvery:  o.RefreshInterval,
 	}
 	if o.Controller != nil {
 		m.status = o.Controller.Status()
@@ -126,7 +142,10 @@ func (m Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{
 		tea.RequestBackgroundColor,
 		refreshCmd(m.ctx, m.o, m.refreshSeq),
-		tick(m.o.RefreshInterval),
+		tick(m.listEvery, m.listGen),
+	}
+	if m.o.Events != nil {
+		cmds = append(cmds, openEventsCmd(m.ctx, m.o.Events))
 	}
 	if m.o.Controller != nil {
 		cmds = append(cmds, subscribeCmd(m.o.Controller))
@@ -197,7 +216,52 @@ func (m *Model) startRefresh(force bool) tea.Cmd {
 	return refreshCmd(m.ctx, m.o, m.refreshSeq)
 }
 
-// Update routes one message.
+// setListEvery changes the interval of the periodic re-list and arms it;
+// the tick armed at the old interval is dropped when it fires.
+func (m *Model) setListEvery(d time.Duration) tea.Cmd {
+	if d == m.listEvery {
+		return nil
+	}
+	m.listEvery = d
+	m.listGen++
+	return tick(d, m.listGen)
+}
+
+// ListInterval is the interval of the periodic re-list armed now:
+// RefreshInterval while polling, SafetyInterval while the runtime's event
+// stream is live.
+func (m Model) ListInterval() time.Duration { return m.listEvery }
+
+// EventsLive reports whether the runtime's event stream is open.
+func (m Model) EventsLive() bool { return m.eventsLive }
+
+// onEvent lists the node again after a container event, or once the
+// refresh in flight ends.
+func (m *Model) onEvent() tea.Cmd {
+	if m.frozen {
+		return nil
+	}
+	if m.refreshing {
+		m.eventPending = true
+		return nil
+	}
+	return m.startRefresh(false)
+}
+
+// eventsDown falls back to polling, says so on the status line, and asks
+// to reconnect after a backoff: long for a runtime with no stream at all,
+// doubling from eventsRetryMin for a broken one.
+func (m *Model) eventsDown(err error) tea.Cmd {
+	m.eventsLive = false
+	m.eventsStatus = eventsNote(err)
+	d := noStreamRetry
+	if !errors.Is(err, engine.ErrNoEventStream) {
+		d = min(max(m.eventsRetry*2, eventsRetryMin), eventsRetryMax)
+		m.eventsRetry = d
+	}
+	return tea.Batch(m.setListEvery(m.o.RefreshInterval), retryEvents(d))
+}
+
 // Update routes a message; a status message that has expired goes first.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.expireFlash()
@@ -210,9 +274,43 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setStyles(style.Default(msg.IsDark()))
 		return m, nil
 	case tickMsg:
-		return m, tea.Batch(tick(m.o.RefreshInterval), m.startRefresh(false))
+		if msg.gen != m.listGen {
+			return m, nil // armed at an interval no longer in force
+		}
+		return m, tea.Batch(tick(m.listEvery, m.listGen), m.startRefresh(false))
 	case RefreshMsg:
-		return m.applyRefresh(msg), nil
+		m = m.applyRefresh(msg)
+		if m.eventPending && !m.refreshing {
+			m.eventPending = false
+			return m, m.startRefresh(false)
+		}
+		return m, nil
+	case eventsOpenedMsg:
+		if msg.err != nil {
+			return m, m.eventsDown(msg.err)
+		}
+		m.eventsLive, m.eventsStatus, m.eventsRetry = true, "", 0
+		// Events may have come between the last list and the stream's
+		// opening: list once more, then only on events.
+		return m, tea.Batch(waitEvents(msg.ch), m.setListEvery(SafetyInterval), m.onEvent())
+	case containerEventsMsg:
+		if msg.closed || msg.err != nil {
+			err := msg.err
+			if err == nil {
+				err = errors.New("the stream closed")
+			}
+			var more tea.Cmd
+			if !msg.closed {
+				more = waitEvents(msg.ch) // drain to the close
+			}
+			return m, tea.Batch(more, m.eventsDown(err), m.onEvent())
+		}
+		return m, tea.Batch(waitEvents(msg.ch), m.onEvent())
+	case eventsRetryMsg:
+		if m.o.Events == nil {
+			return m, nil
+		}
+		return m, openEventsCmd(m.ctx, m.o.Events)
 	case subscribedMsg:
 		m.notices, m.unsubscribe = msg.ch, msg.cancel
 		return m, waitNotice(msg.ch)
@@ -605,6 +703,11 @@ func (m Model) Screen() string {
 	if m.frozen {
 		badges = append(badges, st.BadgeWarn.Render("FROZEN"))
 	}
+	// Freshness: while polling, say how old the data is once it is older
+	// than the refresh interval (a slow or failing runtime).
+	if age := m.o.Now().Sub(m.at); m.haveSnap && !m.eventsLive && age > m.o.RefreshInterval {
+		badges = append(badges, st.BadgeWarn.Render("data "+age.Truncate(time.Second).String()+" old"))
+	}
 	if m.o.ReadOnly {
 		badges = append(badges, st.BadgeWarn.Render("read-only"))
 	}
@@ -651,6 +754,8 @@ func (m Model) Screen() string {
 		status = st.Flash.Render(m.flash)
 	case m.lastErr != "":
 		status = st.FlashError.Render(m.lastErr)
+	case m.eventsStatus != "":
+		status = st.Faint.Render(m.eventsStatus)
 	}
 	helpView := m.help.View(m)
 	if !m.help.ShowAll {

@@ -51,6 +51,12 @@ type Options struct {
 	// latest snapshot; nil leaves the Cgroups pane empty. CgroupsFrom wraps
 	// a cgroupfs.Reader.
 	Cgroups func(ctx context.Context, names cgroupfs.Names) (*cgroupfs.Tree, error)
+	// Events is the runtime's container event stream; nil polls. While
+	// it is live the dashboard lists the node on each event (a burst
+	// coalesced), on a pass, on r, and every SafetyInterval, instead of
+	// every RefreshInterval; when it is missing or breaks, it polls, says
+	// so on the status line and reconnects with backoff.
+	Events engine.EventSource
 	// Self reads nodegc's own CPU and memory; nil reads /proc/self.
 	Self func() (SelfSample, error)
 	// HideSelf leaves nodegc's own usage off the Overview (golden tests).

@@ -38,7 +38,13 @@ type rootOptions struct {
 	ReadOnly bool
 	// Refresh is the dashboard's refresh interval.
 	Refresh time.Duration
-	Policy  policyFlags
+	// Events makes the dashboard follow the runtime's container event
+	// stream (where it has one) instead of polling every Refresh.
+	Events bool
+	// eventSource is the runtime's event stream, set by the caller of
+	// dashboard; nil polls.
+	eventSource engine.EventSource
+	Policy      policyFlags
 	// runTUI runs the dashboard; tests replace it.
 	runTUI func(context.Context, tui.Options) error
 }
@@ -113,6 +119,7 @@ snapshot file, or gc without a terminal and without --yes).`,
 	fl.BoolVar(&opts.Paused, "paused", false, "start with the periodic GC passes paused")
 	fl.BoolVar(&opts.ReadOnly, "read-only", false, "connect without the ability to remove anything")
 	fl.DurationVar(&opts.Refresh, "refresh", tui.DefaultRefreshInterval, "dashboard refresh interval")
+	fl.BoolVar(&opts.Events, "events", true, "follow the runtime's container event stream and list the node only on a change (false: poll every --refresh)")
 	addPolicyFlags(fl, &opts.Policy)
 	return cmd
 }
@@ -174,6 +181,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.eventSource, _ = conn.Reader.(engine.EventSource)
 	cg := cgroupfs.Config{}
 	if cfg != nil {
 		cg = cgroupfs.Config{CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver, SystemReserved: cfg.SystemReserved, KubeReserved: cfg.KubeReserved}
@@ -199,7 +207,12 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		defer close(done)
 		s.Run(ctx) // ends with ctx
 	}()
+	var events engine.EventSource
+	if opts.Events {
+		events = opts.eventSource
+	}
 	err := opts.runTUI(ctx, tui.Options{
+		Events:          events,
 		Controller:      s,
 		Snapshot:        e.Snapshot,
 		Policy:          e.Policy(),
@@ -297,6 +310,7 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	if err != nil {
 		return err
 	}
+	opts.eventSource = d.client
 	// The first snapshot records every image as first seen at start; the
 	// workload then runs for the warm-up, so that images age past the
 	// minimum TTL, pods die and the disk fills, as on a node that has
