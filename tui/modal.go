@@ -60,8 +60,10 @@ func passTitle(kind engine.PassKind, dryRun bool) string {
 func fit(s string, n int) string { return ansi.Truncate(s, n, "…") }
 
 // planLines lists every item of a plan with its size and reason, and the
-// totals, resolving names from the snapshot index.
-func planLines(p engine.Plan, x snapidx.Index) (lines []string, items int) {
+// totals (the last line), resolving names from the snapshot index. Names get
+// nameWidth columns (at least 40): a wide terminal shows them whole.
+func planLines(p engine.Plan, x snapidx.Index, nameWidth int) (lines []string, items int) {
+	nw := max(nameWidth, 40)
 	g := p.ImageGC
 	if p.Pass == engine.PassImages || p.Pass == engine.PassFull {
 		if g.Triggered {
@@ -82,7 +84,7 @@ func planLines(p engine.Plan, x snapidx.Index) (lines []string, items int) {
 			}
 			// The reason alone: its detail (the usage, the idle time) is
 			// on the Images pane, and would push the size off the row.
-			lines = append(lines, fmt.Sprintf("  %3d. %-40s %10s  %s", i+1, fit(name, 40), human.Bytes(r.SizeBytes), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %3d. %-*s %10s  %s", i+1, nw, fit(name, nw), human.Bytes(r.SizeBytes), r.Reason))
 		}
 	}
 	if n := len(p.ContainerGC.Remove); n > 0 {
@@ -92,7 +94,7 @@ func planLines(p engine.Plan, x snapidx.Index) (lines []string, items int) {
 			if pod.UID == "" {
 				pod = snapidx.Pod{UID: r.PodUID}
 			}
-			lines = append(lines, fmt.Sprintf("  %-44s #%-3d %s  %s", fit(pod.String()+"/"+r.Name, 44), r.Attempt, human.ShortID(r.ID), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %-*s #%-3d %s  %s", nw+4, fit(pod.String()+"/"+r.Name, nw+4), r.Attempt, human.ShortID(r.ID), r.Reason))
 		}
 	}
 	if n := len(p.SandboxGC.Remove); n > 0 {
@@ -102,7 +104,7 @@ func planLines(p engine.Plan, x snapidx.Index) (lines []string, items int) {
 			if pod.UID == "" {
 				pod = snapidx.Pod{UID: r.PodUID}
 			}
-			lines = append(lines, fmt.Sprintf("  %-44s %s  %s", fit(pod.String(), 44), human.ShortID(r.ID), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %-*s %s  %s", nw+4, fit(pod.String(), nw+4), human.ShortID(r.ID), r.Reason))
 		}
 	}
 	if n := len(p.LogGC.Remove); n > 0 {
@@ -123,8 +125,25 @@ func planLines(p engine.Plan, x snapidx.Index) (lines []string, items int) {
 	return lines, items
 }
 
-// height is how many content lines the modal shows at the screen height h.
-func (d *modal) height(h int) int { return max(min(len(d.lines), h-8), 1) }
+// previewNameWidth is the name column of the preview in a box for a
+// screen w wide: the rest of the row (number, size, reason) takes about 40.
+func previewNameWidth(w int) int { return boxWidth(w) - 4 - 40 }
+
+// boxWidth is the modal's width on a screen w wide: all of it but a margin,
+// so a wide terminal shows whole names.
+func boxWidth(w int) int { return max(w-6, 20) }
+
+// body is the scrolling part of the lines: all but the pinned TOTAL line.
+func (d *modal) body() []string {
+	if d.items > 0 && len(d.lines) > 0 {
+		return d.lines[:len(d.lines)-1]
+	}
+	return d.lines
+}
+
+// height is how many scrolling lines the modal shows at the screen height
+// h, leaving room for the pinned TOTAL line.
+func (d *modal) height(h int) int { return max(min(len(d.body()), h-9), 1) }
 
 // scroll moves the visible lines.
 func (d *modal) scroll(msg tea.KeyPressMsg, m Model) {
@@ -143,12 +162,12 @@ func (d *modal) scroll(msg tea.KeyPressMsg, m Model) {
 	case key.Matches(msg, m.keys.Bottom):
 		d.offset = len(d.lines)
 	}
-	d.offset = min(max(d.offset, 0), max(len(d.lines)-d.height(m.height), 0))
+	d.offset = min(max(d.offset, 0), max(len(d.body())-d.height(m.height), 0))
 }
 
 // render draws the modal box for a screen of w×h.
 func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
-	bw := min(max(w-6, 20), 100)
+	bw := boxWidth(w)
 	inner := bw - 4
 	var b []string
 	b = append(b, st.ModalTitle.Render(d.title))
@@ -161,13 +180,19 @@ func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
 	case d.err != "":
 		b = append(b, st.Bad.Render("preview failed: "+d.err), "", st.Label.Render("esc/enter close"))
 	default:
-		n := d.height(h)
-		end := min(d.offset+n, len(d.lines))
-		for _, l := range d.lines[d.offset:end] {
+		body, n := d.body(), d.height(h)
+		start := min(d.offset, max(len(body)-n, 0))
+		end := min(start+n, len(body))
+		for _, l := range body[start:end] {
 			b = append(b, ansi.Truncate(l, inner, "…"))
 		}
-		if len(d.lines) > n {
-			b = append(b, st.Faint.Render(fmt.Sprintf("lines %d-%d of %d · ↑/↓ pgup/pgdn scroll", d.offset+1, end, len(d.lines))))
+		if len(body) > n {
+			b = append(b, st.Faint.Render(fmt.Sprintf("lines %d-%d of %d · ↑/↓ pgup/pgdn scroll", start+1, end, len(body))))
+		}
+		if d.items > 0 {
+			// The TOTAL stays in sight however the list scrolls: nobody
+			// presses y without seeing it.
+			b = append(b, st.Bold.Render(ansi.Truncate(d.lines[len(d.lines)-1], inner, "…")))
 		}
 		b = append(b, "")
 		switch {

@@ -269,6 +269,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.resize()
+		if d := m.modal; d != nil && d.kind == modalPreview && !d.loading && d.err == "" {
+			dd := *d
+			dd.lines, dd.items = planLines(dd.plan, m.index, previewNameWidth(m.width))
+			m.modal = &dd
+		}
 		return m, nil
 	case tea.BackgroundColorMsg:
 		m.setStyles(style.Default(msg.IsDark()))
@@ -339,7 +344,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.modal.plan = msg.report.Plan
-		m.modal.lines, m.modal.items = planLines(msg.report.Plan, m.index)
+		m.modal.lines, m.modal.items = planLines(msg.report.Plan, m.index, previewNameWidth(m.width))
 		return m, nil
 	case appliedMsg:
 		m.busy = ""

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/snapidx"
+	"github.com/nodegc/nodegc/tui/style"
 )
 
 // Issue 12 bug 3: status-line messages expire.
@@ -49,6 +52,30 @@ func TestPassSummaryAddsUp(t *testing.T) {
 	for _, want := range []string{"6 planned", "removed 2", "already gone 1", "skipped 1 (in use since planning)", "failed 1", "not run 1"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary %q lacks %q", got, want)
+		}
+	}
+}
+
+// Issue 12 bug 5: the preview uses a wide terminal's room, and its TOTAL
+// line stays in sight however long the list is.
+func TestPreviewWidthAndPinnedTotal(t *testing.T) {
+	long := "registry.example.com/team/some-very-long-image-name-for-batch-jobs:v1.2.3"
+	var p engine.Plan
+	p.Pass = engine.PassImages
+	for i := range 60 {
+		p.ImageGC.Remove = append(p.ImageGC.Remove, engine.ImageRemoval{ID: fmt.Sprintf("sha256:%064d", i), RepoTags: []string{long}, SizeBytes: 1 << 20, Reason: engine.RemoveForSpace})
+	}
+	st := style.Default(true)
+	for _, size := range [][2]int{{80, 24}, {220, 60}} {
+		w, h := size[0], size[1]
+		d := &modal{kind: modalPreview, plan: p}
+		d.lines, d.items = planLines(p, snapidx.Index{}, previewNameWidth(w))
+		out := ansi.Strip(d.render(st, w, h, false))
+		if !strings.Contains(out, "TOTAL 60 items") {
+			t.Errorf("%dx%d: the TOTAL line is not on screen:\n%s", w, h, out)
+		}
+		if whole := strings.Contains(out, long); whole != (w >= 160) {
+			t.Errorf("%dx%d: the whole name shown = %v", w, h, whole)
 		}
 	}
 }
