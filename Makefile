@@ -5,7 +5,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build test deps bench demo lint sandbox sandbox-down screenshots clean
+.PHONY: build test deps kube bench demo lint sandbox sandbox-down screenshots clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nodegc
@@ -14,6 +14,18 @@ build:
 # missing; without root it says so and the suite skips (fails in CI).
 deps:
 	@./scripts/install-deps.sh
+
+# kube builds the real kubelet and kube-apiserver that test/kubelet runs
+# beside nodegc (version from tools/kube/go.mod) into a versioned cache dir;
+# the tests find them through NODEGC_KUBE_DIR. Not yet a step of make test:
+# the first build was not verified on this machine before landing.
+KUBE_VERSION := $(shell awk '$$1 == "require" && $$2 == "k8s.io/kubernetes" {print $$3}' tools/kube/go.mod)
+NODEGC_CACHE ?= /var/cache/nodegc
+NODEGC_KUBE_DIR ?= $(NODEGC_CACHE)/kube-$(KUBE_VERSION)
+export NODEGC_KUBE_DIR
+
+kube:
+	@GO='$(GO)' ./scripts/build-kube.sh
 
 test: deps
 	$(GO) vet $(PKGS)
