@@ -7,6 +7,10 @@
 # and the RSS. Targets (issue 5): under 2% of one core, RSS under 80 MB.
 #
 # Usage: scripts/measure-idle.sh [scale...]   (default: small large)
+# A scale "node-events" or "node-polling" measures instead the dashboard
+# against a separate `nodegc simnode --preset large` process (issue 10):
+# 120x36, with the runtime's event stream or with --events=false; run it
+# with SETTLE=90 (and DURATION=1800 for the 30-minute RSS check).
 # Environment: DURATION (default 60), SETTLE (default 3), BIN (a built
 # nodegc; default: build one), EXTRA (more flags for nodegc).
 set -euo pipefail
@@ -28,8 +32,10 @@ command -v tmux >/dev/null 2>&1 || die "tmux is missing (apt-get install tmux, o
 work=$(mktemp -d /tmp/nodegc-idle.XXXXXX)
 sock="nodegc-idle-$$"
 tm() { tmux -L "$sock" "$@"; }
+simpid=
 cleanup() {
 	tm kill-server >/dev/null 2>&1 || true
+	[ -z "$simpid" ] || kill "$simpid" 2>/dev/null || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -63,9 +69,23 @@ running() {
 printf '%-6s %8s %10s %8s %9s %9s\n' SCALE WINDOW CPU_S CPU_% RSS_MB PEAK_MB
 for scale in "${scales[@]}"; do
 	session=idle-$scale
-	# exec, so the pane's process is nodegc itself.
-	tm new-session -d -x 100 -y 30 -s "$session" \
-		"exec '$bin' --demo --demo-scale $scale ${EXTRA:-}"
+	simpid=
+	case $scale in
+	node-events | node-polling)
+		events=true
+		[ "$scale" = node-polling ] && events=false
+		"$bin" simnode --listen "unix://$work/sim.sock" --preset large 2>"$work/sim.log" &
+		simpid=$!
+		for _ in $(seq 100); do [ -S "$work/sim.sock" ] && break; sleep 0.1; done
+		tm new-session -d -x 120 -y 36 -s "$session" \
+			"exec '$bin' --events=$events --runtime-endpoint unix://$work/sim.sock --state-dir $work/state-$scale ${EXTRA:-}"
+		;;
+	*)
+		# exec, so the pane's process is nodegc itself.
+		tm new-session -d -x 100 -y 30 -s "$session" \
+			"exec '$bin' --demo --demo-scale $scale ${EXTRA:-}"
+		;;
+	esac
 	pid=$(tm display-message -p -t "$session" '#{pane_pid}')
 	deadline=$((SECONDS + 120))
 	until tm capture-pane -p -t "$session" | grep -q 'NODEGC'; do
@@ -100,4 +120,8 @@ for scale in "${scales[@]}"; do
 		}
 		sleep 0.2
 	done
+	if [ -n "$simpid" ]; then
+		kill "$simpid" 2>/dev/null || true
+		wait "$simpid" 2>/dev/null || true
+	fi
 done
