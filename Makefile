@@ -10,10 +10,14 @@ LDFLAGS := -X main.version=$(VERSION)
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nodegc
 
-# deps installs what the real-runtime suite needs (containerd, runc) when it is
-# missing; without root it says so and the suite skips (fails in CI).
+# deps installs what the real-runtime suite needs (containerd 1.6 and runc
+# from Debian) when it is missing, and builds containerd 2 from source once
+# (cached by version under $${NODEGC_CACHE:-/var/cache/nodegc}; the suite runs
+# on both). Without root it says so and the suite skips (fails in CI).
 deps:
 	@./scripts/install-deps.sh
+	@if [ "$$(id -u)" = 0 ]; then GO=$(GO) ./scripts/build-containerd2.sh >/dev/null; \
+	else echo "deps: not root, containerd 2 not built; the real-runtime tests will skip" >&2; fi
 
 # kube builds the real kubelet and kube-apiserver that test/kubelet runs
 # beside nodegc (version from tools/kube/go.mod) into a versioned cache dir;
@@ -47,10 +51,12 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# sandbox starts a real private containerd (Debian's package) on a 256 MiB
-# tmpfs with a seeded workload and prints the --runtime-endpoint to use.
+# sandbox starts a real private containerd on a 256 MiB tmpfs with a seeded
+# workload and prints the --runtime-endpoint to use: Debian's containerd 1.6,
+# or containerd 2 built from source with RUNTIME=containerd2.
+RUNTIME ?= containerd1
 sandbox:
-	./scripts/sandbox.sh up
+	./scripts/sandbox.sh up --runtime $(RUNTIME)
 
 sandbox-down:
 	./scripts/sandbox.sh down

@@ -2,7 +2,9 @@
 // tests and for `make sandbox`.
 //
 // The node is everything a kubelet-managed containerd is, minus the cluster:
-// Debian's containerd and runc (installed with apt when missing), a config,
+// Debian's containerd 1.6 and runc (installed with apt when missing), or
+// containerd 2 built from source (Options.Runtime, the table Runtimes), a
+// config,
 // root, state dir and socket of its own under a temp dir, its root on a
 // size-limited tmpfs so the image filesystem can really be filled past the GC
 // thresholds, images built locally as OCI archives (no registry) and imported

@@ -116,7 +116,7 @@ func (n *Node) Import(archive string) error {
 	if err != nil {
 		return fmt.Errorf("import %s: %w", archive, err)
 	}
-	ctr, err := lookTool("ctr")
+	ctr, err := n.o.Runtime.look("ctr")
 	if err != nil {
 		return fmt.Errorf("import %s: %w", archive, err)
 	}
@@ -124,7 +124,7 @@ func (n *Node) Import(archive string) error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ctr, "--address", n.sock, "--namespace", "k8s.io",
 		"images", "import", "--snapshotter", n.snapshotter, archive)
-	cmd.Env = append(os.Environ(), "PATH="+toolPath())
+	cmd.Env = append(os.Environ(), "PATH="+n.o.Runtime.path())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("ctr images import %s: %w: %s", archive, err, lastLines(string(out), 5))
 	}

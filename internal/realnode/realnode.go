@@ -61,6 +61,9 @@ type Options struct {
 	// build it from the module source with `go build` (CGO_ENABLED=0), which
 	// needs the go tool and a working directory inside the module.
 	TestBinary string
+	// Runtime is the containerd to run. The zero value is Containerd16,
+	// Debian's package.
+	Runtime Runtime
 	// Logf receives what the harness does (stale cleanup, installs). Nil
 	// discards it; Start uses t.Logf.
 	Logf func(format string, args ...any)
@@ -141,7 +144,10 @@ func Launch(ctx context.Context, o Options) (*Node, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	if err := ensureTools(ctx, o.Logf); err != nil {
+	if o.Runtime.Name == "" {
+		o.Runtime = Containerd16
+	}
+	if err := ensureTools(ctx, o.Runtime, o.Logf); err != nil {
 		return nil, err
 	}
 	cleanStale(o.Logf)
@@ -257,7 +263,11 @@ func makeDir(want string) (string, error) {
 // configTOML renders containerd's config: everything under the harness dir,
 // the CRI plugin with the local sandbox image, cgroupfs driver, and
 // restrict_oom_score_adj so sandboxes do not ask for a score the host refuses.
+// containerd 1.x reads a version 2 config, 2.x a version 3 one.
 func (n *Node) configTOML() string {
+	if n.o.Runtime.Major() >= 2 {
+		return n.configTOMLv3()
+	}
 	q := func(s string) string { return fmt.Sprintf("%q", s) }
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Written by nodegc's realnode harness.
@@ -313,6 +323,74 @@ disabled_plugins = [
 	return b.String()
 }
 
+// configTOMLv3 is configTOML for containerd 2: the version 3 layout, where
+// the CRI plugin is split in three. io.containerd.cri.v1.images holds the
+// snapshotter and the sandbox image, now the pinned image "sandbox";
+// io.containerd.cri.v1.runtime holds restrict_oom_score_adj, CNI and runc;
+// io.containerd.grpc.v1.cri keeps only the streaming server. NRI is
+// disabled: it would listen on a socket shared by the whole host.
+func (n *Node) configTOMLv3() string {
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	return fmt.Sprintf(`# Written by nodegc's realnode harness (containerd 2).
+version = 3
+# Nothing from the host's /etc/containerd/conf.d, the default imports.
+imports = []
+root = %s
+state = %s
+oom_score = 0
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.blockfile",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.erofs",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing",
+  "io.containerd.nri.v1.nri",
+]
+
+[grpc]
+  address = %s
+
+[ttrpc]
+  address = ""
+
+[debug]
+  address = ""
+  level = "info"
+
+[metrics]
+  address = ""
+
+[plugins]
+  [plugins.'io.containerd.internal.v1.opt']
+    path = %s
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = %s
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = %s
+  [plugins.'io.containerd.cri.v1.runtime']
+    enable_selinux = false
+    restrict_oom_score_adj = true
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = [%s]
+      conf_dir = %s
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = "runc"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          SystemdCgroup = false
+          Root = %s
+  [plugins.'io.containerd.grpc.v1.cri']
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+`, q(n.root), q(n.state), q(n.sock), q(filepath.Join(n.dir, "opt")),
+		q(n.snapshotter), q(cmp.Or(n.sandboxConfig, SandboxImageRef)),
+		q(filepath.Join(n.dir, "cni", "bin")), q(filepath.Join(n.dir, "cni", "net.d")),
+		q(filepath.Join(n.state, "runc")))
+}
+
 // startLocked starts containerd in its own process group and waits until the
 // CRI socket answers Version. n.mu is held.
 func (n *Node) startLocked(ctx context.Context) error {
@@ -322,7 +400,7 @@ func (n *Node) startLocked(ctx context.Context) error {
 	if n.cmd != nil {
 		return errors.New("containerd is already running")
 	}
-	bin, err := lookTool("containerd")
+	bin, err := n.o.Runtime.look("containerd")
 	if err != nil {
 		return fmt.Errorf("find containerd: %w", err)
 	}
@@ -339,7 +417,7 @@ func (n *Node) startLocked(ctx context.Context) error {
 	cmd := exec.Command(bin, "--config", n.config)
 	cmd.Dir = n.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "PATH="+toolPath())
+	cmd.Env = append(os.Environ(), "PATH="+n.o.Runtime.path())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start containerd: %w", err)
@@ -511,6 +589,9 @@ func (n *Node) PodLogsDir() string { return n.podLogs }
 
 // LogFile is containerd's log (stdout and stderr, all starts appended).
 func (n *Node) LogFile() string { return n.logFile }
+
+// Runtime is the containerd release the node runs.
+func (n *Node) Runtime() Runtime { return n.o.Runtime }
 
 // Snapshotter is the snapshotter containerd runs with: overlayfs or native.
 func (n *Node) Snapshotter() string { return n.snapshotter }

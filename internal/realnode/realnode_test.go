@@ -17,13 +17,38 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// forEachRuntime runs body once per runtime of Runtimes, in a subtest named
+// after it.
+func forEachRuntime(t *testing.T, body func(t *testing.T, rt Runtime)) {
+	t.Helper()
+	for _, rt := range Runtimes() {
+		t.Run(rt.Name, func(t *testing.T) { body(t, rt) })
+	}
+}
+
 // TestNode drives one real containerd through what the integration tests
 // need: imports, pods, running and dead containers, the image filesystem and
 // a crash with restart. The subtests share the node and run in order.
-func TestNode(t *testing.T) {
-	n := Start(t, Options{})
+func TestNode(t *testing.T) { forEachRuntime(t, testNode) }
+
+func testNode(t *testing.T, rt Runtime) {
+	n := Start(t, Options{Runtime: rt})
 	m := n.Must(t)
 	ctx := context.Background()
+
+	t.Run("the node runs the runtime it was asked for", func(t *testing.T) {
+		v, err := n.RuntimeClient().Version(ctx, &runtimeapi.VersionRequest{})
+		if err != nil {
+			t.Fatalf("version: %v", err)
+		}
+		got := strings.TrimPrefix(v.GetRuntimeVersion(), "v")
+		if v.GetRuntimeName() != "containerd" || !strings.HasPrefix(got, rt.Version+".") {
+			t.Errorf("CRI reports %s %s, want containerd %s.x", v.GetRuntimeName(), v.GetRuntimeVersion(), rt.Version)
+		}
+		if n.Runtime() != rt {
+			t.Errorf("Runtime() = %+v, want %+v", n.Runtime(), rt)
+		}
+	})
 
 	const size = 16 << 20
 	before := m.ImageFsUsage()
@@ -61,8 +86,17 @@ func TestNode(t *testing.T) {
 		if err != nil {
 			t.Fatalf("status: %v", err)
 		}
-		if cfg := resp.GetInfo()["config"]; !strings.Contains(cfg, `"sandboxImage":"`+SandboxImageRef+`"`) {
+		// containerd 1.6 names it in its verbose config; containerd 2 does
+		// not, and pins it instead (pinned_images.sandbox).
+		if cfg := resp.GetInfo()["config"]; rt.Major() == 1 && !strings.Contains(cfg, `"sandboxImage":"`+SandboxImageRef+`"`) {
 			t.Errorf("CRI config does not name %s as sandbox image: %.300s", SandboxImageRef, cfg)
+		}
+		st, err := n.ImageClient().ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: SandboxImageRef}})
+		if err != nil {
+			t.Fatalf("image status: %v", err)
+		}
+		if got := st.GetImage().GetPinned(); got != rt.PinsSandboxImage() {
+			t.Errorf("sandbox image pinned = %v, want %v", got, rt.PinsSandboxImage())
 		}
 		if n.SandboxImage().Ref != SandboxImageRef || n.SandboxImage().ID == "" {
 			t.Errorf("SandboxImage() = %+v", n.SandboxImage())
@@ -271,8 +305,10 @@ func checkGone(t *testing.T, dir, podCgroup string) {
 	}
 }
 
-func TestCloseLeavesNothingBehind(t *testing.T) {
-	n := Start(t, Options{ImageFsSize: 64 << 20})
+func TestCloseLeavesNothingBehind(t *testing.T) { forEachRuntime(t, testCloseLeavesNothingBehind) }
+
+func testCloseLeavesNothingBehind(t *testing.T, rt Runtime) {
+	n := Start(t, Options{ImageFsSize: 64 << 20, Runtime: rt})
 	m := n.Must(t)
 	uid := "6f1c2b1e-0000-4000-8000-000000000002"
 	sb := m.RunPod("teardown", "default", uid, QOSGuaranteed)
@@ -304,10 +340,16 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 const crashEnv = "REALNODE_TEST_CRASH"
 
 func TestCrashHelper(t *testing.T) {
-	if os.Getenv(crashEnv) != "1" {
+	name := os.Getenv(crashEnv)
+	if name == "" {
 		t.Skip("helper process for TestCrashedOwnerIsCleanedUp")
 	}
-	n, err := Launch(context.Background(), Options{ImageFsSize: 32 << 20})
+	rt, err := RuntimeNamed(name)
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(2)
+	}
+	n, err := Launch(context.Background(), Options{ImageFsSize: 32 << 20, Runtime: rt})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(2)
@@ -324,12 +366,14 @@ func TestCrashHelper(t *testing.T) {
 	os.Exit(3)
 }
 
-func TestCrashedOwnerIsCleanedUp(t *testing.T) {
-	if os.Geteuid() != 0 {
-		Start(t, Options{}) // skips or fails with the reason
+func TestCrashedOwnerIsCleanedUp(t *testing.T) { forEachRuntime(t, testCrashedOwnerIsCleanedUp) }
+
+func testCrashedOwnerIsCleanedUp(t *testing.T, rt Runtime) {
+	if err := ensureTools(context.Background(), rt, t.Logf); err != nil {
+		Start(t, Options{Runtime: rt}) // skips or fails with the reason
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+rt.Name)
 	out, err := cmd.Output()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
@@ -346,7 +390,7 @@ func TestCrashedOwnerIsCleanedUp(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = Cleanup(dir) })
 
-	Start(t, Options{ImageFsSize: 32 << 20})
+	Start(t, Options{ImageFsSize: 32 << 20, Runtime: rt})
 	checkGone(t, dir, "/kubepods/burstable/pod6f1c2b1e-0000-4000-8000-000000000003")
 }
 

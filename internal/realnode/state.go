@@ -57,14 +57,14 @@ func (n *Node) State() (State, error) {
 // names every image it learns of by its ID (sha256:<config digest>) too, so
 // removing only the ref leaves the image listed without tags.
 func (n *Node) Ctr(args ...string) ([]byte, error) {
-	ctr, err := lookTool("ctr")
+	ctr, err := n.o.Runtime.look("ctr")
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*opTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ctr, append([]string{"--address", n.sock, "--namespace", "k8s.io"}, args...)...)
-	cmd.Env = append(os.Environ(), "PATH="+toolPath())
+	cmd.Env = append(os.Environ(), "PATH="+n.o.Runtime.path())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return out, fmt.Errorf("ctr %v: %w: %s", args, err, lastLines(string(out), 5))

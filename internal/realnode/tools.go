@@ -15,10 +15,6 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// tools are the programs a node runs: containerd and its shim and ctr come
-// from Debian's containerd package, runc from its own.
-var tools = []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc"}
-
 // installLock serialises installs between test binaries that go test runs
 // in parallel, which would otherwise fight over apt's lock.
 const installLock = "/tmp/nodegc-realnode.lock"
@@ -36,7 +32,8 @@ func lookTool(name string) (string, error) {
 	return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
 }
 
-func missingTools() []string {
+// missingTools returns the tools lookTool cannot find.
+func missingTools(tools []string) []string {
 	var missing []string
 	for _, t := range tools {
 		if _, err := lookTool(t); err != nil {
@@ -46,15 +43,31 @@ func missingTools() []string {
 	return missing
 }
 
-// ensureTools checks for root and installs containerd and runc with apt-get
-// when they are missing. Every reason this machine cannot run a node wraps
+// ensureTools checks for root, installs what the runtime needs from Debian
+// with apt-get when it is missing (containerd and runc for Debian's
+// containerd, runc for a runtime with binaries of its own) and checks the
+// runtime's own binaries. Every reason this machine cannot run a node wraps
 // ErrUnavailable.
-func ensureTools(ctx context.Context, logf func(string, ...any)) error {
+func ensureTools(ctx context.Context, rt Runtime, logf func(string, ...any)) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w: needs root (running as uid %d)", ErrUnavailable, os.Geteuid())
 	}
-	if len(missingTools()) == 0 {
+	if err := installTools(ctx, rt, logf); err != nil {
+		return err
+	}
+	return rt.check()
+}
+
+// installTools installs the runtime's system tools with apt-get when they
+// are missing.
+func installTools(ctx context.Context, rt Runtime, logf func(string, ...any)) error {
+	tools := rt.systemTools()
+	if len(missingTools(tools)) == 0 {
 		return nil
+	}
+	pkgs := []string{"runc"}
+	if rt.BinDir == "" {
+		pkgs = []string{"containerd", "runc"}
 	}
 	installMu.Lock()
 	defer installMu.Unlock()
@@ -66,7 +79,7 @@ func ensureTools(ctx context.Context, logf func(string, ...any)) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("take install lock: %w", err)
 	}
-	missing := missingTools()
+	missing := missingTools(tools)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -74,16 +87,17 @@ func ensureTools(ctx context.Context, logf func(string, ...any)) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s not installed and no apt-get to install them", ErrUnavailable, strings.Join(missing, ", "))
 	}
-	logf("realnode: %s missing; installing containerd and runc with apt-get", strings.Join(missing, ", "))
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "containerd", "runc"}} {
+	logf("realnode: %s missing; installing %s with apt-get", strings.Join(missing, ", "), strings.Join(pkgs, " "))
+	install := append([]string{"install", "-y", "--no-install-recommends"}, pkgs...)
+	for _, args := range [][]string{{"update"}, install} {
 		cmd := exec.CommandContext(ctx, apt, args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "PATH="+toolPath())
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%w: apt-get %s: %v: %s", ErrUnavailable, args[0], err, lastLines(string(out), 5))
 		}
 	}
-	if missing := missingTools(); len(missing) > 0 {
-		return fmt.Errorf("%w: %s still missing after apt-get install containerd runc", ErrUnavailable, strings.Join(missing, ", "))
+	if missing := missingTools(tools); len(missing) > 0 {
+		return fmt.Errorf("%w: %s still missing after apt-get install %s", ErrUnavailable, strings.Join(missing, ", "), strings.Join(pkgs, " "))
 	}
 	return nil
 }

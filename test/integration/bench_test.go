@@ -54,8 +54,10 @@ func reportRate(b *testing.B) {
 // images on a real containerd: through the engine and CRI adapter in
 // process, and through the nodegc binary (process start, connect, snapshot,
 // plan, apply, report). Only the pass is timed; importing the images is not.
-func BenchmarkRealGC50Images(b *testing.B) {
-	n := startNode(b, 512*MiB)
+func BenchmarkRealGC50Images(b *testing.B) { forEachRuntimeB(b, benchmarkRealGC50Images) }
+
+func benchmarkRealGC50Images(b *testing.B, rt realnode.Runtime) {
+	n := startNode(b, rt, 512*MiB)
 	c := dial(b, n)
 	policy := imagePolicy(1, 0, engine.DefaultImageMinimumGCAge) // a space pass that frees everything eligible
 
@@ -100,8 +102,10 @@ func BenchmarkRealGC50Images(b *testing.B) {
 // image (both names, or containerd keeps the image under CRI's ID name;
 // --sync waits until the content and snapshot are deleted, as CRI
 // RemoveImage does).
-func BenchmarkCtrRm50Images(b *testing.B) {
-	n := startNode(b, 512*MiB)
+func BenchmarkCtrRm50Images(b *testing.B) { forEachRuntimeB(b, benchmarkCtrRm50Images) }
+
+func benchmarkCtrRm50Images(b *testing.B, rt realnode.Runtime) {
+	n := startNode(b, rt, 512*MiB)
 	c := dial(b, n)
 	b.StopTimer()
 	for range b.N {

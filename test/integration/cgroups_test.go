@@ -12,8 +12,10 @@ import (
 // TestCgroups reads the real kubepods tree that containerd made for the
 // node's pods (cgroupfs driver, CgroupParent /kubepods/<qos>/pod<uid>) and
 // names it from an engine snapshot.
-func TestCgroups(t *testing.T) {
-	n := startNode(t, 64*MiB)
+func TestCgroups(t *testing.T) { forEachRuntime(t, testCgroups) }
+
+func testCgroups(t *testing.T, rt realnode.Runtime) {
+	n := startNode(t, rt, 64*MiB)
 	m := n.Must(t)
 	c := dial(t, n)
 	uid := podUID("cgroups-web")

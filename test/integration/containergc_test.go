@@ -12,8 +12,10 @@ import (
 // TestContainerGC runs container and sandbox GC on real dead containers and
 // stopped sandboxes: the per-container limit and sandbox GC through the
 // engine, the node limit through the binary.
-func TestContainerGC(t *testing.T) {
-	n := startNode(t, 64*MiB)
+func TestContainerGC(t *testing.T) { forEachRuntime(t, testContainerGC) }
+
+func testContainerGC(t *testing.T, rt realnode.Runtime) {
+	n := startNode(t, rt, 64*MiB)
 	m := n.Must(t)
 	c := dial(t, n)
 	img := realnode.SandboxImageRef

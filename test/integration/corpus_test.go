@@ -25,7 +25,11 @@ const corpusEnv = "NODEGC_WRITE_CORPUS"
 // each container, as a ListContainers response of its own, to the
 // FuzzDecodeContainers seed corpus.
 func TestFuzzCorpusFromRealContainerd(t *testing.T) {
-	n := startNode(t, 64*MiB)
+	forEachRuntime(t, testFuzzCorpusFromRealContainerd)
+}
+
+func testFuzzCorpusFromRealContainerd(t *testing.T, rt realnode.Runtime) {
+	n := startNode(t, rt, 64*MiB)
 	m := n.Must(t)
 	c := dial(t, n)
 	sb := m.RunPod("corpus", "default", podUID("corpus"), "")
@@ -54,7 +58,7 @@ func TestFuzzCorpusFromRealContainerd(t *testing.T) {
 		t.Errorf("generated client %v\nnodegc decoder   %v", want, have)
 	}
 	if os.Getenv(corpusEnv) == "1" {
-		writeCorpus(t, "containerd-"+n.Snapshotter(), resp)
+		writeCorpus(t, rt.Name+"-"+n.Snapshotter(), resp)
 	}
 }
 

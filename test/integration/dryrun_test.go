@@ -14,8 +14,10 @@ import (
 // TestDryRun proves that planning and dry-runs leave a real runtime exactly
 // as it was, on a node where a real pass would remove images, dead
 // containers and a sandbox.
-func TestDryRun(t *testing.T) {
-	n := startNode(t, 64*MiB)
+func TestDryRun(t *testing.T) { forEachRuntime(t, testDryRun) }
+
+func testDryRun(t *testing.T, rt realnode.Runtime) {
+	n := startNode(t, rt, 64*MiB)
 	m := n.Must(t)
 	c := dial(t, n)
 	state := t.TempDir()

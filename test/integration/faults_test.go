@@ -32,8 +32,10 @@ func (k *killer) RemoveImage(ctx context.Context, id string) error {
 // TestRacesAndFaults changes the runtime between plan and apply, kills
 // containerd in the middle of a pass, and runs the binary against a
 // runtime that is down.
-func TestRacesAndFaults(t *testing.T) {
-	n := startNode(t, 128*MiB)
+func TestRacesAndFaults(t *testing.T) { forEachRuntime(t, testRacesAndFaults) }
+
+func testRacesAndFaults(t *testing.T, rt realnode.Runtime) {
+	n := startNode(t, rt, 128*MiB)
 	m := n.Must(t)
 	c := dial(t, n)
 	ctx := context.Background()

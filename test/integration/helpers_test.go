@@ -55,11 +55,39 @@ var (
 	nodegcErr  error
 )
 
-// startNode starts a real containerd whose image filesystem is a tmpfs of
-// size bytes, sharing one build of the image test binary across the tests.
-// It skips the test without root or containerd (fails under
-// NODEGC_REQUIRE_CONTAINERD=1).
-func startNode(tb testing.TB, size int64) *realnode.Node {
+// forEachRuntime runs body once per runtime of the real suite
+// (realnode.Runtimes: Debian's containerd 1.6 and containerd 2.x built from
+// source), each in a subtest named after the runtime, so
+// `go test -run 'TestImageGC/containerd-2.2'` picks one. A runtime this
+// machine cannot run skips its subtest, or fails it under
+// NODEGC_REQUIRE_CONTAINERD=1 (CI). Every real test goes through it:
+//
+//	func TestX(t *testing.T) { forEachRuntime(t, testX) }
+//
+//	func testX(t *testing.T, rt realnode.Runtime) {
+//		n := startNode(t, rt, 64*MiB)
+//		...
+//	}
+func forEachRuntime(t *testing.T, body func(t *testing.T, rt realnode.Runtime)) {
+	t.Helper()
+	for _, rt := range realnode.Runtimes() {
+		t.Run(rt.Name, func(t *testing.T) { body(t, rt) })
+	}
+}
+
+// forEachRuntimeB is forEachRuntime for benchmarks.
+func forEachRuntimeB(b *testing.B, body func(b *testing.B, rt realnode.Runtime)) {
+	b.Helper()
+	for _, rt := range realnode.Runtimes() {
+		b.Run(rt.Name, func(b *testing.B) { body(b, rt) })
+	}
+}
+
+// startNode starts a real containerd of runtime rt whose image filesystem
+// is a tmpfs of size bytes, sharing one build of the image test binary
+// across the tests. It skips the test without root or the runtime (fails
+// under NODEGC_REQUIRE_CONTAINERD=1).
+func startNode(tb testing.TB, rt realnode.Runtime, size int64) *realnode.Node {
 	tb.Helper()
 	testBinOnce.Do(func() {
 		testBin, testBinErr = realnode.BuildTestBinary(filepath.Join(buildDir, "nodegc-testbin"))
@@ -67,7 +95,7 @@ func startNode(tb testing.TB, size int64) *realnode.Node {
 	if testBinErr != nil {
 		tb.Fatal(testBinErr)
 	}
-	return realnode.Start(tb, realnode.Options{ImageFsSize: size, TestBinary: testBin})
+	return realnode.Start(tb, realnode.Options{ImageFsSize: size, TestBinary: testBin, Runtime: rt})
 }
 
 // nodegc returns the path of the nodegc binary, built once from the module.

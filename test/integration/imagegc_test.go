@@ -16,8 +16,10 @@ import (
 // images are first detected at different times (engine clocks over one
 // state dir), and two were used by containers since removed, so the LRU
 // order is known in advance.
-func TestImageGC(t *testing.T) {
-	n := startNode(t, 128*MiB)
+func TestImageGC(t *testing.T) { forEachRuntime(t, testImageGC) }
+
+func testImageGC(t *testing.T, rt realnode.Runtime) {
+	n := startNode(t, rt, 128*MiB)
 	m := n.Must(t)
 	c := dial(t, n)
 	ctx := context.Background()

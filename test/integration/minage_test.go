@@ -8,13 +8,17 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
+
+	"github.com/nodegc/nodegc/internal/realnode"
 )
 
 // TestMinAge proves that MinAge protects every image on a first run with an
 // empty state dir, and that a restarted nodegc (a new binary run, a new
 // engine) keeps the first-detected times in the same state dir.
-func TestMinAge(t *testing.T) {
-	n := startNode(t, 64*MiB)
+func TestMinAge(t *testing.T) { forEachRuntime(t, testMinAge) }
+
+func testMinAge(t *testing.T, rt realnode.Runtime) {
+	n := startNode(t, rt, 64*MiB)
 	m := n.Must(t)
 	c := dial(t, n)
 	imgs := ids(m.ImportImages(3, 0, "young"))

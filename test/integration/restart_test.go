@@ -6,13 +6,17 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
+
+	"github.com/nodegc/nodegc/internal/realnode"
 )
 
 // TestPassRightAfterRestart: a pass started as soon as containerd is back
 // must succeed, even when the CRI adapter's connection was left in gRPC's
 // reconnect backoff by the calls made while containerd was down.
-func TestPassRightAfterRestart(t *testing.T) {
-	n := startNode(t, 64*MiB)
+func TestPassRightAfterRestart(t *testing.T) { forEachRuntime(t, testPassRightAfterRestart) }
+
+func testPassRightAfterRestart(t *testing.T, rt realnode.Runtime) {
+	n := startNode(t, rt, 64*MiB)
 	m := n.Must(t)
 	c := dial(t, n)
 	ctx := context.Background()

@@ -18,7 +18,11 @@ import (
 // running it. `nodegc gc --reclaim-all --yes` removes the other unused
 // images and keeps the sandbox image.
 func TestSandboxImageConfiguredByDigest(t *testing.T) {
-	n := startNode(t, 64*MiB)
+	forEachRuntime(t, testSandboxImageConfiguredByDigest)
+}
+
+func testSandboxImageConfiguredByDigest(t *testing.T, rt realnode.Runtime) {
+	n := startNode(t, rt, 64*MiB)
 	m := n.Must(t)
 	c := dial(t, n)
 	ctx := context.Background()

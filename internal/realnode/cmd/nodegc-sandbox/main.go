@@ -10,6 +10,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,7 @@ import (
 
 // state is what up writes to <dir>/sandbox.json for status and for people.
 type state struct {
+	Runtime       string              `json:"runtime"`
 	Endpoint      string              `json:"endpoint"`
 	ImageFs       string              `json:"imageFsMountpoint"`
 	PodLogsDir    string              `json:"podLogsDir"`
@@ -40,6 +42,7 @@ const stateFile = "sandbox.json"
 
 // options are the command's flags.
 type options struct {
+	runtime     realnode.Runtime
 	dir         string
 	imageFsSize int64
 	imageSize   int64
@@ -58,6 +61,8 @@ func run(args []string, out, errOut io.Writer) error {
 	fs.SetOutput(errOut)
 	var o options
 	var sizeMiB, imageMiB int64
+	var runtimeName string
+	fs.StringVar(&runtimeName, "runtime", realnode.Containerd16.Name, "containerd to run: containerd-1.6 (Debian's, alias containerd1) or containerd-2.2 (built by scripts/build-containerd2.sh, alias containerd2)")
 	fs.StringVar(&o.dir, "dir", "/tmp/nodegc-sandbox", "directory holding the sandbox (config, socket, state, tmpfs)")
 	fs.Int64Var(&sizeMiB, "image-fs-mib", 256, "size of the tmpfs image filesystem in MiB")
 	fs.Int64Var(&imageMiB, "image-mib", 8, "size of each seeded image in MiB (it takes about twice that unpacked)")
@@ -75,6 +80,11 @@ func run(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	o.imageFsSize, o.imageSize = sizeMiB<<20, imageMiB<<20
+	rt, err := realnode.RuntimeNamed(runtimeName)
+	if err != nil {
+		return fmt.Errorf("-runtime: %w", err)
+	}
+	o.runtime = rt
 	switch cmd {
 	case "up":
 		return up(o, out, errOut)
@@ -118,7 +128,7 @@ func up(o options, out, errOut io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	logf := func(format string, args ...any) { fmt.Fprintf(errOut, format+"\n", args...) }
-	n, err := realnode.Launch(ctx, realnode.Options{Dir: o.dir, ImageFsSize: o.imageFsSize, Logf: logf})
+	n, err := realnode.Launch(ctx, realnode.Options{Dir: o.dir, ImageFsSize: o.imageFsSize, Logf: logf, Runtime: o.runtime})
 	if err != nil {
 		return err
 	}
@@ -138,8 +148,8 @@ func up(o options, out, errOut io.Writer) error {
 		return fmt.Errorf("write state: %w", err)
 	}
 	u, _ := n.ImageFsUsage()
-	fmt.Fprintf(out, "nodegc sandbox is up: a real containerd (pid %d) on a %d MiB tmpfs, %d%% used by %d images.\n",
-		s.ContainerdPID, u.Capacity>>20, usagePercent(u), len(s.Images)+1)
+	fmt.Fprintf(out, "nodegc sandbox is up: a real %s (pid %d) on a %d MiB tmpfs, %d%% used by %d images.\n",
+		s.Runtime, s.ContainerdPID, u.Capacity>>20, usagePercent(u), len(s.Images)+1)
 	for _, w := range s.Workload {
 		fmt.Fprintln(out, "  "+w)
 	}
@@ -168,6 +178,7 @@ func usagePercent(u realnode.FsUsage) int {
 // and a stopped pod with a dead container.
 func seed(n *realnode.Node, o options) (state, error) {
 	s := state{
+		Runtime:       n.Runtime().Name,
 		Endpoint:      n.Endpoint(),
 		ImageFs:       n.ImageFsMount(),
 		PodLogsDir:    n.PodLogsDir(),
@@ -264,7 +275,7 @@ func status(o options, out io.Writer) error {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(s.ImageFs, &st); err == nil {
 		u := realnode.FsUsage{Capacity: int64(st.Blocks) * st.Bsize, Available: int64(st.Bavail) * st.Bsize}
-		fmt.Fprintf(out, "nodegc sandbox is up (containerd pid %d), image fs %d%% used.\n", s.ContainerdPID, usagePercent(u))
+		fmt.Fprintf(out, "nodegc sandbox is up (%s, pid %d), image fs %d%% used.\n", cmp.Or(s.Runtime, realnode.Containerd16.Name), s.ContainerdPID, usagePercent(u))
 	}
 	printEndpoint(out, s)
 	return nil

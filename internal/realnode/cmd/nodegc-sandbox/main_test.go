@@ -12,6 +12,12 @@ import (
 )
 
 func TestUpStatusDown(t *testing.T) {
+	for _, rt := range realnode.Runtimes() {
+		t.Run(rt.Name, func(t *testing.T) { testUpStatusDown(t, rt) })
+	}
+}
+
+func testUpStatusDown(t *testing.T, rt realnode.Runtime) {
 	if os.Geteuid() != 0 {
 		if os.Getenv(realnode.RequireEnv) == "1" {
 			t.Fatal("the sandbox needs root")
@@ -20,21 +26,27 @@ func TestUpStatusDown(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "sandbox")
 	t.Cleanup(func() { _ = realnode.Cleanup(dir) })
-	flags := []string{"--dir", dir, "--image-fs-mib", "96", "--image-mib", "3"}
+	flags := []string{"--dir", dir, "--image-fs-mib", "96", "--image-mib", "3", "--runtime", rt.Name}
 
 	var out bytes.Buffer
 	if err := run(append([]string{"up"}, flags...), &out, &out); err != nil {
+		if errors.Is(err, realnode.ErrUnavailable) && os.Getenv(realnode.RequireEnv) != "1" {
+			t.Skipf("up: %v", err)
+		}
 		t.Fatalf("up: %v\n%s", err, out.String())
 	}
 	endpoint := "--runtime-endpoint unix://" + dir + "/containerd.sock"
 	if !strings.Contains(out.String(), endpoint) {
 		t.Errorf("up does not print %q:\n%s", endpoint, out.String())
 	}
+	if !strings.Contains(out.String(), "a real "+rt.Name+" ") {
+		t.Errorf("up does not name the runtime %s:\n%s", rt.Name, out.String())
+	}
 	s, err := readState(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !alive(s) || len(s.Images) < 3 || len(s.Workload) != 4 {
+	if !alive(s) || len(s.Images) < 3 || len(s.Workload) != 4 || s.Runtime != rt.Name {
 		t.Errorf("state after up: %+v", s)
 	}
 
@@ -57,6 +69,14 @@ func TestUpStatusDown(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s still exists after down (%v)", dir, err)
+	}
+}
+
+func TestUnknownRuntime(t *testing.T) {
+	var out bytes.Buffer
+	err := run([]string{"up", "--runtime", "cri-o"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), `-runtime: runtime "cri-o"`) {
+		t.Errorf("up --runtime cri-o = %v, want an error naming the flag", err)
 	}
 }
 
