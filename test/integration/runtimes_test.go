@@ -22,8 +22,8 @@ import (
 //     also learns the sandbox image from the runtime's config;
 //   - 1.6's verbose Status config names the sandbox image (sandboxImage);
 //     2.2's does not name it anywhere (the images config is not in it);
-//   - either way nodegc keeps it, as pinned: "pinned by the runtime" on 2.x,
-//     "sandbox image" on 1.6, and a reclaim-all pass leaves it.
+//   - either way nodegc keeps it: on 2.x as pinned by the runtime, on 1.6
+//     as the sandbox image, unpinned; a reclaim-all plan leaves it.
 //
 // What does not differ is pinned too: ImageFsInfo names the snapshotter's
 // directory on the image filesystem, and CRI reports an image's size as
@@ -75,7 +75,7 @@ func testRuntimeDifferences(t *testing.T, rt realnode.Runtime) {
 		}
 	})
 
-	t.Run("nodegc keeps the sandbox image as pinned, by the runtime's pin on 2.x and as the sandbox image on 1.6", func(t *testing.T) {
+	t.Run("nodegc keeps the sandbox image: as pinned on 2.x, as the unpinned sandbox image on 1.6", func(t *testing.T) {
 		e := newEngine(t, n, engineOptions{Runtime: c, Policy: engine.DefaultPolicy(), StateDir: t.TempDir()})
 		s, p, err := e.PlanAt(ctx, engine.PassReclaimAll, time.Now().Add(engine.DefaultImageMinimumGCAge+time.Minute))
 		if err != nil {
@@ -86,9 +86,11 @@ func testRuntimeDifferences(t *testing.T, rt realnode.Runtime) {
 			t.Errorf("snapshot's sandbox images %v: names %s = %v, want %v (no sandbox runs; only 1.6's config names it)",
 				s.Runtime.SandboxImages, realnode.SandboxImageRef, learned, want)
 		}
-		wantDetail := "sandbox image"
+		// 2.x: pinned, and not known as the sandbox image (no sandbox runs,
+		// the config does not name it). 1.6: the sandbox image, unpinned.
+		want := engine.ImageKeep{ID: pause.ID, Reason: engine.KeepSandboxImage, Detail: engine.DetailSandboxImageUnpinned}
 		if rt.PinsSandboxImage() {
-			wantDetail = "pinned by the runtime"
+			want.Reason, want.Detail = engine.KeepPinned, engine.DetailPinned
 		}
 		var keep *engine.ImageKeep
 		for i := range p.ImageGC.Keep {
@@ -96,18 +98,18 @@ func testRuntimeDifferences(t *testing.T, rt realnode.Runtime) {
 				keep = &p.ImageGC.Keep[i]
 			}
 		}
-		if keep == nil || keep.Reason != engine.KeepPinned || keep.Detail != wantDetail {
-			t.Errorf("sandbox image kept as %+v, want reason %s detail %q", keep, engine.KeepPinned, wantDetail)
+		if keep == nil || keep.Reason != want.Reason || keep.Detail != want.Detail {
+			t.Errorf("sandbox image kept as %+v, want reason %s detail %q", keep, want.Reason, want.Detail)
 		}
 		var removed []string
 		for _, r := range p.ImageGC.Remove {
 			removed = append(removed, r.ID)
 		}
 		slices.Sort(removed)
-		want := ids(others)
-		slices.Sort(want)
-		if !slices.Equal(removed, want) {
-			t.Errorf("reclaim-all plan removes %v, want the two unused images %v", removed, want)
+		unused := ids(others)
+		slices.Sort(unused)
+		if !slices.Equal(removed, unused) {
+			t.Errorf("reclaim-all plan removes %v, want the two unused images %v", removed, unused)
 		}
 	})
 
