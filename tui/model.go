@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
@@ -446,7 +447,7 @@ func (m *Model) setStyles(st style.Styles) {
 func (m Model) chrome() int {
 	n := 3
 	if m.help.ShowAll {
-		n += len(strings.Split(m.help.View(m), "\n"))
+		n += len(strings.Split(m.fullHelpView(), "\n"))
 	} else {
 		n++
 	}
@@ -660,6 +661,45 @@ func (m Model) FullHelp() [][]key.Binding {
 	return g
 }
 
+// fullHelpView lays out every group of FullHelp: as many columns side by
+// side as the width holds, then the next row. bubbles/help drops the groups
+// that do not fit on one row, so at 80×24 the navigation, filter and sort
+// keys went missing; here no key is dropped, and when the rows do not fit
+// the height either, the last line says so.
+func (m Model) fullHelpView() string {
+	var rows, row []string
+	used := 0
+	sep := "   "
+	for _, g := range m.FullHelp() {
+		col := m.help.FullHelpView([][]key.Binding{g})
+		if col == "" {
+			continue
+		}
+		w := lipgloss.Width(col)
+		if len(row) > 0 && used+len(sep)+w > m.width {
+			rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, row...))
+			row, used = nil, 0
+		}
+		if len(row) > 0 {
+			row = append(row, sep)
+			used += len(sep)
+		}
+		row = append(row, col)
+		used += w
+	}
+	if len(row) > 0 {
+		rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, row...))
+	}
+	lines := strings.Split(strings.Join(rows, "\n"), "\n")
+	if room := max(m.height-5, 3); len(lines) > room {
+		lines = append(lines[:room-1], m.st.Faint.Render(fmt.Sprintf("… %d more lines of keys: a taller terminal shows them all (README lists every key)", len(lines)-room+1)))
+	}
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(strings.TrimRight(l, " "), m.width, "…")
+	}
+	return strings.Join(lines, "\n")
+}
+
 func (m Model) paneHelp() []key.Binding {
 	switch m.active {
 	case PaneImages:
@@ -762,7 +802,7 @@ func (m Model) Screen() string {
 	case m.eventsStatus != "":
 		status = st.Faint.Render(m.eventsStatus)
 	}
-	helpView := m.help.View(m)
+	helpView := m.fullHelpView()
 	if !m.help.ShowAll {
 		// The help and quit keys always show; the rest fit before them.
 		sb := m.ShortHelp()

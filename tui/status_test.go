@@ -79,3 +79,25 @@ func TestPreviewWidthAndPinnedTotal(t *testing.T) {
 		}
 	}
 }
+
+// Issue 12 bug 6: the full help at 80×24 drops no key.
+func TestFullHelpFitsSmallTerminals(t *testing.T) {
+	m, _ := fixtureModel(t, 80, 24)
+	m = press(m, "2", "?")
+	s := ansi.Strip(m.Screen())
+	for _, g := range m.FullHelp() {
+		for _, b := range g {
+			if !b.Enabled() {
+				continue
+			}
+			if h := b.Help(); !strings.Contains(s, h.Key+" ") && !strings.Contains(s, h.Key+"\n") {
+				t.Errorf("key %q (%s) is missing from the full help at 80x24", h.Key, h.Desc)
+			}
+		}
+	}
+	for i, l := range strings.Split(s, "\n") {
+		if w := ansi.StringWidth(l); w > 80 {
+			t.Errorf("line %d is %d wide", i+1, w)
+		}
+	}
+}
