@@ -43,6 +43,9 @@ type Options struct {
 	ContainerLogsDir string
 	// Logger receives Info per deletion and Debug per item; nil discards.
 	Logger *slog.Logger
+	// Parallel is how many removals a pass keeps in flight; 0 means
+	// DefaultParallel, 1 the kubelet's strict one at a time.
+	Parallel int
 }
 
 // MaxPlanAge is how old a plan may be when it is applied. The executor
@@ -72,6 +75,13 @@ type Engine struct {
 	// run names this engine's run, so that pass IDs are unique across
 	// runs (runID).
 	run string
+	// containerGen counts container events; a pass's view of the node
+	// is listed again when it changes.
+	containerGen atomic.Uint64
+
+	progressMu sync.Mutex
+	progress   map[int]func(Progress)
+	progressID int
 
 	mu        sync.Mutex // serialises snapshots and passes
 	records   map[string]ImageRecord
@@ -80,6 +90,42 @@ type Engine struct {
 	simulated bool // the runtime reports its own filesystem
 	// Warning is set when the records file was corrupt and moved aside.
 	warning error
+	// reconciled is set once the journal's open intents were settled.
+	reconciled bool
+}
+
+// ContainerEvent tells the engine that a container was created or started
+// (the runtime's event stream). A pass in flight lists the node again
+// before its next re-check instead of trusting its view for up to
+// ViewWindow. Safe to call from any goroutine, at any time.
+func (e *Engine) ContainerEvent() { e.containerGen.Add(1) }
+
+// OnProgress registers fn to receive a running pass's progress after each
+// item; it returns a func that unregisters it. fn runs on the pass's
+// goroutines and must not block.
+func (e *Engine) OnProgress(fn func(Progress)) (cancel func()) {
+	e.progressMu.Lock()
+	defer e.progressMu.Unlock()
+	if e.progress == nil {
+		e.progress = map[int]func(Progress){}
+	}
+	id := e.progressID
+	e.progressID++
+	e.progress[id] = fn
+	return func() {
+		e.progressMu.Lock()
+		delete(e.progress, id)
+		e.progressMu.Unlock()
+	}
+}
+
+// publishProgress calls every progress listener.
+func (e *Engine) publishProgress(p Progress) {
+	e.progressMu.Lock()
+	defer e.progressMu.Unlock()
+	for _, fn := range e.progress {
+		fn(p)
+	}
 }
 
 // runID names one run of an engine: its start time (UTC, to the second)
@@ -300,7 +346,7 @@ func DryRunReport(p Plan) PassReport {
 	return r
 }
 
-// Run plans and applies one pass.
+// Run plans and applies one pass (see Apply for the stop contract).
 func (e *Engine) Run(ctx context.Context, kind PassKind) (PassReport, error) {
 	if e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
@@ -312,12 +358,26 @@ func (e *Engine) Run(ctx context.Context, kind PassKind) (PassReport, error) {
 	if err != nil {
 		return PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: kind, StartedAt: start, FinishedAt: e.now(), Error: err.Error(), Events: []Event{}}, err
 	}
-	return e.applyLocked(ctx, p, start), nil
+	return e.applyLocked(ctx, p, start)
 }
 
 // Apply performs the plan: each item is re-checked just before it is
-// removed, a removal error is recorded and the pass goes on, and every
-// deletion is journaled. It returns ErrReadOnly without a Remover.
+// removed (against a view of the node no older than ViewWindow), up to
+// Options.Parallel removals run at once, fed in plan order and never past
+// the space pass's target, a removal error is recorded and the pass goes
+// on, and every removal is journalled ahead (an intent line on disk before
+// the runtime call, its outcome after). It returns ErrReadOnly without a
+// Remover. A journal whose filesystem has no room for the pass's lines
+// stops the pass before its first removal and fails it.
+//
+// Stop contract: cancelling ctx means "stop after the items in flight".
+// The items in flight finish (their runtime calls use a context detached
+// from ctx, bounded by CallTimeout) and are journalled, no new item
+// starts, and the report has Stopped set, the items never started as
+// OutcomeNotRun and Undone counting them. Apply returns only after every
+// started item's outcome line is written, so a caller that exits when
+// Apply returns never exits between a removal and its journal line. A
+// failed journal write stops the pass the same way and sets its Error.
 func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
 	if e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
@@ -334,5 +394,5 @@ func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.applyLocked(ctx, p, e.now()), nil
+	return e.applyLocked(ctx, p, e.now())
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -15,25 +16,61 @@ import (
 // removed.
 const StopTimeout = 10 * time.Second
 
+// DefaultParallel is how many removals a pass keeps in flight unless
+// Options.Parallel says otherwise. 1 is the kubelet's strict one at a time.
+const DefaultParallel = 4
+
+// CallTimeout bounds each runtime call of a pass. The calls do not inherit
+// the pass's cancellation (a stop lets the items in flight finish), so this
+// is what bounds a stop's wait on a runtime that hangs.
+const CallTimeout = 2 * time.Minute
+
 // executor applies one plan. It re-checks every item against the runtime
 // just before it removes it, so a plan that went stale between planning
-// and applying can only remove less, never more.
+// and applying can only remove less, never more. Removals run in a bounded
+// pool fed in plan order (see runPhase); each is journalled ahead.
 type executor struct {
-	e   *Engine
-	ctx context.Context
-	r   *PassReport
+	e *Engine
+	// stop is the pass's context: once done, no new item starts.
+	stop context.Context
+	// calls is stop without its cancellation, for the runtime calls of
+	// the items in flight.
+	calls context.Context
+	r     *PassReport
+	view  *nodeView
 	// sandboxRefs are the runtime's sandbox image references, read once
 	// per pass; infoErr is set when they could not be read, and then no
 	// image is removed (the sandbox-image guard must not fail open).
 	sandboxRefs []string
 	infoErr     error
-	// live is the container list read after the container phase, for the
-	// sandbox and log re-checks; nil until needed.
-	live []Container
-	// stop is the caller's context: once it is done, no new item starts.
-	// ctx, detached from it, carries the runtime calls of the item in
-	// flight to their end.
-	stop context.Context
+	parallel    int
+	// target is the space pass's bytesToFree when the plan's space pass
+	// runs (targeted): no space removal starts once the bytes removed
+	// plus the bytes in flight reach it.
+	targeted bool
+	target   int64
+
+	mu         sync.Mutex
+	cond       *sync.Cond
+	inflight   int
+	spaceN     int   // space removals in flight
+	spaceBytes int64 // their planned bytes
+	spaceOK    int   // space removals done
+	freed      int64 // planned bytes of the images removed so far
+	jerr       error // the first failed journal write: the pass stops
+	results    [][]ItemResult
+	prog       Progress
+	// plan is the plan's items in execution order, as plannedItems.
+	plan []ItemResult
+}
+
+// task is one planned item for the pool.
+type task struct {
+	idx   int // in plan order, for the report
+	kind  ItemKind
+	size  int64
+	space bool // subject to the space pass's target
+	run   func() []ItemResult
 }
 
 // plannedItems lists a plan's items in execution order: containers,
@@ -68,65 +105,116 @@ func planEvents(p Plan) []Event {
 	return out
 }
 
-// applyLocked performs p; e.mu is held.
-//
-// Stopping: when ctx is cancelled the pass stops after the item in flight.
-// That item finishes (its runtime calls use a context detached from ctx,
-// bounded by the runtime client's own timeouts) and is journalled; no
-// further item starts, and each is reported as OutcomeNotRun. A journal
-// write that fails stops the pass the same way, before the next removal,
-// because a removal that leaves no journal line is a removal nobody can
-// account for.
-func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassReport {
-	r := PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
-	x := &executor{e: e, ctx: context.WithoutCancel(ctx), stop: ctx, r: &r}
-	planned := plannedItems(p)
-	if err := e.journal.checkSpace(len(planned)); err != nil {
-		x.halt(err.Error(), true)
-	}
-	if before, err := e.imageFs(x.ctx); err == nil {
-		r.ImageFsBefore = &before
-	}
-	if !x.halted() {
-		if info, err := e.o.Reader.Info(x.ctx); err == nil {
-			x.sandboxRefs = info.SandboxImages
-		} else {
-			x.infoErr = fmt.Errorf("runtime info (for the sandbox images): %w", err)
-		}
-	}
-	i := 0
-	next := func(do func() ItemResult) {
-		it := planned[i]
-		i++
-		if x.halted() {
-			it.Outcome, it.Detail = OutcomeNotRun, r.Stopped
-			r.Undone++
-			x.add(it)
-			return
-		}
-		x.add(do())
-	}
+// phases groups the plan's items into the phases the pool runs one after
+// another: containers, sandboxes, logs, the images removed for age (or
+// reclaim), then the images removed for space. Within a phase items start
+// in plan order.
+func (x *executor) phases(p Plan) [][]task {
+	var out [][]task
+	idx := 0
+	next := func() int { idx++; return idx - 1 }
+	var cs, ss, ls, ia, is []task
 	for _, c := range p.ContainerGC.Remove {
-		next(func() ItemResult { return x.container(c) })
+		cs = append(cs, task{idx: next(), kind: ItemContainer, run: func() []ItemResult { return x.container(c) }})
 	}
 	for _, s := range p.SandboxGC.Remove {
-		next(func() ItemResult { return x.sandbox(s) })
+		ss = append(ss, task{idx: next(), kind: ItemSandbox, run: func() []ItemResult { return []ItemResult{x.sandbox(s)} }})
 	}
 	for _, l := range p.LogGC.Remove {
-		next(func() ItemResult { return x.logPath(l) })
+		ls = append(ls, task{idx: next(), kind: ItemLog, run: func() []ItemResult { return []ItemResult{x.logPath(l)} }})
+	}
+	for _, i := range p.ImageGC.Remove {
+		t := task{idx: next(), kind: ItemImage, size: max(i.SizeBytes, 0), run: func() []ItemResult { return []ItemResult{x.image(i)} }}
+		if i.Reason == RemoveForSpace {
+			t.space = x.targeted
+			is = append(is, t)
+		} else {
+			ia = append(ia, t)
+		}
+	}
+	for _, ph := range [][]task{cs, ss, ls, ia, is} {
+		if len(ph) > 0 {
+			out = append(out, ph)
+		}
+	}
+	return out
+}
+
+// applyLocked performs p; e.mu is held. A failure is in the report: a
+// journal without room or a failed journal write stops the pass and sets
+// its Error.
+func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (PassReport, error) {
+	r := PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
+	planned := plannedItems(p)
+	parallel := e.o.Parallel
+	if parallel <= 0 {
+		parallel = DefaultParallel
+	}
+	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: &r, parallel: parallel,
+		view: newNodeView(e.o.Reader, &e.containerGen)}
+	x.cond = sync.NewCond(&x.mu)
+	if note, err := e.journal.reset(); err != nil {
+		x.halt(err.Error(), true)
+	} else if note != "" {
+		e.log.Warn("journal repaired", "note", note)
+		r.Notes = append(r.Notes, note)
+	}
+	// Each item takes two lines (its intent and its outcome), a container
+	// up to four more for its logs.
+	if err := e.journal.checkSpace(2*len(planned) + 4*len(p.ContainerGC.Remove)); err != nil {
+		x.halt(err.Error(), true)
+	}
+	x.targeted, x.target = p.ImageGC.Triggered && spacePassPlanned(p.ImageGC), p.ImageGC.BytesToFree
+	x.results, x.plan = make([][]ItemResult, len(planned)), planned
+	x.prog = Progress{Pass: r.ID, Kind: p.Pass, Items: len(planned)}
+	for _, it := range planned {
+		x.prog.Bytes += max(it.SizeBytes, 0)
+	}
+	if !e.reconciled && !x.halted() {
+		r.Notes = append(r.Notes, x.reconcile()...)
+		e.reconciled = true
+	}
+	if before, err := e.imageFs(x.calls); err == nil {
+		r.ImageFsBefore = &before
+	}
+	if info, err := e.o.Reader.Info(x.calls); err == nil {
+		x.sandboxRefs = info.SandboxImages
+	} else {
+		x.infoErr = fmt.Errorf("runtime info (for the sandbox images): %w", err)
+	}
+	x.publish()
+	if x.halted() {
+		x.notRun(0)
+	}
+	stopWake := context.AfterFunc(ctx, func() {
+		x.mu.Lock()
+		x.cond.Broadcast()
+		x.mu.Unlock()
+	})
+	defer stopWake()
+	for _, ph := range x.phases(p) {
+		x.view.invalidate() // the phase before removed what the view holds
+		x.runPhase(ph)
 	}
 	removedImages := map[string]bool{}
-	for _, im := range p.ImageGC.Remove {
-		next(func() ItemResult { return x.image(im) })
-		it := r.Items[len(r.Items)-1]
-		if it.Outcome == OutcomeRemoved {
-			r.EstimatedBytesFreed = AddBytes(r.EstimatedBytesFreed, im.SizeBytes)
-		}
-		if it.Outcome == OutcomeRemoved || it.Outcome == OutcomeGone {
-			removedImages[im.ID] = true
+	for _, its := range x.results {
+		for _, it := range its {
+			r.Items = append(r.Items, it)
+			if it.Kind != ItemImage {
+				continue
+			}
+			if it.Outcome == OutcomeRemoved {
+				r.EstimatedBytesFreed = AddBytes(r.EstimatedBytesFreed, it.SizeBytes)
+			}
+			if it.Outcome == OutcomeRemoved || it.Outcome == OutcomeGone {
+				removedImages[it.ID] = true
+			}
 		}
 	}
-	if after, err := e.imageFs(x.ctx); err == nil {
+	if x.jerr != nil {
+		e.reconciled = false // its open intents are settled at the next pass
+	}
+	if after, err := e.imageFs(x.calls); err == nil {
 		r.ImageFsAfter = &after
 		if r.ImageFsBefore != nil {
 			m := after.AvailableBytes - r.ImageFsBefore.AvailableBytes
@@ -160,21 +248,109 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) PassR
 			Message: freeDiskSpaceFailedMessage(p.ImageGC.UsagePercent, p.ImageGC.CapacityBytes, spaceFreed(r))})
 	}
 	r.FinishedAt = e.now()
-	e.log.Info("pass done", "pass", r.PassID(), "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed), "skipped", r.Count(OutcomeSkipped), "undone", r.Undone)
-	return r
+	e.log.Info("pass done", "pass", r.PassID(), "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed),
+		"skipped", r.Count(OutcomeSkipped), "stopped", r.Stopped != "", "undone", r.Undone)
+	return r, nil
 }
 
-// halted reports whether the pass must start no further item, noting the
-// cancellation of the caller's context the first time it is seen.
-func (x *executor) halted() bool {
-	if x.r.Stopped == "" && x.stop.Err() != nil {
-		x.halt("stopped on request after the item in flight", false)
+// runPhase runs one phase's tasks in a pool of x.parallel, starting them in
+// plan order, and returns when every started task has finished. Once the
+// pass stops (its context was cancelled or a journal write failed) no task
+// starts; those never started are reported as OutcomeNotRun.
+//
+// A space task starts only while no space removal has succeeded yet (the
+// kubelet checks its target after each removal, so a target <= 0 still
+// removes one) or the bytes removed plus the bytes in flight are short of
+// the target; while removals in flight could decide it, the feeder waits
+// for them. So the pool removes exactly what the serial pass removes when
+// every removal behaves the same, and never more: a failed removal frees
+// its bytes in flight and lets the next candidate in, as serially.
+func (x *executor) runPhase(tasks []task) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+feed:
+	for i, t := range tasks {
+		for {
+			if x.stoppingLocked() {
+				for _, rest := range tasks[i:] {
+					x.notRunLocked(rest.idx)
+				}
+				break feed
+			}
+			if x.inflight >= x.parallel {
+				x.cond.Wait()
+				continue
+			}
+			if t.space && !x.spaceMayStart() {
+				if x.spaceN == 0 {
+					// Nothing in flight can change it: the target is
+					// reached, as the serial pass would find.
+					for _, rest := range tasks[i:] {
+						x.results[rest.idx] = []ItemResult{skipped(x.planned(rest), "the space pass freed enough before it")}
+					}
+					break feed
+				}
+				x.cond.Wait()
+				continue
+			}
+			break
+		}
+		x.inflight++
+		if t.space {
+			x.spaceN++
+			x.spaceBytes += t.size
+		}
+		go x.work(t)
+	}
+	for x.inflight > 0 {
+		x.cond.Wait()
+	}
+}
+
+// planned is the report line of a task that never ran.
+func (x *executor) planned(t task) ItemResult {
+	it := x.plan[t.idx]
+	it.Time = x.e.now()
+	return it
+}
+
+// spaceMayStart reports whether a space removal may start now; x.mu is held.
+func (x *executor) spaceMayStart() bool {
+	if x.spaceOK+x.spaceN == 0 {
+		return true
+	}
+	return x.freed+x.spaceBytes < x.target
+}
+
+// stoppingLocked reports whether no new item may start, noting the reason
+// the first time; x.mu is held.
+func (x *executor) stoppingLocked() bool {
+	switch {
+	case x.r.Stopped != "":
+	case x.jerr != nil:
+		x.haltLocked(fmt.Sprintf("journal write failed (%v): no further removal", x.jerr), true)
+	case x.stop.Err() != nil:
+		x.haltLocked("stopped on request after the items in flight", false)
 	}
 	return x.r.Stopped != ""
 }
 
+// halted is stoppingLocked for callers without x.mu.
+func (x *executor) halted() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.stoppingLocked()
+}
+
 // halt stops the pass; failed makes it a pass-level failure too.
 func (x *executor) halt(why string, failed bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.haltLocked(why, failed)
+}
+
+// haltLocked is halt with x.mu held.
+func (x *executor) haltLocked(why string, failed bool) {
 	if x.r.Stopped != "" {
 		return
 	}
@@ -183,6 +359,105 @@ func (x *executor) halt(why string, failed bool) {
 		x.r.Error = why
 	}
 	x.e.log.Warn("pass stopped", "pass", x.r.PassID(), "why", why)
+}
+
+// notRun reports every planned item from idx on that has no result as
+// never started.
+func (x *executor) notRun(idx int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i := idx; i < len(x.plan); i++ {
+		x.notRunLocked(i)
+	}
+}
+
+// notRunLocked reports the planned item idx as never started; x.mu is held.
+func (x *executor) notRunLocked(idx int) {
+	if x.results[idx] != nil {
+		return
+	}
+	it := x.plan[idx]
+	it.Outcome, it.Detail, it.Time = OutcomeNotRun, x.r.Stopped, x.e.now()
+	x.results[idx] = []ItemResult{it}
+	x.r.Undone++
+}
+
+// work runs one task and records it.
+func (x *executor) work(t task) {
+	its := t.run()
+	now := x.e.now()
+	for i := range its {
+		its[i].Time = now
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.results[t.idx] = its
+	x.inflight--
+	removed := len(its) > 0 && its[0].Outcome == OutcomeRemoved
+	if t.space {
+		x.spaceN--
+		x.spaceBytes -= t.size
+		if removed {
+			x.spaceOK++
+		}
+	}
+	if t.kind == ItemImage && removed {
+		x.freed += t.size
+	}
+	x.prog.ItemsDone++
+	x.prog.BytesDone += t.size
+	x.publish()
+	x.cond.Broadcast()
+}
+
+// publish sends the progress to the engine's progress listeners.
+func (x *executor) publish() { x.e.publishProgress(x.prog) }
+
+// journal writes lines for the pass; a failure stops the pass.
+func (x *executor) journal(op JournalOp, en JournalEntry) error {
+	en.Op, en.Time, en.Pass, en.PassKind = op, x.e.now(), JournalPass(x.r.PassID()), x.r.Plan.Pass
+	err := x.e.journal.write(en)
+	if err != nil {
+		x.mu.Lock()
+		if x.jerr == nil {
+			x.jerr = err
+			x.e.log.Error("journal write failed: the pass stops", "err", err, "pass", x.r.PassID())
+		}
+		x.mu.Unlock()
+	}
+	return err
+}
+
+// remove journals the intent, calls the runtime and journals the outcome.
+// Without its intent line on disk the item is not removed.
+func (x *executor) remove(it ItemResult, en JournalEntry, what string, call func(ctx context.Context) error) ItemResult {
+	en.Kind, en.ID = it.Kind, it.ID
+	if err := x.journal(JournalIntent, en); err != nil {
+		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
+		return it
+	}
+	ctx, cancel := context.WithTimeout(x.calls, CallTimeout)
+	err := call(ctx)
+	cancel()
+	it = outcome(it, what, err)
+	op := JournalRemoved
+	switch it.Outcome {
+	case OutcomeGone:
+		op = JournalGone
+	case OutcomeFailed:
+		op, en.Error = JournalFailed, it.Error
+	}
+	if jerr := x.journal(op, en); jerr != nil && it.Error == "" {
+		it.Error = fmt.Sprintf("journal: %v", jerr)
+	}
+	return it
+}
+
+// rt runs one runtime read of the pass with the per-call timeout.
+func rt[T any](x *executor, call func(ctx context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(x.calls, CallTimeout)
+	defer cancel()
+	return call(ctx)
 }
 
 // spacePassPlanned reports whether the image plan runs the space pass.
@@ -205,12 +480,6 @@ func hasEvent(evs []Event, reason string) bool {
 	return false
 }
 
-// add stamps and records an item result.
-func (x *executor) add(it ItemResult) {
-	it.Time = x.e.now()
-	x.r.Items = append(x.r.Items, it)
-}
-
 // outcome classifies a runtime error: nil is success, NotFound means the
 // item is already gone, anything else is a failure recorded on the item.
 func outcome(it ItemResult, what string, err error) ItemResult {
@@ -226,24 +495,15 @@ func outcome(it ItemResult, what string, err error) ItemResult {
 	return it
 }
 
-// journal appends a deletion to the journal. A write that fails stops the
-// pass before the next removal and fails it.
-func (x *executor) journal(en JournalEntry) {
-	en.Time, en.Pass, en.PassKind = x.e.now(), JournalPass(x.r.PassID()), x.r.Plan.Pass
-	if err := x.e.journal.append(en); err != nil {
-		x.e.log.Error("journal", "err", err)
-		x.halt(fmt.Sprintf("journal write failed after removing %s %s (%v): no further removal", en.Kind, en.ID, err), true)
-	}
-}
-
 // image re-checks and removes one image: it must still exist, be unpinned,
-// not be a sandbox image and be used by no container in any state.
+// not be a sandbox image and be used by no container in any state, by the
+// view of the node (see ViewWindow).
 func (x *executor) image(rm ImageRemoval) ItemResult {
 	it := ItemResult{Kind: ItemImage, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail, SizeBytes: rm.SizeBytes}
 	if x.infoErr != nil {
 		return recheckFailed(it, x.infoErr)
 	}
-	img, err := x.e.o.Reader.ImageStatus(x.ctx, rm.ID)
+	img, err := rt(x, func(ctx context.Context) (Image, error) { return x.e.o.Reader.ImageStatus(ctx, rm.ID) })
 	if err != nil {
 		return recheckFailed(it, err)
 	}
@@ -256,70 +516,131 @@ func (x *executor) image(rm ImageRemoval) ItemResult {
 	if IsSandboxImage(img, x.sandboxRefs) {
 		return skipped(it, "sandbox image")
 	}
-	containers, err := x.e.o.Reader.ListContainers(x.ctx)
+	v, err := rt(x, x.view.fresh)
 	if err != nil {
 		return recheckFailed(it, err)
 	}
-	if users := ImagesInUse([]Image{img}, containers)[img.ID]; len(users) > 0 {
-		return skipped(it, fmt.Sprintf("in use since planning by container %s (%s)", users[0].Name, users[0].ID))
+	if c, used := v.imageUser(img); used {
+		return skipped(it, fmt.Sprintf("in use since planning by container %s (%s)", c.Name, c.ID))
 	}
-	it = outcome(it, "remove image", x.e.o.Remover.RemoveImage(x.ctx, rm.ID))
+	it = x.remove(it, JournalEntry{RepoTags: img.RepoTags, RepoDigests: img.RepoDigests, SizeBytes: img.SizeBytes, Reason: string(rm.Reason)},
+		"remove image", func(ctx context.Context) error { return x.e.o.Remover.RemoveImage(ctx, rm.ID) })
 	if it.Outcome == OutcomeRemoved {
-		x.journal(JournalEntry{Kind: ItemImage, ID: rm.ID, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests, SizeBytes: img.SizeBytes, Reason: string(rm.Reason)})
 		x.e.log.Info("removed image", "image", rm.ID, "tags", img.RepoTags, "size", img.SizeBytes, "reason", rm.Reason, "pass", x.r.PassID())
 	}
 	return it
 }
 
-// container re-checks and removes one dead container. A container running
-// again is skipped; an UNKNOWN one is stopped first, as the kubelet does.
-func (x *executor) container(rm ContainerRemoval) ItemResult {
+// container re-checks and removes one dead container, then its log file
+// and its /var/log/containers link. A container running again is skipped;
+// an UNKNOWN one is stopped first, as the kubelet does.
+func (x *executor) container(rm ContainerRemoval) []ItemResult {
 	it := ItemResult{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail}
-	cur, err := x.e.o.Reader.ContainerStatus(x.ctx, rm.ID)
+	cur, err := rt(x, func(ctx context.Context) (Container, error) { return x.e.o.Reader.ContainerStatus(ctx, rm.ID) })
 	if err != nil {
-		return recheckFailed(it, err)
+		return []ItemResult{recheckFailed(it, err)}
 	}
 	switch {
 	case cur.State == ContainerRunning:
-		return skipped(it, "running since planning")
+		return []ItemResult{skipped(it, "running since planning")}
 	case !isDead(cur.State):
-		return skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))
+		return []ItemResult{skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))}
 	case cur.State == ContainerUnknown:
-		if err := x.e.o.Remover.StopContainer(x.ctx, rm.ID, StopTimeout); err != nil && !errors.Is(err, ErrNotFound) {
+		_, err := rt(x, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, x.e.o.Remover.StopContainer(ctx, rm.ID, StopTimeout)
+		})
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop unknown-state container: %v", err)
-			return it
+			return []ItemResult{it}
 		}
 	}
-	it = outcome(it, "remove container", x.e.o.Remover.RemoveContainer(x.ctx, rm.ID))
-	if it.Outcome == OutcomeRemoved {
-		x.journal(JournalEntry{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), PodUID: cur.PodUID, Name: cur.Name})
-		x.e.log.Info("removed container", "container", rm.ID, "pod", cur.PodUID, "name", cur.Name, "reason", rm.Reason, "pass", x.r.PassID())
+	it = x.remove(it, JournalEntry{Reason: string(rm.Reason), PodUID: cur.PodUID, Name: cur.Name},
+		"remove container", func(ctx context.Context) error { return x.e.o.Remover.RemoveContainer(ctx, rm.ID) })
+	if it.Outcome != OutcomeRemoved {
+		return []ItemResult{it}
 	}
-	return it
+	x.e.log.Info("removed container", "container", rm.ID, "pod", cur.PodUID, "name", cur.Name, "reason", rm.Reason, "pass", x.r.PassID())
+	return append([]ItemResult{it}, x.containerLogs(cur)...)
 }
 
-// liveContainers lists the containers once, after the container phase, for
-// the sandbox and log re-checks.
-func (x *executor) liveContainers() ([]Container, error) {
-	if x.live != nil {
-		return x.live, nil
+// ReasonContainerRemoved is the reason of the log file and link removed
+// with their container.
+const ReasonContainerRemoved = "container-removed"
+
+// containerLogs removes a removed container's log file and its
+// /var/log/containers link, as the kubelet's removeContainerLog
+// (pkg/kubelet/kuberuntime/kuberuntime_container.go) does. Unlike the
+// kubelet it acts only on an absolute log path inside podLogsDir that is a
+// regular file reached through no symlink, and on a link that is a
+// symlink; the kubelet removes them
+// before the container, nodegc after, so a container the runtime keeps
+// keeps its logs.
+func (x *executor) containerLogs(c Container) []ItemResult {
+	var out []ItemResult
+	if p := c.LogPath; p != "" && WithinDir(x.e.o.Policy.PodLogsDir, p) {
+		if realFileUnder(x.e.o.Policy.PodLogsDir, p) {
+			it := ItemResult{Kind: ItemLog, ID: p, Reason: ReasonContainerRemoved, Detail: "log file of container " + c.ID}
+			out = append(out, x.remove(it, JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name},
+				"remove container log", func(context.Context) error { return removeLog(p, false) }))
+		}
 	}
-	cs, err := x.e.o.Reader.ListContainers(x.ctx)
+	v, err := rt(x, x.view.fresh)
 	if err != nil {
-		return nil, err
+		return out
 	}
-	if cs == nil {
-		cs = []Container{}
+	sb, ok := v.sandboxes[c.PodSandboxID]
+	if !ok || sb.PodName == "" || sb.PodNamespace == "" || c.Name == "" {
+		return out
 	}
-	x.live = cs
-	return cs, nil
+	link := containerLogLink(x.e.containerLogsDir(), sb.PodName, sb.PodNamespace, c.Name, c.ID)
+	if fi, err := os.Lstat(link); err == nil && fi.Mode()&os.ModeSymlink != 0 && WithinDir(x.e.containerLogsDir(), link) {
+		it := ItemResult{Kind: ItemLog, ID: link, Reason: ReasonContainerRemoved, Detail: "log link of container " + c.ID}
+		out = append(out, x.remove(it, JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name},
+			"remove container log link", func(context.Context) error { return removeLog(link, false) }))
+	}
+	return out
+}
+
+// realFileUnder reports whether path, inside dir, is a regular file reached
+// through real directories only: no component between dir and the file is
+// a symlink, which could lead anywhere on the node.
+func realFileUnder(dir, path string) bool {
+	rel, err := filepath.Rel(filepath.Clean(dir), path)
+	if err != nil {
+		return false
+	}
+	cur := filepath.Clean(dir)
+	parts := strings.Split(rel, string(filepath.Separator))
+	for i, part := range parts {
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return false
+		}
+		if i < len(parts)-1 && !fi.IsDir() || i == len(parts)-1 && !fi.Mode().IsRegular() {
+			return false
+		}
+	}
+	return true
+}
+
+// containerLogLink is the kubelet's logSymlink
+// (pkg/kubelet/kuberuntime/legacy.go): <dir>/<pod>_<ns>_<name>-<id>.log,
+// the name cut to ext4's 255 bytes.
+func containerLogLink(dir, pod, ns, name, id string) string {
+	const suffix = ".log"
+	base := fmt.Sprintf("%s_%s_%s-%s", pod, ns, name, id)
+	if len(base) > 255-len(suffix) {
+		base = base[:255-len(suffix)]
+	}
+	return filepath.Join(dir, base+suffix)
 }
 
 // sandbox re-checks, stops and removes one sandbox: it must not be READY
 // and no container may reference it.
 func (x *executor) sandbox(rm SandboxRemoval) ItemResult {
 	it := ItemResult{Kind: ItemSandbox, ID: rm.ID, Reason: rm.Reason}
-	cur, err := x.e.o.Reader.SandboxStatus(x.ctx, rm.ID)
+	cur, err := rt(x, func(ctx context.Context) (Sandbox, error) { return x.e.o.Reader.SandboxStatus(ctx, rm.ID) })
 	if err != nil {
 		return recheckFailed(it, err)
 	}
@@ -329,22 +650,21 @@ func (x *executor) sandbox(rm SandboxRemoval) ItemResult {
 	if cur.State != SandboxNotReady {
 		return skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))
 	}
-	cs, err := x.liveContainers()
+	v, err := rt(x, x.view.fresh)
 	if err != nil {
 		return recheckFailed(it, err)
 	}
-	for _, c := range cs {
-		if c.PodSandboxID == rm.ID {
-			return skipped(it, fmt.Sprintf("still holds container %s (%s)", c.Name, c.ID))
-		}
+	if c, ok := v.bySandbox[rm.ID]; ok {
+		return skipped(it, fmt.Sprintf("still holds container %s (%s)", c.Name, c.ID))
 	}
-	if err := x.e.o.Remover.StopSandbox(x.ctx, rm.ID); err != nil && !errors.Is(err, ErrNotFound) {
+	_, err = rt(x, func(ctx context.Context) (struct{}, error) { return struct{}{}, x.e.o.Remover.StopSandbox(ctx, rm.ID) })
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop sandbox: %v", err)
 		return it
 	}
-	it = outcome(it, "remove sandbox", x.e.o.Remover.RemoveSandbox(x.ctx, rm.ID))
+	it = x.remove(it, JournalEntry{Reason: rm.Reason, PodUID: cur.PodUID, Name: cur.PodNamespace + "/" + cur.PodName},
+		"remove sandbox", func(ctx context.Context) error { return x.e.o.Remover.RemoveSandbox(ctx, rm.ID) })
 	if it.Outcome == OutcomeRemoved {
-		x.journal(JournalEntry{Kind: ItemSandbox, ID: rm.ID, Reason: rm.Reason, PodUID: cur.PodUID, Name: cur.PodNamespace + "/" + cur.PodName})
 		x.e.log.Info("removed sandbox", "sandbox", rm.ID, "pod", cur.PodUID, "reason", rm.Reason, "pass", x.r.PassID())
 	}
 	return it
@@ -373,7 +693,7 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 	if err != nil {
 		return recheckFailed(it, err)
 	}
-	cs, err := x.liveContainers()
+	v, err := rt(x, x.view.fresh)
 	if err != nil {
 		return recheckFailed(it, err)
 	}
@@ -384,33 +704,22 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 		if _, err := os.Stat(rm.Path); !errors.Is(err, os.ErrNotExist) {
 			return skipped(it, "its target exists again")
 		}
-		id := containerIDFromLink(rm.Path)
-		for _, c := range cs {
-			if c.ID == id && c.State != ContainerExited {
-				return skipped(it, "its container has not exited")
-			}
+		if c, ok := v.byID[containerIDFromLink(rm.Path)]; ok && c.State != ContainerExited {
+			return skipped(it, "its container has not exited")
 		}
-		it = outcome(it, "remove log symlink", removeLog(rm.Path, false))
-		if it.Outcome == OutcomeRemoved {
-			x.journal(JournalEntry{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason})
-		}
-		return it
+		return x.remove(it, JournalEntry{Reason: rm.Reason}, "remove log symlink", func(context.Context) error { return removeLog(rm.Path, false) })
 	}
 	if filepath.Dir(filepath.Clean(rm.Path)) != filepath.Clean(podDir) || !fi.IsDir() {
 		return skipped(it, "not a pod log directory")
 	}
 	name := filepath.Base(rm.Path)
 	uid := name[strings.LastIndexByte(name, '_')+1:]
-	for _, c := range cs {
-		if c.PodUID == uid && !isDead(c.State) {
+	for _, c := range v.byPodUID[uid] {
+		if !isDead(c.State) {
 			return skipped(it, fmt.Sprintf("pod runs container %s again", c.Name))
 		}
 	}
-	it = outcome(it, "remove pod log directory", removeLog(rm.Path, true))
-	if it.Outcome == OutcomeRemoved {
-		x.journal(JournalEntry{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason, PodUID: uid})
-	}
-	return it
+	return x.remove(it, JournalEntry{Reason: rm.Reason, PodUID: uid}, "remove pod log directory", func(context.Context) error { return removeLog(rm.Path, true) })
 }
 
 // removeLog removes a symlink or a whole directory; a path already gone
@@ -455,4 +764,72 @@ func recheckFailed(it ItemResult, err error) ItemResult {
 func skipped(it ItemResult, why string) ItemResult {
 	it.Outcome, it.Detail = OutcomeSkipped, why
 	return it
+}
+
+// reconcile settles the intents of an earlier, interrupted pass that have
+// no outcome: it asks the runtime (or the filesystem, for logs) whether
+// each item still exists and journals what happened. An item it cannot
+// ask about stays open for the next start. It returns notes for the report.
+func (x *executor) reconcile() []string {
+	if x.e.journal == nil {
+		return nil
+	}
+	lines, err := ReadJournalLines(x.e.o.StateDir)
+	if err != nil {
+		return []string{fmt.Sprintf("journal not reconciled: %v", err)}
+	}
+	open := openIntents(lines)
+	if len(open) == 0 {
+		return nil
+	}
+	var removed, kept, unknown int
+	for _, in := range open {
+		exists, err := x.exists(in)
+		if err != nil {
+			unknown++
+			x.e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", err)
+			continue
+		}
+		out := in
+		out.Time, out.Reconciled, out.Op = x.e.now(), true, JournalRemoved
+		if exists {
+			out.Op = JournalNotRemoved
+			kept++
+		} else {
+			removed++
+		}
+		if err := x.e.journal.write(out); err != nil {
+			return []string{fmt.Sprintf("journal not reconciled: %v", err)}
+		}
+	}
+	note := fmt.Sprintf("journal: reconciled %d intents an interrupted pass left without outcome: %d removed, %d still there", removed+kept, removed, kept)
+	if unknown > 0 {
+		note += fmt.Sprintf(", %d could not be checked (left for the next start)", unknown)
+	}
+	x.e.log.Warn(note)
+	return []string{note}
+}
+
+// exists asks whether the item of a journal intent still exists.
+func (x *executor) exists(in JournalEntry) (bool, error) {
+	var err error
+	switch in.Kind {
+	case ItemImage:
+		_, err = rt(x, func(ctx context.Context) (Image, error) { return x.e.o.Reader.ImageStatus(ctx, in.ID) })
+	case ItemContainer:
+		_, err = rt(x, func(ctx context.Context) (Container, error) { return x.e.o.Reader.ContainerStatus(ctx, in.ID) })
+	case ItemSandbox:
+		_, err = rt(x, func(ctx context.Context) (Sandbox, error) { return x.e.o.Reader.SandboxStatus(ctx, in.ID) })
+	case ItemLog:
+		_, err = os.Lstat(in.ID)
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+	default:
+		return false, fmt.Errorf("unknown kind %q", in.Kind)
+	}
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }

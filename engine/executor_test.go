@@ -16,7 +16,7 @@ var execNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 // temp dir.
 func newTestEngine(t *testing.T, rt *fakeRuntime, readOnly bool) *Engine {
 	t.Helper()
-	o := Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(), Now: func() time.Time { return execNow }}
+	o := Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(), Now: func() time.Time { return execNow }, Parallel: 1}
 	if readOnly {
 		o.Remover = nil
 	}

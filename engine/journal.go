@@ -24,15 +24,58 @@ const (
 	journalReserveBase  = 1 << 20
 )
 
-// journal is the append-only deletion journal: one JSON line per deletion,
-// synced to disk before the pass goes on. It is opened once, without
-// following a symlink, and a write error is returned to the executor,
-// which stops the pass before the next removal.
+// JournalOp says what a journal line records.
+type JournalOp string
+
+// Journal operations. Every item the executor sends to the runtime has an
+// intent line on disk before the call and exactly one outcome line after
+// it (or, after a crash, from the next start's reconciliation).
+const (
+	// JournalIntent: the item is about to go to the runtime.
+	JournalIntent JournalOp = "intent"
+	// JournalRemoved: the runtime removed it (or, Reconciled, an intent
+	// whose outcome was lost and whose item the runtime no longer has).
+	JournalRemoved JournalOp = "removed"
+	// JournalGone: the runtime said it was already gone.
+	JournalGone JournalOp = "already-gone"
+	// JournalFailed: the runtime refused; Error says why.
+	JournalFailed JournalOp = "failed"
+	// JournalNotRemoved: reconciliation found the item of an intent still
+	// there.
+	JournalNotRemoved JournalOp = "not-removed"
+)
+
+// syncWriter is where the journal's lines go: the file, or in tests a
+// writer that fails.
+type syncWriter interface {
+	io.Writer
+	Sync() error
+}
+
+// journal is the append-only, write-ahead deletion journal: one JSON line
+// per intent and per outcome. It is opened once, without following a
+// symlink. Concurrent writers are group-committed: the lines that arrive
+// while a write is in flight go out together in the next one, with one
+// fsync for the group. A write error is returned to the executor, which
+// stops the pass before the next removal; after it every write fails until
+// the next pass cuts whatever the failed write left and starts again.
 type journal struct {
 	mu   sync.Mutex
+	cond *sync.Cond
 	dir  string
 	f    *os.File
+	w    syncWriter   // f, unless a test replaces it
 	fail func() error // test hook: an error to return instead of writing
+	// free reports the free bytes of the journal's filesystem; nil means
+	// fstatfs (tests replace it).
+	free func() (int64, error)
+
+	buf      []byte // lines waiting for the next group
+	batch    uint64 // the group now filling
+	flushed  uint64 // the last group on disk
+	flushing bool
+	err      error // the failed write; sticky until reset
+	syncs    int   // groups written (tests)
 }
 
 // openJournal opens (creating) the journal in dir. A torn last line, left
@@ -51,7 +94,36 @@ func openJournal(dir string) (j *journal, repaired error, err error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("open journal: %w", err)
 	}
-	return &journal{dir: dir, f: f}, repaired, nil
+	jr := &journal{dir: dir, f: f, w: f, batch: 1}
+	jr.cond = sync.NewCond(&jr.mu)
+	return jr, repaired, nil
+}
+
+// reset readies the journal for a pass after a failed write: it cuts a
+// torn line the failure left and clears the error. It returns a note when
+// it cut something.
+func (j *journal) reset() (string, error) {
+	if j == nil {
+		return "", nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err == nil {
+		return "", nil
+	}
+	j.buf = nil
+	repaired, err := repairTail(j.f)
+	if err != nil {
+		return "", fmt.Errorf("repair journal: %w", err)
+	}
+	if _, err := j.f.Seek(0, io.SeekEnd); err != nil {
+		return "", fmt.Errorf("repair journal: %w", err)
+	}
+	j.err = nil
+	if repaired != nil {
+		return repaired.Error(), nil
+	}
+	return "", nil
 }
 
 // repairTail truncates f after its last newline when the file does not end
@@ -93,30 +165,64 @@ func repairTail(f *os.File) (error, error) {
 	return fmt.Errorf("journal %s: cut a torn line of %d bytes", f.Name(), size), f.Sync()
 }
 
-// append writes the entries and syncs them to disk. A nil journal accepts
-// and drops entries.
-func (j *journal) append(entries ...JournalEntry) error {
+// write appends the entries and returns once they are on disk (synced),
+// sharing the write and the fsync with every line other goroutines add
+// meanwhile. A nil journal accepts and drops entries.
+func (j *journal) write(entries ...JournalEntry) error {
 	if j == nil || len(entries) == 0 {
 		return nil
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	var enc bytes.Buffer
 	for _, e := range entries {
-		if err := enc.Encode(e); err != nil {
+		if err := json.NewEncoder(&enc).Encode(e); err != nil {
 			return fmt.Errorf("encode journal line: %w", err)
 		}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
+	j.buf = append(j.buf, enc.Bytes()...)
+	mine := j.batch
+	for j.flushed < mine {
+		if j.err != nil {
+			return j.err
+		}
+		if j.flushing {
+			j.cond.Wait()
+			continue
+		}
+		// Lead the group: write everything queued so far.
+		j.flushing = true
+		buf, n := j.buf, j.batch
+		j.buf, j.batch = nil, j.batch+1
+		j.mu.Unlock()
+		err := j.flush(buf)
+		j.mu.Lock()
+		j.flushing = false
+		j.syncs++
+		if err != nil {
+			j.err = err
+		} else {
+			j.flushed = n
+		}
+		j.cond.Broadcast()
+	}
+	return nil
+}
+
+// flush writes and syncs one group; j.mu is not held.
+func (j *journal) flush(buf []byte) error {
 	if j.fail != nil {
 		if err := j.fail(); err != nil {
 			return fmt.Errorf("append to journal: %w", err)
 		}
 	}
-	if _, err := j.f.Write(buf.Bytes()); err != nil {
+	if _, err := j.w.Write(buf); err != nil {
 		return fmt.Errorf("append to journal: %w", err)
 	}
-	if err := j.f.Sync(); err != nil {
+	if err := j.w.Sync(); err != nil {
 		return fmt.Errorf("sync journal: %w", err)
 	}
 	return nil
@@ -128,16 +234,27 @@ func (j *journal) checkSpace(items int) error {
 	if j == nil {
 		return nil
 	}
-	var st unix.Statfs_t
-	if err := unix.Fstatfs(int(j.f.Fd()), &st); err != nil {
+	free, err := j.freeBytes()
+	if err != nil {
 		return nil // cannot tell: the write errors will stop the pass
 	}
-	free := int64(st.Bavail) * int64(st.Bsize)
 	need := int64(journalReserveBase) + int64(items)*journalBytesPerItem
 	if free < need {
 		return fmt.Errorf("the state dir %s has %d bytes free, and the journal of %d removals needs about %d: free space there first", j.dir, free, items, need)
 	}
 	return nil
+}
+
+// freeBytes is the free space of the journal's filesystem.
+func (j *journal) freeBytes() (int64, error) {
+	if j.free != nil {
+		return j.free()
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(j.f.Fd()), &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
 }
 
 // close closes the journal file.
@@ -150,10 +267,25 @@ func (j *journal) close() error {
 	return err
 }
 
-// ReadJournal returns every entry of the deletion journal in stateDir, oldest
-// first. A missing journal is empty. It never follows a symlink or blocks on
-// a FIFO.
+// ReadJournal returns the deletions recorded in the journal in stateDir,
+// oldest first: the outcome line of every item removed (lines of a journal
+// written before intents existed count as removals). Intent lines and the
+// other outcomes are in ReadJournalLines. A missing journal is empty. It
+// never follows a symlink or blocks on a FIFO.
 func ReadJournal(stateDir string) ([]JournalEntry, error) {
+	all, err := ReadJournalLines(stateDir)
+	var out []JournalEntry
+	for _, e := range all {
+		if e.Op == "" || e.Op == JournalRemoved {
+			out = append(out, e)
+		}
+	}
+	return out, err
+}
+
+// ReadJournalLines returns every line of the journal in stateDir, oldest
+// first. A missing journal is empty.
+func ReadJournalLines(stateDir string) ([]JournalEntry, error) {
 	data, err := readStateFile(stateDir, journalFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -171,4 +303,35 @@ func ReadJournal(stateDir string) ([]JournalEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// journalKey identifies an item within a pass, to match an intent with its
+// outcome.
+type journalKey struct {
+	pass JournalPass
+	kind ItemKind
+	id   string
+}
+
+// openIntents returns the intent lines that have no outcome line after
+// them, oldest first.
+func openIntents(lines []JournalEntry) []JournalEntry {
+	open := map[journalKey]int{}
+	for i, e := range lines {
+		k := journalKey{e.Pass, e.Kind, e.ID}
+		switch e.Op {
+		case JournalIntent:
+			open[k] = i
+		case "":
+		default:
+			delete(open, k)
+		}
+	}
+	var out []JournalEntry
+	for i, e := range lines {
+		if j, ok := open[journalKey{e.Pass, e.Kind, e.ID}]; ok && j == i {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -83,6 +83,23 @@ type PassReport struct {
 	// are OutcomeNotRun, and Undone counts them.
 	Stopped string `json:"stopped,omitempty"`
 	Undone  int    `json:"undone,omitempty"`
+	// Notes are things the pass found and settled on its way (intents an
+	// interrupted pass left without outcome, reconciled).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Progress is how far a running pass has come: items and image bytes done
+// of those planned. The scheduler publishes it in Notice.Progress, and gc on
+// a terminal prints it.
+type Progress struct {
+	Pass      int64    `json:"pass"`
+	Kind      PassKind `json:"kind"`
+	ItemsDone int      `json:"itemsDone"`
+	Items     int      `json:"items"`
+	// BytesDone sums the planned sizes of the images tried so far;
+	// Bytes sums those of every image planned.
+	BytesDone int64 `json:"bytesDone"`
+	Bytes     int64 `json:"bytes"`
 }
 
 // Count returns how many items had the outcome.
@@ -123,9 +140,12 @@ func (r PassReport) OK() bool {
 	return r.Error == "" && r.Stopped == "" && r.Count(OutcomeFailed) == 0
 }
 
-// JournalEntry is one line of the append-only deletion journal.
+// JournalEntry is one line of the append-only, write-ahead deletion
+// journal: an intent before an item goes to the runtime, its outcome after.
 type JournalEntry struct {
 	Time time.Time `json:"time"`
+	// Op is what the line records; "" in journals written before intents.
+	Op JournalOp `json:"op,omitempty"`
 	// Pass is the PassID of the pass that removed it: unique across
 	// runs, so lines of different runs never share one.
 	Pass        JournalPass `json:"pass"`
@@ -138,6 +158,11 @@ type JournalEntry struct {
 	Reason      string      `json:"reason"`
 	PodUID      string      `json:"podUID,omitempty"`
 	Name        string      `json:"name,omitempty"`
+	// Error is the runtime's refusal (JournalFailed).
+	Error string `json:"error,omitempty"`
+	// Reconciled marks an outcome written at a later start for an intent
+	// whose outcome a crash lost.
+	Reconciled bool `json:"reconciled,omitempty"`
 }
 
 // JournalPass is a journal line's pass ID (PassReport.PassID). Journals

@@ -33,12 +33,15 @@ type Status struct {
 	ReadOnly          bool        `json:"readOnly"`
 }
 
-// Notice is what subscribers receive: a finished pass, an event, or a
-// change of status (pause, resume, a pass starting). Status is always set.
+// Notice is what subscribers receive: a finished pass, an event, a running
+// pass's progress, or a change of status (pause, resume, a pass starting).
+// Status is always set.
 type Notice struct {
 	Report *PassReport
 	Event  *Event
-	Status Status
+	// Progress is set while a real pass runs, after each item.
+	Progress *Progress
+	Status   Status
 }
 
 // noticeBuffer is how many notices a subscriber may fall behind by before
@@ -80,6 +83,7 @@ func NewScheduler(e *Engine, o SchedulerOptions) *Scheduler {
 		o.After = time.After
 	}
 	s := &Scheduler{e: e, o: o, wake: make(chan struct{}, 1), subs: map[int]chan Notice{}}
+	e.OnProgress(func(p Progress) { s.publish(Notice{Progress: &p}) })
 	now := o.Now()
 	s.st = Status{
 		Paused:            o.Paused,
@@ -144,7 +148,8 @@ func (s *Scheduler) Wait() {
 	s.runMu.Unlock() //nolint:staticcheck // an empty critical section: wait for the pass that holds it
 }
 
-// Force runs a pass of the kind now, paused or not.
+// Force runs a pass of the kind now, paused or not. Cancelling ctx stops
+// the pass after the items in flight (Engine.Apply's stop contract).
 func (s *Scheduler) Force(ctx context.Context, kind PassKind) (PassReport, error) {
 	if s.e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
@@ -245,7 +250,8 @@ func (s *Scheduler) Preview(ctx context.Context, kind PassKind) (PassReport, err
 }
 
 // Apply applies exactly the given plan (a previewed one), re-checking each
-// item.
+// item. Cancelling ctx stops the pass after the items in flight
+// (Engine.Apply's stop contract).
 func (s *Scheduler) Apply(ctx context.Context, p Plan) (PassReport, error) {
 	if s.e.ReadOnly() {
 		return PassReport{}, ErrReadOnly

@@ -44,7 +44,9 @@ type rootOptions struct {
 	// eventSource is the runtime's event stream, set by the caller of
 	// dashboard; nil polls.
 	eventSource engine.EventSource
-	Policy      policyFlags
+	// Parallel is the passes' pool width (--parallel).
+	Parallel int
+	Policy   policyFlags
 	// runTUI runs the dashboard; tests replace it.
 	runTUI func(context.Context, tui.Options) error
 }
@@ -120,6 +122,7 @@ snapshot file, or gc without a terminal and without --yes).`,
 	fl.BoolVar(&opts.ReadOnly, "read-only", false, "connect without the ability to remove anything")
 	fl.DurationVar(&opts.Refresh, "refresh", tui.DefaultRefreshInterval, "dashboard refresh interval")
 	fl.BoolVar(&opts.Events, "events", true, "follow the runtime's container event stream and list the node only on a change (false: poll every --refresh)")
+	addParallelFlag(fl, &opts.Parallel)
 	addPolicyFlags(fl, &opts.Policy)
 	return cmd
 }
@@ -138,6 +141,9 @@ func runRoot(ctx context.Context, opts *rootOptions) error {
 	}
 	if opts.Refresh <= 0 {
 		return usageErrorf("--refresh: must be greater than 0, got %s", opts.Refresh)
+	}
+	if err := checkParallel(opts.Parallel); err != nil {
+		return err
 	}
 	headless := opts.Headless || !opts.IO.IsTerminal() || !opts.IO.OutIsTerminal()
 	switch {
@@ -176,7 +182,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	defer conn.Close()
 	e, err := newEngine(f, opts.Global, engine.Options{
 		Reader: conn.Reader, Remover: conn.Remover, Policy: policy,
-		StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(),
+		StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(), Parallel: opts.Parallel,
 	})
 	if err != nil {
 		return err
@@ -296,6 +302,7 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 		StateDir:  filepath.Join(dir, "state"),
 		Now:       d.node.Now,
 		PodSource: d.podSource,
+		Parallel:  opts.Parallel,
 	}
 	if !opts.ReadOnly && !headless {
 		eo.Remover = d.client

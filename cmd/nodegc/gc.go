@@ -26,6 +26,8 @@ type gcOptions struct {
 	ReadOnly bool
 	// Output is "table" or "json" (the pass report).
 	Output string
+	// Parallel is the pass's pool width (--parallel).
+	Parallel int
 }
 
 // newCmdGC builds `nodegc gc`. runF, when set, replaces runGC.
@@ -83,6 +85,7 @@ without a terminal and without --yes.`,
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "remove without asking for confirmation")
 	fl.BoolVar(&opts.ReadOnly, "read-only", false, "connect without the ability to remove (only with --dry-run)")
 	fl.StringVarP(&opts.Output, "output", "o", "table", "output format: table or json (the pass report)")
+	addParallelFlag(fl, &opts.Parallel)
 	addPolicyFlags(fl, &opts.Policy)
 	return cmd
 }
@@ -99,6 +102,9 @@ func runGC(ctx context.Context, opts *gcOptions) error {
 		return usageErrorf("--read-only: gc cannot remove anything with a read-only runtime; add --dry-run to preview")
 	}
 	if err := checkOutput(opts.Output); err != nil {
+		return err
+	}
+	if err := checkParallel(opts.Parallel); err != nil {
 		return err
 	}
 	kind, err := opts.Pass.kind()
@@ -126,7 +132,7 @@ func runGC(ctx context.Context, opts *gcOptions) error {
 		return err
 	}
 	defer conn.Close()
-	eo := engine.Options{Reader: conn.Reader, Policy: policy, StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs()}
+	eo := engine.Options{Reader: conn.Reader, Policy: policy, StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(), Parallel: opts.Parallel}
 	if !readOnly {
 		eo.Remover = conn.Remover
 	}
@@ -188,10 +194,18 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 			return errDeclined
 		}
 	}
+	show, endLine := progressLine(f.Err, isTerminal(f.Err))
+	unsubscribe := e.OnProgress(show)
 	r, err := e.Apply(ctx, view.Plan)
+	unsubscribe()
+	endLine()
+	for _, n := range r.Notes {
+		f.warnf("%s", n)
+	}
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
+
 	if json {
 		if err := writeJSON(f.Out, r, f.OutIsTerminal()); err != nil {
 			return err

@@ -1,0 +1,553 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// newPoolEngine is newTestEngine with a chosen pool width.
+func newPoolEngine(t *testing.T, rt *fakeRuntime, parallel int) *Engine {
+	t.Helper()
+	e := newTestEngine(t, rt, false)
+	e.o.Parallel = parallel
+	return e
+}
+
+// reclaimPlan plans the removal of the images, in order, for reclaim (no
+// target).
+func reclaimPlan(ids ...string) Plan {
+	p := Plan{Pass: PassReclaimAll, EvaluatedAt: execNow}
+	for _, id := range ids {
+		p.ImageGC.Remove = append(p.ImageGC.Remove, ImageRemoval{ID: id, SizeBytes: 10, Reason: RemoveForReclaim})
+	}
+	return p
+}
+
+func addImages(rt *fakeRuntime, ids ...string) {
+	for _, id := range ids {
+		rt.images[id] = Image{ID: id, SizeBytes: 10, RepoTags: []string{id + ":1"}}
+	}
+}
+
+func TestApplyStopsAfterTheItemsInFlight(t *testing.T) {
+	for _, parallel := range []int{1, 4} {
+		t.Run(fmt.Sprintf("parallel %d: cancelling the pass lets the items in flight finish and journal, and starts no other", parallel), func(t *testing.T) {
+			rt := newFakeRuntime()
+			ids := []string{"i1", "i2", "i3", "i4", "i5", "i6", "i7", "i8", "i9"}
+			addImages(rt, ids...)
+			e := newPoolEngine(t, rt, parallel)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			rt.before = func(method, id string) {
+				if id == "i2" {
+					cancel() // the stop arrives while i2 is in flight
+				}
+			}
+			r, err := e.Apply(ctx, reclaimPlan(ids...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := rt.mutatingCalls()
+			if !slices.Contains(calls, "RemoveImage i2") || r.Count(OutcomeRemoved) != len(calls) {
+				t.Errorf("calls %v, removed %d: the item in flight must finish", calls, r.Count(OutcomeRemoved))
+			}
+			if len(calls) > parallel+1 {
+				t.Errorf("calls %v: at most the items in flight (%d) and the one before may run", calls, parallel)
+			}
+			if r.Stopped == "" || r.Undone != len(ids)-len(calls) || r.Count(OutcomeNotRun) != r.Undone {
+				t.Errorf("stopped %q undone %d not-run %d, want stopped and %d", r.Stopped, r.Undone, r.Count(OutcomeNotRun), len(ids)-len(calls))
+			}
+			lines, err := ReadJournalLines(e.o.StateDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(lines) != 2*len(calls) || len(openIntents(lines)) != 0 {
+				t.Errorf("journal %d lines (%d open intents) for %d removals: every removal needs its intent and outcome", len(lines), len(openIntents(lines)), len(calls))
+			}
+		})
+	}
+}
+
+func TestApplyParallelOneIsTheSerialOrder(t *testing.T) {
+	rt := newFakeRuntime()
+	var want []string
+	p := Plan{Pass: PassFull, EvaluatedAt: execNow}
+	for i := range 6 {
+		id := fmt.Sprintf("c%d", i)
+		rt.containers[id] = Container{ID: id, State: ContainerExited, PodSandboxID: "gone"}
+		p.ContainerGC.Remove = append(p.ContainerGC.Remove, ContainerRemoval{ID: id, Reason: RemovePodRemovable})
+		want = append(want, "RemoveContainer "+id)
+	}
+	for i := range 4 {
+		id := fmt.Sprintf("s%d", i)
+		rt.sandboxes[id] = Sandbox{ID: id, State: SandboxNotReady}
+		p.SandboxGC.Remove = append(p.SandboxGC.Remove, SandboxRemoval{ID: id, Reason: "pod-removable"})
+		want = append(want, "StopSandbox "+id, "RemoveSandbox "+id)
+	}
+	for _, id := range []string{"i5", "i3", "i9", "i1"} {
+		addImages(rt, id)
+		p.ImageGC.Remove = append(p.ImageGC.Remove, ImageRemoval{ID: id, SizeBytes: 10, Reason: RemoveForReclaim})
+		want = append(want, "RemoveImage "+id)
+	}
+	e := newPoolEngine(t, rt, 1)
+	if _, err := e.Apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.mutatingCalls(); !slices.Equal(got, want) {
+		t.Errorf("--parallel 1 calls:\n%v\nwant the plan's order:\n%v", got, want)
+	}
+}
+
+func TestApplyKeepsTheOrderBetweenKinds(t *testing.T) {
+	rt := newFakeRuntime()
+	p := Plan{Pass: PassFull, EvaluatedAt: execNow}
+	for i := range 20 {
+		id := fmt.Sprintf("c%02d", i)
+		rt.containers[id] = Container{ID: id, State: ContainerExited, PodSandboxID: fmt.Sprintf("s%02d", i)}
+		p.ContainerGC.Remove = append(p.ContainerGC.Remove, ContainerRemoval{ID: id, Reason: RemovePodRemovable})
+		sid := fmt.Sprintf("s%02d", i)
+		rt.sandboxes[sid] = Sandbox{ID: sid, State: SandboxNotReady}
+		p.SandboxGC.Remove = append(p.SandboxGC.Remove, SandboxRemoval{ID: sid, Reason: "pod-removable"})
+	}
+	e := newPoolEngine(t, rt, 8)
+	r, err := e.Apply(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Count(OutcomeRemoved); n != 40 {
+		t.Errorf("removed %d, want 40: every sandbox's container went in the phase before it (%+v)", n, r.Items)
+	}
+	calls := rt.mutatingCalls()
+	lastContainer, firstSandbox := -1, len(calls)
+	for i, c := range calls {
+		if strings.HasPrefix(c, "RemoveContainer") {
+			lastContainer = i
+		} else if firstSandbox == len(calls) {
+			firstSandbox = i
+		}
+	}
+	if lastContainer > firstSandbox {
+		t.Errorf("calls %v: every container must go before any sandbox", calls)
+	}
+}
+
+// spacePlan is a triggered space pass over images of the sizes, with the
+// target.
+func spacePlan(target int64, sizes ...int64) (Plan, []string) {
+	p := Plan{Pass: PassImages, EvaluatedAt: execNow}
+	p.ImageGC.Triggered, p.ImageGC.BytesToFree = true, target
+	var ids []string
+	for i, s := range sizes {
+		id := fmt.Sprintf("i%02d", i)
+		ids = append(ids, id)
+		p.ImageGC.Remove = append(p.ImageGC.Remove, ImageRemoval{ID: id, SizeBytes: s, Reason: RemoveForSpace})
+	}
+	return p, ids
+}
+
+func TestApplySpaceTarget(t *testing.T) {
+	cases := []struct {
+		name    string
+		target  int64
+		sizes   []int64
+		fail    []string
+		removed []string
+	}{
+		{name: "removals stop once the target is reached", target: 100, sizes: []int64{60, 60, 60}, removed: []string{"i00", "i01"}},
+		{name: "a failed removal lets the next candidate in", target: 100, sizes: []int64{60, 60, 60}, fail: []string{"i00"}, removed: []string{"i01", "i02"}},
+		{name: "a target of zero still removes one", target: 0, sizes: []int64{10, 10}, removed: []string{"i00"}},
+		{name: "a failed first removal with a target of zero lets the next one in", target: 0, sizes: []int64{10, 10, 10}, fail: []string{"i00"}, removed: []string{"i01"}},
+	}
+	for _, tc := range cases {
+		for _, parallel := range []int{1, 2, 8} {
+			t.Run(fmt.Sprintf("%s (parallel %d)", tc.name, parallel), func(t *testing.T) {
+				rt := newFakeRuntime()
+				p, ids := spacePlan(tc.target, tc.sizes...)
+				addImages(rt, ids...)
+				for _, id := range tc.fail {
+					rt.fail["RemoveImage "+id] = errors.New("device busy")
+				}
+				e := newPoolEngine(t, rt, parallel)
+				r, err := e.Apply(context.Background(), p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, it := range r.Items {
+					if it.Outcome == OutcomeRemoved {
+						got = append(got, it.ID)
+					}
+				}
+				if !slices.Equal(got, tc.removed) {
+					t.Errorf("removed %v, want %v", got, tc.removed)
+				}
+			})
+		}
+	}
+}
+
+// TestApplyNeverRemovesMoreThanTheSerialPass runs random plans with random
+// failures through the serial pass and through pools of several widths,
+// with random delays in the runtime, and compares what they removed.
+func TestApplyNeverRemovesMoreThanTheSerialPass(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 8))
+	for round := range 60 {
+		n := 1 + rng.IntN(12)
+		sizes := make([]int64, n)
+		var total int64
+		for i := range sizes {
+			sizes[i] = rng.Int64N(100)
+			total += sizes[i]
+		}
+		target := rng.Int64N(total + 1)
+		fails := map[string]bool{}
+		for i := range n {
+			if rng.IntN(4) == 0 {
+				fails[fmt.Sprintf("i%02d", i)] = true
+			}
+		}
+		run := func(parallel int, seed uint64) []string {
+			rt := newFakeRuntime()
+			p, ids := spacePlan(target, sizes...)
+			addImages(rt, ids...)
+			for id := range fails {
+				rt.fail["RemoveImage "+id] = errors.New("device busy")
+			}
+			jitter := rand.New(rand.NewPCG(seed, 1))
+			var mu sync.Mutex
+			rt.before = func(string, string) {
+				mu.Lock()
+				d := time.Duration(jitter.IntN(300)) * time.Microsecond
+				mu.Unlock()
+				time.Sleep(d) // reorders completions; nothing is timed
+			}
+			e := newPoolEngine(t, rt, parallel)
+			r, err := e.Apply(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range rt.mutatingCalls() {
+				got = append(got, c)
+			}
+			for _, it := range r.Items {
+				_ = it
+			}
+			slices.Sort(got)
+			return got
+		}
+		serial := run(1, 0)
+		for _, parallel := range []int{2, 3, 8} {
+			got := run(parallel, uint64(round*10+parallel))
+			if !slices.Equal(got, serial) {
+				t.Fatalf("round %d (sizes %v, target %d, failing %v): parallel %d tried %v, the serial pass %v", round, sizes, target, fails, parallel, got, serial)
+			}
+		}
+	}
+}
+
+func TestApplyRechecksAgainstAViewAContainerEventRefreshes(t *testing.T) {
+	t.Run("a container created on a planned image before its turn saves it (parallel 1)", func(t *testing.T) {
+		rt := newFakeRuntime()
+		ids := []string{"i1", "i2", "i3", "i4", "i5"}
+		addImages(rt, ids...)
+		e := newPoolEngine(t, rt, 1)
+		rt.before = func(method, id string) {
+			if method == "RemoveImage" && id == "i2" {
+				rt.mu.Lock()
+				rt.containers["new"] = Container{ID: "new", ImageRef: "i4:1", State: ContainerCreated}
+				rt.mu.Unlock()
+				e.ContainerEvent()
+			}
+		}
+		r, err := e.Apply(context.Background(), reclaimPlan(ids...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := outcomes(r); got["i4"] != OutcomeSkipped || got["i5"] != OutcomeRemoved || got["i3"] != OutcomeRemoved {
+			t.Errorf("outcomes %v: i4 must be kept, the others removed", got)
+		}
+	})
+	t.Run("a container created during the container phase saves a planned image (parallel 4)", func(t *testing.T) {
+		rt := newFakeRuntime()
+		rt.containers["c1"] = Container{ID: "c1", State: ContainerExited}
+		ids := []string{"i1", "i2", "i3", "i4", "i5", "i6"}
+		addImages(rt, ids...)
+		e := newPoolEngine(t, rt, 4)
+		rt.before = func(method, id string) {
+			if method == "RemoveContainer" {
+				rt.mu.Lock()
+				rt.containers["new"] = Container{ID: "new", ImageID: "i1", State: ContainerRunning}
+				rt.mu.Unlock()
+				e.ContainerEvent()
+			}
+		}
+		p := reclaimPlan(ids...)
+		p.ContainerGC.Remove = []ContainerRemoval{{ID: "c1", Reason: RemovePodRemovable}}
+		r, err := e.Apply(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := outcomes(r); got["i1"] != OutcomeSkipped || got["c1"] != OutcomeRemoved || got["i6"] != OutcomeRemoved {
+			t.Errorf("outcomes %v: i1 must be kept", got)
+		}
+	})
+	t.Run("the view is not listed again per item", func(t *testing.T) {
+		rt := newFakeRuntime()
+		var ids []string
+		for i := range 50 {
+			ids = append(ids, fmt.Sprintf("i%02d", i))
+		}
+		addImages(rt, ids...)
+		e := newPoolEngine(t, rt, 4)
+		if _, err := e.Apply(context.Background(), reclaimPlan(ids...)); err != nil {
+			t.Fatal(err)
+		}
+		rt.mu.Lock()
+		lists := 0
+		for _, c := range rt.calls {
+			if c == "ListContainers " {
+				lists++
+			}
+		}
+		rt.mu.Unlock()
+		// One listing per ViewWindow at most; a fake runtime removes 50
+		// images far faster than that, but a slow machine may need a few.
+		if lists >= len(ids)/2 {
+			t.Errorf("ListContainers called %d times for %d images: the re-check must use the view", lists, len(ids))
+		}
+	})
+}
+
+// failingWriter fails every write after ok writes.
+type failingWriter struct {
+	mu     sync.Mutex
+	f      *os.File
+	ok     int
+	writes int
+}
+
+func (w *failingWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	if w.writes > w.ok {
+		// A full disk: half the bytes land, then ENOSPC.
+		n, _ := w.f.Write(b[:len(b)/2])
+		return n, errors.New("no space left on device")
+	}
+	return w.f.Write(b)
+}
+func (w *failingWriter) Sync() error { return w.f.Sync() }
+
+func TestJournalFailureStopsThePass(t *testing.T) {
+	rt := newFakeRuntime()
+	ids := []string{"i1", "i2", "i3", "i4", "i5", "i6"}
+	addImages(rt, ids...)
+	e := newPoolEngine(t, rt, 1)
+	// Intent and outcome of i1, intent of i2, then the disk is full: the
+	// outcome of i2 cannot be written.
+	e.journal.w = &failingWriter{f: e.journal.f, ok: 3}
+	r, err := e.Apply(context.Background(), reclaimPlan(ids...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.mutatingCalls(); !slices.Equal(got, []string{"RemoveImage i1", "RemoveImage i2"}) {
+		t.Errorf("calls %v: the pass must stop before the next removal", got)
+	}
+	if r.OK() || r.Error == "" || r.Stopped == "" || r.Undone != 4 {
+		t.Errorf("report ok %v error %q stopped %v undone %d: the pass must fail", r.OK(), r.Error, r.Stopped, r.Undone)
+	}
+	// The next pass repairs the torn line and reconciles i2's intent.
+	e.journal.w = e.journal.f
+	r2, err := e.Apply(context.Background(), reclaimPlan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r2.Notes) != 2 || !strings.Contains(r2.Notes[0], "torn") || !strings.Contains(r2.Notes[1], "1 removed") {
+		t.Errorf("notes %q: want the torn line repaired and i2 reconciled", r2.Notes)
+	}
+	js, err := ReadJournal(e.o.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range js {
+		got = append(got, j.ID)
+	}
+	if !slices.Equal(got, []string{"i1", "i2"}) || !js[1].Reconciled {
+		t.Errorf("journal removals %v: want i1 and i2 (reconciled)", got)
+	}
+}
+
+func TestJournalIntentWriteFailureRemovesNothing(t *testing.T) {
+	rt := newFakeRuntime()
+	addImages(rt, "i1", "i2")
+	e := newPoolEngine(t, rt, 1)
+	e.journal.w = &failingWriter{f: e.journal.f, ok: 0}
+	r, err := e.Apply(context.Background(), reclaimPlan("i1", "i2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.mutatingCalls(); len(got) != 0 {
+		t.Errorf("calls %v: nothing may be removed without its intent on disk", got)
+	}
+	if r.OK() || r.Count(OutcomeFailed) != 1 || r.Undone != 1 {
+		t.Errorf("report ok %v failed %d undone %d", r.OK(), r.Count(OutcomeFailed), r.Undone)
+	}
+}
+
+func TestJournalRefusesAPassWithoutRoom(t *testing.T) {
+	rt := newFakeRuntime()
+	addImages(rt, "i1")
+	e := newPoolEngine(t, rt, 1)
+	e.journal.free = func() (int64, error) { return 4096, nil }
+	r, err := e.Apply(context.Background(), reclaimPlan("i1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK() || !strings.Contains(r.Error, "free space there first") || r.Undone != 1 {
+		t.Errorf("report error %q undone %d: want a refusal naming the state dir's free space", r.Error, r.Undone)
+	}
+	if got := rt.mutatingCalls(); len(got) != 0 {
+		t.Errorf("calls %v: a refused pass removes nothing", got)
+	}
+}
+
+func TestJournalGroupCommit(t *testing.T) {
+	dir := t.TempDir()
+	j, _, err := openJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	j.w = &blockingWriter{f: j.f, first: func() { once.Do(func() { <-release }) }}
+	const writers = 10
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			if err := j.write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: fmt.Sprint(i)}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// Wait until the first write is in flight and the other nine lines
+	// are queued behind it, then let it finish.
+	for {
+		j.mu.Lock()
+		queued := strings.Count(string(j.buf), "\n")
+		j.mu.Unlock()
+		if queued == writers-1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	if j.syncs != 2 {
+		t.Errorf("%d fsyncs for %d lines, want 2 (one, then one for the group that queued behind it)", j.syncs, writers)
+	}
+	lines, err := ReadJournalLines(dir)
+	if err != nil || len(lines) != writers {
+		t.Errorf("journal has %d lines (%v), want %d", len(lines), err, writers)
+	}
+}
+
+// blockingWriter runs first before its first write.
+type blockingWriter struct {
+	f     *os.File
+	first func()
+}
+
+func (w *blockingWriter) Write(b []byte) (int, error) { w.first(); return w.f.Write(b) }
+func (w *blockingWriter) Sync() error                 { return w.f.Sync() }
+
+func TestApplyRemovesAContainersLogsWithIt(t *testing.T) {
+	rt := newFakeRuntime()
+	root := t.TempDir()
+	podLogs, links := filepath.Join(root, "pods"), filepath.Join(root, "containers")
+	podDir := filepath.Join(podLogs, "ns_web_uid1", "app")
+	outside := filepath.Join(root, "outside.log")
+	for _, d := range []string{podDir, links} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logFile := filepath.Join(podDir, "0.log")
+	for _, f := range []string{logFile, outside} {
+		if err := os.WriteFile(f, []byte("log"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(links, "web_ns_app-c1.log")
+	if err := os.Symlink(logFile, link); err != nil {
+		t.Fatal(err)
+	}
+	otherLink := filepath.Join(links, "web_ns_app-c2.log")
+	if err := os.Symlink(outside, otherLink); err != nil {
+		t.Fatal(err)
+	}
+	rt.sandboxes["s1"] = Sandbox{ID: "s1", PodName: "web", PodNamespace: "ns", PodUID: "uid1", State: SandboxReady}
+	rt.containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerExited, LogPath: logFile}
+	rt.containers["c2"] = Container{ID: "c2", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerExited, LogPath: outside}
+	e := newPoolEngine(t, rt, 1)
+	e.o.Policy.PodLogsDir, e.o.ContainerLogsDir = podLogs, links
+	p := Plan{Pass: PassContainers, EvaluatedAt: execNow, ContainerGC: ContainerPlan{Remove: []ContainerRemoval{
+		{ID: "c1", Reason: RemovePerContainerLimit}, {ID: "c2", Reason: RemovePerContainerLimit}}}}
+	r, err := e.Apply(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{logFile, link, otherLink} {
+		if _, err := os.Lstat(gone); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still there (%v): the kubelet removes it with its container", gone, err)
+		}
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("%s outside podLogsDir was touched: %v", outside, err)
+	}
+	if n := r.Count(OutcomeRemoved); n != 5 {
+		t.Errorf("removed %d items, want 2 containers, 1 log file, 2 links: %+v", n, r.Items)
+	}
+	js, _ := ReadJournal(e.o.StateDir)
+	var logs int
+	for _, j := range js {
+		if j.Kind == ItemLog && j.Reason == ReasonContainerRemoved {
+			logs++
+		}
+	}
+	if logs != 3 {
+		t.Errorf("journal has %d log removals, want 3", logs)
+	}
+}
+
+func TestApplyPublishesProgress(t *testing.T) {
+	rt := newFakeRuntime()
+	ids := []string{"i1", "i2", "i3"}
+	addImages(rt, ids...)
+	e := newPoolEngine(t, rt, 2)
+	var mu sync.Mutex
+	var got []Progress
+	defer e.OnProgress(func(p Progress) { mu.Lock(); got = append(got, p); mu.Unlock() })()
+	if _, err := e.Apply(context.Background(), reclaimPlan(ids...)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 4 || got[0].ItemsDone != 0 || got[3].ItemsDone != 3 || got[3].Items != 3 || got[3].BytesDone != 30 || got[3].Bytes != 30 {
+		t.Errorf("progress %+v: want 0 of 3 at the start, then one per item up to 3 of 3, 30 of 30 bytes", got)
+	}
+}
