@@ -90,8 +90,10 @@ type Engine struct {
 	simulated bool // the runtime reports its own filesystem
 	// Warning is set when the records file was corrupt and moved aside.
 	warning error
-	// reconciled is set once the journal's open intents were settled.
+	// reconciled is set once the journal's open intents were settled;
+	// notes says what that found, for the next pass's report.
 	reconciled bool
+	notes      []string
 }
 
 // ContainerEvent tells the engine that a container was created or started
@@ -250,6 +252,7 @@ func (e *Engine) Snapshot(ctx context.Context) (Snapshot, error) {
 // snapshotLocked is Snapshot with e.mu held; persist forces the records to
 // disk.
 func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, error) {
+	e.notes = append(e.notes, e.reconcileLocked(ctx)...)
 	s, err := e.collect(ctx)
 	if err != nil {
 		return s, err

@@ -170,9 +170,10 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	for _, it := range planned {
 		x.prog.Bytes += max(it.SizeBytes, 0)
 	}
-	if !e.reconciled && !x.halted() {
-		r.Notes = append(r.Notes, x.reconcile()...)
-		e.reconciled = true
+	if !x.halted() {
+		r.Notes = append(r.Notes, e.notes...)
+		r.Notes = append(r.Notes, e.reconcileLocked(ctx)...)
+		e.notes = nil
 	}
 	if before, err := e.imageFs(x.calls); err == nil {
 		r.ImageFsBefore = &before
@@ -766,60 +767,67 @@ func skipped(it ItemResult, why string) ItemResult {
 	return it
 }
 
-// reconcile settles the intents of an earlier, interrupted pass that have
-// no outcome: it asks the runtime (or the filesystem, for logs) whether
-// each item still exists and journals what happened. An item it cannot
-// ask about stays open for the next start. It returns notes for the report.
-func (x *executor) reconcile() []string {
-	if x.e.journal == nil {
+// reconcileLocked settles the intents of an earlier, interrupted pass that
+// have no outcome: it asks the runtime (or the filesystem, for logs)
+// whether each item still exists and journals what happened, so that every
+// item the runtime no longer has is in the journal. An item it cannot ask
+// about stays open for the next try. A deleting engine runs it before its
+// first snapshot, and again after a pass whose journal write failed. It
+// returns notes for the next report; e.mu is held.
+func (e *Engine) reconcileLocked(ctx context.Context) []string {
+	if e.journal == nil || e.o.Remover == nil || e.reconciled {
 		return nil
 	}
-	lines, err := ReadJournalLines(x.e.o.StateDir)
+	lines, err := ReadJournalLines(e.o.StateDir)
 	if err != nil {
 		return []string{fmt.Sprintf("journal not reconciled: %v", err)}
 	}
 	open := openIntents(lines)
 	if len(open) == 0 {
+		e.reconciled = true
 		return nil
 	}
 	var removed, kept, unknown int
 	for _, in := range open {
-		exists, err := x.exists(in)
+		exists, err := e.exists(ctx, in)
 		if err != nil {
 			unknown++
-			x.e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", err)
+			e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", err)
 			continue
 		}
 		out := in
-		out.Time, out.Reconciled, out.Op = x.e.now(), true, JournalRemoved
+		out.Time, out.Reconciled, out.Op = e.now(), true, JournalRemoved
 		if exists {
 			out.Op = JournalNotRemoved
 			kept++
 		} else {
 			removed++
 		}
-		if err := x.e.journal.write(out); err != nil {
+		if err := e.journal.write(out); err != nil {
 			return []string{fmt.Sprintf("journal not reconciled: %v", err)}
 		}
 	}
+	e.reconciled = unknown == 0
 	note := fmt.Sprintf("journal: reconciled %d intents an interrupted pass left without outcome: %d removed, %d still there", removed+kept, removed, kept)
 	if unknown > 0 {
-		note += fmt.Sprintf(", %d could not be checked (left for the next start)", unknown)
+		note += fmt.Sprintf(", %d could not be checked (left for the next try)", unknown)
 	}
-	x.e.log.Warn(note)
+	e.log.Warn(note)
 	return []string{note}
 }
 
 // exists asks whether the item of a journal intent still exists.
-func (x *executor) exists(in JournalEntry) (bool, error) {
+func (e *Engine) exists(ctx context.Context, in JournalEntry) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CallTimeout)
+	defer cancel()
 	var err error
 	switch in.Kind {
 	case ItemImage:
-		_, err = rt(x, func(ctx context.Context) (Image, error) { return x.e.o.Reader.ImageStatus(ctx, in.ID) })
+		_, err = e.o.Reader.ImageStatus(ctx, in.ID)
 	case ItemContainer:
-		_, err = rt(x, func(ctx context.Context) (Container, error) { return x.e.o.Reader.ContainerStatus(ctx, in.ID) })
+		_, err = e.o.Reader.ContainerStatus(ctx, in.ID)
 	case ItemSandbox:
-		_, err = rt(x, func(ctx context.Context) (Sandbox, error) { return x.e.o.Reader.SandboxStatus(ctx, in.ID) })
+		_, err = e.o.Reader.SandboxStatus(ctx, in.ID)
 	case ItemLog:
 		_, err = os.Lstat(in.ID)
 		if errors.Is(err, os.ErrNotExist) {

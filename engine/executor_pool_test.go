@@ -551,3 +551,47 @@ func TestApplyPublishesProgress(t *testing.T) {
 		t.Errorf("progress %+v: want 0 of 3 at the start, then one per item up to 3 of 3, 30 of 30 bytes", got)
 	}
 }
+
+func TestStartReconcilesIntentsWithoutOutcome(t *testing.T) {
+	dir := t.TempDir()
+	// A pass killed after i1's and i2's intents reached the disk: the
+	// runtime removed i1, never got to i2.
+	lines := `{"op":"intent","pass":3,"kind":"image","id":"i1","reason":"space"}
+{"op":"intent","pass":3,"kind":"image","id":"i2","reason":"space"}
+{"op":"intent","pass":3,"kind":"image","id":"i0","reason":"space"}
+{"op":"removed","pass":3,"kind":"image","id":"i0","reason":"space"}
+`
+	if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt := newFakeRuntime()
+	addImages(rt, "i2")
+	e, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	all, err := ReadJournalLines(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(openIntents(all)) != 0 {
+		t.Errorf("open intents %+v after the start, want none", openIntents(all))
+	}
+	got := map[string]JournalOp{}
+	for _, l := range all {
+		if l.Reconciled {
+			got[l.ID] = l.Op
+		}
+	}
+	if len(got) != 2 || got["i1"] != JournalRemoved || got["i2"] != JournalNotRemoved {
+		t.Errorf("reconciled %v, want i1 removed and i2 still there", got)
+	}
+	js, _ := ReadJournal(dir)
+	if len(js) != 2 || js[0].ID != "i0" || js[1].ID != "i1" {
+		t.Errorf("journal removals %+v, want i0 then i1", js)
+	}
+}

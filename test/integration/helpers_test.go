@@ -214,6 +214,10 @@ type engineOptions struct {
 	Policy   engine.Policy
 	StateDir string
 	Clock    *clock // nil means time.Now
+	// Parallel is the pass's pool width; 0 means 1, the kubelet's serial
+	// order, which these tests pin (the journal's order, one removal in
+	// flight when containerd dies). pool_test.go runs the default pool.
+	Parallel int
 }
 
 // newEngine builds an engine, failing the test on error.
@@ -221,7 +225,7 @@ func newEngine(tb testing.TB, n *realnode.Node, o engineOptions) *engine.Engine 
 	tb.Helper()
 	p := o.Policy
 	p.PodLogsDir = n.PodLogsDir()
-	eo := engine.Options{Reader: o.Runtime, Remover: o.Remover, Policy: p, StateDir: o.StateDir}
+	eo := engine.Options{Reader: o.Runtime, Remover: o.Remover, Policy: p, StateDir: o.StateDir, Parallel: max(o.Parallel, 1)}
 	if eo.Remover == nil {
 		eo.Remover = o.Runtime
 	}
