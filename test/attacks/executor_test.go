@@ -42,7 +42,7 @@ func removals(node *simnode.Node) int {
 // openIntentCount counts the journal's intents that no outcome follows.
 func openIntentCount(lines []engine.JournalEntry) int {
 	type key struct {
-		pass int64
+		pass engine.JournalPass
 		kind engine.ItemKind
 		id   string
 	}

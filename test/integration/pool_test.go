@@ -50,7 +50,7 @@ func TestPoolRemovesThePlanOnRealContainerd(t *testing.T) {
 // the same pass and item follows.
 func openIntents(lines []engine.JournalEntry) []string {
 	type key struct {
-		pass int64
+		pass engine.JournalPass
 		kind engine.ItemKind
 		id   string
 	}
