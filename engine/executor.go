@@ -62,6 +62,9 @@ type executor struct {
 	prog       Progress
 	// plan is the plan's items in execution order, as plannedItems.
 	plan []ItemResult
+	// written marks the tasks whose intent is on disk, closed those whose
+	// outcome line is written too.
+	written, closed []bool
 }
 
 // task is one planned item for the pool.
@@ -71,7 +74,16 @@ type task struct {
 	size  int64
 	space bool // subject to the space pass's target
 	run   func() []ItemResult
+	// intent is its journal line: written as the intent (in a group with
+	// the next tasks' intents) before the task starts, from the plan; the
+	// task's re-check fills in what the runtime reports for the outcome.
+	intent *JournalEntry
 }
+
+// intentWindow is how many tasks' intent lines the feeder writes in one
+// group, with one fsync, before the first of them starts. An intent whose
+// task never reaches the runtime gets a skipped or not-run outcome.
+const intentWindow = 64
 
 // plannedItems lists a plan's items in execution order: containers,
 // sandboxes, logs, then images (the kubelet removes containers before the
@@ -115,16 +127,20 @@ func (x *executor) phases(p Plan) [][]task {
 	next := func() int { idx++; return idx - 1 }
 	var cs, ss, ls, ia, is []task
 	for _, c := range p.ContainerGC.Remove {
-		cs = append(cs, task{idx: next(), kind: ItemContainer, run: func() []ItemResult { return x.container(c) }})
+		en := &JournalEntry{Kind: ItemContainer, ID: c.ID, Reason: string(c.Reason), PodUID: c.PodUID, Name: c.Name}
+		cs = append(cs, task{idx: next(), kind: ItemContainer, run: func() []ItemResult { return x.container(c, en) }, intent: en})
 	}
 	for _, s := range p.SandboxGC.Remove {
-		ss = append(ss, task{idx: next(), kind: ItemSandbox, run: func() []ItemResult { return []ItemResult{x.sandbox(s)} }})
+		en := &JournalEntry{Kind: ItemSandbox, ID: s.ID, Reason: s.Reason, PodUID: s.PodUID}
+		ss = append(ss, task{idx: next(), kind: ItemSandbox, run: func() []ItemResult { return []ItemResult{x.sandbox(s, en)} }, intent: en})
 	}
 	for _, l := range p.LogGC.Remove {
-		ls = append(ls, task{idx: next(), kind: ItemLog, run: func() []ItemResult { return []ItemResult{x.logPath(l)} }})
+		ls = append(ls, task{idx: next(), kind: ItemLog, run: func() []ItemResult { return []ItemResult{x.logPath(l)} },
+			intent: &JournalEntry{Kind: ItemLog, ID: l.Path, Reason: l.Reason}})
 	}
 	for _, i := range p.ImageGC.Remove {
-		t := task{idx: next(), kind: ItemImage, size: max(i.SizeBytes, 0), run: func() []ItemResult { return []ItemResult{x.image(i)} }}
+		en := &JournalEntry{Kind: ItemImage, ID: i.ID, RepoTags: i.RepoTags, RepoDigests: i.RepoDigests, SizeBytes: i.SizeBytes, Reason: string(i.Reason)}
+		t := task{idx: next(), kind: ItemImage, size: max(i.SizeBytes, 0), run: func() []ItemResult { return []ItemResult{x.image(i, en)} }, intent: en}
 		if i.Reason == RemoveForSpace {
 			t.space = x.targeted
 			is = append(is, t)
@@ -166,6 +182,7 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	}
 	x.targeted, x.target = p.ImageGC.Triggered && spacePassPlanned(p.ImageGC), p.ImageGC.BytesToFree
 	x.results, x.plan = make([][]ItemResult, len(planned)), planned
+	x.written, x.closed = make([]bool, len(planned)), make([]bool, len(planned))
 	x.prog = Progress{Pass: r.ID, Kind: p.Pass, Items: len(planned)}
 	for _, it := range planned {
 		x.prog.Bytes += max(it.SizeBytes, 0)
@@ -196,6 +213,10 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	for _, ph := range x.phases(p) {
 		x.view.invalidate() // the phase before removed what the view holds
 		x.runPhase(ph)
+	}
+	// The outcome lines were written without waiting for their fsync.
+	if err := e.journal.sync(); err != nil {
+		x.halt(fmt.Sprintf("journal write failed (%v)", err), true)
 	}
 	removedImages := map[string]bool{}
 	for _, its := range x.results {
@@ -271,6 +292,9 @@ func (x *executor) runPhase(tasks []task) {
 	defer x.mu.Unlock()
 feed:
 	for i, t := range tasks {
+		if !x.written[t.idx] && !x.stoppingLocked() {
+			x.writeIntents(tasks[i:min(i+intentWindow, len(tasks))])
+		}
 		for {
 			if x.stoppingLocked() {
 				for _, rest := range tasks[i:] {
@@ -305,6 +329,69 @@ feed:
 	}
 	for x.inflight > 0 {
 		x.cond.Wait()
+	}
+	// Close the intents of the tasks that never reached the runtime.
+	for _, t := range tasks {
+		if x.written[t.idx] && !x.closed[t.idx] {
+			x.closeIntent(t)
+		}
+	}
+}
+
+// writeIntents writes the tasks' intent lines in one group and waits for
+// them to be on disk; x.mu is held and released meanwhile.
+func (x *executor) writeIntents(tasks []task) {
+	lines := make([]JournalEntry, len(tasks))
+	for i, t := range tasks {
+		lines[i] = x.stamp(JournalIntent, *t.intent)
+	}
+	x.mu.Unlock()
+	err := x.e.journal.write(lines...)
+	x.mu.Lock()
+	if err != nil {
+		x.journalFailedLocked(err)
+		return
+	}
+	for _, t := range tasks {
+		x.written[t.idx] = true
+	}
+}
+
+// closeIntent writes the outcome line of a task whose intent is on disk,
+// from its result (not-run when it has none); x.mu is held.
+func (x *executor) closeIntent(t task) {
+	en := *t.intent
+	op := JournalNotRun
+	if its := x.results[t.idx]; len(its) > 0 {
+		switch it := its[0]; it.Outcome {
+		case OutcomeRemoved:
+			op = JournalRemoved
+		case OutcomeGone:
+			op = JournalGone
+		case OutcomeFailed:
+			op, en.Error = JournalFailed, it.Error
+		case OutcomeSkipped:
+			op, en.Error = JournalSkipped, it.Detail
+		}
+	}
+	x.closed[t.idx] = true
+	if err := x.e.journal.writeLazy(x.stamp(op, en)); err != nil {
+		x.journalFailedLocked(err)
+	}
+}
+
+// stamp fills a journal line's op, time and pass.
+func (x *executor) stamp(op JournalOp, en JournalEntry) JournalEntry {
+	en.Op, en.Time, en.Pass, en.PassKind = op, x.e.now(), JournalPass(x.r.PassID()), x.r.Plan.Pass
+	return en
+}
+
+// journalFailedLocked records the first failed journal write: the pass
+// stops before its next removal. x.mu is held.
+func (x *executor) journalFailedLocked(err error) {
+	if x.jerr == nil {
+		x.jerr = err
+		x.e.log.Error("journal write failed: the pass stops", "err", err, "pass", x.r.PassID())
 	}
 }
 
@@ -393,6 +480,7 @@ func (x *executor) work(t task) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.results[t.idx] = its
+	x.closeIntent(t)
 	x.inflight--
 	removed := len(its) > 0 && its[0].Outcome == OutcomeRemoved
 	if t.space {
@@ -414,33 +502,40 @@ func (x *executor) work(t task) {
 // publish sends the progress to the engine's progress listeners.
 func (x *executor) publish() { x.e.publishProgress(x.prog) }
 
-// journal writes lines for the pass; a failure stops the pass.
-func (x *executor) journal(op JournalOp, en JournalEntry) error {
-	en.Op, en.Time, en.Pass, en.PassKind = op, x.e.now(), JournalPass(x.r.PassID()), x.r.Plan.Pass
-	err := x.e.journal.write(en)
+// journal writes a line for the pass (durably, or lazily for an
+// outcome); a failure stops the pass.
+func (x *executor) journal(op JournalOp, en JournalEntry, lazy bool) error {
+	write := x.e.journal.write
+	if lazy {
+		write = x.e.journal.writeLazy
+	}
+	err := write(x.stamp(op, en))
 	if err != nil {
 		x.mu.Lock()
-		if x.jerr == nil {
-			x.jerr = err
-			x.e.log.Error("journal write failed: the pass stops", "err", err, "pass", x.r.PassID())
-		}
+		x.journalFailedLocked(err)
 		x.mu.Unlock()
 	}
 	return err
 }
 
-// remove journals the intent, calls the runtime and journals the outcome.
-// Without its intent line on disk the item is not removed.
-func (x *executor) remove(it ItemResult, en JournalEntry, what string, call func(ctx context.Context) error) ItemResult {
+// call makes a removal's runtime call; the task's intent is on disk, and
+// the pool writes its outcome.
+func (x *executor) call(it ItemResult, what string, call func(ctx context.Context) error) ItemResult {
+	ctx, cancel := context.WithTimeout(x.calls, CallTimeout)
+	defer cancel()
+	return outcome(it, what, call(ctx))
+}
+
+// removeLogged journals an intent of its own, removes and journals the
+// outcome: for the log file and link removed with a container. Without
+// its intent line on disk the item is not removed.
+func (x *executor) removeLogged(it ItemResult, en JournalEntry, what string, call func(ctx context.Context) error) ItemResult {
 	en.Kind, en.ID = it.Kind, it.ID
-	if err := x.journal(JournalIntent, en); err != nil {
+	if err := x.journal(JournalIntent, en, false); err != nil {
 		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
 		return it
 	}
-	ctx, cancel := context.WithTimeout(x.calls, CallTimeout)
-	err := call(ctx)
-	cancel()
-	it = outcome(it, what, err)
+	it = x.call(it, what, call)
 	op := JournalRemoved
 	switch it.Outcome {
 	case OutcomeGone:
@@ -448,7 +543,7 @@ func (x *executor) remove(it ItemResult, en JournalEntry, what string, call func
 	case OutcomeFailed:
 		op, en.Error = JournalFailed, it.Error
 	}
-	if jerr := x.journal(op, en); jerr != nil && it.Error == "" {
+	if jerr := x.journal(op, en, true); jerr != nil && it.Error == "" {
 		it.Error = fmt.Sprintf("journal: %v", jerr)
 	}
 	return it
@@ -499,15 +594,21 @@ func outcome(it ItemResult, what string, err error) ItemResult {
 // image re-checks and removes one image: it must still exist, be unpinned,
 // not be a sandbox image and be used by no container in any state, by the
 // view of the node (see ViewWindow).
-func (x *executor) image(rm ImageRemoval) ItemResult {
+func (x *executor) image(rm ImageRemoval, en *JournalEntry) ItemResult {
 	it := ItemResult{Kind: ItemImage, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail, SizeBytes: rm.SizeBytes}
 	if x.infoErr != nil {
 		return recheckFailed(it, x.infoErr)
 	}
-	img, err := rt(x, func(ctx context.Context) (Image, error) { return x.e.o.Reader.ImageStatus(ctx, rm.ID) })
+	v, err := rt(x, func(ctx context.Context) (*nodeView, error) { return x.view.fresh(ctx, true) })
 	if err != nil {
 		return recheckFailed(it, err)
 	}
+	img, ok := v.images[rm.ID]
+	if !ok {
+		it.Outcome = OutcomeGone
+		return it
+	}
+	en.RepoTags, en.RepoDigests, en.SizeBytes = img.RepoTags, img.RepoDigests, img.SizeBytes
 	if img.Pinned {
 		return skipped(it, "pinned since planning")
 	}
@@ -517,15 +618,10 @@ func (x *executor) image(rm ImageRemoval) ItemResult {
 	if IsSandboxImage(img, x.sandboxRefs) {
 		return skipped(it, "sandbox image")
 	}
-	v, err := rt(x, x.view.fresh)
-	if err != nil {
-		return recheckFailed(it, err)
-	}
 	if c, used := v.imageUser(img); used {
 		return skipped(it, fmt.Sprintf("in use since planning by container %s (%s)", c.Name, c.ID))
 	}
-	it = x.remove(it, JournalEntry{RepoTags: img.RepoTags, RepoDigests: img.RepoDigests, SizeBytes: img.SizeBytes, Reason: string(rm.Reason)},
-		"remove image", func(ctx context.Context) error { return x.e.o.Remover.RemoveImage(ctx, rm.ID) })
+	it = x.call(it, "remove image", func(ctx context.Context) error { return x.e.o.Remover.RemoveImage(ctx, rm.ID) })
 	if it.Outcome == OutcomeRemoved {
 		x.e.log.Info("removed image", "image", rm.ID, "tags", img.RepoTags, "size", img.SizeBytes, "reason", rm.Reason, "pass", x.r.PassID())
 	}
@@ -535,12 +631,13 @@ func (x *executor) image(rm ImageRemoval) ItemResult {
 // container re-checks and removes one dead container, then its log file
 // and its /var/log/containers link. A container running again is skipped;
 // an UNKNOWN one is stopped first, as the kubelet does.
-func (x *executor) container(rm ContainerRemoval) []ItemResult {
+func (x *executor) container(rm ContainerRemoval, en *JournalEntry) []ItemResult {
 	it := ItemResult{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail}
 	cur, err := rt(x, func(ctx context.Context) (Container, error) { return x.e.o.Reader.ContainerStatus(ctx, rm.ID) })
 	if err != nil {
 		return []ItemResult{recheckFailed(it, err)}
 	}
+	en.PodUID, en.Name = cur.PodUID, cur.Name
 	switch {
 	case cur.State == ContainerRunning:
 		return []ItemResult{skipped(it, "running since planning")}
@@ -555,13 +652,12 @@ func (x *executor) container(rm ContainerRemoval) []ItemResult {
 			return []ItemResult{it}
 		}
 	}
-	it = x.remove(it, JournalEntry{Reason: string(rm.Reason), PodUID: cur.PodUID, Name: cur.Name},
-		"remove container", func(ctx context.Context) error { return x.e.o.Remover.RemoveContainer(ctx, rm.ID) })
+	it = x.call(it, "remove container", func(ctx context.Context) error { return x.e.o.Remover.RemoveContainer(ctx, rm.ID) })
 	if it.Outcome != OutcomeRemoved {
 		return []ItemResult{it}
 	}
 	x.e.log.Info("removed container", "container", rm.ID, "pod", cur.PodUID, "name", cur.Name, "reason", rm.Reason, "pass", x.r.PassID())
-	return append([]ItemResult{it}, x.containerLogs(cur)...)
+	return append([]ItemResult{it}, x.containerLogs(cur, rm)...)
 }
 
 // ReasonContainerRemoved is the reason of the log file and link removed
@@ -576,27 +672,22 @@ const ReasonContainerRemoved = "container-removed"
 // symlink; the kubelet removes them
 // before the container, nodegc after, so a container the runtime keeps
 // keeps its logs.
-func (x *executor) containerLogs(c Container) []ItemResult {
+func (x *executor) containerLogs(c Container, rm ContainerRemoval) []ItemResult {
 	var out []ItemResult
 	if p := c.LogPath; p != "" && WithinDir(x.e.o.Policy.PodLogsDir, p) {
 		if realFileUnder(x.e.o.Policy.PodLogsDir, p) {
 			it := ItemResult{Kind: ItemLog, ID: p, Reason: ReasonContainerRemoved, Detail: "log file of container " + c.ID}
-			out = append(out, x.remove(it, JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name},
+			out = append(out, x.removeLogged(it, JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name},
 				"remove container log", func(context.Context) error { return removeLog(p, false) }))
 		}
 	}
-	v, err := rt(x, x.view.fresh)
-	if err != nil {
+	if rm.PodName == "" || rm.PodNamespace == "" || c.Name == "" {
 		return out
 	}
-	sb, ok := v.sandboxes[c.PodSandboxID]
-	if !ok || sb.PodName == "" || sb.PodNamespace == "" || c.Name == "" {
-		return out
-	}
-	link := containerLogLink(x.e.containerLogsDir(), sb.PodName, sb.PodNamespace, c.Name, c.ID)
+	link := containerLogLink(x.e.containerLogsDir(), rm.PodName, rm.PodNamespace, c.Name, c.ID)
 	if fi, err := os.Lstat(link); err == nil && fi.Mode()&os.ModeSymlink != 0 && WithinDir(x.e.containerLogsDir(), link) {
 		it := ItemResult{Kind: ItemLog, ID: link, Reason: ReasonContainerRemoved, Detail: "log link of container " + c.ID}
-		out = append(out, x.remove(it, JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name},
+		out = append(out, x.removeLogged(it, JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name},
 			"remove container log link", func(context.Context) error { return removeLog(link, false) }))
 	}
 	return out
@@ -639,19 +730,20 @@ func containerLogLink(dir, pod, ns, name, id string) string {
 
 // sandbox re-checks, stops and removes one sandbox: it must not be READY
 // and no container may reference it.
-func (x *executor) sandbox(rm SandboxRemoval) ItemResult {
+func (x *executor) sandbox(rm SandboxRemoval, en *JournalEntry) ItemResult {
 	it := ItemResult{Kind: ItemSandbox, ID: rm.ID, Reason: rm.Reason}
 	cur, err := rt(x, func(ctx context.Context) (Sandbox, error) { return x.e.o.Reader.SandboxStatus(ctx, rm.ID) })
 	if err != nil {
 		return recheckFailed(it, err)
 	}
+	en.PodUID, en.Name = cur.PodUID, cur.PodNamespace+"/"+cur.PodName
 	if cur.State == SandboxReady {
 		return skipped(it, "ready since planning")
 	}
 	if cur.State != SandboxNotReady {
 		return skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))
 	}
-	v, err := rt(x, x.view.fresh)
+	v, err := rt(x, func(ctx context.Context) (*nodeView, error) { return x.view.fresh(ctx, false) })
 	if err != nil {
 		return recheckFailed(it, err)
 	}
@@ -663,8 +755,7 @@ func (x *executor) sandbox(rm SandboxRemoval) ItemResult {
 		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop sandbox: %v", err)
 		return it
 	}
-	it = x.remove(it, JournalEntry{Reason: rm.Reason, PodUID: cur.PodUID, Name: cur.PodNamespace + "/" + cur.PodName},
-		"remove sandbox", func(ctx context.Context) error { return x.e.o.Remover.RemoveSandbox(ctx, rm.ID) })
+	it = x.call(it, "remove sandbox", func(ctx context.Context) error { return x.e.o.Remover.RemoveSandbox(ctx, rm.ID) })
 	if it.Outcome == OutcomeRemoved {
 		x.e.log.Info("removed sandbox", "sandbox", rm.ID, "pod", cur.PodUID, "reason", rm.Reason, "pass", x.r.PassID())
 	}
@@ -694,7 +785,7 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 	if err != nil {
 		return recheckFailed(it, err)
 	}
-	v, err := rt(x, x.view.fresh)
+	v, err := rt(x, func(ctx context.Context) (*nodeView, error) { return x.view.fresh(ctx, false) })
 	if err != nil {
 		return recheckFailed(it, err)
 	}
@@ -708,7 +799,7 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 		if c, ok := v.byID[containerIDFromLink(rm.Path)]; ok && c.State != ContainerExited {
 			return skipped(it, "its container has not exited")
 		}
-		return x.remove(it, JournalEntry{Reason: rm.Reason}, "remove log symlink", func(context.Context) error { return removeLog(rm.Path, false) })
+		return x.call(it, "remove log symlink", func(context.Context) error { return removeLog(rm.Path, false) })
 	}
 	if filepath.Dir(filepath.Clean(rm.Path)) != filepath.Clean(podDir) || !fi.IsDir() {
 		return skipped(it, "not a pod log directory")
@@ -720,7 +811,7 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 			return skipped(it, fmt.Sprintf("pod runs container %s again", c.Name))
 		}
 	}
-	return x.remove(it, JournalEntry{Reason: rm.Reason, PodUID: uid}, "remove pod log directory", func(context.Context) error { return removeLog(rm.Path, true) })
+	return x.call(it, "remove pod log directory", func(context.Context) error { return removeLog(rm.Path, true) })
 }
 
 // removeLog removes a symlink or a whole directory; a path already gone

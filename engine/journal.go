@@ -43,6 +43,11 @@ const (
 	// JournalNotRemoved: reconciliation found the item of an intent still
 	// there.
 	JournalNotRemoved JournalOp = "not-removed"
+	// JournalSkipped: the re-check just before the call kept the item.
+	JournalSkipped JournalOp = "skipped"
+	// JournalNotRun: the pass stopped (or reached its target) before the
+	// item's turn.
+	JournalNotRun JournalOp = "not-run"
 )
 
 // syncWriter is where the journal's lines go: the file, or in tests a
@@ -62,6 +67,7 @@ type syncWriter interface {
 type journal struct {
 	mu   sync.Mutex
 	cond *sync.Cond
+	wmu  sync.Mutex // serialises writes to w (fsyncs need not wait)
 	dir  string
 	f    *os.File
 	w    syncWriter   // f, unless a test replaces it
@@ -76,6 +82,7 @@ type journal struct {
 	flushing bool
 	err      error // the failed write; sticky until reset
 	syncs    int   // groups written (tests)
+	dirty    bool  // lines written by writeLazy since the last sync
 }
 
 // openJournal opens (creating) the journal in dir. A torn last line, left
@@ -214,6 +221,19 @@ func (j *journal) write(entries ...JournalEntry) error {
 
 // flush writes and syncs one group; j.mu is not held.
 func (j *journal) flush(buf []byte) error {
+	if err := j.put(buf); err != nil {
+		return err
+	}
+	if err := j.w.Sync(); err != nil {
+		return fmt.Errorf("sync journal: %w", err)
+	}
+	return nil
+}
+
+// put writes lines to the file, one writer at a time.
+func (j *journal) put(buf []byte) error {
+	j.wmu.Lock()
+	defer j.wmu.Unlock()
 	if j.fail != nil {
 		if err := j.fail(); err != nil {
 			return fmt.Errorf("append to journal: %w", err)
@@ -222,9 +242,59 @@ func (j *journal) flush(buf []byte) error {
 	if _, err := j.w.Write(buf); err != nil {
 		return fmt.Errorf("append to journal: %w", err)
 	}
-	if err := j.w.Sync(); err != nil {
-		return fmt.Errorf("sync journal: %w", err)
+	return nil
+}
+
+// writeLazy writes the entries at once but does not wait for them to be
+// synced: the next group's fsync (or sync) makes them durable. It is for
+// outcome lines: an outcome a crash loses leaves its intent open, and the
+// next start's reconciliation asks the runtime. A write error (a full
+// disk) is still seen at once.
+func (j *journal) writeLazy(entries ...JournalEntry) error {
+	if j == nil || len(entries) == 0 {
+		return nil
 	}
+	var enc bytes.Buffer
+	for _, e := range entries {
+		if err := json.NewEncoder(&enc).Encode(e); err != nil {
+			return fmt.Errorf("encode journal line: %w", err)
+		}
+	}
+	j.mu.Lock()
+	if j.err != nil {
+		defer j.mu.Unlock()
+		return j.err
+	}
+	j.mu.Unlock()
+	err := j.put(enc.Bytes())
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err != nil {
+		if j.err == nil {
+			j.err = err
+		}
+		return j.err
+	}
+	j.dirty = true
+	return nil
+}
+
+// sync makes every line written so far durable; the executor calls it at
+// the end of a pass, when no writer is left.
+func (j *journal) sync() error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil || !j.dirty {
+		return j.err
+	}
+	if err := j.w.Sync(); err != nil {
+		j.err = fmt.Errorf("sync journal: %w", err)
+		return j.err
+	}
+	j.dirty = false
 	return nil
 }
 

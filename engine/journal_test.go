@@ -21,9 +21,9 @@ func TestJournalWriteFailureStopsThePass(t *testing.T) {
 	e := newTestEngine(t, rt, false)
 	writes := 0
 	e.journal.fail = func() error {
-		// Lines 1-4: the intents and outcomes of i1 and i2 (one group
-		// each, one at a time); the outcome of i2 fails.
-		if writes++; writes == 4 {
+		// Write 1: the intents of all three; 2: the outcome of i1; 3:
+		// the outcome of i2 fails.
+		if writes++; writes == 3 {
 			return errors.New("no space left on device")
 		}
 		return nil

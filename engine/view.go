@@ -8,30 +8,29 @@ import (
 	"time"
 )
 
-// ViewWindow is the longest a pass trusts its view of the node's containers
-// and sandboxes. The executor re-checks each item against that view, not
-// against a fresh list per item (which made a pass cost removals times
-// containers): a view older than ViewWindow is listed again before the
-// re-check, and a container event (Engine.ContainerEvent) makes the next
-// re-check list again at once.
+// ViewWindow is the longest a pass trusts its view of the node. The
+// executor re-checks each item against that view (the containers, and for
+// images the image list), not against a fresh list per item, which made a
+// pass cost removals times containers: a view older than ViewWindow is
+// listed again before the re-check, and a container event
+// (Engine.ContainerEvent) makes the next re-check list again at once.
 //
 // The contract: the view an item is checked against was taken at most
-// ViewWindow before the check began, or after the last container event
+// ViewWindow before the check began, and after the last container event
 // reported before the check began; the runtime call that removes the item
-// follows that check directly (only the item's own status call and its
-// journal intent line lie between). Without an event stream, a container
-// created on an image in the last ViewWindow (plus one status call) before
-// the image's removal can be missed, and the runtime then refuses nothing:
-// containerd removes an image a created container uses. Keep the window
-// short; the runtime's event stream closes the gap.
+// follows that check directly (for a container or a sandbox, only its own
+// status call lies between). Without an event stream, a container created
+// on an image less than ViewWindow before the image's removal can be
+// missed, and containerd then removes an image a created container names.
+// The window is kept short so that gap is small; the runtime's event
+// stream closes it.
 const ViewWindow = 100 * time.Millisecond
 
-// nodeView is the executor's cached list of containers and sandboxes, with
-// the indexes its re-checks need: the images containers use (by any of
-// their references) and the containers of each sandbox.
+// nodeView is the executor's cached list of containers (and, for the image
+// phase, images), with the indexes its re-checks need.
 type nodeView struct {
 	r     Reader
-	clock func() time.Time // monotonic wall clock, never the engine's fake one
+	clock func() time.Time // the wall clock, never the engine's fake one
 	gen   *atomic.Uint64   // bumped by every container event
 
 	mu        sync.Mutex
@@ -39,14 +38,17 @@ type nodeView struct {
 	seenGen   uint64
 	valid     bool
 	refreshes int
-	// images maps every container's ImageID and ImageRef to the first
+	// withImages is set once a re-check asked for images; from then on
+	// every listing lists them too.
+	withImages bool
+	// users maps every container's ImageID and ImageRef to the first
 	// container that names it.
-	images map[string]Container
+	users map[string]Container
 	// bySandbox maps a sandbox ID to the first container that references it.
 	bySandbox map[string]Container
 	byID      map[string]Container
 	byPodUID  map[string][]Container
-	sandboxes map[string]Sandbox
+	images    map[string]Image
 }
 
 // newNodeView returns an empty view that lists at its first use.
@@ -55,7 +57,7 @@ func newNodeView(r Reader, gen *atomic.Uint64) *nodeView {
 }
 
 // invalidate makes the next use list again (a phase boundary: the executor
-// has just removed containers the view still holds).
+// has just removed what the view still holds).
 func (v *nodeView) invalidate() {
 	v.mu.Lock()
 	v.valid = false
@@ -64,32 +66,35 @@ func (v *nodeView) invalidate() {
 
 // fresh returns the view, listing the node again first when it is older
 // than ViewWindow, was invalidated, or a container event came since it was
-// taken. Concurrent callers share one listing. The returned view must not
-// be modified.
-func (v *nodeView) fresh(ctx context.Context) (*nodeView, error) {
+// taken; images asks for the image list too. Concurrent callers share one
+// listing. The returned view must not be modified.
+func (v *nodeView) fresh(ctx context.Context, images bool) (*nodeView, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	g := v.gen.Load()
-	if v.valid && g == v.seenGen && v.clock().Sub(v.at) <= ViewWindow {
+	if v.valid && g == v.seenGen && (v.withImages || !images) && v.clock().Sub(v.at) <= ViewWindow {
 		return v, nil
 	}
+	v.withImages = v.withImages || images
 	at := v.clock()
 	cs, err := v.r.ListContainers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	sbs, err := v.r.ListSandboxes(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list sandboxes: %w", err)
+	var imgs []Image
+	if v.withImages {
+		if imgs, err = v.r.ListImages(ctx); err != nil {
+			return nil, fmt.Errorf("list images: %w", err)
+		}
 	}
-	v.images = make(map[string]Container, len(cs))
-	v.bySandbox = make(map[string]Container, len(sbs))
+	v.users = make(map[string]Container, len(cs))
+	v.bySandbox = make(map[string]Container, len(cs)/2)
 	v.byID = make(map[string]Container, len(cs))
-	v.byPodUID = make(map[string][]Container, len(sbs))
+	v.byPodUID = make(map[string][]Container, len(cs)/2)
 	for _, c := range cs {
 		for _, ref := range [2]string{c.ImageID, c.ImageRef} {
-			if _, ok := v.images[ref]; ref != "" && !ok {
-				v.images[ref] = c
+			if _, ok := v.users[ref]; ref != "" && !ok {
+				v.users[ref] = c
 			}
 		}
 		if _, ok := v.bySandbox[c.PodSandboxID]; !ok && c.PodSandboxID != "" {
@@ -100,9 +105,9 @@ func (v *nodeView) fresh(ctx context.Context) (*nodeView, error) {
 			v.byPodUID[c.PodUID] = append(v.byPodUID[c.PodUID], c)
 		}
 	}
-	v.sandboxes = make(map[string]Sandbox, len(sbs))
-	for _, s := range sbs {
-		v.sandboxes[s.ID] = s
+	v.images = make(map[string]Image, len(imgs))
+	for _, img := range imgs {
+		v.images[img.ID] = img
 	}
 	v.at, v.seenGen, v.valid = at, g, true
 	v.refreshes++
@@ -113,12 +118,12 @@ func (v *nodeView) fresh(ctx context.Context) (*nodeView, error) {
 // digest, in any state: the same rule as ImagesInUse, with one map lookup
 // per reference.
 func (v *nodeView) imageUser(img Image) (Container, bool) {
-	if c, ok := v.images[img.ID]; ok && img.ID != "" {
+	if c, ok := v.users[img.ID]; ok && img.ID != "" {
 		return c, true
 	}
 	for _, refs := range [2][]string{img.RepoTags, img.RepoDigests} {
 		for _, ref := range refs {
-			if c, ok := v.images[ref]; ok && ref != "" {
+			if c, ok := v.users[ref]; ok && ref != "" {
 				return c, true
 			}
 		}
