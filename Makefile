@@ -5,7 +5,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build test deps kube bench demo lint sandbox sandbox-down screenshots clean
+.PHONY: build test deps kube bench bench-gc demo lint sandbox sandbox-down screenshots clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nodegc
@@ -42,7 +42,18 @@ bench: build
 	$(GO) test -run '^$$' -bench 'BenchmarkListAll$$|BenchmarkPlan$$' -benchtime 3x -benchmem ./engine/cri
 	$(GO) test -run '^$$' -bench PlanScale -benchtime 3x -benchmem ./cmd/nodegc
 	$(GO) test -run '^$$' -bench . -benchtime 20x -benchmem ./tui
-	$(GO) test -run '^$$' -bench . -benchtime 5x ./test/integration
+	$(GO) test -run '^$$' -bench 'RealGC50Images|CtrRm50Images' -benchtime 5x ./test/integration
+
+# bench-gc measures a GC pass against the runtime's own speed, side by side
+# in one run (issue 14): on the simulated node (2,000 images; 1,000, 6,000
+# and 20,000 containers) the image and container passes against raw
+# concurrent CRI removals of the same IDs; on a real containerd (root) the
+# whole `nodegc gc --reclaim-all --yes` process against 8 concurrent raw
+# RemoveImage calls over 200 images. OLD_NODEGC=<binary> times an older
+# build beside it.
+bench-gc:
+	$(GO) test -run '^$$' -bench GCPassVsRaw -benchtime 1x -timeout 30m ./engine/cri
+	NODEGC_BENCH_OLD_BIN=$(OLD_NODEGC) $(GO) test -run '^$$' -bench GCProcessVs8RawRemoveImage -benchtime 1x -timeout 30m ./test/integration
 
 demo: build
 	./$(BIN) --demo

@@ -599,3 +599,32 @@ func TestStartReconcilesIntentsWithoutOutcome(t *testing.T) {
 		t.Errorf("journal removals %+v, want i0 then i1", js)
 	}
 }
+
+func TestSchedulerPublishesProgress(t *testing.T) {
+	rt := newFakeRuntime()
+	addImages(rt, "i1", "i2")
+	rt.fs = FsStats{Mountpoint: "/fake", CapacityBytes: 100, AvailableBytes: 1, UsedBytes: 99}
+	e := newPoolEngine(t, rt, 1)
+	e.o.Policy.Image.MinAge = 0
+	s := NewScheduler(e, SchedulerOptions{})
+	ch, unsubscribe := s.Subscribe()
+	defer unsubscribe()
+	if _, err := s.Force(context.Background(), PassReclaimAll); err != nil {
+		t.Fatal(err)
+	}
+	var last *Progress
+	for {
+		select {
+		case n := <-ch:
+			if n.Progress != nil {
+				last = n.Progress
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if last == nil || last.ItemsDone != last.Items || last.Items == 0 {
+		t.Errorf("last progress %+v: want a notice with every planned item done", last)
+	}
+}

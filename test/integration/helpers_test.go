@@ -126,9 +126,16 @@ type cliResult struct {
 // CONTAINER_RUNTIME_ENDPOINT) and returns its output and exit status.
 func runCLI(tb testing.TB, args ...string) cliResult {
 	tb.Helper()
+	return runCLIBin(tb, nodegc(tb), args...)
+}
+
+// runCLIBin is runCLI with another nodegc binary (a benchmark's older
+// build).
+func runCLIBin(tb testing.TB, bin string, args ...string) cliResult {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, nodegc(tb), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CONTAINER_RUNTIME_ENDPOINT=") {
 			cmd.Env = append(cmd.Env, kv)
