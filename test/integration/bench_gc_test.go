@@ -90,7 +90,7 @@ func timeGC(b *testing.B, n *realnode.Node, c engine.Runtime, bin string, imgs [
 // speed of nodegc relative to the raw loop (raw-s / gc-s; the goal is at
 // least 0.8). Run as root with -benchtime 1x.
 func BenchmarkGCProcessVs8RawRemoveImage(b *testing.B) {
-	n := startNode(b, 2048*MiB)
+	n := startNode(b, realnode.Containerd16, 2048*MiB)
 	c := dial(b, n)
 	bin := nodegc(b)
 	old := os.Getenv("NODEGC_BENCH_OLD_BIN")

@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/realnode"
 )
 
 // TestPoolRemovesThePlanOnRealContainerd runs a reclaim pass with the
 // default pool on the real containerd: it removes exactly the plan, and the
 // journal holds an intent and an outcome for each removal.
 func TestPoolRemovesThePlanOnRealContainerd(t *testing.T) {
-	n := startNode(t, 512*MiB)
+	n := startNode(t, realnode.Containerd16, 512*MiB)
 	c := dial(t, n)
 	imgs := n.Must(t).ImportImages(16, 0, "pool")
 	state := t.TempDir()
@@ -78,7 +79,7 @@ func openIntents(lines []engine.JournalEntry) []string {
 // no longer has, names none it still has, and holds no intent without an
 // outcome.
 func TestSIGKILLMidPassLosesNothing(t *testing.T) {
-	n := startNode(t, 512*MiB)
+	n := startNode(t, realnode.Containerd16, 512*MiB)
 	c := dial(t, n)
 	bin := nodegc(t)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
