@@ -2,8 +2,6 @@ package tui
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -18,23 +16,7 @@ import (
 // an engine that reads and removes through the real CRI adapter.
 func simEngine(t testing.TB, o simnode.Options) (*simnode.Node, *engine.Engine) {
 	t.Helper()
-	d, err := os.MkdirTemp("", "tui")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	n := simnode.New(o)
-	ep := "unix://" + filepath.Join(d, "cri.sock")
-	l, err := simnode.Listen(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- n.Serve(l) }()
-	t.Cleanup(func() {
-		n.Stop()
-		<-done
-	})
+	n, ep := simnode.ServeTemp(t, o)
 	c, err := cri.Dial(context.Background(), ep, cri.Options{})
 	if err != nil {
 		t.Fatal(err)

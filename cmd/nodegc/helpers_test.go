@@ -70,22 +70,5 @@ func startSimnode(t *testing.T, o simnode.Options) (*simnode.Node, string) {
 	if o.Start.IsZero() {
 		o.Start = fixedNow.Add(-time.Hour)
 	}
-	node := simnode.New(o)
-	dir, err := os.MkdirTemp("", "nodegc-sim-") // short: unix socket paths are limited to 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	ep := "unix://" + filepath.Join(dir, "sim.sock")
-	l, err := simnode.Listen(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- node.Serve(l) }()
-	t.Cleanup(func() {
-		node.Stop()
-		<-done
-	})
-	return node, ep
+	return simnode.ServeTemp(t, o)
 }

@@ -485,23 +485,6 @@ func nodegc(t *testing.T, args ...string) run {
 // high threshold, with old unused images, until the test ends.
 func startSimnode(t *testing.T) (*simnode.Node, string) {
 	t.Helper()
-	node := simnode.New(simnode.Options{Seed: 7, Images: 8, Pods: 3, DeadPerContainer: 2, DeletedPods: 1,
+	return simnode.ServeTemp(t, simnode.Options{Seed: 7, Images: 8, Pods: 3, DeadPerContainer: 2, DeletedPods: 1,
 		MinImageBytes: 50 << 20, MaxImageBytes: 200 << 20, InitialUsagePercent: 95, Start: time.Now().Add(-24 * time.Hour)})
-	dir, err := os.MkdirTemp("", "nodegc-atk-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	ep := "unix://" + filepath.Join(dir, "sim.sock")
-	l, err := simnode.Listen(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- node.Serve(l) }()
-	t.Cleanup(func() {
-		node.Stop()
-		<-done
-	})
-	return node, ep
 }
