@@ -396,9 +396,12 @@ func (c *Client) SandboxStatus(ctx context.Context, id string) (engine.Sandbox, 
 }
 
 // statusConfig is the part of the runtime's CRI config, reported by the
-// verbose Status under "config", that names the sandbox image:
-// containerd 1.x has sandboxImage, containerd 2.x pinnedImages.sandbox;
-// CRI-O-style pause_image is read too. Absent keys are fine.
+// verbose Status under "config", that names the sandbox image: containerd
+// 1.x has sandboxImage; pinnedImages.sandbox and CRI-O-style pause_image are
+// read too. containerd 2.2 names none of them there (its verbose config
+// holds only the runtime section, pinned by TestRuntimeDifferences); it pins
+// its sandbox image instead, and the images READY sandboxes run are read
+// from their status. Absent keys are fine.
 type statusConfig struct {
 	SandboxImage string            `json:"sandboxImage"`
 	PinnedImages map[string]string `json:"pinnedImages"`
