@@ -172,6 +172,17 @@ func repairTail(f *os.File) (error, error) {
 	return fmt.Errorf("journal %s: cut a torn line of %d bytes", f.Name(), size), f.Sync()
 }
 
+// encodeLines encodes the entries as JSON lines.
+func encodeLines(entries []JournalEntry) (*bytes.Buffer, error) {
+	var enc bytes.Buffer
+	for _, e := range entries {
+		if err := json.NewEncoder(&enc).Encode(e); err != nil {
+			return nil, fmt.Errorf("encode journal line: %w", err)
+		}
+	}
+	return &enc, nil
+}
+
 // write appends the entries and returns once they are on disk (synced),
 // sharing the write and the fsync with every line other goroutines add
 // meanwhile. A nil journal accepts and drops entries.
@@ -179,11 +190,9 @@ func (j *journal) write(entries ...JournalEntry) error {
 	if j == nil || len(entries) == 0 {
 		return nil
 	}
-	var enc bytes.Buffer
-	for _, e := range entries {
-		if err := json.NewEncoder(&enc).Encode(e); err != nil {
-			return fmt.Errorf("encode journal line: %w", err)
-		}
+	enc, err := encodeLines(entries)
+	if err != nil {
+		return err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -254,11 +263,9 @@ func (j *journal) writeLazy(entries ...JournalEntry) error {
 	if j == nil || len(entries) == 0 {
 		return nil
 	}
-	var enc bytes.Buffer
-	for _, e := range entries {
-		if err := json.NewEncoder(&enc).Encode(e); err != nil {
-			return fmt.Errorf("encode journal line: %w", err)
-		}
+	enc, err := encodeLines(entries)
+	if err != nil {
+		return err
 	}
 	j.mu.Lock()
 	if j.err != nil {
@@ -266,7 +273,7 @@ func (j *journal) writeLazy(entries ...JournalEntry) error {
 		return j.err
 	}
 	j.mu.Unlock()
-	err := j.put(enc.Bytes())
+	err = j.put(enc.Bytes())
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err != nil {
