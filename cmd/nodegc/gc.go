@@ -151,6 +151,9 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 		return fmt.Errorf("snapshot %s: %w", conn.Endpoint, err)
 	}
 	view := planView{Snapshot: s, Plan: p, Settings: prov, EndpointSource: conn.Source}
+	if f.OutWidth != nil {
+		view.Width = f.OutWidth()
+	}
 	json := opts.Output == "json"
 	if !json {
 		if err := renderPlanTable(f.Out, view); err != nil {

@@ -30,12 +30,27 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Err:                  stderr,
 		IsTerminal:           func() bool { return isTerminal(stdin) },
 		OutIsTerminal:        func() bool { return isTerminal(stdout) },
+		OutWidth:             func() int { return terminalWidth(stdout) },
 		Getenv:               os.Getenv,
 		Now:                  time.Now,
 		DefaultKubeletConfig: defaultKubeletConfigPath,
 		ProcRoot:             defaultProcRoot,
 	}
 	return execute(ctx, f, args)
+}
+
+// terminalWidth is the width of the terminal the stream is, 0 when it is
+// none.
+func terminalWidth(stream any) int {
+	file, ok := stream.(*os.File)
+	if !ok || !term.IsTerminal(file.Fd()) {
+		return 0
+	}
+	w, _, err := term.GetSize(file.Fd())
+	if err != nil {
+		return 0
+	}
+	return w
 }
 
 // isTerminal reports whether the stream is a terminal.

@@ -136,6 +136,9 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		view = planView{Snapshot: s, Plan: engine.PlanPass(s, policy, kind, at)}
 	}
 	view.Settings = prov
+	if opts.IO.OutWidth != nil {
+		view.Width = opts.IO.OutWidth()
+	}
 	return writePlan(opts.IO.Out, opts.Output, view, opts.IO.OutIsTerminal())
 }
 

@@ -26,6 +26,10 @@ type planView struct {
 	// Endpoint says where the runtime endpoint came from ("" when the plan
 	// was made from a snapshot file).
 	EndpointSource string
+	// Width, when above 0, is the terminal's width: every line is cut to
+	// it (the tail, the detail column, gives way) instead of wrapping.
+	// Piped output keeps its full width.
+	Width int
 }
 
 // gaugeWidth is the number of cells in the image filesystem gauge; one
@@ -69,8 +73,35 @@ func renderPlanTable(w io.Writer, v planView) error {
 	renderEvents(&b, v.Plan)
 	b.WriteByte('\n')
 	fmt.Fprintln(&b, planSummary(v.Plan))
-	_, err := w.Write(b.Bytes())
+	out := b.Bytes()
+	if v.Width > 0 {
+		out = fitLines(out, v.Width)
+	}
+	_, err := w.Write(out)
 	return err
+}
+
+// fitLines cuts every line of text longer than width columns to width,
+// its last column an ellipsis.
+func fitLines(text []byte, width int) []byte {
+	out := make([]byte, 0, len(text))
+	for line := range bytes.Lines(text) {
+		body := bytes.TrimSuffix(line, []byte("\n"))
+		if utf8.RuneCount(body) > width {
+			n, i := 0, 0
+			for i < len(body) && n < width-1 {
+				_, size := utf8.DecodeRune(body[i:])
+				i += size
+				n++
+			}
+			body = append(body[:i:i], "…"...)
+		}
+		out = append(out, body...)
+		if len(body) != len(line) || bytes.HasSuffix(line, []byte("\n")) {
+			out = append(out, '\n')
+		}
+	}
+	return out
 }
 
 // includesImages reports whether a pass of the kind runs image GC.

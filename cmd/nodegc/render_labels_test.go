@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/nodegc/nodegc/engine"
 )
@@ -40,6 +41,34 @@ func TestDiskReserveIsLabelledAsNodegcsCheck(t *testing.T) {
 			}
 			if strings.Contains(strings.ToLower(out), "out of disk") {
 				t.Errorf("output says out of disk:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestPlanFitsTheTerminal pins issue 12 bug 7: on a terminal the plan table
+// is cut to its width instead of wrapping; piped, it keeps its full width.
+func TestPlanFitsTheTerminal(t *testing.T) {
+	snap := writeFile(t, "snap.json", snapshotJSON)
+	for _, tc := range []struct {
+		name  string
+		width int
+	}{{"a terminal 80 wide", 80}, {"piped", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCLI("")
+			c.f.OutWidth = func() int { return tc.width }
+			if code := c.run("plan", "--from", snap, "--image-gc-high-threshold", "1", "--image-gc-low-threshold", "0"); code != 0 {
+				t.Fatalf("exit %d: %s", code, c.err.String())
+			}
+			widest := 0
+			for _, l := range strings.Split(c.out.String(), "\n") {
+				widest = max(widest, utf8.RuneCountInString(l))
+			}
+			switch {
+			case tc.width > 0 && widest > tc.width:
+				t.Errorf("a line is %d wide on a terminal %d wide", widest, tc.width)
+			case tc.width == 0 && widest <= 80:
+				t.Errorf("piped output is at most %d wide: this fixture should be wider than 80", widest)
 			}
 		})
 	}

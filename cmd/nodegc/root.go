@@ -30,6 +30,9 @@ type factory struct {
 	// OutIsTerminal reports whether Out is a terminal the dashboard can
 	// draw on.
 	OutIsTerminal func() bool
+	// OutWidth is the width of the terminal Out is, 0 when it is none or
+	// cannot tell; nil means 0.
+	OutWidth func() int
 	Getenv        func(string) string
 	Now           func() time.Time
 	// DefaultKubeletConfig is read in live mode when it exists and no
