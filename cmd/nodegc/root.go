@@ -33,8 +33,8 @@ type factory struct {
 	// OutWidth is the width of the terminal Out is, 0 when it is none or
 	// cannot tell; nil means 0.
 	OutWidth func() int
-	Getenv        func(string) string
-	Now           func() time.Time
+	Getenv   func(string) string
+	Now      func() time.Time
 	// DefaultKubeletConfig is read in live mode when it exists and no
 	// --kubelet-config is given.
 	DefaultKubeletConfig string
