@@ -873,7 +873,7 @@ func (e *Engine) reconcileLocked(ctx context.Context) []string {
 	if err != nil {
 		return []string{fmt.Sprintf("journal not reconciled: %v", err)}
 	}
-	open := openIntents(lines)
+	open := OpenIntents(lines)
 	if len(open) == 0 {
 		e.reconciled = true
 		return nil

@@ -69,8 +69,8 @@ func TestApplyStopsAfterTheItemsInFlight(t *testing.T) {
 				t.Fatal(err)
 			}
 			removed, _ := ReadJournal(e.o.StateDir)
-			if len(removed) != len(calls) || len(openIntents(lines)) != 0 {
-				t.Errorf("journal: %d removals, %d open intents for %d removals: every removal needs its intent and outcome", len(removed), len(openIntents(lines)), len(calls))
+			if len(removed) != len(calls) || len(OpenIntents(lines)) != 0 {
+				t.Errorf("journal: %d removals, %d open intents for %d removals: every removal needs its intent and outcome", len(removed), len(OpenIntents(lines)), len(calls))
 			}
 			for _, l := range lines {
 				if l.Op == JournalNotRun && slices.Contains(calls, "RemoveImage "+l.ID) {
@@ -582,8 +582,8 @@ func TestStartReconcilesIntentsWithoutOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(openIntents(all)) != 0 {
-		t.Errorf("open intents %+v after the start, want none", openIntents(all))
+	if len(OpenIntents(all)) != 0 {
+		t.Errorf("open intents %+v after the start, want none", OpenIntents(all))
 	}
 	got := map[string]JournalOp{}
 	for _, l := range all {

@@ -390,9 +390,11 @@ type journalKey struct {
 	id   string
 }
 
-// openIntents returns the intent lines that have no outcome line after
-// them, oldest first.
-func openIntents(lines []JournalEntry) []JournalEntry {
+// OpenIntents returns the intent lines of a journal (ReadJournalLines) that
+// have no outcome line after them, oldest first: what the next start's
+// reconciliation settles, and what a journal that accounts for every
+// removal has none of.
+func OpenIntents(lines []JournalEntry) []JournalEntry {
 	open := map[journalKey]int{}
 	for i, e := range lines {
 		k := journalKey{e.Pass, e.Kind, e.ID}

@@ -39,48 +39,6 @@ func removals(node *simnode.Node) int {
 	return n
 }
 
-// openIntentCount counts the journal's intents that no outcome follows.
-func openIntentCount(lines []engine.JournalEntry) int {
-	type key struct {
-		pass engine.JournalPass
-		kind engine.ItemKind
-		id   string
-	}
-	open := map[key]bool{}
-	for _, l := range lines {
-		k := key{l.Pass, l.Kind, l.ID}
-		if l.Op == engine.JournalIntent {
-			open[k] = true
-		} else {
-			delete(open, k)
-		}
-	}
-	return len(open)
-}
-
-// startSimnodeWith serves a simulated node made with o until the test ends.
-func startSimnodeWith(t *testing.T, o simnode.Options) (*simnode.Node, string) {
-	t.Helper()
-	node := simnode.New(o)
-	dir, err := os.MkdirTemp("", "nodegc-atk-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	ep := "unix://" + filepath.Join(dir, "sim.sock")
-	l, err := simnode.Listen(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- node.Serve(l) }()
-	t.Cleanup(func() {
-		node.Stop()
-		<-done
-	})
-	return node, ep
-}
-
 // waitRemovals waits until the node has served a removal.
 func waitRemovals(node *simnode.Node) {
 	deadline := time.Now().Add(30 * time.Second)
@@ -101,7 +59,7 @@ var executorAttacks = []attack{
 		defer exec.Command("umount", "-l", state).Run()
 		// Enough images that the journal's lines cross many pages: a write
 		// into the last page's slack needs no new space.
-		node, ep := startSimnodeWith(t, simnode.Options{Seed: 7, Images: 80, Pods: 3, DeadPerContainer: 2,
+		node, ep := simnode.ServeTemp(t, simnode.Options{Seed: 7, Images: 80, Pods: 3, DeadPerContainer: 2,
 			MinImageBytes: 1 << 20, MaxImageBytes: 2 << 20, InitialUsagePercent: 95, Start: time.Now().Add(-24 * time.Hour)})
 		node.SetLatency(50 * time.Millisecond)
 		cmd := exec.Command(binary(t), "gc", "--reclaim-all", "--yes", "--parallel", "2", "--minimum-image-ttl-duration", "0", "--runtime-endpoint", ep, "--state-dir", state)
@@ -141,8 +99,8 @@ var executorAttacks = []attack{
 			return fmt.Errorf("journal after repair: %v", err)
 		}
 		js, _ := engine.ReadJournal(state)
-		if n := removals(node); len(js) != n || openIntentCount(lines) != 0 {
-			return fmt.Errorf("%d removals, %d journalled, %d intents open: every removal must be accounted for", n, len(js), openIntentCount(lines))
+		if n := removals(node); len(js) != n || len(engine.OpenIntents(lines)) != 0 {
+			return fmt.Errorf("%d removals, %d journalled, %d intents open: every removal must be accounted for", n, len(js), len(engine.OpenIntents(lines)))
 		}
 		return nil
 	}},
@@ -169,8 +127,8 @@ var executorAttacks = []attack{
 			return err
 		}
 		js, _ := engine.ReadJournal(state)
-		if n := removals(node); n == 0 || len(js) != n || openIntentCount(lines) != 0 {
-			return fmt.Errorf("%d removals, %d journalled, %d intents open: each removal in flight must finish with its outcome journalled", n, len(js), openIntentCount(lines))
+		if n := removals(node); n == 0 || len(js) != n || len(engine.OpenIntents(lines)) != 0 {
+			return fmt.Errorf("%d removals, %d journalled, %d intents open: each removal in flight must finish with its outcome journalled", n, len(js), len(engine.OpenIntents(lines)))
 		}
 		return nil
 	}},

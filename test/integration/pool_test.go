@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -42,34 +41,9 @@ func TestPoolRemovesThePlanOnRealContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if open := openIntents(lines); len(open) != 0 || len(lines) != 2*len(got) {
+	if open := engine.OpenIntents(lines); len(open) != 0 || len(lines) != 2*len(got) {
 		t.Errorf("journal has %d lines and open intents %v for %d removals, want an intent and an outcome each", len(lines), open, len(got))
 	}
-}
-
-// openIntents returns the IDs of the intent lines that no outcome line of
-// the same pass and item follows.
-func openIntents(lines []engine.JournalEntry) []string {
-	type key struct {
-		pass engine.JournalPass
-		kind engine.ItemKind
-		id   string
-	}
-	open := map[key]bool{}
-	for _, l := range lines {
-		k := key{l.Pass, l.Kind, l.ID}
-		if l.Op == engine.JournalIntent {
-			open[k] = true
-		} else {
-			delete(open, k)
-		}
-	}
-	var out []string
-	for k := range open {
-		out = append(out, k.id)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // TestSIGKILLMidPassLosesNothing kills `nodegc gc --reclaim-all` with
@@ -149,7 +123,7 @@ func TestSIGKILLMidPassLosesNothing(t *testing.T) {
 				gone++
 			}
 		}
-		if open := openIntents(lines); len(open) > 0 {
+		if open := engine.OpenIntents(lines); len(open) > 0 {
 			t.Errorf("run %d: intents without outcome after reconciliation: %v", run, open)
 		}
 		if gone > 0 && gone < perRun {
