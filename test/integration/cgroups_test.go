@@ -35,19 +35,44 @@ func testCgroups(t *testing.T, rt realnode.Runtime) {
 	for _, ct := range s.Containers {
 		names.AddContainer(ct.ID, ct.Name, ct.PodUID)
 	}
-	tree, err := cgroupfs.Read(cgroupfs.Config{CgroupDriver: string(cgroupfs.DriverCgroupfs)}, names)
+	// The files of one tree are read one after another while the
+	// container's start-up processes may still come and go, so a single
+	// read can see a child larger than its parent. Read until the parent
+	// covers its children; the subtests below fail if it never does.
+	var pod, ct, pause *cgroupfs.Node
+	var tree *cgroupfs.Tree
+	eventually(func() bool {
+		tree, err = cgroupfs.Read(cgroupfs.Config{CgroupDriver: string(cgroupfs.DriverCgroupfs)}, names)
+		if err != nil || tree.Root == nil {
+			return false
+		}
+		pod, ct, pause = nil, nil, nil
+		walk(tree.Root, func(nd *cgroupfs.Node) {
+			if nd.Kind == cgroupfs.KindPod && nd.Pod != nil && nd.Pod.UID == uid {
+				pod = nd
+			}
+		})
+		if pod == nil {
+			return false
+		}
+		for _, ch := range pod.Children {
+			switch {
+			case ch.Container == nil:
+			case ch.Container.ID == app:
+				ct = ch
+			case ch.Container.ID == sb:
+				pause = ch
+			}
+		}
+		return ct != nil && pause != nil && ct.MemoryBytes > 0 && ct.Pids > 0 &&
+			pod.MemoryBytes >= ct.MemoryBytes && pod.Pids >= ct.Pids+pause.Pids
+	})
 	if err != nil {
 		t.Fatalf("read cgroups: %v", err)
 	}
 	if tree.Root == nil {
 		t.Fatalf("no kubepods tree: %v", tree.Errors)
 	}
-	var pod *cgroupfs.Node
-	walk(tree.Root, func(nd *cgroupfs.Node) {
-		if nd.Kind == cgroupfs.KindPod && nd.Pod != nil && nd.Pod.UID == uid {
-			pod = nd
-		}
-	})
 	if pod == nil {
 		t.Fatalf("no pod node for %s in the tree (mode %s, driver %s, errors %v)", uid, tree.Mode, tree.Driver, tree.Errors)
 	}
@@ -62,15 +87,8 @@ func testCgroups(t *testing.T, rt realnode.Runtime) {
 	})
 
 	t.Run("the running container and the sandbox are named and the container has memory and pids", func(t *testing.T) {
-		byID := map[string]*cgroupfs.Node{}
-		for _, ch := range pod.Children {
-			if ch.Container != nil {
-				byID[ch.Container.ID] = ch
-			}
-		}
-		ct, pause := byID[app], byID[sb]
 		if ct == nil || pause == nil {
-			t.Fatalf("pod children %v, want the container %s and the sandbox %s", byID, app, sb)
+			t.Fatalf("pod children %v, want the container %s and the sandbox %s", pod.Children, app, sb)
 		}
 		if ct.Container.Name != "app" || pause.Container.Name != "POD" {
 			t.Errorf("container named %q, sandbox %q", ct.Container.Name, pause.Container.Name)
