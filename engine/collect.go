@@ -60,13 +60,13 @@ func (e *Engine) collect(ctx context.Context) (Snapshot, error) {
 			s.RootFs = &fs
 		}
 	}
-	if e.o.PodSource != nil {
-		if s.PodSource, err = e.o.PodSource(ctx); err != nil {
-			return s, fmt.Errorf("pod source: %w", err)
-		}
-	}
 	if e.o.ScanLogs {
 		s.Logs = e.scanLogs()
+	}
+	if e.o.PodSource != nil {
+		if s.PodSource, err = e.o.PodSource(ctx, s); err != nil {
+			return s, fmt.Errorf("pod source: %w", err)
+		}
 	}
 	return s, nil
 }

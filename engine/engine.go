@@ -34,8 +34,12 @@ type Options struct {
 	Statfs func(path string) (FsStats, error)
 	// RootFsPath is the root filesystem to report; "" means "/".
 	RootFsPath string
-	// PodSource reports the API server's pods; nil means not ready.
-	PodSource func(ctx context.Context) (PodSource, error)
+	// PodSource reports the API server's view of the pods the snapshot
+	// holds something of (Snapshot.PodUIDs): which of them are removable.
+	// It is called once per snapshot, after the runtime and the log
+	// directories were read. nil means no pod source: not ready, limits
+	// only.
+	PodSource func(ctx context.Context, s Snapshot) (PodSource, error)
 	// ScanLogs makes snapshots list pod log directories and
 	// /var/log/containers symlinks for log GC.
 	ScanLogs bool

@@ -421,7 +421,7 @@ func TestRunCollectsLogsOfRemovablePodsAndDanglingLinks(t *testing.T) {
 	p := DefaultPolicy()
 	p.PodLogsDir = pods
 	e, err := New(Options{Reader: rt, Remover: rt, Policy: p, ScanLogs: true, ContainerLogsDir: links, Now: func() time.Time { return execNow },
-		PodSource: func(context.Context) (PodSource, error) {
+		PodSource: func(context.Context, Snapshot) (PodSource, error) {
 			return PodSource{Ready: true, RemovablePodUIDs: []string{"uid1"}}, nil
 		}})
 	if err != nil {

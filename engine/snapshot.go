@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -176,6 +178,49 @@ type Container struct {
 type PodSource struct {
 	Ready            bool     `json:"ready"`
 	RemovablePodUIDs []string `json:"removablePodUIDs"`
+	// Description says where the view comes from and its state, for a
+	// person ("API server https://10.0.0.1:6443, node n1: synced, 42
+	// pods"); optional.
+	Description string `json:"description,omitempty"`
+}
+
+// Summary is the pod source's one-line state for the plan and the
+// dashboard: its description, and what a snapshot without one says.
+func (p PodSource) Summary() string {
+	switch {
+	case p.Description != "":
+		return p.Description
+	case p.Ready:
+		return fmt.Sprintf("ready, %d removable pods", len(p.RemovablePodUIDs))
+	}
+	return "none (limits only)"
+}
+
+// PodUIDs returns, sorted, the UIDs of the pods the snapshot holds
+// something of: sandboxes, containers and pod log directories. They are
+// the pods a pod source must judge.
+func (s Snapshot) PodUIDs() []string {
+	seen := make(map[string]bool)
+	var uids []string
+	add := func(uid string) {
+		if uid != "" && !seen[uid] {
+			seen[uid] = true
+			uids = append(uids, uid)
+		}
+	}
+	for _, sb := range s.Sandboxes {
+		add(sb.PodUID)
+	}
+	for _, c := range s.Containers {
+		add(c.PodUID)
+	}
+	if s.Logs != nil {
+		for _, d := range s.Logs.PodDirs {
+			add(podUIDFromLogDir(d))
+		}
+	}
+	slices.Sort(uids)
+	return uids
 }
 
 // LogFiles is what log GC sees on disk.

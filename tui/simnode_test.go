@@ -24,7 +24,7 @@ func simEngine(t testing.TB, o simnode.Options) (*simnode.Node, *engine.Engine) 
 	t.Cleanup(func() { c.Close() })
 	e, err := engine.New(engine.Options{
 		Reader: c, Remover: c, Policy: engine.DefaultPolicy(), Now: n.Now,
-		PodSource: func(context.Context) (engine.PodSource, error) {
+		PodSource: func(context.Context, engine.Snapshot) (engine.PodSource, error) {
 			return engine.PodSource{Ready: true, RemovablePodUIDs: n.RemovablePods()}, nil
 		},
 	})

@@ -106,8 +106,10 @@ func (d *demoNode) syncCgroups() {
 
 // podSource stands in for the API server: the pods the simulated workload
 // deleted are removable.
-func (d *demoNode) podSource(context.Context) (engine.PodSource, error) {
-	return engine.PodSource{Ready: true, RemovablePodUIDs: d.node.RemovablePods()}, nil
+func (d *demoNode) podSource(context.Context, engine.Snapshot) (engine.PodSource, error) {
+	uids := d.node.RemovablePods()
+	return engine.PodSource{Ready: true, RemovablePodUIDs: uids,
+		Description: fmt.Sprintf("the simulated node's workload (--demo): %d deleted pods", len(uids))}, nil
 }
 
 // Close closes the client and stops the node.

@@ -28,7 +28,7 @@ func TestEngineReadPathsMakeNoMutatingCall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := engine.New(engine.Options{Reader: tc.rt, Remover: tc.rm, Policy: engine.DefaultPolicy(), StateDir: t.TempDir(),
-				PodSource: func(context.Context) (engine.PodSource, error) {
+				PodSource: func(context.Context, engine.Snapshot) (engine.PodSource, error) {
 					return engine.PodSource{Ready: true, RemovablePodUIDs: n.RemovablePods()}, nil
 				}})
 			if err != nil {

@@ -1,0 +1,269 @@
+package podsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodegc/nodegc/engine"
+)
+
+// DefaultSyncTimeout is how long the first snapshots wait for the first
+// list of pods. A pass never waits longer: an API server that does not
+// answer in time leaves the pod source not ready (limits only) while the
+// informer keeps trying in the background.
+const DefaultSyncTimeout = 5 * time.Second
+
+// Options configure a Source.
+type Options struct {
+	// Client reads pods: the core/v1 client of a clientset. Required.
+	Client corev1client.PodsGetter
+	// NodeName is the node whose pods are watched, as the kubelet names
+	// it (NodeName). Required.
+	NodeName string
+	// Server names the API server in the description, e.g.
+	// "https://10.0.0.1:6443".
+	Server string
+	// SyncTimeout bounds the wait for the first list, counted from Start;
+	// 0 means DefaultSyncTimeout.
+	SyncTimeout time.Duration
+}
+
+// Source is the API server's view of the pods bound to one node: an
+// informer on the pods with spec.nodeName = NodeName. Its PodSource method
+// plugs into engine.Options.PodSource. It is safe for concurrent use.
+type Source struct {
+	o        Options
+	informer cache.SharedIndexInformer
+	synced   <-chan struct{}
+	deadline time.Time
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	mu      sync.Mutex
+	lastErr error // the last list or watch error, nil once a list succeeds
+}
+
+// Start starts the informer and returns at once; Stop ends it. The
+// informer lists the node's pods, then watches them, and retries with
+// backoff when the API server cannot be reached.
+func Start(ctx context.Context, o Options) (*Source, error) {
+	if o.Client == nil {
+		return nil, errors.New("pod source: no API client")
+	}
+	if o.NodeName == "" {
+		return nil, errors.New("pod source: no node name")
+	}
+	if o.SyncTimeout <= 0 {
+		o.SyncTimeout = DefaultSyncTimeout
+	}
+	selector := fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
+	pods := o.Client.Pods(metav1.NamespaceAll)
+	s := &Source{o: o, done: make(chan struct{})}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = selector
+			l, err := pods.List(ctx, opts)
+			if err == nil {
+				s.setErr(nil)
+			}
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = selector
+			return pods.Watch(ctx, opts)
+		},
+	}
+	// The fake clientset cannot stream a watch-list; the client says so,
+	// and the wrapper passes that on to the reflector.
+	s.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, pods), &corev1.Pod{}, 0, cache.Indexers{})
+	// The reflector reports list and watch errors here instead of logging
+	// them, and retries with backoff.
+	if err := s.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		s.setErr(err)
+	}); err != nil {
+		return nil, fmt.Errorf("pod source: %w", err)
+	}
+	if err := s.informer.SetTransform(slim); err != nil {
+		return nil, fmt.Errorf("pod source: %w", err)
+	}
+	s.synced = s.informer.HasSyncedChecker().Done()
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.deadline = time.Now().Add(o.SyncTimeout)
+	go func() {
+		defer close(s.done)
+		s.informer.RunWithContext(ctx)
+	}()
+	return s, nil
+}
+
+// Stop stops the informer and waits until it has stopped.
+func (s *Source) Stop() {
+	s.cancel()
+	<-s.done
+}
+
+// setErr records the last list or watch error.
+func (s *Source) setErr(err error) {
+	s.mu.Lock()
+	s.lastErr = err
+	s.mu.Unlock()
+}
+
+// Err returns the last list or watch error, nil when the last list
+// succeeded or none failed yet.
+func (s *Source) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
+}
+
+// Synced reports whether the first list of pods has completed.
+func (s *Source) Synced() bool {
+	select {
+	case <-s.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// WaitForSync waits for the first list until the sync deadline (Start
+// plus SyncTimeout) or ctx ends, and reports whether it completed. Past
+// the deadline it does not wait at all, so no pass ever blocks on an API
+// server that does not answer.
+func (s *Source) WaitForSync(ctx context.Context) bool {
+	if s.Synced() {
+		return true
+	}
+	wait := time.Until(s.deadline)
+	if wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-s.synced:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return s.Synced()
+}
+
+// NodeName returns the node whose pods the source watches.
+func (s *Source) NodeName() string { return s.o.NodeName }
+
+// Pods returns the pods the informer holds.
+func (s *Source) Pods() []*corev1.Pod {
+	objs := s.informer.GetStore().List()
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods
+}
+
+// PodSource judges the snapshot's pods (engine.Options.PodSource): once
+// the first list has synced it is ready and lists the removable pods
+// (Removable); before that it waits for the first list no longer than the
+// sync deadline, and then reports not ready, so that the pass runs on the
+// limits only, as a kubelet whose sources are not ready. It never fails.
+func (s *Source) PodSource(ctx context.Context, snap engine.Snapshot) (engine.PodSource, error) {
+	if !s.WaitForSync(ctx) {
+		return engine.PodSource{RemovablePodUIDs: []string{}, Description: s.Describe()}, nil
+	}
+	pods := s.Pods()
+	return engine.PodSource{
+		Ready:            true,
+		RemovablePodUIDs: Removable(snap, pods, s.o.NodeName),
+		Description:      s.describe(true, len(pods)),
+	}, nil
+}
+
+// Describe is the source's state in one line, e.g. "API server
+// https://10.0.0.1:6443, node n1: synced, 42 pods" or "…: not synced
+// (connection refused): limits only".
+func (s *Source) Describe() string {
+	if s.Synced() {
+		return s.describe(true, len(s.informer.GetStore().ListKeys()))
+	}
+	return s.describe(false, 0)
+}
+
+func (s *Source) describe(synced bool, pods int) string {
+	where := "API server"
+	if s.o.Server != "" {
+		where += " " + s.o.Server
+	}
+	where += ", node " + s.o.NodeName
+	if synced {
+		return fmt.Sprintf("%s: synced, %d pods", where, pods)
+	}
+	if err := s.Err(); err != nil {
+		return fmt.Sprintf("%s: not synced (%v): limits only", where, err)
+	}
+	return where + ": not synced yet: limits only"
+}
+
+// slim keeps only what Removable reads of a pod, so that the informer's
+// cache stays small on a node with many pods.
+func slim(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil // a tombstone (cache.DeletedFinalStateUnknown)
+	}
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID,
+			ResourceVersion:   p.ResourceVersion,
+			DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status: corev1.PodStatus{
+			Phase:                      p.Status.Phase,
+			Reason:                     p.Status.Reason,
+			InitContainerStatuses:      slimStatuses(p.Status.InitContainerStatuses),
+			ContainerStatuses:          slimStatuses(p.Status.ContainerStatuses),
+			EphemeralContainerStatuses: slimStatuses(p.Status.EphemeralContainerStatuses),
+		},
+	}
+	if uid, ok := p.Annotations[MirrorPodAnnotation]; ok {
+		out.Annotations = map[string]string{MirrorPodAnnotation: uid}
+	}
+	return out, nil
+}
+
+// slimStatuses keeps each container status's name and which state it is
+// in.
+func slimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, c := range in {
+		out[i].Name = c.Name
+		if c.State.Running != nil {
+			out[i].State.Running = &corev1.ContainerStateRunning{}
+		}
+		if c.State.Waiting != nil {
+			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: c.State.Waiting.Reason}
+		}
+		if c.State.Terminated != nil {
+			out[i].State.Terminated = &corev1.ContainerStateTerminated{ExitCode: c.State.Terminated.ExitCode, Reason: c.State.Terminated.Reason}
+		}
+	}
+	return out
+}
