@@ -92,7 +92,7 @@ func snapshotOf(uids ...string) engine.Snapshot {
 // its first list.
 func startFake(t *testing.T, cs *fake.Clientset) *Source {
 	t.Helper()
-	src, err := Start(context.Background(), Options{Client: cs.CoreV1(), NodeName: node, Server: "https://fake:6443", SyncTimeout: time.Minute})
+	src, err := Start(context.Background(), Options{Client: cs, NodeName: node, Server: "https://fake:6443", SyncTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestSourceNotSynced(t *testing.T) {
 	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("connection refused")
 	})
-	src, err := Start(context.Background(), Options{Client: cs.CoreV1(), NodeName: node, Server: "https://down:6443", SyncTimeout: 200 * time.Millisecond})
+	src, err := Start(context.Background(), Options{Client: cs, NodeName: node, Server: "https://down:6443", SyncTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestStartRefusesMissingOptions(t *testing.T) {
 	if _, err := Start(context.Background(), Options{NodeName: node}); err == nil {
 		t.Error("Start without a client succeeded")
 	}
-	if _, err := Start(context.Background(), Options{Client: fake.NewClientset().CoreV1()}); err == nil {
+	if _, err := Start(context.Background(), Options{Client: fake.NewClientset()}); err == nil {
 		t.Error("Start without a node name succeeded")
 	}
 }

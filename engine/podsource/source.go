@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodegc/nodegc/engine"
@@ -26,8 +26,10 @@ const DefaultSyncTimeout = 5 * time.Second
 
 // Options configure a Source.
 type Options struct {
-	// Client reads pods: the core/v1 client of a clientset. Required.
-	Client corev1client.PodsGetter
+	// Client reads pods: a clientset (kubernetes.NewForConfig, or the
+	// fake one in tests, which tells the informer it cannot stream a
+	// watch-list). Required.
+	Client kubernetes.Interface
 	// NodeName is the node whose pods are watched, as the kubelet names
 	// it (NodeName). Required.
 	NodeName string
@@ -68,7 +70,7 @@ func Start(ctx context.Context, o Options) (*Source, error) {
 		o.SyncTimeout = DefaultSyncTimeout
 	}
 	selector := fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
-	pods := o.Client.Pods(metav1.NamespaceAll)
+	pods := o.Client.CoreV1().Pods(metav1.NamespaceAll)
 	s := &Source{o: o, done: make(chan struct{})}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -84,9 +86,9 @@ func Start(ctx context.Context, o Options) (*Source, error) {
 			return pods.Watch(ctx, opts)
 		},
 	}
-	// The fake clientset cannot stream a watch-list; the client says so,
-	// and the wrapper passes that on to the reflector.
-	s.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, pods), &corev1.Pod{}, 0, cache.Indexers{})
+	// The fake clientset cannot stream a watch-list; the clientset says
+	// so, and the wrapper passes that on to the reflector.
+	s.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, o.Client), &corev1.Pod{}, 0, cache.Indexers{})
 	// The reflector reports list and watch errors here instead of logging
 	// them, and retries with backoff.
 	if err := s.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
