@@ -63,7 +63,7 @@ func TestNewCmdPlan(t *testing.T) {
 			name:   "global flags before the subcommand reach it",
 			args:   []string{"--runtime-endpoint", "unix:///x.sock", "--state-dir", "/s", "--kubelet-config", "/k.yaml", "plan", "--images"},
 			want:   planOptions{Output: "table", Pass: passFlags{Images: true}, Policy: defaultPolicyFlags(map[string]bool{"runtime-endpoint": true, "state-dir": true, "kubelet-config": true, "images": true})},
-			global: globalOptions{RuntimeEndpoint: "unix:///x.sock", StateDir: "/s", KubeletConfig: "/k.yaml", Timeout: 30 * time.Second},
+			global: globalOptions{RuntimeEndpoint: "unix:///x.sock", StateDir: "/s", KubeletConfig: "/k.yaml", PodSource: podSourceAuto, Timeout: 30 * time.Second},
 		},
 	}
 	for _, tt := range tests {

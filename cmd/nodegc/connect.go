@@ -23,15 +23,30 @@ type runtimeConn struct {
 	// whose pods have no log files on this machine: log GC must not run
 	// against it, or it would take this machine's real logs for dangling.
 	Simulated bool
-	client    *cri.Client
+	// pods is the pod source; nil on a simulated node, whose pods no API
+	// server knows.
+	pods   *podSources
+	client *cri.Client
+}
+
+// podSource is the engine's pod source for this connection; nil (not
+// ready, limits only) on a simulated node.
+func (c *runtimeConn) podSource() func(context.Context, engine.Snapshot) (engine.PodSource, error) {
+	if c.pods == nil {
+		return nil
+	}
+	return c.pods.PodSource
 }
 
 // scanLogs reports whether snapshots should list this machine's pod log
 // directories and /var/log/containers for log GC.
 func (c *runtimeConn) scanLogs() bool { return !c.Simulated }
 
-// Close closes the connection.
-func (c *runtimeConn) Close() error { return c.client.Close() }
+// Close stops the pod source and closes the connection.
+func (c *runtimeConn) Close() error {
+	c.pods.Stop()
+	return c.client.Close()
+}
 
 // connect finds the endpoint (--runtime-endpoint, then
 // CONTAINER_RUNTIME_ENDPOINT, then the running kubelet's
@@ -63,6 +78,12 @@ func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConf
 		return nil, fmt.Errorf("image filesystem of %s: %w", c.Endpoint(), err)
 	}
 	conn.Simulated = fs.Simulated != nil
+	if !conn.Simulated {
+		if conn.pods, err = startPodSource(ctx, f, g, cfg); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	if !readOnly {
 		conn.Remover = c
 	}

@@ -182,7 +182,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	defer conn.Close()
 	e, err := newEngine(f, opts.Global, engine.Options{
 		Reader: conn.Reader, Remover: conn.Remover, Policy: policy,
-		StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(), Parallel: opts.Parallel,
+		StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(), Parallel: opts.Parallel, PodSource: conn.podSource(),
 	})
 	if err != nil {
 		return err

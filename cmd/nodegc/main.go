@@ -35,6 +35,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Now:                  time.Now,
 		DefaultKubeletConfig: defaultKubeletConfigPath,
 		ProcRoot:             defaultProcRoot,
+		DefaultKubeconfig:    defaultKubeletKubeconfig,
 	}
 	return execute(ctx, f, args)
 }

@@ -115,10 +115,11 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		}
 		defer conn.Close()
 		view, err = livePlan(ctx, opts.IO, opts.Global, conn, engine.Options{
-			Reader:   conn.Reader,
-			Policy:   policy,
-			StateDir: opts.Global.StateDir,
-			ScanLogs: conn.scanLogs(),
+			Reader:    conn.Reader,
+			Policy:    policy,
+			StateDir:  opts.Global.StateDir,
+			ScanLogs:  conn.scanLogs(),
+			PodSource: conn.podSource(),
 		}, kind, now)
 		if err != nil {
 			return err

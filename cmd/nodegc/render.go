@@ -146,6 +146,7 @@ func renderHeader(b *bytes.Buffer, v planView) {
 		rt += " (" + v.EndpointSource + ")"
 	}
 	fmt.Fprintf(b, "Runtime:     %s\n", rt)
+	fmt.Fprintf(b, "Pods:        %s\n", s.PodSource.Summary())
 	fmt.Fprintf(b, "Snapshot:    taken %s, evaluated at %s, %s pass\n",
 		fmtTime(s.TakenAt), fmtTime(p.EvaluatedAt), p.Pass)
 

@@ -100,6 +100,7 @@ func TestRenderPlanTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `Runtime:     containerd 1.7.2 at unix:///run/containerd/containerd.sock
+Pods:        none (limits only)
 Snapshot:    taken 2026-01-02T15:00:00Z, evaluated at 2026-01-02T15:00:00Z, full pass
 Image fs:    /var/lib/containerd  [████████████████████████████████L█H█····] 90% used  (low 80% L, high 85% H)
              10.0 GiB available of 100.0 GiB

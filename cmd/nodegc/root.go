@@ -41,6 +41,12 @@ type factory struct {
 	// ProcRoot is where the running kubelet is looked for (/proc); ""
 	// looks for none.
 	ProcRoot string
+	// DefaultKubeconfig is the pod source's kubeconfig when neither
+	// --kubeconfig nor the kubelet names one and it exists; "" means none.
+	DefaultKubeconfig string
+	// Hostname names the node when neither --node-name nor the kubelet's
+	// --hostname-override does; nil means os.Hostname.
+	Hostname func() (string, error)
 }
 
 // warnf prints a one-line warning on stderr.
@@ -59,6 +65,12 @@ type globalOptions struct {
 	// KubeletPID is --kubelet-pid: the kubelet whose command line to
 	// read; 0 finds the only one running, -1 reads none.
 	KubeletPID int
+	// Kubeconfig is --kubeconfig: the pod source's API credentials.
+	Kubeconfig string
+	// NodeName is --node-name: the node whose pods the pod source watches.
+	NodeName string
+	// PodSource is --pod-source: auto or off.
+	PodSource string
 	// StateDir holds image records and the deletion journal.
 	StateDir string
 	// Timeout bounds each CRI call.
@@ -84,6 +96,9 @@ type globalOptions struct {
 func (g *globalOptions) validate() error {
 	if g.Timeout <= 0 {
 		return usageErrorf("--timeout: must be greater than 0, got %s", g.Timeout)
+	}
+	if g.PodSource != podSourceAuto && g.PodSource != podSourceOff {
+		return usageErrorf("--pod-source: must be %s or %s, got %q", podSourceAuto, podSourceOff, g.PodSource)
 	}
 	return nil
 }
@@ -185,6 +200,12 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globalOptions) {
 		"KubeletConfiguration YAML to take defaults from (default: "+defaultKubeletConfigPath+" when it exists, in live mode)")
 	pf.IntVar(&g.KubeletPID, "kubelet-pid", 0,
 		"the running kubelet whose command line to read settings from; -1 reads none (default: the only process named kubelet; with --from, none unless given)")
+	pf.StringVar(&g.Kubeconfig, "kubeconfig", "",
+		"kubeconfig for the pod source, which asks the API server which pods were deleted (default: the kubelet's --kubeconfig, then "+defaultKubeletKubeconfig+", then the in-cluster config)")
+	pf.StringVar(&g.NodeName, "node-name", "",
+		"the node whose pods the pod source watches (default: the kubelet's --hostname-override, else the hostname, lower-cased, as the kubelet names its node)")
+	pf.StringVar(&g.PodSource, "pod-source", podSourceAuto,
+		"auto: ask the API server which pods were deleted or evicted, so their containers, sandboxes and logs go as the kubelet's would; off: keep to the container-GC limits only")
 	pf.StringVar(&g.StateDir, "state-dir", defaultStateDir, "directory for image records and the deletion journal; must be writable unless nothing can be removed (gc --dry-run, --read-only, plan, snapshot)")
 	pf.DurationVar(&g.Timeout, "timeout", cri.DefaultReadTimeout, "timeout of each CRI read call")
 	pf.StringVar(&g.LogFile, "log-file", "", "append the engine's log (JSON lines: each deletion, and each item with --debug) to this file")

@@ -54,6 +54,9 @@ type Source struct {
 
 	mu      sync.Mutex
 	lastErr error // the last list or watch error, nil once a list succeeds
+	// failed is closed at the first list or watch error.
+	failed     chan struct{}
+	failedOnce sync.Once
 }
 
 // Start starts the informer and returns at once; Stop ends it. The
@@ -71,7 +74,7 @@ func Start(ctx context.Context, o Options) (*Source, error) {
 	}
 	selector := fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
 	pods := o.Client.CoreV1().Pods(metav1.NamespaceAll)
-	s := &Source{o: o, done: make(chan struct{})}
+	s := &Source{o: o, done: make(chan struct{}), failed: make(chan struct{})}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.FieldSelector = selector
@@ -120,6 +123,9 @@ func (s *Source) setErr(err error) {
 	s.mu.Lock()
 	s.lastErr = err
 	s.mu.Unlock()
+	if err != nil {
+		s.failedOnce.Do(func() { close(s.failed) })
+	}
 }
 
 // Err returns the last list or watch error, nil when the last list
@@ -141,23 +147,24 @@ func (s *Source) Synced() bool {
 }
 
 // WaitForSync waits for the first list until the sync deadline (Start
-// plus SyncTimeout) or ctx ends, and reports whether it completed. Past
-// the deadline it does not wait at all, so no pass ever blocks on an API
-// server that does not answer.
+// plus SyncTimeout) or ctx ends, and reports whether it completed. It
+// stops waiting as soon as a list fails (the API server cannot be reached
+// or refuses): the informer keeps retrying in the background, and a later
+// pass will find it synced. Past the deadline it does not wait at all, so
+// no pass ever blocks on an API server that does not answer.
 func (s *Source) WaitForSync(ctx context.Context) bool {
 	if s.Synced() {
 		return true
 	}
-	wait := time.Until(s.deadline)
-	if wait <= 0 {
+	if time.Until(s.deadline) <= 0 {
 		return false
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
+	ctx, cancel := context.WithDeadline(ctx, s.deadline)
+	defer cancel()
 	select {
 	case <-s.synced:
 		return true
-	case <-t.C:
+	case <-s.failed:
 	case <-ctx.Done():
 	}
 	return s.Synced()

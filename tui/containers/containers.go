@@ -160,9 +160,7 @@ func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now t
 		maxAll = "∞"
 	}
 	fmt.Fprintf(&b, " · keep %s per container, max %s, min age %s", keep, maxAll, human.Duration(pol.MinAge))
-	if !s.PodSource.Ready {
-		b.WriteString(" · no pod source")
-	}
+	b.WriteString(" · pods: " + s.PodSource.Summary())
 	m.summary = b.String()
 	m.rebuild()
 }

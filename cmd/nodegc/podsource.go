@@ -1,0 +1,201 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/engine/podsource"
+)
+
+// defaultKubeletKubeconfig is where kubeadm puts the kubelet's kubeconfig;
+// the pod source reads it when neither --kubeconfig nor the kubelet's
+// command line names one.
+const defaultKubeletKubeconfig = "/etc/kubernetes/kubelet.conf"
+
+// Values of --pod-source.
+const (
+	podSourceAuto = "auto"
+	podSourceOff  = "off"
+)
+
+// podSourceConfig is where the pod source's credentials and node name
+// come from, with the words that say so.
+type podSourceConfig struct {
+	// Rest is the API client config; nil means no pod source.
+	Rest *rest.Config
+	// Origin says where Rest came from ("--kubeconfig /x", "kubelet
+	// command line (pid 7): /etc/kubernetes/kubelet.conf", "in-cluster").
+	Origin string
+	// NodeName is this node's name as the kubelet computes it.
+	NodeName string
+	// Why says why there is no pod source when Rest is nil.
+	Why string
+}
+
+// resolvePodSource finds the API credentials and the node name:
+// --kubeconfig, else the running kubelet's --kubeconfig, else
+// defaultKubeletKubeconfig when it exists, else the in-cluster config
+// when nodegc runs in a pod. An unreadable --kubeconfig or an invalid
+// --pod-source is bad input (exit 2); anything else that fails leaves no
+// pod source, with the reason in Why.
+func resolvePodSource(f *factory, g *globalOptions, cfg *kubeletConfig) (podSourceConfig, error) {
+	switch g.PodSource {
+	case podSourceAuto:
+	case podSourceOff:
+		return podSourceConfig{Why: "off (--pod-source=off)"}, nil
+	default:
+		return podSourceConfig{}, usageErrorf("--pod-source: must be %s or %s, got %q", podSourceAuto, podSourceOff, g.PodSource)
+	}
+	kn := cfg.node()
+	name, err := nodeName(f, g.NodeName, kn.HostnameOverride)
+	if err != nil {
+		return podSourceConfig{}, err
+	}
+	pc := podSourceConfig{NodeName: name}
+	var path string
+	switch {
+	case g.Kubeconfig != "":
+		path, pc.Origin = g.Kubeconfig, "--kubeconfig "+g.Kubeconfig
+	case kn.Kubeconfig != "":
+		path, pc.Origin = kn.Kubeconfig, fmt.Sprintf("kubelet command line (pid %d): %s", kn.PID, kn.Kubeconfig)
+	case f.DefaultKubeconfig != "" && exists(f.DefaultKubeconfig):
+		path, pc.Origin = f.DefaultKubeconfig, f.DefaultKubeconfig
+	case f.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			pc.Why = fmt.Sprintf("in-cluster config: %v", err)
+			return pc, nil
+		}
+		pc.Rest, pc.Origin = rc, "in-cluster"
+		return pc, nil
+	default:
+		pc.Why = "no kubeconfig (--kubeconfig, the kubelet's --kubeconfig, " + cmp.Or(f.DefaultKubeconfig, defaultKubeletKubeconfig) + ", in-cluster)"
+		return pc, nil
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		if g.Kubeconfig != "" {
+			return podSourceConfig{}, usageErrorf("--kubeconfig: %v", oneLine(err.Error()))
+		}
+		pc.Why = fmt.Sprintf("%s: %v", pc.Origin, oneLine(err.Error()))
+		return pc, nil
+	}
+	pc.Rest = rc
+	return pc, nil
+}
+
+// nodeName is the node's name as the kubelet computes it
+// (pkg/util/node.GetHostname): --node-name, else the kubelet's
+// --hostname-override, else the hostname; trimmed and lower-cased.
+func nodeName(f *factory, flag, override string) (string, error) {
+	if n := strings.TrimSpace(flag); n != "" {
+		return strings.ToLower(n), nil
+	}
+	if n := strings.TrimSpace(override); n != "" {
+		return strings.ToLower(n), nil
+	}
+	hostname := os.Hostname
+	if f.Hostname != nil {
+		hostname = f.Hostname
+	}
+	h, err := hostname()
+	if err != nil || strings.TrimSpace(h) == "" {
+		return "", usageErrorf("--node-name: the hostname cannot be read (%v); name the node", err)
+	}
+	return strings.ToLower(strings.TrimSpace(h)), nil
+}
+
+// podSources is the pod source of one command: the informer when there
+// is an API server to ask, else a fixed "not ready" answer that says why.
+// Its first not-ready answer prints one warning, when a kubelet runs or
+// a kubeconfig was given: there, container GC without the API server
+// keeps what the kubelet would remove.
+type podSources struct {
+	src  *podsource.Source
+	why  string
+	warn func()
+}
+
+// startPodSource starts the informer the resolved config allows. It never
+// fails on the API server: one that cannot be reached makes the source
+// not ready.
+func startPodSource(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig) (*podSources, error) {
+	pc, err := resolvePodSource(f, g, cfg)
+	if err != nil {
+		return nil, err
+	}
+	loud := g.Kubeconfig != "" || (cfg != nil && cfg.Proc != nil)
+	ps := &podSources{}
+	var once sync.Once
+	ps.warn = func() {
+		if loud {
+			once.Do(func() {
+				f.warnf("pod source: %s; deleted pods are not detected, container GC keeps to the limits", ps.describe())
+			})
+		}
+	}
+	if pc.Rest == nil {
+		ps.why = pc.Why
+		return ps, nil
+	}
+	pc.Rest.UserAgent = "nodegc/" + version
+	// client-go logs through klog to stderr, which would tear the
+	// dashboard and clutter plan's output: its lines go to --log-file.
+	klog.LogToStderr(false)
+	klog.SetOutput(cmp.Or[io.Writer](g.logOut, io.Discard))
+	cs, err := kubernetes.NewForConfig(pc.Rest)
+	if err != nil {
+		ps.why = fmt.Sprintf("%s: %v", pc.Origin, oneLine(err.Error()))
+		return ps, nil
+	}
+	ps.src, err = podsource.Start(ctx, podsource.Options{Client: cs, NodeName: pc.NodeName, Server: pc.Rest.Host})
+	if err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+// describe is the source's state in one line.
+func (ps *podSources) describe() string {
+	if ps.src != nil {
+		return ps.src.Describe()
+	}
+	return "none: " + ps.why + ": limits only"
+}
+
+// PodSource is the engine.Options.PodSource of the command.
+func (ps *podSources) PodSource(ctx context.Context, s engine.Snapshot) (engine.PodSource, error) {
+	if ps.src == nil {
+		ps.warn()
+		return engine.PodSource{RemovablePodUIDs: []string{}, Description: ps.describe()}, nil
+	}
+	p, err := ps.src.PodSource(ctx, s)
+	if err == nil && !p.Ready {
+		ps.warn()
+	}
+	return p, err
+}
+
+// Stop stops the informer, if any.
+func (ps *podSources) Stop() {
+	if ps != nil && ps.src != nil {
+		ps.src.Stop()
+	}
+}
+
+// exists reports whether path names something that can be stat'ed.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
