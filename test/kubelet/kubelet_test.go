@@ -1,0 +1,395 @@
+package kubelet
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/internal/realnode"
+)
+
+// kubeVersion is the k8s.io/kubernetes version tools/kube/go.mod requires;
+// the default cache dir is keyed by it, as in scripts/build-kube.sh.
+const kubeVersion = "v1.36.3"
+
+// buildDir holds the binaries built once per test process.
+var buildDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nodegc-kubelet-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	buildDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// skipOrFail skips the test with the reason, or fails it under
+// NODEGC_REQUIRE_CONTAINERD=1, where CI wants every real test to run.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv(realnode.RequireEnv) == "1" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format+" (set %s=1 to make this a failure)", append(args, realnode.RequireEnv)...)
+}
+
+// kubeBinary returns the path of a binary scripts/build-kube.sh built.
+func kubeBinary(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("NODEGC_KUBE_DIR")
+	if dir == "" {
+		cache := os.Getenv("NODEGC_CACHE")
+		if cache == "" {
+			cache = "/var/cache/nodegc"
+		}
+		dir = filepath.Join(cache, "kube-"+kubeVersion)
+	}
+	p := filepath.Join(dir, name)
+	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
+		skipOrFail(t, "%s not built in %s (run make kube)", name, dir)
+	}
+	return p
+}
+
+// build builds a command of this module into buildDir once per name.
+func build(t *testing.T, pkg, name string) string {
+	t.Helper()
+	out := filepath.Join(buildDir, name)
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v: %s", pkg, err, b)
+	}
+	return out
+}
+
+// startNode starts a real containerd with an image filesystem of size bytes.
+func startNode(t *testing.T, size int64) *realnode.Node {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "a real kubelet needs root (running as uid %d)", os.Geteuid())
+	}
+	bin := build(t, "github.com/nodegc/nodegc/internal/realnode/cmd/nodegc-testbin", "nodegc-testbin")
+	return realnode.Start(t, realnode.Options{ImageFsSize: size, TestBinary: bin})
+}
+
+// kubeletOptions are the settings of one kubelet run.
+type kubeletOptions struct {
+	// Flags are extra command-line flags (the container-GC ones live only
+	// there).
+	Flags []string
+	// ImageGCHigh and ImageGCLow are imageGCHighThresholdPercent and
+	// imageGCLowThresholdPercent; 0 leaves the kubelet's defaults.
+	ImageGCHigh, ImageGCLow int
+}
+
+// kubelet is a running kubelet process in standalone mode.
+type kubelet struct {
+	cmd       *exec.Cmd
+	done      chan struct{}
+	manifests string // staticPodPath
+	logFile   string // its stderr: klog at -v=5
+	nodeName  string
+}
+
+// startKubelet runs a standalone kubelet on n: static pods from a manifest
+// dir checked every 5 s, host-network pods only, cgroupfs without QoS
+// cgroups, no API server, nothing listening but its (random) TLS port. Its
+// working directory is an empty scratch dir, since a real kubelet's
+// container GC once deleted files in its own working directory. t.Cleanup
+// stops it, removes the containers and sandboxes it made, its
+// /var/log/containers links and its directories.
+func startKubelet(t *testing.T, n *realnode.Node, o kubeletOptions) *kubelet {
+	t.Helper()
+	bin := kubeBinary(t, "kubelet")
+	dir := t.TempDir()
+	k := &kubelet{
+		done:      make(chan struct{}),
+		manifests: filepath.Join(dir, "manifests"),
+		logFile:   filepath.Join(dir, "kubelet.log"),
+		nodeName:  fmt.Sprintf("nodegc-parity-%d", os.Getpid()),
+	}
+	scratch := filepath.Join(dir, "cwd")
+	rootDir := filepath.Join(dir, "root")
+	for _, d := range []string{k.manifests, scratch, rootDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := freePort(t)
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: %s
+fileCheckFrequency: 5s
+containerRuntimeEndpoint: %s
+podLogsDir: %s
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+failCgroupV1: false
+readOnlyPort: 0
+port: %d
+healthzPort: 0
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+`, k.manifests, n.Endpoint(), n.PodLogsDir(), port)
+	if o.ImageGCHigh > 0 {
+		cfg += fmt.Sprintf("imageGCHighThresholdPercent: %d\nimageGCLowThresholdPercent: %d\n", o.ImageGCHigh, o.ImageGCLow)
+	}
+	cfgFile := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.Create(k.logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{
+		"--config=" + cfgFile,
+		"--root-dir=" + rootDir,
+		"--hostname-override=" + k.nodeName,
+		"--v=5",
+	}, o.Flags...)
+	k.cmd = exec.Command(bin, args...)
+	k.cmd.Args[0] = "kubelet" // how nodegc recognises it in /proc
+	k.cmd.Dir = scratch
+	k.cmd.Stdout = log
+	k.cmd.Stderr = log
+	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := k.cmd.Start(); err != nil {
+		log.Close()
+		t.Fatalf("start kubelet: %v", err)
+	}
+	go func() {
+		k.cmd.Wait()
+		log.Close()
+		close(k.done)
+	}()
+	t.Cleanup(func() {
+		k.stop()
+		if t.Failed() {
+			t.Logf("tail of %s:\n%s", k.logFile, tail(k.logFile, 40))
+		}
+		removePods(t, n)
+		removeLinks(t, n.PodLogsDir())
+		if entries, _ := os.ReadDir(scratch); len(entries) > 0 {
+			t.Errorf("kubelet left %d entries in its working directory %s", len(entries), scratch)
+		}
+		unmountUnder(t, rootDir)
+	})
+	return k
+}
+
+// stop ends the kubelet (SIGTERM, then SIGKILL after 10 s) and waits.
+func (k *kubelet) stop() {
+	select {
+	case <-k.done:
+		return
+	default:
+	}
+	k.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-k.done:
+	case <-time.After(10 * time.Second):
+		k.cmd.Process.Kill()
+		<-k.done
+	}
+}
+
+// exited reports whether the kubelet has exited.
+func (k *kubelet) exited() bool {
+	select {
+	case <-k.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeManifest puts a static pod manifest in the kubelet's staticPodPath.
+func (k *kubelet) writeManifest(t *testing.T, name, manifest string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(k.manifests, name+".yaml"), []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crashLoopPod is a host-network static pod whose one container exits 1
+// after starting, so the kubelet restarts it with its crash-loop back-off
+// and leaves a dead container at every death.
+func crashLoopPod(name, image string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: default
+spec:
+  hostNetwork: true
+  restartPolicy: Always
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: crash
+    image: %s
+    imagePullPolicy: Never
+    args: ["exit", "1"]
+`, name, image)
+}
+
+// freePort returns a TCP port free right now, for the kubelet's server.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// removePods stops and removes every sandbox on the node, the kubelet's
+// pods with their containers, once the kubelet is stopped.
+func removePods(t *testing.T, n *realnode.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt := n.RuntimeClient()
+	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Errorf("list sandboxes: %v", err)
+		return
+	}
+	for _, s := range resp.GetItems() {
+		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
+			t.Errorf("stop sandbox %s: %v", s.GetId(), err)
+		}
+		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
+			t.Errorf("remove sandbox %s: %v", s.GetId(), err)
+		}
+	}
+}
+
+// removeLinks removes the /var/log/containers links the kubelet made for
+// this node's containers (they point into podLogsDir).
+func removeLinks(t *testing.T, podLogsDir string) {
+	t.Helper()
+	const dir = "/var/log/containers"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		target, err := os.Readlink(p)
+		if err != nil || !strings.HasPrefix(target, podLogsDir+"/") {
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			t.Errorf("remove %s: %v", p, err)
+		}
+	}
+}
+
+// unmountUnder lazily unmounts whatever the kubelet mounted under dir, so
+// t.TempDir can remove it.
+func unmountUnder(t *testing.T, dir string) {
+	t.Helper()
+	mounts, err := realnode.MountsUnder(dir)
+	if err != nil {
+		t.Logf("mounts under %s: %v", dir, err)
+		return
+	}
+	for i := len(mounts) - 1; i >= 0; i-- {
+		if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("unmount %s: %v", mounts[i], err)
+		}
+	}
+}
+
+// tail returns the last lines of a file.
+func tail(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// klogLine matches a klog text header and its message:
+// I1124 08:40:01.123456   12345 file.go:123] "Message" key="value" ...
+var klogLine = regexp.MustCompile(`^[IWEF](\d{4}) (\d{2}:\d{2}:\d{2}\.\d{6})\s+\d+ (\S+):\d+\] "([^"]*)"(.*)$`)
+
+// logEntry is one line of the kubelet's log.
+type logEntry struct {
+	At   time.Time
+	File string // source file that logged it
+	Msg  string
+	Rest string // the key="value" pairs
+}
+
+// readLog parses the kubelet's log. klog prints no year and local time; the
+// year is taken from year.
+func readLog(path string, year int) ([]logEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []logEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		m := klogLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		at, err := time.ParseInLocation("2006 0102 15:04:05.000000", strconv.Itoa(year)+" "+m[1]+" "+m[2], time.Local)
+		if err != nil {
+			continue
+		}
+		out = append(out, logEntry{At: at, File: m[3], Msg: m[4], Rest: m[5]})
+	}
+	return out, sc.Err()
+}
+
+// value returns a key="value" pair's value from an entry's rest.
+func (e logEntry) value(key string) string {
+	i := strings.Index(e.Rest, " "+key+"=\"")
+	if i < 0 {
+		return ""
+	}
+	s := e.Rest[i+len(key)+3:]
+	if j := strings.IndexByte(s, '"'); j >= 0 {
+		return s[:j]
+	}
+	return ""
+}
