@@ -98,6 +98,9 @@ type kubeletOptions struct {
 	// Flags are extra command-line flags (the container-GC ones live only
 	// there).
 	Flags []string
+	// Kubeconfig registers the kubelet with an API server; "" runs it
+	// standalone.
+	Kubeconfig string
 	// ImageGCHigh and ImageGCLow are imageGCHighThresholdPercent and
 	// imageGCLowThresholdPercent; 0 leaves the kubelet's defaults.
 	ImageGCHigh, ImageGCLow int
@@ -176,6 +179,9 @@ authorization:
 		"--hostname-override=" + k.nodeName,
 		"--v=5",
 	}, o.Flags...)
+	if o.Kubeconfig != "" {
+		args = append(args, "--kubeconfig="+o.Kubeconfig)
+	}
 	k.cmd = exec.Command(bin, args...)
 	k.cmd.Args[0] = "kubelet" // how nodegc recognises it in /proc
 	k.cmd.Dir = scratch
