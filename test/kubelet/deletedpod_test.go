@@ -3,7 +3,7 @@ package kubelet
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -40,37 +40,44 @@ type removalsDoc struct {
 }
 
 // TestDeletedPodThroughTheAPIServer runs a real kube-apiserver on etcd and
-// a real kubelet registered with it, runs a pod there and deletes it
-// through the API. Once the API server no longer knows the pod, `nodegc
-// plan`, given nothing but --kubelet-pid (the kubeconfig and node name
-// come from the kubelet's command line), must name every container and
-// sandbox of the pod and its log directory, as the kubelet's next pass
-// removes them (ShouldPodContentBeRemoved: an unknown pod). Without the
-// pod source the limits keep all of them.
+// a real kubelet registered with it, and a pod that ran to completion.
+//   - While the API server knows the pod (Succeeded, not deleted), `nodegc
+//     plan`, given nothing but --kubelet-pid (kubeconfig and node name from
+//     the kubelet's command line), removes nothing of it
+//     (ShouldPodContentBeRemoved: terminated but not deleted).
+//   - The kubelet is stopped, so it cannot clean up first, and the pod is
+//     deleted through the API. nodegc's plan must then name the pod's
+//     container, its sandbox and its log directory (an unknown pod), and
+//     with --pod-source=off keep them (the limits alone do).
+//   - The kubelet, started again, removes the same: its pass is the
+//     reference.
 func TestDeletedPodThroughTheAPIServer(t *testing.T) {
 	n := startNode(t, 0)
 	api := startAPIServer(t)
 	nodegc := build(t, "github.com/nodegc/nodegc/cmd/nodegc", "nodegc")
-	image := n.Must(t).ImportImages(1, 4<<20, "web")[0].Ref
-	k := startKubelet(t, n, kubeletOptions{Kubeconfig: api.kubeconfig(t)})
+	image := n.Must(t).ImportImages(1, 4<<20, "job")[0].Ref
+	kubeconfig := api.kubeconfig(t)
+	k := startKubelet(t, n, kubeletOptions{Kubeconfig: kubeconfig})
 	cs := api.client(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	if !waitFor(2*time.Minute, func() bool {
 		_, err := cs.CoreV1().Nodes().Get(ctx, k.nodeName, metav1.GetOptions{})
 		return err == nil
 	}) {
-		t.Fatalf("the kubelet did not register node %s; tail of its log:\n%s", k.nodeName, tail(k.logFile, 40))
+		t.Fatalf("the kubelet did not register node %s", k.nodeName)
 	}
 	grace := int64(1)
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "default"},
 		Spec: corev1.PodSpec{
 			NodeName:                      k.nodeName,
 			HostNetwork:                   true,
+			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &grace,
-			Containers:                    []corev1.Container{{Name: "app", Image: image, ImagePullPolicy: corev1.PullNever}},
+			Containers: []corev1.Container{{Name: "work", Image: image, ImagePullPolicy: corev1.PullNever,
+				Args: []string{"exit", "0"}}},
 		},
 	}
 	created, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
@@ -78,19 +85,42 @@ func TestDeletedPodThroughTheAPIServer(t *testing.T) {
 		t.Fatalf("create pod: %v", err)
 	}
 	uid := string(created.UID)
+	logDir := filepath.Join(n.PodLogsDir(), "default_job_"+uid)
+	rt := n.RuntimeClient()
+	filter := map[string]string{podUIDLabel: uid}
+	leftovers := func() (containers, sandboxes []string, ready bool) {
+		cl, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: filter}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sl, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: filter}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cl.GetContainers() {
+			containers = append(containers, c.GetId())
+		}
+		for _, s := range sl.GetItems() {
+			sandboxes = append(sandboxes, s.GetId())
+			ready = ready || s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
+		}
+		slices.Sort(containers)
+		slices.Sort(sandboxes)
+		return containers, sandboxes, ready
+	}
 	if !waitFor(2*time.Minute, func() bool {
-		p, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
-		return err == nil && p.Status.Phase == corev1.PodRunning
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "job", metav1.GetOptions{})
+		_, sandboxes, ready := leftovers()
+		return err == nil && p.Status.Phase == corev1.PodSucceeded && len(sandboxes) > 0 && !ready
 	}) {
-		t.Fatalf("pod web did not run; tail of the kubelet's log:\n%s", tail(k.logFile, 40))
+		t.Fatalf("pod job did not complete with its sandbox stopped; tail of the kubelet's log:\n%s", tail(k.logFile, 40))
 	}
 
-	plan := func(extra ...string) removalsDoc {
+	plan := func(args ...string) removalsDoc {
 		t.Helper()
-		args := append([]string{"plan", "-o", "json", "--runtime-endpoint", n.Endpoint(), "--pod-logs-dir", n.PodLogsDir(),
-			"--state-dir", t.TempDir(), "--kubelet-pid", strconv.Itoa(k.cmd.Process.Pid)}, extra...)
-		cmd := exec.Command(nodegc, args...)
-		out, err := cmd.Output()
+		args = append([]string{"plan", "-o", "json", "--runtime-endpoint", n.Endpoint(), "--pod-logs-dir", n.PodLogsDir(),
+			"--state-dir", t.TempDir()}, args...)
+		out, err := exec.Command(nodegc, args...).Output()
 		if err != nil {
 			stderr := ""
 			if ee, ok := err.(*exec.ExitError); ok {
@@ -104,45 +134,27 @@ func TestDeletedPodThroughTheAPIServer(t *testing.T) {
 		}
 		return doc
 	}
-	// While the pod lives, nothing of it is removable.
-	if got := plan(); len(got.ContainerGC.Remove)+len(got.SandboxGC.Remove)+len(got.LogGC.Remove) != 0 {
-		t.Fatalf("the plan removes something of a running pod: %+v", got)
+	if got := plan("--kubelet-pid", strconv.Itoa(k.cmd.Process.Pid)); len(got.ContainerGC.Remove)+len(got.SandboxGC.Remove)+len(got.LogGC.Remove) != 0 {
+		t.Fatalf("the plan removes something of a pod the API server still holds (Succeeded, not deleted): %+v", got)
 	}
 
-	if err := cs.CoreV1().Pods("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+	k.stop()
+	zero := int64(0)
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "job", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatalf("delete pod: %v", err)
 	}
-	if !waitFor(2*time.Minute, func() bool {
-		_, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	if !waitFor(time.Minute, func() bool {
+		_, err := cs.CoreV1().Pods("default").Get(ctx, "job", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}) {
-		t.Fatalf("pod web was not deleted; tail of the kubelet's log:\n%s", tail(k.logFile, 40))
+		t.Fatal("pod job is still known to the API server after a delete with grace 0")
 	}
-
-	// What the pod left on the node, read just before the plan.
-	rt := n.RuntimeClient()
-	filter := map[string]string{podUIDLabel: uid}
-	cl, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: filter}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sl, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: filter}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wantContainers, wantSandboxes []string
-	for _, c := range cl.GetContainers() {
-		wantContainers = append(wantContainers, c.GetId())
-	}
-	for _, s := range sl.GetItems() {
-		wantSandboxes = append(wantSandboxes, s.GetId())
-	}
-	logDir := filepath.Join(n.PodLogsDir(), fmt.Sprintf("default_web_%s", uid))
+	wantContainers, wantSandboxes, _ := leftovers()
 	if len(wantContainers) == 0 || len(wantSandboxes) == 0 {
-		t.Fatalf("the kubelet removed the pod's containers (%d left) or sandboxes (%d left) before nodegc could plan: nothing to compare", len(wantContainers), len(wantSandboxes))
+		t.Fatalf("the pod left %d containers and %d sandboxes; want at least one of each to compare", len(wantContainers), len(wantSandboxes))
 	}
 
-	got := plan()
+	got := plan("--kubeconfig", kubeconfig, "--node-name", k.nodeName, "--kubelet-pid", "-1")
 	var containers, sandboxes, logs []string
 	for _, r := range got.ContainerGC.Remove {
 		containers = append(containers, r.ID)
@@ -153,8 +165,6 @@ func TestDeletedPodThroughTheAPIServer(t *testing.T) {
 	for _, r := range got.LogGC.Remove {
 		logs = append(logs, r.Path)
 	}
-	slices.Sort(wantContainers)
-	slices.Sort(wantSandboxes)
 	slices.Sort(containers)
 	slices.Sort(sandboxes)
 	if !slices.Equal(containers, wantContainers) {
@@ -167,14 +177,19 @@ func TestDeletedPodThroughTheAPIServer(t *testing.T) {
 		t.Errorf("log paths planned %v, want the deleted pod's log directory %s", logs, logDir)
 	}
 
-	// The same node without the pod source keeps all of it: the limits
-	// alone (one dead container per container) do not remove them.
-	off := plan("--pod-source=off")
-	if len(off.SandboxGC.Remove) != 0 || slices.ContainsFunc(off.LogGC.Remove, func(r struct {
-		Path string `json:"path"`
-	}) bool {
-		return r.Path == logDir
+	off := plan("--pod-source=off", "--kubelet-pid", "-1")
+	if len(off.ContainerGC.Remove)+len(off.SandboxGC.Remove)+len(off.LogGC.Remove) != 0 {
+		t.Errorf("with --pod-source=off the plan removes something of the deleted pod (the limits alone keep it): %+v", off)
+	}
+
+	// The kubelet, back, removes the same.
+	k.start(t)
+	if !waitFor(4*time.Minute, func() bool {
+		containers, sandboxes, _ := leftovers()
+		_, err := os.Stat(logDir)
+		return len(containers) == 0 && len(sandboxes) == 0 && os.IsNotExist(err)
 	}) {
-		t.Errorf("with --pod-source=off the plan still removes the deleted pod's sandbox or logs: %+v", off)
+		containers, sandboxes, _ := leftovers()
+		t.Errorf("the kubelet did not remove the deleted pod's content: %d containers, %d sandboxes left, log dir %s", len(containers), len(sandboxes), logDir)
 	}
 }

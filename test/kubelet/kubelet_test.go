@@ -113,6 +113,10 @@ type kubelet struct {
 	manifests string // staticPodPath
 	logFile   string // its stderr: klog at -v=5
 	nodeName  string
+	// bin, args and dir start it again after a stop.
+	bin  string
+	args []string
+	dir  string
 }
 
 // startKubelet runs a standalone kubelet on n: static pods from a manifest
@@ -169,10 +173,6 @@ authorization:
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	log, err := os.Create(k.logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := append([]string{
 		"--config=" + cfgFile,
 		"--root-dir=" + rootDir,
@@ -182,21 +182,8 @@ authorization:
 	if o.Kubeconfig != "" {
 		args = append(args, "--kubeconfig="+o.Kubeconfig)
 	}
-	k.cmd = exec.Command(bin, args...)
-	k.cmd.Args[0] = "kubelet" // how nodegc recognises it in /proc
-	k.cmd.Dir = scratch
-	k.cmd.Stdout = log
-	k.cmd.Stderr = log
-	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := k.cmd.Start(); err != nil {
-		log.Close()
-		t.Fatalf("start kubelet: %v", err)
-	}
-	go func() {
-		k.cmd.Wait()
-		log.Close()
-		close(k.done)
-	}()
+	k.bin, k.args, k.dir = bin, args, scratch
+	k.start(t)
 	t.Cleanup(func() {
 		k.stop()
 		if t.Failed() {
@@ -210,6 +197,32 @@ authorization:
 		unmountUnder(t, rootDir)
 	})
 	return k
+}
+
+// start runs the kubelet process, its output appended to its log file.
+func (k *kubelet) start(t *testing.T) {
+	t.Helper()
+	log, err := os.OpenFile(k.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.done = make(chan struct{})
+	k.cmd = exec.Command(k.bin, k.args...)
+	k.cmd.Args[0] = "kubelet" // how nodegc recognises it in /proc
+	k.cmd.Dir = k.dir
+	k.cmd.Stdout = log
+	k.cmd.Stderr = log
+	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := k.cmd.Start(); err != nil {
+		log.Close()
+		t.Fatalf("start kubelet: %v", err)
+	}
+	done := k.done
+	go func() {
+		k.cmd.Wait()
+		log.Close()
+		close(done)
+	}()
 }
 
 // stop ends the kubelet (SIGTERM, then SIGKILL after 10 s) and waits.
