@@ -157,8 +157,10 @@ func runCLIBin(tb testing.TB, bin string, args ...string) cliResult {
 }
 
 // cliFlags are the flags every binary run against a node gets: the node's
-// endpoint, a private state dir, an empty kubelet config (so the machine's
-// /var/lib/kubelet/config.yaml never counts) and the node's pod logs dir.
+// endpoint, a private state dir, an empty kubelet config and no kubelet
+// process (so neither the machine's /var/lib/kubelet/config.yaml nor a
+// running kubelet, such as test/kubelet's, counts) and the node's pod
+// logs dir.
 func cliFlags(tb testing.TB, n *realnode.Node, stateDir string) []string {
 	tb.Helper()
 	cfg := filepath.Join(tb.TempDir(), "kubelet-config.yaml")
@@ -166,7 +168,7 @@ func cliFlags(tb testing.TB, n *realnode.Node, stateDir string) []string {
 		tb.Fatal(err)
 	}
 	return []string{"--runtime-endpoint", n.Endpoint(), "--state-dir", stateDir,
-		"--kubelet-config", cfg, "--pod-logs-dir", n.PodLogsDir()}
+		"--kubelet-config", cfg, "--kubelet-pid", "-1", "--pod-logs-dir", n.PodLogsDir()}
 }
 
 // decodeJSON decodes a binary's JSON output into v.
