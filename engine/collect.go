@@ -71,26 +71,43 @@ func (e *Engine) collect(ctx context.Context) (Snapshot, error) {
 	return s, nil
 }
 
-// imageFs measures the image filesystem: the runtime names its mountpoint
-// and statfs gives capacity and available. A simulated runtime reports the
-// whole filesystem itself.
+// imageFs measures the image filesystem for a snapshot (measureImageFs),
+// and remembers whether the runtime is simulated.
 func (e *Engine) imageFs(ctx context.Context) (FsStats, error) {
+	fs, simulated, err := e.measureImageFs(ctx)
+	if simulated {
+		e.simulated = true
+	}
+	return fs, err
+}
+
+// ImageFs measures the image filesystem now, without listing anything:
+// one small runtime call and a statfs. The dashboard's usage gauge reads
+// it between snapshots, to see the disk fill without re-listing the node.
+// It is safe to call while a pass runs.
+func (e *Engine) ImageFs(ctx context.Context) (FsStats, error) {
+	fs, _, err := e.measureImageFs(ctx)
+	return fs, err
+}
+
+// measureImageFs measures the image filesystem: the runtime names its
+// mountpoint and statfs gives capacity and available. A simulated runtime
+// reports the whole filesystem itself.
+func (e *Engine) measureImageFs(ctx context.Context) (fs FsStats, simulated bool, err error) {
 	u, err := e.o.Reader.ImageFs(ctx)
 	if err != nil {
-		return FsStats{}, fmt.Errorf("image filesystem info: %w", err)
+		return FsStats{}, false, fmt.Errorf("image filesystem info: %w", err)
 	}
 	if u.Simulated != nil {
-		e.simulated = true
-		return *u.Simulated, nil
+		return *u.Simulated, true, nil
 	}
 	if u.Mountpoint == "" {
-		return FsStats{}, fmt.Errorf("image filesystem info: the runtime reported no mountpoint")
+		return FsStats{}, false, fmt.Errorf("image filesystem info: the runtime reported no mountpoint")
 	}
-	fs, err := e.statfs(u.Mountpoint)
-	if err != nil {
-		return FsStats{}, fmt.Errorf("image filesystem: %w", err)
+	if fs, err = e.statfs(u.Mountpoint); err != nil {
+		return FsStats{}, false, fmt.Errorf("image filesystem: %w", err)
 	}
-	return fs, nil
+	return fs, false, nil
 }
 
 // scanLogs lists the pod log directories and the /var/log/containers

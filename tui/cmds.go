@@ -96,8 +96,56 @@ func eventsNote(err error) string {
 	return "events: polling (event stream: " + err.Error() + "); reconnecting"
 }
 
+// CgroupsHiddenInterval is how often the cgroup tree is read while its
+// pane is not on screen; on screen it is read every RefreshInterval. A
+// re-read of a large tree costs tens of milliseconds.
+const CgroupsHiddenInterval = 30 * time.Second
+
+// pulseMsg is the dashboard's light clock, every RefreshInterval: it reads
+// what is cheap or due (the cgroup tree, the image fs usage) without
+// listing the node.
+type pulseMsg struct{}
+
+func pulse(d time.Duration) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return pulseMsg{} })
+}
+
+// cgroupsMsg is a cgroup tree read; seq drops all but the latest.
+type cgroupsMsg struct {
+	seq  uint64
+	at   time.Time
+	tree *cgroupfs.Tree
+	err  error
+}
+
+// cgroupsCmd reads the cgroup tree with names from a snapshot.
+func cgroupsCmd(ctx context.Context, read func(context.Context, cgroupfs.Names) (*cgroupfs.Tree, error), names cgroupfs.Names, now func() time.Time, seq uint64) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+		defer cancel()
+		tree, err := read(ctx, names)
+		return cgroupsMsg{seq: seq, at: now(), tree: tree, err: err}
+	}
+}
+
+// fsMsg is a usage reading of the image filesystem.
+type fsMsg struct {
+	fs  engine.FsStats
+	err error
+}
+
+func fsCmd(ctx context.Context, read func(context.Context) (engine.FsStats, error)) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+		defer cancel()
+		fs, err := read(ctx)
+		return fsMsg{fs: fs, err: err}
+	}
+}
+
 // RefreshMsg is the result of one refresh: a snapshot, the plan made from
-// it, the scheduler's status, the cgroup tree and nodegc's own usage. Seq
+// it, the scheduler's status and nodegc's own usage. The cgroup tree has
+// its own clock (cgroupsMsg); Tree and TreeErr are set only by tests. Seq
 // numbers refreshes; only the latest is applied.
 type RefreshMsg struct {
 	Seq      uint64
@@ -165,9 +213,6 @@ func refreshCmd(ctx context.Context, o Options, seq uint64) tea.Cmd {
 		} else {
 			msg.Snapshot = snap
 			msg.Plan = o.Plan(snap, o.Policy, engine.PassFull, msg.At)
-			if o.Cgroups != nil {
-				msg.Tree, msg.TreeErr = o.Cgroups(ctx, names(snap))
-			}
 		}
 		if s, err := o.Self(); err == nil {
 			msg.Self = &s

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -128,4 +129,153 @@ func TestRefreshOnContainerEvents(t *testing.T) {
 			t.Error("the retry's command does not open the stream")
 		}
 	})
+}
+
+func TestLiveDashboardListsOnlyOnChange(t *testing.T) {
+	live := func(t *testing.T) Model {
+		m, _ := fixtureModel(t, 100, 30)
+		ch := make(chan engine.ContainerEvent, 8)
+		m.o.Events = fakeEvents{ch}
+		m, _ = update(m, eventsOpenedMsg{ch: ch})
+		if m.refreshing {
+			m = finishRefresh(t, m)
+		}
+		return m
+	}
+	pass := func(outcomes ...engine.Outcome) noticeMsg {
+		r := &engine.PassReport{Kind: engine.PassImages}
+		for _, o := range outcomes {
+			r.Items = append(r.Items, engine.ItemResult{Kind: engine.ItemImage, Outcome: o})
+		}
+		return noticeMsg{n: engine.Notice{Report: r}, ok: true}
+	}
+	tests := []struct {
+		name   string
+		msg    noticeMsg
+		relist bool
+	}{
+		{"a pass that removed nothing", pass(), false},
+		{"a pass whose items were all kept at the re-check", pass(engine.OutcomeSkipped, engine.OutcomeSkipped), false},
+		{"a pass that removed an image", pass(engine.OutcomeSkipped, engine.OutcomeRemoved), true},
+		{"a pass that found an image gone", pass(engine.OutcomeGone), true},
+		{"a pass whose removal failed", pass(engine.OutcomeFailed), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := live(t)
+			seq := m.refreshSeq
+			m, _ = update(m, tt.msg)
+			if got := m.refreshSeq != seq; got != tt.relist {
+				t.Errorf("re-listed %v; want %v", got, tt.relist)
+			}
+			if len(m.Passes()) == 0 {
+				t.Error("the pass is not in the Events pane")
+			}
+		})
+	}
+	t.Run("while polling, every pass re-lists", func(t *testing.T) {
+		m, _ := fixtureModel(t, 100, 30)
+		seq := m.refreshSeq
+		m, _ = update(m, pass())
+		if m.refreshSeq != seq+1 {
+			t.Errorf("seq %d -> %d; want a re-list", seq, m.refreshSeq)
+		}
+	})
+	t.Run("the image fs usage moving re-lists; the same usage does not", func(t *testing.T) {
+		m := live(t)
+		fs := m.snap.ImageFs
+		reads := 0
+		m.o.ImageFs = func(context.Context) (engine.FsStats, error) { reads++; return fs, nil }
+		m, _ = update(m, pulseMsg{})
+		if !m.fsReading {
+			t.Fatal("the pulse did not read the image fs while events are live")
+		}
+		seq := m.refreshSeq
+		m, _ = update(m, fsMsg{fs: fs})
+		if m.refreshSeq != seq || m.fsReading {
+			t.Fatalf("the same usage: seq %d -> %d, reading %v; want no re-list", seq, m.refreshSeq, m.fsReading)
+		}
+		moved := fs
+		moved.AvailableBytes -= fs.CapacityBytes / 10
+		m, _ = update(m, fsMsg{fs: moved})
+		if m.refreshSeq != seq+1 {
+			t.Errorf("usage moved 10 points: seq %d -> %d; want a re-list", seq, m.refreshSeq)
+		}
+	})
+	t.Run("the safety tick waits out its interval after a list it did not start", func(t *testing.T) {
+		m := live(t)
+		now := m.at.Add(SafetyInterval / 2)
+		m.o.Now = func() time.Time { return now }
+		seq := m.refreshSeq
+		m, cmd := update(m, tickMsg{gen: m.listGen})
+		if m.refreshSeq != seq || cmd == nil {
+			t.Fatalf("a tick half an interval after a list: seq %d -> %d, re-armed %v; want no re-list and a new tick", seq, m.refreshSeq, cmd != nil)
+		}
+		now = m.at.Add(SafetyInterval)
+		m, _ = update(m, tickMsg{gen: m.listGen})
+		if m.refreshSeq != seq+1 {
+			t.Errorf("a tick a whole interval after a list: seq %d -> %d; want a re-list", seq, m.refreshSeq)
+		}
+	})
+	t.Run("while polling, the pulse does not read the image fs", func(t *testing.T) {
+		m, _ := fixtureModel(t, 100, 30)
+		m.o.ImageFs = func(context.Context) (engine.FsStats, error) { return engine.FsStats{}, nil }
+		m, _ = update(m, pulseMsg{})
+		if m.fsReading {
+			t.Error("the pulse read the image fs while every list measures it")
+		}
+	})
+}
+
+func TestCgroupTreeClock(t *testing.T) {
+	m, _ := fixtureModel(t, 100, 30)
+	now := fixedNow
+	m.o.Now = func() time.Time { return now }
+	at := m.cgAt
+	if at.IsZero() {
+		t.Fatal("the first snapshot did not read the cgroup tree")
+	}
+	reads := func(m Model) uint64 { return m.cgSeq }
+	pulseAt := func(m Model, d time.Duration) Model {
+		now = at.Add(d)
+		m, cmd := update(m, pulseMsg{})
+		return runReads(m, cmd)
+	}
+	n := reads(m)
+	m = pulseAt(m, m.o.RefreshInterval)
+	if reads(m) != n {
+		t.Fatalf("the tree was read %d times at %s with its pane hidden; want 0 before %s", reads(m)-n, m.o.RefreshInterval, CgroupsHiddenInterval)
+	}
+	m = pulseAt(m, CgroupsHiddenInterval)
+	if reads(m) != n+1 {
+		t.Fatalf("the tree was read %d times at %s with its pane hidden; want 1", reads(m)-n, CgroupsHiddenInterval)
+	}
+	at = m.cgAt
+	now = at.Add(m.o.RefreshInterval)
+	m, cmd := update(m, keyMsg("4"))
+	m = runReads(m, cmd)
+	if reads(m) != n+2 {
+		t.Fatalf("showing the Cgroups pane with a tree %s old read it %d times; want 1", m.o.RefreshInterval, reads(m)-n-1)
+	}
+	at = m.cgAt
+	m = pulseAt(m, m.o.RefreshInterval)
+	if reads(m) != n+3 {
+		t.Fatalf("with the pane on screen the pulse read the tree %d times; want 1 every %s", reads(m)-n-2, m.o.RefreshInterval)
+	}
+	m, _ = update(m, keyMsg("f"))
+	at = m.cgAt
+	m = pulseAt(m, CgroupsHiddenInterval)
+	if reads(m) != n+3 {
+		t.Error("a frozen display read the cgroup tree")
+	}
+}
+
+// runReads runs the cgroup read a command batch holds, if any, and
+// drops the rest (the pulse's own timer among them).
+func runReads(m Model, cmd tea.Cmd) Model {
+	if !m.cgReading {
+		return m
+	}
+	m, _ = update(m, cgroupsCmd(m.ctx, m.o.Cgroups, m.cgNames, m.o.Now, m.cgSeq)())
+	return m
 }

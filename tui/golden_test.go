@@ -15,8 +15,8 @@ import (
 func refreshNow(t *testing.T, m Model) Model {
 	t.Helper()
 	cmd := m.startRefresh(true)
-	nm, _ := m.Update(cmd())
-	return nm.(Model)
+	nm, next := m.Update(cmd())
+	return runCmd(nm.(Model), next)
 }
 
 func send(m Model, msgs ...tea.Msg) Model {

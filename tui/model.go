@@ -13,6 +13,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui/cgroups"
 	"github.com/nodegc/nodegc/tui/containers"
@@ -91,6 +92,17 @@ type Model struct {
 	// eventPending marks an event that came while a refresh was running:
 	// one more refresh follows it.
 	eventPending bool
+	// fsReading marks a usage reading of the image filesystem in flight.
+	fsReading bool
+
+	// The cgroup tree is read on the pulse: every RefreshInterval while
+	// its pane is on screen, every CgroupsHiddenInterval otherwise.
+	// cgNames resolves the latest snapshot's IDs; cgAt is when the tree
+	// was last read.
+	cgSeq     uint64
+	cgReading bool
+	cgAt      time.Time
+	cgNames   cgroupfs.Names
 
 	notices     <-chan engine.Notice
 	unsubscribe func()
@@ -147,6 +159,9 @@ func (m Model) Init() tea.Cmd {
 	}
 	if m.o.Events != nil {
 		cmds = append(cmds, openEventsCmd(m.ctx, m.o.Events))
+	}
+	if m.o.Cgroups != nil || m.o.ImageFs != nil {
+		cmds = append(cmds, pulse(m.o.RefreshInterval))
 	}
 	if m.o.Controller != nil {
 		cmds = append(cmds, subscribeCmd(m.o.Controller))
@@ -236,6 +251,56 @@ func (m Model) ListInterval() time.Duration { return m.listEvery }
 // EventsLive reports whether the runtime's event stream is open.
 func (m Model) EventsLive() bool { return m.eventsLive }
 
+// cgroupInterval is how often the cgroup tree is read now: every
+// RefreshInterval while its pane is on screen, else every
+// CgroupsHiddenInterval (the Overview's summary can wait; the tree's
+// re-read is the dashboard's most expensive idle work).
+func (m Model) cgroupInterval() time.Duration {
+	if m.active == PaneCgroups {
+		return m.o.RefreshInterval
+	}
+	return CgroupsHiddenInterval
+}
+
+// readCgroups reads the cgroup tree now, unless a read is in flight, the
+// display is frozen, or no snapshot has named the pods yet.
+func (m *Model) readCgroups() tea.Cmd {
+	if m.o.Cgroups == nil || m.cgNames == nil || m.cgReading || m.frozen {
+		return nil
+	}
+	m.cgReading = true
+	m.cgSeq++
+	return cgroupsCmd(m.ctx, m.o.Cgroups, m.cgNames, m.o.Now, m.cgSeq)
+}
+
+// cgroupsDue reads the cgroup tree when it is older than the active
+// pane wants (cgroupInterval), or was never read.
+func (m *Model) cgroupsDue() tea.Cmd {
+	if !m.cgAt.IsZero() && m.o.Now().Sub(m.cgAt) < m.cgroupInterval() {
+		return nil
+	}
+	return m.readCgroups()
+}
+
+// onPulse reads what is due on the light clock: the cgroup tree, and,
+// while the event stream is live, the image fs usage (while polling,
+// every list measures it already).
+func (m *Model) onPulse() tea.Cmd {
+	cmds := []tea.Cmd{pulse(m.o.RefreshInterval), m.cgroupsDue()}
+	if m.o.ImageFs != nil && m.eventsLive && m.haveSnap && !m.frozen && !m.fsReading {
+		m.fsReading = true
+		cmds = append(cmds, fsCmd(m.ctx, m.o.ImageFs))
+	}
+	return tea.Batch(cmds...)
+}
+
+// passChanged reports whether a pass may have changed the node: it
+// removed something, or tried and failed. A pass that removed nothing
+// needs no re-list while the event stream reports every change.
+func passChanged(r engine.PassReport) bool {
+	return r.Count(engine.OutcomeRemoved)+r.Count(engine.OutcomeGone)+r.Count(engine.OutcomeFailed) > 0
+}
+
 // onEvent lists the node again after a container event, or once the
 // refresh in flight ends.
 func (m *Model) onEvent() tea.Cmd {
@@ -283,12 +348,43 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen != m.listGen {
 			return m, nil // armed at an interval no longer in force
 		}
+		// A list since the tick was armed (an event, a pass, r) resets
+		// the interval: wait out the rest of it.
+		if rest := m.listEvery - m.o.Now().Sub(m.at); m.haveSnap && !m.refreshing && rest > 0 && rest < m.listEvery {
+			return m, tick(rest, m.listGen)
+		}
 		return m, tea.Batch(tick(m.listEvery, m.listGen), m.startRefresh(false))
 	case RefreshMsg:
 		m = m.applyRefresh(msg)
+		cg := m.cgroupsDue()
 		if m.eventPending && !m.refreshing {
 			m.eventPending = false
-			return m, m.startRefresh(false)
+			return m, tea.Batch(cg, m.startRefresh(false))
+		}
+		return m, cg
+	case pulseMsg:
+		return m, m.onPulse()
+	case cgroupsMsg:
+		if msg.seq != m.cgSeq {
+			return m, nil
+		}
+		m.cgReading, m.cgAt = false, msg.at
+		if msg.tree != nil {
+			m.cgroups.SetTree(msg.tree, msg.at)
+		}
+		if msg.err != nil {
+			m.cgroups.SetError(msg.err)
+		}
+		return m, nil
+	case fsMsg:
+		m.fsReading = false
+		if msg.err != nil || !m.haveSnap {
+			return m, nil
+		}
+		// The usage moved: images came or went without a container
+		// event. List the node again.
+		if u, err := engine.UsagePercent(msg.fs); err == nil && u != m.plan.ImageGC.UsagePercent {
+			return m, m.onEvent()
 		}
 		return m, nil
 	case eventsOpenedMsg:
@@ -328,7 +424,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var cmd tea.Cmd
 		if r := msg.n.Report; r != nil && !r.DryRun {
 			m.events.AddPass(*r)
-			cmd = m.startRefresh(false)
+			if !m.eventsLive || passChanged(*r) {
+				cmd = m.startRefresh(false)
+			}
 		}
 		if e := msg.n.Event; e != nil {
 			m.events.AddEvent(*e)
@@ -362,7 +460,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.pushOverview()
 		return m, nil
 	case tea.KeyPressMsg:
-		return m.key(msg)
+		nm, cmd := m.key(msg)
+		mm, ok := nm.(Model)
+		if !ok {
+			return nm, cmd
+		}
+		// The Cgroups pane brought on screen shows a fresh tree.
+		return mm, tea.Batch(cmd, mm.cgroupsDue())
 	}
 	return m, nil
 }
@@ -395,6 +499,7 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 	// shown, which halves the work of a refresh on a large node.
 	m.stale = [numPanes]bool{PaneImages: true, PaneContainers: true}
 	m.syncActive()
+	m.cgNames = names(msg.Snapshot)
 	if msg.Tree != nil {
 		m.cgroups.SetTree(msg.Tree, msg.At)
 	}

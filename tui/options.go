@@ -51,6 +51,12 @@ type Options struct {
 	// latest snapshot; nil leaves the Cgroups pane empty. CgroupsFrom wraps
 	// a cgroupfs.Reader.
 	Cgroups func(ctx context.Context, names cgroupfs.Names) (*cgroupfs.Tree, error)
+	// ImageFs measures the image filesystem alone, cheaply; nil leaves
+	// the usage to the snapshots. While the event stream is live the
+	// dashboard reads it every RefreshInterval and lists the node again
+	// when the usage moved (an image pulled or removed sends no container
+	// event). (*engine.Engine).ImageFs fits.
+	ImageFs func(ctx context.Context) (engine.FsStats, error)
 	// Events is the runtime's container event stream; nil polls. While
 	// it is live the dashboard lists the node on each event (a burst
 	// coalesced), on a pass, on r, and every SafetyInterval, instead of

@@ -221,6 +221,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Events:          events,
 		Controller:      s,
 		Snapshot:        e.Snapshot,
+		ImageFs:         e.ImageFs,
 		Policy:          e.Policy(),
 		Cgroups:         cgroups,
 		ReadOnly:        e.ReadOnly(),
