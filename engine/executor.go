@@ -37,7 +37,10 @@ type executor struct {
 	// the items in flight.
 	calls context.Context
 	r     *PassReport
-	view  *nodeView
+	// view is the node's containers (and images) for the re-checks;
+	// running holds the running containers alone, for the container
+	// phase. See ViewWindow.
+	view, running *nodeView
 	// sandboxRefs are the runtime's sandbox image references, read once
 	// per pass; infoErr is set when they could not be read, and then no
 	// image is removed (the sandbox-image guard must not fail open).
@@ -80,10 +83,16 @@ type task struct {
 	intent *JournalEntry
 }
 
-// intentWindow is how many tasks' intent lines the feeder writes in one
-// group, with one fsync, before the first of them starts. An intent whose
-// task never reaches the runtime gets a skipped or not-run outcome.
-const intentWindow = 64
+// intentWindow is how many tasks' intent lines the feeder writes in its
+// first group of a phase, with one fsync, before the first of them starts;
+// each next group of the phase is twice as large, up to maxIntentWindow,
+// so a long phase stalls on few fsyncs and a short space pass writes few
+// intents it will not need. An intent whose task never reaches the
+// runtime gets a skipped or not-run outcome.
+const (
+	intentWindow    = 64
+	maxIntentWindow = 1024
+)
 
 // plannedItems lists a plan's items in execution order: containers,
 // sandboxes, logs, then images (the kubelet removes containers before the
@@ -166,8 +175,9 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	if parallel <= 0 {
 		parallel = DefaultParallel
 	}
-	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: &r, parallel: parallel,
-		view: newNodeView(e.o.Reader, &e.containerGen)}
+	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: &r, parallel: parallel}
+	x.view = newNodeView(x.calls, e.o.Reader, &e.containerGen, false)
+	x.running = newNodeView(x.calls, e.o.Reader, &e.containerGen, true)
 	x.cond = sync.NewCond(&x.mu)
 	if note, err := e.journal.reset(); err != nil {
 		x.halt(err.Error(), true)
@@ -181,6 +191,18 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 		x.halt(err.Error(), true)
 	}
 	x.targeted, x.target = p.ImageGC.Triggered && spacePassPlanned(p.ImageGC), p.ImageGC.BytesToFree
+	phases := x.phases(p)
+	if len(phases) > 0 && !x.halted() {
+		// The first phase's view is listed while the pass sets up.
+		switch phases[0][0].kind {
+		case ItemContainer:
+			x.running.prefetch(false)
+		case ItemImage:
+			x.view.prefetch(true)
+		default:
+			x.view.prefetch(false)
+		}
+	}
 	x.results, x.plan = make([][]ItemResult, len(planned)), planned
 	x.written, x.closed = make([]bool, len(planned)), make([]bool, len(planned))
 	x.prog = Progress{Pass: r.ID, Kind: p.Pass, Items: len(planned)}
@@ -210,10 +232,15 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 		x.mu.Unlock()
 	})
 	defer stopWake()
-	for _, ph := range x.phases(p) {
-		x.view.invalidate() // the phase before removed what the view holds
+	for i, ph := range phases {
+		if i > 0 {
+			x.view.invalidate() // the phase before removed what the view holds
+			x.running.invalidate()
+		}
 		x.runPhase(ph)
 	}
+	x.view.wait() // a background listing does not outlive the pass
+	x.running.wait()
 	// The outcome lines were written without waiting for their fsync.
 	if err := e.journal.sync(); err != nil {
 		x.halt(fmt.Sprintf("journal write failed (%v)", err), true)
@@ -290,10 +317,12 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 func (x *executor) runPhase(tasks []task) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	window := intentWindow
 feed:
 	for i, t := range tasks {
 		if !x.written[t.idx] && !x.stoppingLocked() {
-			x.writeIntents(tasks[i:min(i+intentWindow, len(tasks))])
+			x.writeIntents(tasks[i:min(i+window, len(tasks))])
+			window = min(2*window, maxIntentWindow)
 		}
 		for {
 			if x.stoppingLocked() {
@@ -599,11 +628,11 @@ func (x *executor) image(rm ImageRemoval, en *JournalEntry) ItemResult {
 	if x.infoErr != nil {
 		return recheckFailed(it, x.infoErr)
 	}
-	v, err := rt(x, func(ctx context.Context) (*nodeView, error) { return x.view.fresh(ctx, true) })
+	v, err := x.view.fresh(true)
 	if err != nil {
 		return recheckFailed(it, err)
 	}
-	img, ok := v.images[rm.ID]
+	img, ok := v.imageByID[rm.ID]
 	if !ok {
 		it.Outcome = OutcomeGone
 		return it
@@ -631,11 +660,28 @@ func (x *executor) image(rm ImageRemoval, en *JournalEntry) ItemResult {
 // container re-checks and removes one dead container, then its log file
 // and its /var/log/containers link. A container running again is skipped;
 // an UNKNOWN one is stopped first, as the kubelet does.
+//
+// The re-check is against the view of the node's running containers (see
+// ViewWindow). EXITED is final in CRI (a runtime refuses to start an
+// exited container; the kubelet creates a new one), so a container planned
+// as exited that the view does not show running needs no more. A
+// container planned in any other state can still change, one the view
+// shows running is confirmed, and the log path is only in the container's
+// status: the runtime is asked then, just before the removal.
 func (x *executor) container(rm ContainerRemoval, en *JournalEntry) []ItemResult {
 	it := ItemResult{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail}
-	cur, err := rt(x, func(ctx context.Context) (Container, error) { return x.e.o.Reader.ContainerStatus(ctx, rm.ID) })
+	v, err := x.running.fresh(false)
 	if err != nil {
 		return []ItemResult{recheckFailed(it, err)}
+	}
+	cur, running := v.byID[rm.ID]
+	if !running {
+		cur = Container{ID: rm.ID, PodUID: rm.PodUID, Name: rm.Name, PodSandboxID: rm.PodSandboxID, State: ContainerExited}
+	}
+	if running || rm.State != ContainerExited || x.mayHaveLogFile(rm) {
+		if cur, err = rt(x, func(ctx context.Context) (Container, error) { return x.e.o.Reader.ContainerStatus(ctx, rm.ID) }); err != nil {
+			return []ItemResult{recheckFailed(it, err)}
+		}
 	}
 	en.PodUID, en.Name = cur.PodUID, cur.Name
 	switch {
@@ -658,6 +704,31 @@ func (x *executor) container(rm ContainerRemoval, en *JournalEntry) []ItemResult
 	}
 	x.e.log.Info("removed container", "container", rm.ID, "pod", cur.PodUID, "name", cur.Name, "reason", rm.Reason, "pass", x.r.PassID())
 	return append([]ItemResult{it}, x.containerLogs(cur, rm)...)
+}
+
+// mayHaveLogFile reports whether a removed container can leave a log
+// file for containerLogs: the kubelet writes a container's log in its
+// pod's directory under podLogsDir (<namespace>_<name>_<uid>, or <uid>
+// in the old layout: BuildPodLogsDirectory and
+// parsePodUIDFromLogsDirectory in pkg/kubelet/kuberuntime/helpers.go), so
+// a container whose pod has neither has no log file nodegc may remove, and
+// its status need not be asked for the path. When the plan does not name
+// the pod, any podLogsDir counts.
+func (x *executor) mayHaveLogFile(rm ContainerRemoval) bool {
+	root := x.e.o.Policy.PodLogsDir
+	if root == "" {
+		return false
+	}
+	dirs := []string{root}
+	if rm.PodNamespace != "" && rm.PodName != "" && rm.PodUID != "" {
+		dirs = []string{filepath.Join(root, rm.PodNamespace+"_"+rm.PodName+"_"+rm.PodUID), filepath.Join(root, rm.PodUID)}
+	}
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ReasonContainerRemoved is the reason of the log file and link removed
@@ -743,7 +814,7 @@ func (x *executor) sandbox(rm SandboxRemoval, en *JournalEntry) ItemResult {
 	if cur.State != SandboxNotReady {
 		return skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))
 	}
-	v, err := rt(x, func(ctx context.Context) (*nodeView, error) { return x.view.fresh(ctx, false) })
+	v, err := x.view.fresh(false)
 	if err != nil {
 		return recheckFailed(it, err)
 	}
@@ -785,7 +856,7 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 	if err != nil {
 		return recheckFailed(it, err)
 	}
-	v, err := rt(x, func(ctx context.Context) (*nodeView, error) { return x.view.fresh(ctx, false) })
+	v, err := x.view.fresh(false)
 	if err != nil {
 		return recheckFailed(it, err)
 	}

@@ -3,44 +3,72 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// ViewWindow is the longest a pass trusts its view of the node. The
+// ViewWindow is the shortest time a pass trusts its view of the node. The
 // executor re-checks each item against that view (the containers, and for
 // images the image list), not against a fresh list per item, which made a
-// pass cost removals times containers: a view older than ViewWindow is
-// listed again before the re-check, and a container event
-// (Engine.ContainerEvent) makes the next re-check list again at once.
+// pass cost removals times containers.
 //
-// The contract: the view an item is checked against was taken at most
-// ViewWindow before the check began, and after the last container event
-// reported before the check began; the runtime call that removes the item
-// follows that check directly (for a container or a sandbox, only its own
-// status call lies between). Without an event stream, a container created
-// on an image less than ViewWindow before the image's removal can be
-// missed, and containerd then removes an image a created container names.
-// The window is kept short so that gap is small; the runtime's event
-// stream closes it.
+// The contract: the view an item is checked against was taken (its
+// listing began) at most max(ViewWindow, twice the last listing's
+// duration) before the check began, and after the last container event
+// reported (Engine.ContainerEvent) before the check began; the runtime
+// call that removes the item follows that check directly (for a
+// container or a sandbox, only its own status call lies between). On a
+// node whose listing takes longer than ViewWindow/2 the window grows with
+// it: a fresh list per item could not give a newer view than one listing
+// old either. A new listing starts in the background once the view is
+// about to expire, so re-checks rarely wait for one.
+//
+// Without an event stream, a container created on an image inside that
+// window can be missed, and containerd then removes an image a created
+// container names. The window is kept short so that gap is small; the
+// runtime's event stream closes it.
 const ViewWindow = 100 * time.Millisecond
 
 // nodeView is the executor's cached list of containers (and, for the image
-// phase, images), with the indexes its re-checks need.
+// phase, images), refreshed in the background; see ViewWindow.
 type nodeView struct {
-	r     Reader
-	clock func() time.Time // the wall clock, never the engine's fake one
-	gen   *atomic.Uint64   // bumped by every container event
+	r Reader
+	// running lists only the running containers (and no images): the
+	// container phase's view, whose re-check asks only whether a planned
+	// container runs.
+	running bool
+	ctx     context.Context  // for the listings: the pass's uncancelled calls
+	clock   func() time.Time // the wall clock, never the engine's fake one
+	gen     *atomic.Uint64   // bumped by every container event
 
-	mu        sync.Mutex
-	at        time.Time
-	seenGen   uint64
-	valid     bool
-	refreshes int
+	mu   sync.Mutex
+	cond *sync.Cond
+	// cur is the newest complete listing of the current epoch.
+	cur *viewData
+	// listing is set while a listing is in flight; done counts the
+	// listings finished, and err is the last one's error.
+	listing bool
+	done    uint64
+	err     error
+	// epoch is bumped by invalidate: a listing begun before it is not
+	// used.
+	epoch uint64
+	// took is how long the last listing took.
+	took time.Duration
 	// withImages is set once a re-check asked for images; from then on
 	// every listing lists them too.
 	withImages bool
+	refreshes  int
+}
+
+// viewData is one listing of the node with the indexes the re-checks
+// need. It is never modified once published.
+type viewData struct {
+	at     time.Time // when its listing began
+	gen    uint64    // the container event generation before it began
+	images bool      // it holds the image list
 	// users maps every container's ImageID and ImageRef to the first
 	// container that names it.
 	users map[string]Container
@@ -48,82 +76,186 @@ type nodeView struct {
 	bySandbox map[string]Container
 	byID      map[string]Container
 	byPodUID  map[string][]Container
-	images    map[string]Image
+	imageByID map[string]Image
 }
 
-// newNodeView returns an empty view that lists at its first use.
-func newNodeView(r Reader, gen *atomic.Uint64) *nodeView {
-	return &nodeView{r: r, clock: time.Now, gen: gen}
+// RunningLister is a Reader that can list the running containers alone
+// (the CRI state filter), which is far cheaper than the whole list on a
+// node with many dead containers. The executor uses it where a Reader has
+// it, and filters the whole list otherwise.
+type RunningLister interface {
+	ListRunningContainers(ctx context.Context) ([]Container, error)
+}
+
+// newNodeView returns an empty view that lists at its first use; ctx is
+// the context of its listings (each bounded by CallTimeout). A running
+// view holds only the running containers.
+func newNodeView(ctx context.Context, r Reader, gen *atomic.Uint64, running bool) *nodeView {
+	v := &nodeView{r: r, ctx: ctx, clock: time.Now, gen: gen, running: running}
+	v.cond = sync.NewCond(&v.mu)
+	return v
 }
 
 // invalidate makes the next use list again (a phase boundary: the executor
-// has just removed what the view still holds).
+// has just removed what the view still holds); a listing in flight is not
+// used.
 func (v *nodeView) invalidate() {
 	v.mu.Lock()
-	v.valid = false
+	v.cur = nil
+	v.epoch++
 	v.mu.Unlock()
 }
 
-// fresh returns the view, listing the node again first when it is older
-// than ViewWindow, was invalidated, or a container event came since it was
-// taken; images asks for the image list too. Concurrent callers share one
-// listing. The returned view must not be modified.
-func (v *nodeView) fresh(ctx context.Context, images bool) (*nodeView, error) {
+// wait returns once no listing is in flight, so none outlives its pass.
+func (v *nodeView) wait() {
+	v.mu.Lock()
+	for v.listing {
+		v.cond.Wait()
+	}
+	v.mu.Unlock()
+}
+
+// prefetch starts the first listing ahead of the first re-check; images
+// asks for the image list too.
+func (v *nodeView) prefetch(images bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	g := v.gen.Load()
-	if v.valid && g == v.seenGen && (v.withImages || !images) && v.clock().Sub(v.at) <= ViewWindow {
-		return v, nil
-	}
 	v.withImages = v.withImages || images
-	at := v.clock()
-	cs, err := v.r.ListContainers(ctx)
+	if v.cur == nil && !v.listing {
+		v.startLocked()
+	}
+}
+
+// window is how long a view is trusted: ViewWindow, or twice the last
+// listing's duration on a node where listing takes longer. v.mu is held.
+func (v *nodeView) window() time.Duration {
+	return max(ViewWindow, 2*v.took)
+}
+
+// usable reports whether d may be checked against now; v.mu is held.
+func (v *nodeView) usable(d *viewData, now time.Time) bool {
+	return d != nil && d.gen == v.gen.Load() && (d.images || !v.withImages) && now.Sub(d.at) <= v.window()
+}
+
+// fresh returns a view no older than the window, taken after the last
+// container event, listing the node first when the newest one is not;
+// images asks for the image list too. Callers share listings, and a view
+// about to expire starts the next listing in the background. The returned
+// view must not be modified.
+func (v *nodeView) fresh(images bool) (*viewData, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.withImages = v.withImages || images
+	for {
+		now := v.clock()
+		if d := v.cur; v.usable(d, now) {
+			if !v.listing && now.Sub(d.at)+v.took >= v.window() {
+				v.startLocked()
+			}
+			return d, nil
+		}
+		if !v.listing {
+			v.startLocked()
+		}
+		seen := v.done
+		for v.done == seen {
+			v.cond.Wait()
+		}
+		if v.err != nil && !v.usable(v.cur, v.clock()) {
+			return nil, v.err
+		}
+	}
+}
+
+// startLocked begins a listing in the background; v.mu is held.
+func (v *nodeView) startLocked() {
+	v.listing = true
+	epoch, withImages := v.epoch, v.withImages
+	go func() {
+		g := v.gen.Load()
+		at := v.clock()
+		d, err := v.list(withImages)
+		took := v.clock().Sub(at)
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.listing, v.err = false, err
+		v.done++
+		if err == nil {
+			v.took = took
+			if epoch == v.epoch {
+				d.at, d.gen, d.images = at, g, withImages
+				v.cur = d
+				v.refreshes++
+			}
+		}
+		v.cond.Broadcast()
+	}()
+}
+
+// list lists the node's containers, and its images when asked, and
+// indexes them.
+func (v *nodeView) list(images bool) (*viewData, error) {
+	ctx, cancel := context.WithTimeout(v.ctx, CallTimeout)
+	defer cancel()
+	cs, err := v.listContainers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
 	var imgs []Image
-	if v.withImages {
+	if images {
 		if imgs, err = v.r.ListImages(ctx); err != nil {
 			return nil, fmt.Errorf("list images: %w", err)
 		}
 	}
-	v.users = make(map[string]Container, len(cs))
-	v.bySandbox = make(map[string]Container, len(cs)/2)
-	v.byID = make(map[string]Container, len(cs))
-	v.byPodUID = make(map[string][]Container, len(cs)/2)
+	d := &viewData{
+		users:     make(map[string]Container, len(cs)),
+		bySandbox: make(map[string]Container, len(cs)/2),
+		byID:      make(map[string]Container, len(cs)),
+		byPodUID:  make(map[string][]Container, len(cs)/2),
+		imageByID: make(map[string]Image, len(imgs)),
+	}
 	for _, c := range cs {
 		for _, ref := range [2]string{c.ImageID, c.ImageRef} {
-			if _, ok := v.users[ref]; ref != "" && !ok {
-				v.users[ref] = c
+			if _, ok := d.users[ref]; ref != "" && !ok {
+				d.users[ref] = c
 			}
 		}
-		if _, ok := v.bySandbox[c.PodSandboxID]; !ok && c.PodSandboxID != "" {
-			v.bySandbox[c.PodSandboxID] = c
+		if _, ok := d.bySandbox[c.PodSandboxID]; !ok && c.PodSandboxID != "" {
+			d.bySandbox[c.PodSandboxID] = c
 		}
-		v.byID[c.ID] = c
+		d.byID[c.ID] = c
 		if c.PodUID != "" {
-			v.byPodUID[c.PodUID] = append(v.byPodUID[c.PodUID], c)
+			d.byPodUID[c.PodUID] = append(d.byPodUID[c.PodUID], c)
 		}
 	}
-	v.images = make(map[string]Image, len(imgs))
 	for _, img := range imgs {
-		v.images[img.ID] = img
+		d.imageByID[img.ID] = img
 	}
-	v.at, v.seenGen, v.valid = at, g, true
-	v.refreshes++
-	return v, nil
+	return d, nil
+}
+
+// listContainers lists the containers the view holds.
+func (v *nodeView) listContainers(ctx context.Context) ([]Container, error) {
+	if !v.running {
+		return v.r.ListContainers(ctx)
+	}
+	if rl, ok := v.r.(RunningLister); ok {
+		return rl.ListRunningContainers(ctx)
+	}
+	cs, err := v.r.ListContainers(ctx)
+	return slices.DeleteFunc(cs, func(c Container) bool { return c.State != ContainerRunning }), err
 }
 
 // imageUser returns a container that uses img by its ID, a tag or a
 // digest, in any state: the same rule as ImagesInUse, with one map lookup
 // per reference.
-func (v *nodeView) imageUser(img Image) (Container, bool) {
-	if c, ok := v.users[img.ID]; ok && img.ID != "" {
+func (d *viewData) imageUser(img Image) (Container, bool) {
+	if c, ok := d.users[img.ID]; ok && img.ID != "" {
 		return c, true
 	}
 	for _, refs := range [2][]string{img.RepoTags, img.RepoDigests} {
 		for _, ref := range refs {
-			if c, ok := v.users[ref]; ok && ref != "" {
+			if c, ok := d.users[ref]; ok && ref != "" {
 				return c, true
 			}
 		}

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// slowLister is a Reader whose container listing takes a set time on a
+// clock the test drives.
+type slowLister struct {
+	fakeRuntime
+	clock *stepClock
+	took  time.Duration
+	lists atomic.Int32
+}
+
+func (s *slowLister) ListContainers(ctx context.Context) ([]Container, error) {
+	s.lists.Add(1)
+	s.clock.advance(s.took)
+	return nil, nil
+}
+
+// stepClock is a clock that moves only when told to.
+type stepClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *stepClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *stepClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func TestNodeViewWindow(t *testing.T) {
+	cases := []struct {
+		name string
+		took time.Duration // how long one listing takes
+		age  time.Duration // the view's age at the second re-check
+		same bool          // the view is still usable
+	}{
+		{"a quick listing is trusted for ViewWindow", time.Millisecond, ViewWindow - time.Millisecond, true},
+		{"a quick listing older than ViewWindow is listed again", time.Millisecond, ViewWindow + time.Millisecond, false},
+		{"a slow listing is trusted for twice its duration", 300 * time.Millisecond, 599 * time.Millisecond, true},
+		{"a slow listing older than twice its duration is listed again", 300 * time.Millisecond, 601 * time.Millisecond, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var gen atomic.Uint64
+			v := newNodeView(context.Background(), newFakeRuntime(), &gen, false)
+			v.took = tc.took
+			d := &viewData{at: execNow}
+			if got := v.usable(d, execNow.Add(tc.age)); got != tc.same {
+				t.Errorf("a view %v old after a listing of %v is usable: %v, want %v", tc.age, tc.took, got, tc.same)
+			}
+		})
+	}
+	t.Run("a view about to expire starts the next listing in the background", func(t *testing.T) {
+		clk := &stepClock{t: execNow}
+		r := &slowLister{fakeRuntime: *newFakeRuntime(), clock: clk, took: 10 * time.Millisecond}
+		var gen atomic.Uint64
+		v := newNodeView(context.Background(), r, &gen, false)
+		v.clock = clk.now
+		first, _ := v.fresh(false) // listed: 10 ms
+		v.wait()
+		clk.advance(80 * time.Millisecond) // 90 ms old: 90+10 >= 100
+		if second, _ := v.fresh(false); second != first {
+			t.Errorf("a usable view was not returned at once")
+		}
+		v.wait()
+		if n := r.lists.Load(); n != 2 {
+			t.Errorf("%d listings, want the first and one in the background", n)
+		}
+	})
+	t.Run("a container event makes the next re-check list again", func(t *testing.T) {
+		clk := &stepClock{t: execNow}
+		r := &slowLister{fakeRuntime: *newFakeRuntime(), clock: clk, took: time.Millisecond}
+		var gen atomic.Uint64
+		v := newNodeView(context.Background(), r, &gen, false)
+		v.clock = clk.now
+		first, _ := v.fresh(false)
+		gen.Add(1)
+		second, _ := v.fresh(false)
+		if second == first || second.gen != 1 {
+			t.Errorf("the re-check after an event used a listing from before it")
+		}
+		v.wait()
+	})
+}
+
+func TestApplyContainerRecheck(t *testing.T) {
+	cases := []struct {
+		name       string
+		state      ContainerState // at the runtime when applied
+		planned    ContainerState
+		podLogDir  bool // the pod has a log directory
+		wantStatus bool // ContainerStatus is asked
+		want       Outcome
+	}{
+		{"an exited container without a pod log dir is removed on the view's word", ContainerExited, ContainerExited, false, false, OutcomeRemoved},
+		{"an exited container whose pod has a log dir is asked for its log path", ContainerExited, ContainerExited, true, true, OutcomeRemoved},
+		{"a container the view shows running is confirmed and kept", ContainerRunning, ContainerExited, false, true, OutcomeSkipped},
+		{"a container planned as created is asked, since it can still start", ContainerCreated, ContainerCreated, false, true, OutcomeRemoved},
+		{"a container planned as created that runs now is kept", ContainerRunning, ContainerCreated, false, true, OutcomeSkipped},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := newFakeRuntime()
+			rt.containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "u1", State: tc.state}
+			e := newPoolEngine(t, rt, 1)
+			podLogs := filepath.Join(t.TempDir(), "pods")
+			e.o.Policy.PodLogsDir = podLogs
+			if tc.podLogDir {
+				if err := os.MkdirAll(filepath.Join(podLogs, "ns_web_u1"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := Plan{Pass: PassContainers, EvaluatedAt: execNow, ContainerGC: ContainerPlan{Remove: []ContainerRemoval{
+				{ID: "c1", PodUID: "u1", PodNamespace: "ns", PodName: "web", Name: "app", State: tc.planned, Reason: RemovePerContainerLimit}}}}
+			r, err := e.Apply(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := outcomes(r)["c1"]; got != tc.want {
+				t.Errorf("outcome %s, want %s", got, tc.want)
+			}
+			rt.mu.Lock()
+			asked := slices.Contains(rt.calls, "ContainerStatus c1")
+			rt.mu.Unlock()
+			if asked != tc.wantStatus {
+				t.Errorf("ContainerStatus asked: %v, want %v", asked, tc.wantStatus)
+			}
+		})
+	}
+}
