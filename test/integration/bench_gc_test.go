@@ -66,9 +66,9 @@ func rawRemoveImages(b *testing.B, n *realnode.Node, ids []string) time.Duration
 
 // timeGC runs `<bin> gc --reclaim-all --yes` as a whole process over the
 // images and returns its wall time.
-func timeGC(b *testing.B, n *realnode.Node, c engine.Runtime, bin string, imgs []realnode.ImageRef, state string) time.Duration {
+func timeGC(b *testing.B, n *realnode.Node, c engine.Runtime, bin string, imgs []realnode.ImageRef, state string, extra ...string) time.Duration {
 	b.Helper()
-	args := append([]string{"gc", "--reclaim-all", "--yes", "-o", "json"}, cliFlags(b, n, state)...)
+	args := append(append([]string{"gc", "--reclaim-all", "--yes", "-o", "json"}, cliFlags(b, n, state)...), extra...)
 	start := time.Now()
 	res := runCLIBin(b, bin, args...)
 	d := time.Since(start)
@@ -83,18 +83,19 @@ func timeGC(b *testing.B, n *realnode.Node, c engine.Runtime, bin string, imgs [
 
 // BenchmarkGCProcessVs8RawRemoveImage is issue 14's real-runtime figure,
 // side by side in one run: the whole `nodegc gc --reclaim-all --yes`
-// process removing 200 unused images from a real containerd, against 8
-// concurrent raw CRI RemoveImage calls removing 200 images imported the
-// same way. With NODEGC_BENCH_OLD_BIN set to another nodegc binary (an
-// older build), it times that one too. Metrics: seconds of each and the
-// speed of nodegc relative to the raw loop (raw-s / gc-s; the goal is at
-// least 0.8). Run as root with -benchtime 1x.
+// process removing 200 unused images from a real containerd, at its
+// default --parallel 4 and at --parallel 8 (the raw loop's concurrency),
+// against 8 concurrent raw CRI RemoveImage calls removing 200 images
+// imported the same way. With NODEGC_BENCH_OLD_BIN set to another nodegc
+// binary (an older build), it times that one too. Metrics: seconds of each
+// and the speed of nodegc relative to the raw loop (raw-s / gc-s; the goal
+// is at least 0.8). Run as root with -benchtime 1x.
 func BenchmarkGCProcessVs8RawRemoveImage(b *testing.B) {
 	n := startNode(b, realnode.Containerd16, 2048*MiB)
 	c := dial(b, n)
 	bin := nodegc(b)
 	old := os.Getenv("NODEGC_BENCH_OLD_BIN")
-	var gcT, rawT, oldT time.Duration
+	var gcT, gc8T, rawT, oldT time.Duration
 	for i := range b.N {
 		setup := func(what string) ([]realnode.ImageRef, string) {
 			imgs := n.Must(b).ImportImages(gcBenchImages, 0, fmt.Sprintf("gc%s%d-%d", what, i, benchSeq.Add(1)))
@@ -104,6 +105,8 @@ func BenchmarkGCProcessVs8RawRemoveImage(b *testing.B) {
 		}
 		imgs, state := setup("new")
 		gcT += timeGC(b, n, c, bin, imgs, state)
+		imgs, state = setup("p8")
+		gc8T += timeGC(b, n, c, bin, imgs, state, "--parallel", "8")
 		imgs, _ = setup("raw")
 		rawT += rawRemoveImages(b, n, ids(imgs))
 		benchCheckGone(b, n, imgs)
@@ -117,6 +120,8 @@ func BenchmarkGCProcessVs8RawRemoveImage(b *testing.B) {
 	b.ReportMetric(gcT.Seconds()/k, "gc-s")
 	b.ReportMetric(rawT.Seconds()/k, "raw8-s")
 	b.ReportMetric(rawT.Seconds()/gcT.Seconds(), "gc-speed-of-raw")
+	b.ReportMetric(gc8T.Seconds()/k, "gc-p8-s")
+	b.ReportMetric(rawT.Seconds()/gc8T.Seconds(), "gc-p8-speed-of-raw")
 	if old != "" {
 		b.ReportMetric(oldT.Seconds()/k, "old-gc-s")
 		b.ReportMetric(rawT.Seconds()/oldT.Seconds(), "old-gc-speed-of-raw")
