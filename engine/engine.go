@@ -87,7 +87,16 @@ type Engine struct {
 	progress   map[int]func(Progress)
 	progressID int
 
-	mu        sync.Mutex // serialises snapshots and passes
+	// passMu serialises passes. A pass holds it throughout, and e.mu only
+	// while it touches the records, the notes and the journal's
+	// reconciliation, so a snapshot (the dashboard's refresh) never waits
+	// for a pass to finish.
+	passMu sync.Mutex
+	// mu guards what follows and serialises snapshots and plans.
+	mu sync.Mutex
+	// passing is set while a pass runs: a snapshot then leaves the
+	// journal alone (the pass's own intents are open, not interrupted).
+	passing   bool
 	records   map[string]ImageRecord
 	started   time.Time
 	fresh     bool // started without persisted records
@@ -219,6 +228,8 @@ func New(o Options) (*Engine, error) {
 
 // Close releases the state dir's lock. The engine must not be used after.
 func (e *Engine) Close() error {
+	e.passMu.Lock()
+	defer e.passMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return errors.Join(e.journal.close(), e.sd.Close())
@@ -246,7 +257,9 @@ func (e *Engine) Now() time.Time { return e.now() }
 // set of images changed, so a first-detected time survives a crash; the
 // last-used times are persisted by every plan and pass (a crash loses
 // nothing older than the last pass). The dashboard snapshots every few
-// seconds, and a node in trouble should not pay an fsync each time.
+// seconds, and a node in trouble should not pay an fsync each time. It
+// does not wait for a pass in flight: it sees the node as the pass leaves
+// it so far.
 func (e *Engine) Snapshot(ctx context.Context) (Snapshot, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -256,7 +269,9 @@ func (e *Engine) Snapshot(ctx context.Context) (Snapshot, error) {
 // snapshotLocked is Snapshot with e.mu held; persist forces the records to
 // disk.
 func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, error) {
-	e.notes = append(e.notes, e.reconcileLocked(ctx)...)
+	if !e.passing {
+		e.notes = append(e.notes, e.reconcileLocked(ctx)...)
+	}
 	s, err := e.collect(ctx)
 	if err != nil {
 		return s, err
@@ -358,10 +373,12 @@ func (e *Engine) Run(ctx context.Context, kind PassKind) (PassReport, error) {
 	if e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.passMu.Lock()
+	defer e.passMu.Unlock()
 	start := e.now()
+	e.mu.Lock()
 	_, p, err := e.planLocked(ctx, kind, time.Time{})
+	e.mu.Unlock()
 	if err != nil {
 		return PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: kind, StartedAt: start, FinishedAt: e.now(), Error: err.Error(), Events: []Event{}}, err
 	}
@@ -399,7 +416,7 @@ func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
 	if age := now.Sub(p.EvaluatedAt); age > MaxPlanAge {
 		return PassReport{}, fmt.Errorf("%w: made %s ago, more than %s: preview it again", ErrStalePlan, age.Round(time.Second), MaxPlanAge)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.passMu.Lock()
+	defer e.passMu.Unlock()
 	return e.applyLocked(ctx, p, e.now())
 }

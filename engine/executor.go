@@ -165,10 +165,18 @@ func (x *executor) phases(p Plan) [][]task {
 	return out
 }
 
-// applyLocked performs p; e.mu is held. A failure is in the report: a
-// journal without room or a failed journal write stops the pass and sets
-// its Error.
+// applyLocked performs p; e.passMu is held, and e.mu is taken only around
+// the engine's shared state. A failure is in the report: a journal without
+// room or a failed journal write stops the pass and sets its Error.
 func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (PassReport, error) {
+	e.mu.Lock()
+	e.passing = true
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.passing = false
+		e.mu.Unlock()
+	}()
 	r := PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
 	planned := plannedItems(p)
 	parallel := e.o.Parallel
@@ -210,9 +218,11 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 		x.prog.Bytes += max(it.SizeBytes, 0)
 	}
 	if !x.halted() {
+		e.mu.Lock()
 		r.Notes = append(r.Notes, e.notes...)
 		r.Notes = append(r.Notes, e.reconcileLocked(ctx)...)
 		e.notes = nil
+		e.mu.Unlock()
 	}
 	if before, err := e.imageFs(x.calls); err == nil {
 		r.ImageFsBefore = &before
@@ -260,6 +270,8 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 			}
 		}
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if x.jerr != nil {
 		e.reconciled = false // its open intents are settled at the next pass
 	}

@@ -140,3 +140,41 @@ func TestApplyContainerRecheck(t *testing.T) {
 		})
 	}
 }
+
+func TestSnapshotDoesNotWaitForAPass(t *testing.T) {
+	rt := newFakeRuntime()
+	addImages(rt, "i1", "i2")
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	rt.before = func(method, id string) {
+		if method == "RemoveImage" {
+			once.Do(func() { close(entered) })
+			<-release
+		}
+	}
+	e := newPoolEngine(t, rt, 1)
+	done := make(chan PassReport)
+	go func() {
+		r, _ := e.Apply(context.Background(), reclaimPlan("i1", "i2"))
+		done <- r
+	}()
+	<-entered // the pass is inside its first removal, and stays there
+	got := make(chan error)
+	go func() {
+		_, err := e.Snapshot(context.Background())
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Errorf("snapshot during a pass: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the snapshot waited for the pass in flight")
+	}
+	close(release)
+	r := <-done
+	if n := r.Count(OutcomeRemoved); n != 2 {
+		t.Errorf("the pass removed %d images, want 2", n)
+	}
+}
