@@ -202,10 +202,19 @@ func readSnapshot(path string) (engine.Snapshot, error) {
 	return s, nil
 }
 
-// writePlan prints the plan as a table or as GCPlan JSON.
+// explainedPlan is the GCPlan contract with the engine's explanation of
+// it beside the plan's own fields: the rows the table shows (rank,
+// action, reason, detail, the cut line).
+type explainedPlan struct {
+	engine.Plan
+	Explanation engine.Explanation `json:"explanation"`
+}
+
+// writePlan prints the plan as a table or as GCPlan JSON with its
+// explanation.
 func writePlan(w io.Writer, output string, v planView, indent bool) error {
 	if output == "json" {
-		return writeJSON(w, v.Plan, indent)
+		return writeJSON(w, explainedPlan{v.Plan, engine.Explain(v.Snapshot, v.Plan)}, indent)
 	}
 	return renderPlanTable(w, v)
 }

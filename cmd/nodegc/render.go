@@ -194,30 +194,13 @@ func gauge(usage, low, high int) string {
 	return "[" + string(bar) + "]"
 }
 
-// renderImages prints every image in eviction order, with the cut line.
+// renderImages prints the engine's image rows in eviction order, with
+// the cut line.
 func renderImages(b *bytes.Buffer, v planView) {
-	p, s := v.Plan, v.Snapshot
-	images := make(map[string]engine.Image, len(s.Images))
-	for _, img := range s.Images {
-		images[img.ID] = img
-	}
-	records := make(map[string]engine.ImageRecord, len(s.ImageRecords))
-	for _, r := range s.ImageRecords {
-		records[r.ID] = r
-	}
-	removeAt := make(map[string]int, len(p.ImageGC.Remove))
-	for i, r := range p.ImageGC.Remove {
-		removeAt[r.ID] = i
-	}
-	keeps := make(map[string]engine.ImageKeep, len(p.ImageGC.Keep))
-	for _, k := range p.ImageGC.Keep {
-		keeps[k.ID] = k
-	}
-	order := imageOrder(p, s)
-	fmt.Fprintf(b, "Images (%d, in eviction order: least recently used first):\n", len(order))
-
-	cut, cutText := cutLine(p, order, removeAt)
-	g := newGrid(8, len(order)+2)
+	rows, cut := engine.ExplainImages(v.Snapshot, v.Plan)
+	at := v.Plan.EvaluatedAt
+	fmt.Fprintf(b, "Images (%d, in eviction order: least recently used first):\n", len(rows))
+	g := newGrid(8, len(rows)+2)
 	for _, h := range []string{"  #", "IMAGE", "ID", "SIZE", "LAST USED", "FIRST SEEN", "STATUS", "DETAIL"} {
 		g.cell(h)
 	}
@@ -227,86 +210,48 @@ func renderImages(b *bytes.Buffer, v planView) {
 			g.end()
 		}
 	}
-	for i, id := range order {
-		if i == cut {
+	for i, r := range rows {
+		if i == cut.Row {
 			sentinel()
 		}
-		img, known := images[id]
-		n, removed := removeAt[id]
-		if !known && removed { // a removal the snapshot does not list
-			r := p.ImageGC.Remove[n]
-			img = engine.Image{ID: id, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, SizeBytes: r.SizeBytes}
-		}
 		g.add("  ")
-		g.buf = strconv.AppendInt(g.buf, int64(i)+1, 10)
+		g.buf = strconv.AppendInt(g.buf, int64(r.Rank), 10)
 		g.end()
-		g.cell(imageName(img))
-		g.cell(shortID(id))
-		g.buf = appendHumanBytes(g.buf, img.SizeBytes)
+		g.cell(r.Name)
+		g.cell(shortID(r.Image.ID))
+		g.buf = appendHumanBytes(g.buf, r.Image.SizeBytes)
 		g.end()
-		r, recorded := records[id]
-		if recorded && r.LastUsed != nil {
-			g.buf = appendAgo(g.buf, p.EvaluatedAt, *r.LastUsed)
+		if r.LastUsed != nil {
+			g.buf = appendAgo(g.buf, at, *r.LastUsed)
 		} else {
 			g.add("never")
 		}
 		g.end()
-		if recorded {
-			g.buf = appendAgo(g.buf, p.EvaluatedAt, r.FirstDetected)
+		if r.FirstDetected != nil {
+			g.buf = appendAgo(g.buf, at, *r.FirstDetected)
 		} else {
 			g.add("now (new)")
 		}
 		g.end()
-		if k, kept := keeps[id]; removed {
-			rm := &p.ImageGC.Remove[n]
+		switch {
+		case r.Action == engine.ActionRemove:
 			g.add("remove #")
-			g.buf = strconv.AppendInt(g.buf, int64(n)+1, 10)
+			g.buf = strconv.AppendInt(g.buf, int64(r.Step), 10)
 			g.add(" ")
-			g.cell(string(rm.Reason))
-			g.cell(rm.Detail)
-		} else if kept {
+		case r.Reason != "":
 			g.add("keep ")
-			g.cell(string(k.Reason))
-			g.cell(k.Detail)
-		} else {
-			g.cell("-")
-			g.end()
+		default:
+			g.add("-")
 		}
+		g.cell(r.Reason)
+		g.cell(r.Detail)
 	}
-	if cut == len(order) {
+	if cut.Row == len(rows) {
 		sentinel()
 	}
 	var tb bytes.Buffer
 	g.writeTo(&tb)
-	writeCutLine(b, tb.Bytes(), cutText)
-}
-
-// cutLine says where the cut line falls in order (-1: no cut line) and
-// what it reads. Removals above the line are what the pass frees.
-func cutLine(p engine.Plan, order []string, removeAt map[string]int) (int, string) {
-	if p.Pass == engine.PassContainers {
-		return -1, ""
-	}
-	freedAbove := func(n int) int64 {
-		var sum int64
-		for _, id := range order[:min(n, len(order))] {
-			if i, ok := removeAt[id]; ok {
-				sum = engine.AddBytes(sum, p.ImageGC.Remove[i].SizeBytes)
-			}
-		}
-		return sum
-	}
-	switch {
-	case p.Pass == engine.PassReclaimAll:
-		return p.ImageGC.CutLine, fmt.Sprintf("cut line: reclaim-all removals above free %s", humanBytes(freedAbove(p.ImageGC.CutLine)))
-	case p.ImageGC.Triggered:
-		text := fmt.Sprintf("cut line: removals above free %s of %s to free",
-			humanBytes(freedAbove(p.ImageGC.CutLine)), humanBytes(p.ImageGC.BytesToFree))
-		return p.ImageGC.CutLine, text
-	default:
-		return 0, fmt.Sprintf("cut line: none, usage %d%% is below the high threshold %d%%",
-			p.ImageGC.UsagePercent, p.Policy.Image.HighThresholdPercent)
-	}
+	writeCutLine(b, tb.Bytes(), cut.Text)
 }
 
 // writeCutLine writes the aligned table to b with the sentinel row
@@ -336,115 +281,21 @@ func writeCutLine(b *bytes.Buffer, table []byte, text string) {
 	}
 }
 
-// imageOrder is the plan's eviction order, or, for a plan without one, the
-// removals, then the kept images; images the plan does not mention come
-// last in snapshot order.
-func imageOrder(p engine.Plan, s engine.Snapshot) []string {
-	seen := make(map[string]bool)
-	var order []string
-	add := func(id string) {
-		if !seen[id] {
-			seen[id] = true
-			order = append(order, id)
-		}
-	}
-	for _, id := range p.ImageGC.Order {
-		add(id)
-	}
-	for _, r := range p.ImageGC.Remove {
-		add(r.ID)
-	}
-	for _, k := range p.ImageGC.Keep {
-		add(k.ID)
-	}
-	for _, img := range s.Images {
-		add(img.ID)
-	}
-	return order
-}
-
-// renderContainers prints the dead (not running) containers grouped by pod
-// and container name, newest first, with what the plan does to each.
-//
-// A full plan can list 100,000 dead containers, so this is written for
-// that: the rows carry their sort keys, so the sort compares plain values
-// and never follows a pointer or compares a time.Time; the cells are
-// appended to one buffer, and aligned by a grid instead of a tabwriter.
+// renderContainers prints the engine's rows of dead (not running)
+// containers, grouped by pod and container name, newest first, with what
+// the plan does to each. A full plan can list 100,000 of them: the cells
+// go into one buffer, aligned by a grid instead of a tabwriter.
 func renderContainers(b *bytes.Buffer, v planView) {
-	p, s := v.Plan, v.Snapshot
-	removeAt := make(map[string]int, len(p.ContainerGC.Remove))
-	for i, r := range p.ContainerGC.Remove {
-		removeAt[r.ID] = i
-	}
-	// Pods get a provisional number in order of first sight, and are
-	// ranked by name once all are known; consecutive containers of one
-	// sandbox (the runtime lists them so) reuse the last lookup.
-	pods := podNames(s.Sandboxes)
-	podID := make(map[string]int32)
-	var podList []string
-	lastSandbox, lastUID, lastPod := "", "", int32(-1)
-	podOf := func(c *engine.Container) int32 {
-		if lastPod >= 0 && c.PodSandboxID == lastSandbox && c.PodUID == lastUID {
-			return lastPod
-		}
-		pod, ok := pods[c.PodSandboxID]
-		if !ok {
-			if pod, ok = pods[c.PodUID]; !ok {
-				pod = "pod " + cmp.Or(c.PodUID, "(no uid)")
-			}
-		}
-		id, ok := podID[pod]
-		if !ok {
-			id = int32(len(podList))
-			podID[pod] = id
-			podList = append(podList, pod)
-		}
-		lastSandbox, lastUID, lastPod = c.PodSandboxID, c.PodUID, id
-		return id
-	}
-	rows := make([]containerRow, 0, len(s.Containers)+len(p.ContainerGC.Remove))
-	add := func(c *engine.Container, remove int) {
-		rows = append(rows, containerRow{
-			pod: podOf(c), name: c.Name, sec: c.CreatedAt.Unix(), nsec: int32(c.CreatedAt.Nanosecond()),
-			attempt: c.Attempt, id: c.ID, remove: int32(remove), c: c,
-		})
-	}
-	planned := make([]bool, len(p.ContainerGC.Remove)) // removals found in the snapshot
-	finishedCol := false                               // FINISHED only when the runtime gave exit details
-	for i := range s.Containers {
-		c := &s.Containers[i]
-		if c.State == engine.ContainerRunning {
-			continue
-		}
-		n, ok := removeAt[c.ID]
-		if ok {
-			planned[n] = true
-		} else {
-			n = -1
-		}
-		add(c, n)
-		finishedCol = finishedCol || c.FinishedAt != nil
-	}
-	for n, r := range p.ContainerGC.Remove { // removals the snapshot lacks
-		if !planned[n] {
-			add(&engine.Container{ID: r.ID, PodUID: r.PodUID, Name: r.Name, PodSandboxID: r.PodSandboxID, Attempt: r.Attempt, State: r.State}, n)
+	rows := engine.ExplainContainers(v.Snapshot, v.Plan)
+	at := v.Plan.EvaluatedAt
+	finishedCol, pods := false, 0 // FINISHED only when the runtime gave exit details
+	for i, r := range rows {
+		finishedCol = finishedCol || r.FinishedAt != nil
+		if i == 0 || rows[i-1].Pod != r.Pod {
+			pods++
 		}
 	}
-	byName := make([]int32, len(podList))
-	for i := range byName {
-		byName[i] = int32(i)
-	}
-	slices.SortFunc(byName, func(x, y int32) int { return strings.Compare(podList[x], podList[y]) })
-	rank := make([]int32, len(podList))
-	for r, id := range byName {
-		rank[id] = int32(r)
-	}
-	for i := range rows {
-		rows[i].pod = rank[rows[i].pod]
-	}
-	slices.SortFunc(rows, compareContainerRows)
-
-	fmt.Fprintf(b, "Dead containers (%d, %d to remove), by pod and container, newest first:\n", len(rows), len(p.ContainerGC.Remove))
+	fmt.Fprintf(b, "Dead containers (%d, %d to remove), by pod and container, newest first:\n", len(rows), len(v.Plan.ContainerGC.Remove))
 	if len(rows) == 0 {
 		fmt.Fprintln(b, "  none")
 		return
@@ -453,84 +304,50 @@ func renderContainers(b *bytes.Buffer, v planView) {
 	if !finishedCol {
 		header = slices.Delete(header, 5, 6)
 	}
-	g := newGrid(len(header), len(rows)+len(podList)+1)
+	g := newGrid(len(header), len(rows)+pods+1)
 	for _, h := range header {
 		g.cell(h)
 	}
-	lastRank := int32(-1)
-	for _, r := range rows {
-		c := r.c
-		if r.pod != lastRank {
+	for i, r := range rows {
+		if i == 0 || rows[i-1].Pod != r.Pod {
 			g.add("  ")
-			g.cell(podList[byName[r.pod]])
+			g.cell(r.Pod)
 			for range len(header) - 1 {
 				g.end()
 			}
-			lastRank = r.pod
 		}
 		g.add("    ")
-		g.cell(cmp.Or(c.Name, "(unnamed)"))
-		g.cell(shortID(c.ID))
-		g.buf = strconv.AppendUint(g.buf, uint64(c.Attempt), 10)
+		g.cell(cmp.Or(r.Name, "(unnamed)"))
+		g.cell(shortID(r.ID))
+		g.buf = strconv.AppendUint(g.buf, uint64(r.Attempt), 10)
 		g.end()
-		g.cell(shortState(c.State))
-		if c.CreatedAt.IsZero() {
+		g.cell(shortState(r.State))
+		if r.CreatedAt.IsZero() {
 			g.add("-")
 		} else {
-			g.buf = appendAgo(g.buf, p.EvaluatedAt, c.CreatedAt)
+			g.buf = appendAgo(g.buf, at, r.CreatedAt)
 		}
 		g.end()
 		if finishedCol {
-			if c.FinishedAt == nil {
+			if r.FinishedAt == nil {
 				g.add("-")
 			} else {
-				g.buf = appendAgo(g.buf, p.EvaluatedAt, *c.FinishedAt)
+				g.buf = appendAgo(g.buf, at, *r.FinishedAt)
 			}
 			g.end()
 		}
-		if r.remove < 0 {
+		if r.Action != engine.ActionRemove {
 			g.cell("keep")
 			g.end()
 			continue
 		}
-		rm := &p.ContainerGC.Remove[r.remove]
 		g.add("remove #")
-		g.buf = strconv.AppendInt(g.buf, int64(r.remove)+1, 10)
+		g.buf = strconv.AppendInt(g.buf, int64(r.Step), 10)
 		g.add(" ")
-		g.cell(string(rm.Reason))
-		g.cell(rm.Detail)
+		g.cell(r.Reason)
+		g.cell(r.Detail)
 	}
 	g.writeTo(b)
-}
-
-// containerRow is a dead container with the keys the table sorts it by.
-type containerRow struct {
-	pod     int32 // the pod's rank among the pod names
-	attempt uint32
-	nsec    int32 // CreatedAt
-	remove  int32 // index in the plan's removals, or -1 to keep
-	sec     int64 // CreatedAt
-	name    string
-	id      string
-	c       *engine.Container
-}
-
-// compareContainerRows orders rows by pod, container name, newest first
-// (by creation, then attempt), then ID.
-func compareContainerRows(x, y containerRow) int {
-	switch {
-	case x.pod != y.pod:
-		return cmp.Compare(x.pod, y.pod)
-	case x.name != y.name:
-		return strings.Compare(x.name, y.name)
-	case x.sec != y.sec:
-		return cmp.Compare(y.sec, x.sec)
-	case x.nsec != y.nsec:
-		return cmp.Compare(y.nsec, x.nsec)
-	case x.attempt != y.attempt:
-		return cmp.Compare(y.attempt, x.attempt)
-	}
-	return strings.Compare(x.id, y.id)
 }
 
 // renderSandboxes prints the sandboxes the plan stops and removes.
@@ -541,15 +358,10 @@ func renderSandboxes(b *bytes.Buffer, v planView) {
 		fmt.Fprintln(b, "  none")
 		return
 	}
-	pods := podNames(v.Snapshot.Sandboxes)
 	tw := newTable(b)
 	fmt.Fprintln(tw, "  #\tID\tPOD\tSTATE\tREASON")
-	for i, r := range rm {
-		pod := pods[r.ID]
-		if pod == "" {
-			pod = cmp.Or(pods[r.PodUID], "pod "+r.PodUID)
-		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", i+1, shortID(r.ID), pod, cmp.Or(shortState(engine.ContainerState(r.State)), "-"), r.Reason)
+	for _, r := range engine.ExplainSandboxes(v.Snapshot, v.Plan) {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", r.Step, shortID(r.ID), r.Pod, cmp.Or(shortState(engine.ContainerState(r.State)), "-"), r.Reason)
 	}
 	tw.flush()
 }
@@ -680,40 +492,6 @@ func renderReport(w io.Writer, r engine.PassReport) {
 		fmt.Fprintf(&b, "  error: %s\n", r.Error)
 	}
 	w.Write(b.Bytes())
-}
-
-// podNames maps sandbox IDs and pod UIDs to "namespace/name".
-func podNames(sandboxes []engine.Sandbox) map[string]string {
-	m := make(map[string]string, 2*len(sandboxes))
-	for _, sb := range sandboxes {
-		if sb.PodName == "" {
-			continue
-		}
-		n := sb.PodNamespace + "/" + sb.PodName
-		m[sb.ID] = n
-		if sb.PodUID != "" {
-			m[sb.PodUID] = n
-		}
-	}
-	return m
-}
-
-// imageName is the image's first tag, else its first digest, with a count
-// of the other tags.
-func imageName(img engine.Image) string {
-	switch {
-	case len(img.RepoTags) > 1:
-		return fmt.Sprintf("%s (+%d)", img.RepoTags[0], len(img.RepoTags)-1)
-	case len(img.RepoTags) == 1:
-		return img.RepoTags[0]
-	case len(img.RepoDigests) > 0:
-		d := img.RepoDigests[0]
-		if at := strings.Index(d, "@"); at >= 0 {
-			return d[:at] + "@" + shortID(d[at+1:])
-		}
-		return d
-	}
-	return "<none>"
 }
 
 // shortID is the first 12 characters of an ID without its algorithm.
