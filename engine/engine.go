@@ -87,11 +87,10 @@ type Engine struct {
 	progress   map[int]func(Progress)
 	progressID int
 
-	mu        sync.Mutex // serialises snapshots and passes
-	records   map[string]ImageRecord
-	started   time.Time
-	fresh     bool // started without persisted records
-	simulated bool // the runtime reports its own filesystem
+	mu      sync.Mutex // serialises snapshots and passes
+	records map[string]ImageRecord
+	started time.Time
+	fresh   bool // started without persisted records
 	// Warning is set when the records file was corrupt and moved aside.
 	warning error
 	// reconciled is set once the journal's open intents were settled;

@@ -38,7 +38,7 @@ func TestExplainAgreesWithTheDryRun(t *testing.T) {
 			now := start
 			pol := DefaultPolicy()
 			pol.Image.MaxAge = maxAge
-			e, err := New(Options{Reader: rt, Policy: pol, Now: func() time.Time { return now }})
+			e, err := New(Options{Reader: rt, Statfs: rt.statfs, Policy: pol, Now: func() time.Time { return now }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -181,7 +181,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	}
 	defer conn.Close()
 	e, err := newEngine(f, opts.Global, engine.Options{
-		Reader: conn.Reader, Remover: conn.Remover, Policy: policy,
+		Reader: conn.Reader, Remover: conn.Remover, Policy: policy, Statfs: conn.Statfs,
 		StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(), Parallel: opts.Parallel, PodSource: conn.podSource(),
 	})
 	if err != nil {
@@ -299,6 +299,7 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 
 	eo := engine.Options{
 		Reader:    d.client.ReadOnly(),
+		Statfs:    simulatedStatfs(localSimulatedFs(d.node)),
 		Policy:    policy,
 		StateDir:  filepath.Join(dir, "state"),
 		Now:       d.node.Now,

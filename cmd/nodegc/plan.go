@@ -116,6 +116,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		defer conn.Close()
 		view, err = livePlan(ctx, opts.IO, opts.Global, conn, engine.Options{
 			Reader:    conn.Reader,
+			Statfs:    conn.Statfs,
 			Policy:    policy,
 			StateDir:  opts.Global.StateDir,
 			ScanLogs:  conn.scanLogs(),

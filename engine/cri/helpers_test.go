@@ -2,10 +2,12 @@ package cri
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/simnode"
 )
 
@@ -51,4 +53,17 @@ func dial(t testing.TB, ep string, o Options) *Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// simStatfs is the engine's Statfs over a simulated node: its image
+// filesystem at its mountpoint; nothing else can be measured.
+func simStatfs(n *simnode.Node) func(string) (engine.FsStats, error) {
+	return func(path string) (engine.FsStats, error) {
+		fs := n.ImageFs()
+		if path != fs.Mountpoint {
+			return engine.FsStats{}, fmt.Errorf("statfs %s: not on the simulated node", path)
+		}
+		return engine.FsStats{Mountpoint: fs.Mountpoint, CapacityBytes: fs.CapacityBytes, AvailableBytes: fs.AvailableBytes,
+			UsedBytes: fs.UsedBytes, Inodes: fs.Inodes, InodesFree: fs.InodesFree}, nil
+	}
 }

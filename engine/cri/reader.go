@@ -21,11 +21,6 @@ const (
 	labelPodNamespace = "io.kubernetes.pod.namespace"
 )
 
-// simulatedFsKey is where simnode publishes its filesystem in the verbose
-// Status info (simnode.ImageFsInfoKey; repeated here so that this package
-// does not depend on the simulator).
-const simulatedFsKey = "nodegc.simnode/imageFs"
-
 // ReadOnly returns a view of the client with only engine.Reader's
 // methods: a type assertion to engine.Remover on it fails, so code given
 // it cannot delete anything.
@@ -434,6 +429,12 @@ func (c *Client) status(ctx context.Context) (map[string]string, error) {
 	return resp.GetInfo(), nil
 }
 
+// StatusInfo returns the runtime's verbose status info, as `crictl info`
+// prints it: runtime-specific keys, each holding a JSON document.
+func (c *Client) StatusInfo(ctx context.Context) (map[string]string, error) {
+	return c.status(ctx)
+}
+
 // Info names the runtime and its sandbox images: the ones its verbose
 // Status config names, and the one every READY sandbox runs, learned from
 // its verbose status (cached by sandbox ID, so only new sandboxes cost a
@@ -533,9 +534,8 @@ func (c *Client) runningSandboxImages(ctx context.Context) (images []string, sil
 	return images, silent, nil
 }
 
-// ImageFs reports the image filesystem from ImageFsInfo. When the runtime
-// is a simulated node, its verbose Status also carries the whole
-// filesystem, which goes into Simulated.
+// ImageFs reports the image filesystem from ImageFsInfo: its mountpoint
+// (the engine measures it) and what the runtime says its images use.
 func (c *Client) ImageFs(ctx context.Context) (engine.ImageFsUsage, error) {
 	rctx, cancel := c.readContext(ctx)
 	resp, err := c.img.ImageFsInfo(rctx, &runtimeapi.ImageFsInfoRequest{})
@@ -551,17 +551,6 @@ func (c *Client) ImageFs(ctx context.Context) (engine.ImageFsUsage, error) {
 		Mountpoint: fs.GetFsId().GetMountpoint(),
 		UsedBytes:  int64(fs.GetUsedBytes().GetValue()),
 		InodesUsed: int64(fs.GetInodesUsed().GetValue()),
-	}
-	info, err := c.status(ctx)
-	if err != nil {
-		return engine.ImageFsUsage{}, err
-	}
-	if raw, ok := info[simulatedFsKey]; ok {
-		var sim engine.FsStats
-		if err := json.Unmarshal([]byte(raw), &sim); err != nil {
-			return engine.ImageFsUsage{}, fmt.Errorf("image fs info: simulated filesystem: %w", err)
-		}
-		u.Simulated = &sim
 	}
 	return u, nil
 }
