@@ -41,12 +41,12 @@ func IsSandboxImage(img Image, refs []string) bool {
 		if tag == "" && digest == "" {
 			tag = "latest"
 		}
-		want := NormalizeRef(name + ":" + tag)
+		want := normalizeRef(name + ":" + tag)
 		if tag == "" {
-			want = NormalizeRef(name + "@" + digest)
+			want = normalizeRef(name + "@" + digest)
 		}
 		for _, t := range slices.Concat(img.RepoTags, img.RepoDigests) {
-			if NormalizeRef(t) == want {
+			if normalizeRef(t) == want {
 				return true
 			}
 		}
@@ -87,7 +87,7 @@ func bareDigest(ref string) (string, bool) {
 	return "", false
 }
 
-// NormalizeRef expands an image reference the way containerd stores it
+// normalizeRef expands an image reference the way containerd stores it
 // (docker's rules, as containerd's reference.ParseDockerRef): a name
 // without a registry is on docker.io, a docker.io name without a path is
 // under library/, a name with neither tag nor digest is :latest, and a
@@ -95,7 +95,7 @@ func bareDigest(ref string) (string, bool) {
 // the configured sandbox image as written ("pause:3.6"), but list images by
 // their full names ("docker.io/library/pause:3.6"), so both must be
 // compared normalised.
-func NormalizeRef(ref string) string {
+func normalizeRef(ref string) string {
 	if ref == "" {
 		return ref
 	}

@@ -191,7 +191,7 @@ func CompareLastUsed(a, b *time.Time) int {
 	return a.Compare(*b)
 }
 
-// PlanImages is the kubelet's image GC (pkg/kubelet/images/image_gc_manager.go,
+// planImageGC is the kubelet's image GC (pkg/kubelet/images/image_gc_manager.go,
 // GarbageCollect) as a pure function. Its steps:
 //
 //  1. Rank every image: records give firstDetected and lastUsed (an image
@@ -213,7 +213,7 @@ func CompareLastUsed(a, b *time.Time) int {
 // Every other image is kept with a reason. A capacity of zero or less
 // gives an InvalidDiskCapacity event and no space pass (the MaxAge pass,
 // which the kubelet runs before it reads the filesystem, still runs).
-func PlanImages(s Snapshot, p ImagePolicy, now time.Time) ImagePlan {
+func planImageGC(s Snapshot, p ImagePolicy, now time.Time) ImagePlan {
 	return planImages(s, p, now, false)
 }
 
