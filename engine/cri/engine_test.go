@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // TestEngineReadPathsMakeNoMutatingCall drives the engine through this

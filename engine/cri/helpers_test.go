@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // socketDir returns a short temporary directory: unix socket paths are
