@@ -66,7 +66,7 @@ func TestAllocatableAndDrift(t *testing.T) {
 			cfg:           Config{SystemReserved: map[string]string{"memory": "1Gi"}},
 			kubepodsLimit: strconv.FormatUint(capacity-(1<<30)-(100<<20), 10), cpuFile: "4096",
 			wantAlloc: int64(capacity) - (1 << 30), wantMilli: 4000, wantExpected: capacity - (1 << 30),
-			wantDrift: []string{"kubepods memory limit is 6.9Gi (7411335168 bytes); capacity − reservations is 7.0Gi (7516192768 bytes)"},
+			wantDrift: []string{"kubepods memory limit is 6.9 GiB (7411335168 bytes); capacity − reservations is 7.0 GiB (7516192768 bytes)"},
 		},
 		{
 			name: "a decimal reservation compares after the kernel's rounding down to pages", mode: ModeV2,
@@ -78,7 +78,7 @@ func TestAllocatableAndDrift(t *testing.T) {
 			name: "an unlimited kubepods is drift", mode: ModeV2, cfg: Config{},
 			cpuFile:   "157", // 1 + (4096−2)·9999/262142
 			wantAlloc: int64(capacity), wantMilli: 4000, wantExpected: capacity,
-			wantDrift: []string{"kubepods memory is unlimited; the kubelet would set 8.0Gi (8589934592 bytes)"},
+			wantDrift: []string{"kubepods memory is unlimited; the kubelet would set 8.0 GiB (8589934592 bytes)"},
 		},
 		{
 			name: "without pods in enforceNodeAllocatable the kubelet sets capacity", mode: ModeV1,

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/nodegc/nodegc/internal/format"
 )
 
 // JSON returns the tree as the JSON list of nodes of `nodegc cgroups -o
@@ -24,20 +26,9 @@ func (t *Tree) JSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// HumanBytes formats a byte count in binary units, as the kubelet's
-// quantities do: "512", "1.5Ki", "23.5Gi".
-func HumanBytes(b uint64) string {
-	const units = "KMGTPE"
-	if b < 1024 {
-		return strconv.FormatUint(b, 10)
-	}
-	v, i := float64(b)/1024, 0
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + string(units[i]) + "i"
-}
+// HumanBytes formats a byte count in nodegc's one style (format.Size):
+// "512 B", "1.5 KiB", "23.5 GiB".
+func HumanBytes(b uint64) string { return format.Size(b) }
 
 func humanInt(b int64) string {
 	if b < 0 {

@@ -30,24 +30,24 @@ mounts:
   ROOT/memory       v1  memory
   ROOT/pids         v1  pids
   ROOT/systemd      v1  systemd
-node allocatable: memory 6.0Gi = capacity 8.0Gi − system-reserved 1.0Gi − kube-reserved 1.0Gi
+node allocatable: memory 6.0 GiB = capacity 8.0 GiB − system-reserved 1.0 GiB − kube-reserved 1.0 GiB
                   cpu 3150m = capacity 4000m − system-reserved 500m − kube-reserved 350m
-kubepods limits:  expected memory 6.0Gi, cpu.shares 3225, from allocatable (enforceNodeAllocatable has pods)
-                  set      memory 6.0Gi, cpu.shares 3225, pids.max 4096
+kubepods limits:  expected memory 6.0 GiB, cpu.shares 3225, from allocatable (enforceNodeAllocatable has pods)
+                  set      memory 6.0 GiB, cpu.shares 3225, pids.max 4096
 drift:            none
 
 CGROUP                                                             MEMORY      LIMIT         CPU    PIDS  NOTES
-/kubepods                                                           6.8Mi      6.0Gi      90.00s      11
-├─besteffort                                                      500.0Ki        max       5.00s       1
-│ └─unknown (pod e0000000-0000-0000-0000-00000000000e)            400.0Ki        max       4.00s       1
-│   └─unknown (be5a)                                              300.0Ki        max       0.00s       1
-├─burstable                                                         3.4Mi        max      55.00s       7
-│ └─default/web-7d9 (pod b0000000-0000-0000-0000-00000000000b)      3.3Mi    512.0Mi      54.00s       6
-│   ├─POD (bb5a)                                                  100.0Ki        max       0.00s       1
-│   ├─nginx (bb01)                                                  2.0Mi    256.0Mi      40.00s       4
-│   └─unknown (bb02)                                                1.2Mi        max      13.00s       0  pids.current: missing
-└─prod/db-0 (pod 90000000-0000-0000-0000-000000000009)              2.9Mi      1.0Gi      30.00s       3
-  └─postgres (9901)                                                 2.8Mi      1.0Gi      29.00s       2
+/kubepods                                                         6.8 MiB    6.0 GiB      90.00s      11
+├─besteffort                                                    500.0 KiB        max       5.00s       1
+│ └─unknown (pod e0000000-0000-0000-0000-00000000000e)          400.0 KiB        max       4.00s       1
+│   └─unknown (be5a)                                            300.0 KiB        max       0.00s       1
+├─burstable                                                       3.4 MiB        max      55.00s       7
+│ └─default/web-7d9 (pod b0000000-0000-0000-0000-00000000000b)    3.3 MiB  512.0 MiB      54.00s       6
+│   ├─POD (bb5a)                                                100.0 KiB        max       0.00s       1
+│   ├─nginx (bb01)                                                2.0 MiB  256.0 MiB      40.00s       4
+│   └─unknown (bb02)                                              1.2 MiB        max      13.00s       0  pids.current: missing
+└─prod/db-0 (pod 90000000-0000-0000-0000-000000000009)            2.9 MiB    1.0 GiB      30.00s       3
+  └─postgres (9901)                                               2.8 MiB    1.0 GiB      29.00s       2
 `
 	if got != want {
 		t.Errorf("text differs at line %s", firstDiff(got, want))
@@ -71,8 +71,8 @@ func TestWriteTextShowsDriftAndErrors(t *testing.T) {
 		"cgroup mode:    v2 (unified)\n",
 		"cgroup driver:  cgroupfs (detected)\n",
 		"                  set      memory max, cpu.weight 157\n",
-		"drift:            kubepods memory is unlimited; the kubelet would set 8.0Gi (8589934592 bytes)\n",
-		"/kubepods          0        max       0.00s       0  psi mem 0.00 cpu 0.00\n",
+		"drift:            kubepods memory is unlimited; the kubelet would set 8.0 GiB (8589934592 bytes)\n",
+		"/kubepods        0 B        max       0.00s       0  psi mem 0.00 cpu 0.00\n",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
@@ -185,7 +185,7 @@ func TestJSON(t *testing.T) {
 }
 
 func TestHumanBytes(t *testing.T) {
-	for in, want := range map[uint64]string{0: "0", 1023: "1023", 1024: "1.0Ki", 1536: "1.5Ki", 5 << 30: "5.0Gi", 1 << 62: "4.0Ei"} {
+	for in, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 5 << 30: "5.0 GiB", 1 << 62: "4.0 EiB"} {
 		if got := HumanBytes(in); got != want {
 			t.Errorf("HumanBytes(%d) = %q, want %q", in, got, want)
 		}

@@ -48,17 +48,17 @@ func (e *Engine) collect(ctx context.Context) (Snapshot, error) {
 	if s.Sandboxes, err = e.o.Reader.ListSandboxes(ctx); err != nil {
 		return s, fmt.Errorf("list pod sandboxes: %w", err)
 	}
-	if s.ImageFs, err = e.imageFs(ctx); err != nil {
+	if s.ImageFs, err = e.ImageFs(ctx); err != nil {
 		return s, err
 	}
-	if !e.simulated {
-		root := e.o.RootFsPath
-		if root == "" {
-			root = "/"
-		}
-		if fs, err := e.statfs(root); err == nil {
-			s.RootFs = &fs
-		}
+	root := e.o.RootFsPath
+	if root == "" {
+		root = "/"
+	}
+	// A root fs that cannot be measured is left out (a simulated node's
+	// Statfs knows only its image fs).
+	if fs, err := e.statfs(root); err == nil {
+		s.RootFs = &fs
 	}
 	if e.o.ScanLogs {
 		s.Logs = e.scanLogs()
@@ -71,43 +71,25 @@ func (e *Engine) collect(ctx context.Context) (Snapshot, error) {
 	return s, nil
 }
 
-// imageFs measures the image filesystem for a snapshot (measureImageFs),
-// and remembers whether the runtime is simulated.
-func (e *Engine) imageFs(ctx context.Context) (FsStats, error) {
-	fs, simulated, err := e.measureImageFs(ctx)
-	if simulated {
-		e.simulated = true
-	}
-	return fs, err
-}
-
 // ImageFs measures the image filesystem now, without listing anything:
 // one small runtime call and a statfs. The dashboard's usage gauge reads
 // it between snapshots, to see the disk fill without re-listing the node.
-// It is safe to call while a pass runs.
+// It is safe to call while a pass runs. The runtime names the
+// mountpoint and Options.Statfs measures it, as the kubelet's cadvisor
+// does (docs/design.md, "Dependencies").
 func (e *Engine) ImageFs(ctx context.Context) (FsStats, error) {
-	fs, _, err := e.measureImageFs(ctx)
-	return fs, err
-}
-
-// measureImageFs measures the image filesystem: the runtime names its
-// mountpoint and statfs gives capacity and available. A simulated runtime
-// reports the whole filesystem itself.
-func (e *Engine) measureImageFs(ctx context.Context) (fs FsStats, simulated bool, err error) {
 	u, err := e.o.Reader.ImageFs(ctx)
 	if err != nil {
-		return FsStats{}, false, fmt.Errorf("image filesystem info: %w", err)
-	}
-	if u.Simulated != nil {
-		return *u.Simulated, true, nil
+		return FsStats{}, fmt.Errorf("image filesystem info: %w", err)
 	}
 	if u.Mountpoint == "" {
-		return FsStats{}, false, fmt.Errorf("image filesystem info: the runtime reported no mountpoint")
+		return FsStats{}, fmt.Errorf("image filesystem info: the runtime reported no mountpoint")
 	}
-	if fs, err = e.statfs(u.Mountpoint); err != nil {
-		return FsStats{}, false, fmt.Errorf("image filesystem: %w", err)
+	fs, err := e.statfs(u.Mountpoint)
+	if err != nil {
+		return FsStats{}, fmt.Errorf("image filesystem: %w", err)
 	}
-	return fs, false, nil
+	return fs, nil
 }
 
 // scanLogs lists the pod log directories and the /var/log/containers
@@ -147,3 +129,7 @@ func (e *Engine) containerLogsDir() string {
 	}
 	return ContainerLogsDir
 }
+
+// imageFs is ImageFs, under the name the executor measures the image
+// filesystem by before and after a pass.
+func (e *Engine) imageFs(ctx context.Context) (FsStats, error) { return e.ImageFs(ctx) }

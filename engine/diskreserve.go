@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// CheckDiskReserve is the old diskSpaceManager (pkg/kubelet/disk_manager.go,
+// checkDiskReserve is the old diskSpaceManager (pkg/kubelet/disk_manager.go,
 // removed in 1.7) as a pure function: a filesystem with less than
 // ThresholdMiB MiB available is out of disk. It checks the image fs and,
 // when the snapshot has one, the root fs (RootFs is nil otherwise). As in
@@ -20,7 +20,7 @@ import (
 // inodes (nodefs falls back to the image fs when the snapshot has no root
 // fs), sorted by signal. A threshold that does not parse, or an inode
 // signal on a filesystem that reports no inodes, is left out.
-func CheckDiskReserve(s Snapshot, p DiskPolicy) DiskReserve {
+func checkDiskReserve(s Snapshot, p DiskPolicy) DiskReserve {
 	threshold := max(p.ThresholdMiB, 0)
 	d := DiskReserve{ThresholdMiB: threshold, ImageFs: checkReserve(s.ImageFs, threshold)}
 	if s.RootFs != nil {

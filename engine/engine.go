@@ -96,11 +96,10 @@ type Engine struct {
 	mu sync.Mutex
 	// passing is set while a pass runs: a snapshot then leaves the
 	// journal alone (the pass's own intents are open, not interrupted).
-	passing   bool
-	records   map[string]ImageRecord
-	started   time.Time
-	fresh     bool // started without persisted records
-	simulated bool // the runtime reports its own filesystem
+	passing bool
+	records map[string]ImageRecord
+	started time.Time
+	fresh   bool // started without persisted records
 	// Warning is set when the records file was corrupt and moved aside.
 	warning error
 	// reconciled is set once the journal's open intents were settled;

@@ -39,7 +39,7 @@ func TestFreeDiskSpaceFailedAfterTheMaxAgePass(t *testing.T) {
 	s.Images = []Image{{ID: "idle", SizeBytes: 20}, {ID: "recent", SizeBytes: 30}}
 	s.ImageRecords = []ImageRecord{used("idle", 10*time.Hour), used("recent", time.Hour)}
 	p := ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: time.Minute, MaxAge: 5 * time.Hour}
-	got := PlanImages(s, p, t0)
+	got := planImageGC(s, p, t0)
 	// MaxAge frees 20: available 70, usage 93%. The space pass frees 30
 	// of the 130 still needed.
 	want := "Insufficient free disk space on the node's image filesystem (93% of 1000 B used). " +

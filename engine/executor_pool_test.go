@@ -570,7 +570,7 @@ func TestStartReconcilesIntentsWithoutOutcome(t *testing.T) {
 	}
 	rt := newFakeRuntime()
 	addImages(rt, "i2")
-	e, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ var execNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 // temp dir.
 func newTestEngine(t *testing.T, rt *fakeRuntime, readOnly bool) *Engine {
 	t.Helper()
-	o := Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(), Now: func() time.Time { return execNow }, Parallel: 1}
+	o := Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(), Now: func() time.Time { return execNow }, Parallel: 1}
 	if readOnly {
 		o.Remover = nil
 	}
@@ -336,7 +336,7 @@ func TestApplyLogPaths(t *testing.T) {
 	rt := newFakeRuntime()
 	rt.containers["live1"] = Container{ID: "live1", State: ContainerRunning}
 	rt.containers["c2"] = Container{ID: "c2", PodUID: "uid2", State: ContainerRunning}
-	e, err := New(Options{Reader: rt, Remover: rt, Policy: func() Policy { p := DefaultPolicy(); p.PodLogsDir = pods; return p }(),
+	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: func() Policy { p := DefaultPolicy(); p.PodLogsDir = pods; return p }(),
 		ContainerLogsDir: links, Now: func() time.Time { return execNow }})
 	if err != nil {
 		t.Fatal(err)
@@ -420,7 +420,7 @@ func TestRunCollectsLogsOfRemovablePodsAndDanglingLinks(t *testing.T) {
 	rt.containers["c2"] = Container{ID: "c2", PodSandboxID: "s2", PodUID: "uid2", Name: "app", State: ContainerRunning}
 	p := DefaultPolicy()
 	p.PodLogsDir = pods
-	e, err := New(Options{Reader: rt, Remover: rt, Policy: p, ScanLogs: true, ContainerLogsDir: links, Now: func() time.Time { return execNow },
+	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: p, ScanLogs: true, ContainerLogsDir: links, Now: func() time.Time { return execNow },
 		PodSource: func(context.Context, Snapshot) (PodSource, error) {
 			return PodSource{Ready: true, RemovablePodUIDs: []string{"uid1"}}, nil
 		}})

@@ -147,7 +147,18 @@ func (f *fakeRuntime) ImageFs(ctx context.Context) (ImageFsUsage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fs := f.fs
-	return ImageFsUsage{Mountpoint: fs.Mountpoint, UsedBytes: fs.UsedBytes, Simulated: &fs}, f.call("ImageFs", "")
+	return ImageFsUsage{Mountpoint: fs.Mountpoint, UsedBytes: fs.UsedBytes}, f.call("ImageFs", "")
+}
+
+// statfs is the engine's Statfs over the fake: its image filesystem at
+// its mountpoint; any other path (the root fs) cannot be measured.
+func (f *fakeRuntime) statfs(path string) (FsStats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if path != f.fs.Mountpoint {
+		return FsStats{}, fmt.Errorf("statfs %s: not on the fake runtime", path)
+	}
+	return f.fs, nil
 }
 
 func (f *fakeRuntime) mutate(method, id string) error {

@@ -47,7 +47,7 @@ func TestATornJournalLineIsCutOnOpen(t *testing.T) {
 	os.WriteFile(path, []byte(`{"id":"a","kind":"image"}`+"\n"+`{"id":"b","ki`), 0o600)
 	rt := newFakeRuntime()
 	rt.images["c"] = Image{ID: "c", SizeBytes: 1}
-	e, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
 	if err != nil {
 		t.Fatal(err)
 	}

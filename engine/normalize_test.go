@@ -18,8 +18,8 @@ func TestNormalizeRef(t *testing.T) {
 		"7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097": "sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097",
 		"": "",
 	} {
-		if got := NormalizeRef(in); got != want {
-			t.Errorf("NormalizeRef(%q) = %q, want %q", in, got, want)
+		if got := normalizeRef(in); got != want {
+			t.Errorf("normalizeRef(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -77,8 +77,8 @@ func TestNormalizeRefDigestWinsOverTag(t *testing.T) {
 		"pause:3.9@sha256:abc":                 "docker.io/library/pause@sha256:abc",
 		"localhost:5000/pause:1@sha256:abc":    "localhost:5000/pause@sha256:abc",
 	} {
-		if got := NormalizeRef(in); got != want {
-			t.Errorf("NormalizeRef(%q) = %q, want %q", in, got, want)
+		if got := normalizeRef(in); got != want {
+			t.Errorf("normalizeRef(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

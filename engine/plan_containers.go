@@ -38,7 +38,7 @@ func isDead(st ContainerState) bool {
 	return st == ContainerExited || st == ContainerCreated || st == ContainerUnknown
 }
 
-// PlanContainers is the kubelet's container GC (evictContainers in
+// planContainerGC is the kubelet's container GC (evictContainers in
 // pkg/kubelet/kuberuntime/kuberuntime_gc.go) as a pure function:
 //
 //  1. Evictable containers are those not RUNNING (CREATED, EXITED and
@@ -57,11 +57,11 @@ func isDead(st ContainerState) bool {
 // removals are in execution order: by step, then by unit (pod UID, name),
 // oldest first within a unit. An UNKNOWN container is stopped before it is
 // removed; its State in the plan says so.
-func PlanContainers(s Snapshot, p ContainerPolicy, now time.Time) ContainerPlan {
+func planContainerGC(s Snapshot, p ContainerPolicy, now time.Time) ContainerPlan {
 	return planContainers(s, p, now, removablePods(s))
 }
 
-// planContainers is PlanContainers with the set of pods whose containers
+// planContainers is planContainerGC with the set of pods whose containers
 // all go (removable pods, or terminated ones for the reclaim pass).
 func planContainers(s Snapshot, p ContainerPolicy, now time.Time, evictPods map[string]bool) ContainerPlan {
 	newestGCTime := now.Add(-p.MinAge)

@@ -256,7 +256,7 @@ func TestPlanContainers(t *testing.T) {
 			s := baseSnapshot()
 			s.Containers = tt.containers
 			s.PodSource = tt.podSource
-			got := PlanContainers(s, tt.policy, t0)
+			got := planContainerGC(s, tt.policy, t0)
 			if r := containerRemovals(got); !reflect.DeepEqual(r, tt.want) {
 				t.Errorf("remove = %v\nwant     %v", r, tt.want)
 			}
@@ -269,7 +269,7 @@ func TestPlanContainersRecordsWhatTheExecutorNeeds(t *testing.T) {
 	s.Containers = []Container{
 		{ID: "u", PodSandboxID: "sb1", PodUID: "p", Name: "a", Attempt: 3, State: ContainerUnknown, CreatedAt: ago(time.Hour)},
 	}
-	got := PlanContainers(s, ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: -1}, t0)
+	got := planContainerGC(s, ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: -1}, t0)
 	want := []ContainerRemoval{{
 		ID: "u", PodUID: "p", Name: "a", Reason: RemovePerContainerLimit, State: ContainerUnknown,
 		PodSandboxID: "sb1", Attempt: 3, Detail: "each container keeps its newest 0 dead",
@@ -280,7 +280,7 @@ func TestPlanContainersRecordsWhatTheExecutorNeeds(t *testing.T) {
 		}
 	})
 	t.Run("an empty plan has a non-nil list", func(t *testing.T) {
-		got := PlanContainers(baseSnapshot(), ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: -1}, t0)
+		got := planContainerGC(baseSnapshot(), ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: -1}, t0)
 		if got.Remove == nil {
 			t.Error("Remove is nil, want an empty slice")
 		}
@@ -301,7 +301,7 @@ func TestPlanContainersNamesThePod(t *testing.T) {
 		{ID: "other-sandbox", PodSandboxID: "sb-q-gone", PodUID: "q", Name: "a", State: ContainerExited, CreatedAt: ago(time.Hour)},
 		{ID: "no-sandbox", PodSandboxID: "sb-r", PodUID: "r", Name: "a", State: ContainerExited, CreatedAt: ago(time.Hour)},
 	}
-	got := PlanContainers(s, ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: -1}, t0)
+	got := planContainerGC(s, ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: -1}, t0)
 	names := map[string]string{}
 	for _, r := range got.Remove {
 		names[r.ID] = r.PodNamespace + "/" + r.PodName

@@ -61,7 +61,7 @@ func TestCheckDiskReserve(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := baseSnapshot()
 			s.ImageFs, s.RootFs = tt.imageFs, tt.rootFs
-			got := CheckDiskReserve(s, DiskPolicy{ThresholdMiB: tt.threshold})
+			got := checkDiskReserve(s, DiskPolicy{ThresholdMiB: tt.threshold})
 			if got.ThresholdMiB != tt.threshold || got.ImageFs != tt.wantImage || !reflect.DeepEqual(got.RootFs, tt.wantRoot) {
 				t.Errorf("got %+v (root %+v)\nwant image %+v root %+v", got, got.RootFs, tt.wantImage, tt.wantRoot)
 			}
@@ -73,7 +73,7 @@ func TestCheckDiskReserveEviction(t *testing.T) {
 	s := baseSnapshot()
 	s.ImageFs = FsStats{CapacityBytes: 1000, AvailableBytes: 140, Inodes: 100, InodesFree: 50}
 	t.Run("default evictionHard resolves against the image fs when there is no root fs", func(t *testing.T) {
-		got := CheckDiskReserve(s, DiskPolicy{ThresholdMiB: 0, EvictionHard: DefaultEvictionHard()})
+		got := checkDiskReserve(s, DiskPolicy{ThresholdMiB: 0, EvictionHard: defaultEvictionHard()})
 		want := []EvictionLine{
 			{Signal: "imagefs.available", Threshold: "15%", ThresholdAmount: 150, Available: 140, Crossed: true},
 			{Signal: "nodefs.available", Threshold: "10%", ThresholdAmount: 100, Available: 140, Crossed: false},
@@ -89,7 +89,7 @@ func TestCheckDiskReserveEviction(t *testing.T) {
 	t.Run("nodefs signals use the root fs when there is one; quantities and bad thresholds", func(t *testing.T) {
 		s := s
 		s.RootFs = &FsStats{CapacityBytes: 1 << 40, AvailableBytes: 1 << 30}
-		got := CheckDiskReserve(s, DiskPolicy{EvictionHard: map[string]string{
+		got := checkDiskReserve(s, DiskPolicy{EvictionHard: map[string]string{
 			"nodefs.available":   "2Gi",
 			"imagefs.inodesFree": "10",
 			"imagefs.available":  "bogus",
@@ -106,7 +106,7 @@ func TestCheckDiskReserveEviction(t *testing.T) {
 	t.Run("inode signals are left out on a filesystem that reports no inodes", func(t *testing.T) {
 		s := s
 		s.ImageFs.Inodes = 0
-		got := CheckDiskReserve(s, DiskPolicy{EvictionHard: map[string]string{"imagefs.inodesFree": "5%"}})
+		got := checkDiskReserve(s, DiskPolicy{EvictionHard: map[string]string{"imagefs.inodesFree": "5%"}})
 		if len(got.Eviction) != 0 {
 			t.Errorf("eviction = %+v, want none", got.Eviction)
 		}

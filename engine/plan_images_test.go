@@ -547,7 +547,7 @@ func TestPlanImages(t *testing.T) {
 			if tt.policy != nil {
 				p = *tt.policy
 			}
-			got := PlanImages(s, p, t0)
+			got := planImageGC(s, p, t0)
 			if r := imageRemovals(got); !reflect.DeepEqual(r, tt.wantRemove) {
 				t.Errorf("remove = %v, want %v", r, tt.wantRemove)
 			}

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// PlanLogs is the kubelet's log GC (evictPodLogsDirectories in
+// planLogGC is the kubelet's log GC (evictPodLogsDirectories in
 // pkg/kubelet/kuberuntime/kuberuntime_gc.go) as a pure function over the
 // log files the snapshot lists (nothing when s.Logs is nil):
 //   - the pod log directories <namespace>_<name>_<uid> in podLogsDir of
@@ -23,11 +23,11 @@ import (
 // its own working directory. Only absolute, cleaned paths strictly inside
 // podLogsDir (one level: a pod directory) or /var/log/containers (one
 // level: a *.log link) are ever planned.
-func PlanLogs(s Snapshot, survivors []Container, podLogsDir string) LogPlan {
+func planLogGC(s Snapshot, survivors []Container, podLogsDir string) LogPlan {
 	return planLogs(s, survivors, podLogsDir, linkDir(s.Logs), removablePods(s))
 }
 
-// planLogs is PlanLogs with the symlink directory and the removable pods
+// planLogs is planLogGC with the symlink directory and the removable pods
 // given.
 func planLogs(s Snapshot, survivors []Container, podLogsDir, containerLogsDir string, removable map[string]bool) LogPlan {
 	plan := LogPlan{Remove: []LogRemoval{}}

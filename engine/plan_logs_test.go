@@ -145,7 +145,7 @@ func TestPlanLogs(t *testing.T) {
 			s := baseSnapshot()
 			s.Logs = tt.logs
 			s.PodSource = tt.podSource
-			got := PlanLogs(s, tt.survivors, tt.podLogsDir)
+			got := planLogGC(s, tt.survivors, tt.podLogsDir)
 			if r := logRemovals(got); !reflect.DeepEqual(r, tt.want) {
 				t.Errorf("remove = %q\nwant     %q", r, tt.want)
 			}

@@ -16,7 +16,7 @@ func compareSandboxNewestFirst(a, b *Sandbox) int {
 	)
 }
 
-// PlanSandboxes is the kubelet's sandbox GC (evictSandboxes in
+// planSandboxGC is the kubelet's sandbox GC (evictSandboxes in
 // pkg/kubelet/kuberuntime/kuberuntime_gc.go) as a pure function. It takes
 // the whole snapshot, for its sandboxes and its pod source, and the
 // containers that survive the container plan: the kubelet lists the
@@ -32,11 +32,11 @@ func compareSandboxNewestFirst(a, b *Sandbox) int {
 //     ones (superseded).
 //
 // Removals are ordered by pod UID, oldest sandbox first.
-func PlanSandboxes(s Snapshot, survivors []Container) SandboxPlan {
+func planSandboxGC(s Snapshot, survivors []Container) SandboxPlan {
 	return planSandboxes(s, survivors, removablePods(s))
 }
 
-// planSandboxes is PlanSandboxes with the set of pods whose inactive
+// planSandboxes is planSandboxGC with the set of pods whose inactive
 // sandboxes all go (removable pods, or terminated ones for the reclaim
 // pass).
 func planSandboxes(s Snapshot, survivors []Container, evictPods map[string]bool) SandboxPlan {

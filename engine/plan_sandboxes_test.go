@@ -99,7 +99,7 @@ func TestPlanSandboxes(t *testing.T) {
 			s := baseSnapshot()
 			s.Sandboxes = tt.sandboxes
 			s.PodSource = tt.podSource
-			got := PlanSandboxes(s, tt.survivors)
+			got := planSandboxGC(s, tt.survivors)
 			if r := sandboxRemovals(got); !reflect.DeepEqual(r, tt.want) {
 				t.Errorf("remove = %v\nwant     %v", r, tt.want)
 			}

@@ -37,7 +37,7 @@ func PlanPass(s Snapshot, p Policy, kind PassKind, now time.Time) Plan {
 		ContainerGC: ContainerPlan{Remove: []ContainerRemoval{}},
 		SandboxGC:   SandboxPlan{Remove: []SandboxRemoval{}},
 		LogGC:       LogPlan{Remove: []LogRemoval{}},
-		DiskReserve: CheckDiskReserve(s, p.Disk),
+		DiskReserve: checkDiskReserve(s, p.Disk),
 	}
 	runContainers := func(terminated map[string]bool) {
 		removable := removablePods(s)
@@ -52,12 +52,12 @@ func PlanPass(s Snapshot, p Policy, kind PassKind, now time.Time) Plan {
 	}
 	switch kind {
 	case PassImages:
-		plan.ImageGC = PlanImages(s, p.Image, now)
+		plan.ImageGC = planImageGC(s, p.Image, now)
 	case PassContainers:
 		runContainers(nil)
 	case PassFull:
 		runContainers(nil)
-		plan.ImageGC = PlanImages(s, p.Image, now)
+		plan.ImageGC = planImageGC(s, p.Image, now)
 	case PassReclaimAll:
 		runContainers(terminatedPods(s))
 		plan.ImageGC = planImages(s, p.Image, now, true)

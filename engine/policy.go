@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -75,8 +76,8 @@ const (
 	ContainerGCPeriod = time.Minute
 )
 
-// DefaultEvictionHard returns the kubelet's default hard eviction thresholds.
-func DefaultEvictionHard() map[string]string {
+// defaultEvictionHard returns the kubelet's default hard eviction thresholds.
+func defaultEvictionHard() map[string]string {
 	return map[string]string{
 		"memory.available":  "100Mi",
 		"nodefs.available":  "10%",
@@ -100,7 +101,7 @@ func DefaultPolicy() Policy {
 		},
 		Disk: DiskPolicy{
 			ThresholdMiB: DefaultLowDiskSpaceThresholdMiB,
-			EvictionHard: DefaultEvictionHard(),
+			EvictionHard: defaultEvictionHard(),
 		},
 		PodLogsDir: DefaultPodLogsDir,
 	}
@@ -169,7 +170,30 @@ func (p Policy) Validate() error {
 	if err := p.Container.Validate(); err != nil {
 		return err
 	}
-	return p.Disk.Validate()
+	if err := p.Disk.Validate(); err != nil {
+		return err
+	}
+	if p.PodLogsDir != "" { // "" is DefaultPodLogsDir
+		if err := CheckPodLogsDir(p.PodLogsDir); err != nil {
+			return &PolicyError{"pod-logs-dir", err.Error()}
+		}
+	}
+	return nil
+}
+
+// CheckPodLogsDir rejects a pod logs directory that log GC must not scan:
+// a relative path (relative to whatever directory nodegc was started in)
+// or the root directory, whose every entry log GC would take for a pod's.
+// Policy.Validate applies it; a reader of the kubelet's config applies it
+// to the podLogsDir field, to name the field in its error.
+func CheckPodLogsDir(dir string) error {
+	switch {
+	case !filepath.IsAbs(dir):
+		return fmt.Errorf("must be an absolute path, got %q", dir)
+	case filepath.Clean(dir) == "/":
+		return fmt.Errorf("must not be the root directory, got %q", dir)
+	}
+	return nil
 }
 
 // policyJSON is the effective policy as it appears in a plan, with

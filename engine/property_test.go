@@ -130,7 +130,10 @@ func randomSnapshot(r *rand.Rand) Snapshot {
 	return s
 }
 
-// randomPolicy generates a valid policy.
+// randomPolicy generates a valid policy, except that its PodLogsDir may
+// be a relative one Validate refuses: the planner must stay safe even
+// then (a plan of a policy no engine would accept touches no path
+// outside the logs directories).
 func randomPolicy(r *rand.Rand) Policy {
 	p := DefaultPolicy()
 	p.Image.HighThresholdPercent = r.IntN(101)
@@ -142,10 +145,10 @@ func randomPolicy(r *rand.Rand) Policy {
 	p.Container.MinAge = []time.Duration{0, time.Minute, time.Hour}[r.IntN(3)]
 	p.Container.MaxPerPodContainer = r.IntN(5) - 1
 	p.Container.MaxContainers = r.IntN(12) - 1
-	p.PodLogsDir = []string{"", "/var/log/pods", "relative/pods"}[r.IntN(3)]
 	if err := p.Validate(); err != nil {
 		panic(err)
 	}
+	p.PodLogsDir = []string{"", "/var/log/pods", "relative/pods"}[r.IntN(3)]
 	return p
 }
 

@@ -17,7 +17,7 @@ func TestRecordsSurviveARestart(t *testing.T) {
 	rt.containers["c"] = Container{ID: "c", ImageID: "used", State: ContainerExited}
 	now := execNow
 	clock := func() time.Time { return now }
-	e1, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
+	e1, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestRecordsSurviveARestart(t *testing.T) {
 	now = execNow.Add(time.Hour)
 	rt.images["new"] = Image{ID: "new", SizeBytes: 1}
 	delete(rt.containers, "c")
-	e2, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
+	e2, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestCorruptRecordsAreMovedAsideAndTheEngineStartsFresh(t *testing.T) {
 			path := filepath.Join(dir, recordsFile)
 			os.WriteFile(path, []byte(content), 0o600)
 			rt := newFakeRuntime()
-			e, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+			e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ func TestSnapshotsPersistNewImagesAndPlansPersistLastUsed(t *testing.T) {
 	rt := newFakeRuntime()
 	rt.images["a"] = Image{ID: "a"}
 	now := execNow
-	e, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return now }})
+	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

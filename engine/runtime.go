@@ -34,14 +34,12 @@ type Reader interface {
 	ImageFs(ctx context.Context) (ImageFsUsage, error)
 }
 
-// ImageFsUsage is the runtime's ImageFsInfo. A simulated runtime also fills
-// Simulated with the whole filesystem, since there is nothing to statfs.
+// ImageFsUsage is the runtime's ImageFsInfo: the engine measures the
+// filesystem at Mountpoint with Options.Statfs.
 type ImageFsUsage struct {
 	Mountpoint string
 	UsedBytes  int64
 	InodesUsed int64
-	// Simulated, when set, is the filesystem itself (simnode only).
-	Simulated *FsStats
 }
 
 // Remover mutates a CRI runtime. Every method is idempotent from the

@@ -83,7 +83,7 @@ func deadContainers(rt *fakeRuntime) {
 func startScheduler(t *testing.T, rt *fakeRuntime, paused bool) (*Scheduler, *fakeClock) {
 	t.Helper()
 	clk := newFakeClock(execNow)
-	e, err := New(Options{Reader: rt, Remover: rt, Policy: DefaultPolicy(), Now: clk.Now})
+	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestPeriodicImageGCDisabledAtHigh100WithoutMaxAge(t *testing.T) {
 	rt := newFakeRuntime()
 	p := DefaultPolicy()
 	p.Image.HighThresholdPercent, p.Image.LowThresholdPercent = 100, 80
-	e, err := New(Options{Reader: rt, Remover: rt, Policy: p, Now: func() time.Time { return execNow }})
+	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: p, Now: func() time.Time { return execNow }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestPeriodicImageGCDisabledAtHigh100WithoutMaxAge(t *testing.T) {
 		t.Error("periodic image GC is not disabled at high=100, maxAge=0")
 	}
 	p.Image.MaxAge = time.Hour
-	e, _ = New(Options{Reader: rt, Remover: rt, Policy: p})
+	e, _ = New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: p})
 	if NewScheduler(e, SchedulerOptions{}).Status().ImageGCDisabled {
 		t.Error("periodic image GC disabled although MaxAge is set")
 	}

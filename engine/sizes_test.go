@@ -46,7 +46,7 @@ func TestImpossibleSizes(t *testing.T) {
 				s.ImageRecords = append(s.ImageRecords, used(im.ID, tt.lastUsed[im.ID]))
 			}
 			s.ImageFs = fs(1000, 50) // 95% used; bytesToFree = 200 - 50 = 150
-			plan := PlanImages(s, p, t0)
+			plan := planImageGC(s, p, t0)
 			if got := imageRemovals(plan); !slices.Equal(got, tt.wantRemove) {
 				t.Errorf("remove %v, want %v", got, tt.wantRemove)
 			}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // largeModel is the dashboard at 100×30 over simnode.DemoLarge (2,000

@@ -9,7 +9,8 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/cri"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simfs"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // simEngine serves a simulated node on a fresh socket and returns it with
@@ -23,7 +24,7 @@ func simEngine(t testing.TB, o simnode.Options) (*simnode.Node, *engine.Engine) 
 	}
 	t.Cleanup(func() { c.Close() })
 	e, err := engine.New(engine.Options{
-		Reader: c, Remover: c, Policy: engine.DefaultPolicy(), Now: n.Now,
+		Reader: c, Remover: c, Statfs: simfs.Local(n), Policy: engine.DefaultPolicy(), Now: n.Now,
 		PodSource: func(context.Context, engine.Snapshot) (engine.PodSource, error) {
 			return engine.PodSource{Ready: true, RemovablePodUIDs: n.RemovablePods()}, nil
 		},

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodegc/nodegc/cgroupfs"
+	"github.com/nodegc/nodegc/engine"
 )
 
 // cgroupsOptions are nodegc cgroups' flags and dependencies.
@@ -105,29 +106,20 @@ func runCgroups(ctx context.Context, opts *cgroupsOptions) error {
 // to name the pods and containers of the tree. When the runtime cannot be
 // reached it warns and returns no names: cgroups are then "unknown".
 func runtimeNames(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig) cgroupfs.Names {
-	names := &cgroupfs.NameMap{}
 	conn, err := connect(ctx, f, g, cfg, true, false)
 	if err != nil {
 		f.warnf("%v; pod and container names are unknown", err)
-		return names
+		return engine.CgroupNames(nil, nil)
 	}
 	defer conn.Close()
 	sandboxes, err := conn.Reader.ListSandboxes(ctx)
 	if err != nil {
 		f.warnf("list sandboxes: %v; pod and container names are unknown", err)
-		return names
-	}
-	for _, sb := range sandboxes {
-		names.AddPod(sb.PodUID, sb.PodNamespace, sb.PodName)
-		names.AddContainer(sb.ID, "POD", sb.PodUID)
+		return engine.CgroupNames(nil, nil)
 	}
 	containers, err := conn.Reader.ListContainers(ctx)
 	if err != nil {
 		f.warnf("list containers: %v; container names are unknown", err)
-		return names
 	}
-	for _, c := range containers {
-		names.AddContainer(c.ID, c.Name, c.PodUID)
-	}
-	return names
+	return engine.CgroupNames(sandboxes, containers)
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/cri"
+	"github.com/nodegc/nodegc/internal/simfs"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // runtimeConn is a connection to the node's CRI runtime. A read-only
@@ -23,6 +25,9 @@ type runtimeConn struct {
 	// whose pods have no log files on this machine: log GC must not run
 	// against it, or it would take this machine's real logs for dangling.
 	Simulated bool
+	// Statfs measures filesystems for the engine: nil (the real statfs)
+	// unless the runtime is simulated.
+	Statfs func(string) (engine.FsStats, error)
 	// pods is the pod source; nil on a simulated node, whose pods no API
 	// server knows.
 	pods   *podSources
@@ -72,12 +77,22 @@ func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConf
 		return nil, endpointError(fmt.Errorf("%s: %w", endpointOrigin(src, cfg), err))
 	}
 	conn := &runtimeConn{Reader: c.ReadOnly(), Endpoint: c.Endpoint(), Source: endpointSource(src, cfg), client: c}
-	fs, err := c.ImageFs(ctx)
-	if err != nil {
+	if _, err := c.ImageFs(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("image filesystem of %s: %w", c.Endpoint(), err)
 	}
-	conn.Simulated = fs.Simulated != nil
+	info, err := c.StatusInfo(ctx)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("runtime status of %s: %w", c.Endpoint(), err)
+	}
+	if _, sim, err := simnode.ImageFsFromInfo(info); sim {
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w", c.Endpoint(), err)
+		}
+		conn.Simulated, conn.Statfs = true, simfs.Statfs(remoteSimulatedFs(c))
+	}
 	if !conn.Simulated {
 		if conn.pods, err = startPodSource(ctx, f, g, cfg); err != nil {
 			c.Close()

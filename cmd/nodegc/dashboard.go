@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/simfs"
 	"github.com/nodegc/nodegc/tui"
 )
 
@@ -181,7 +182,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	}
 	defer conn.Close()
 	e, err := newEngine(f, opts.Global, engine.Options{
-		Reader: conn.Reader, Remover: conn.Remover, Policy: policy,
+		Reader: conn.Reader, Remover: conn.Remover, Policy: policy, Statfs: conn.Statfs,
 		StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(), Parallel: opts.Parallel, PodSource: conn.podSource(),
 	})
 	if err != nil {
@@ -299,6 +300,7 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 
 	eo := engine.Options{
 		Reader:    d.client.ReadOnly(),
+		Statfs:    simfs.Local(d.node),
 		Policy:    policy,
 		StateDir:  filepath.Join(dir, "state"),
 		Now:       d.node.Now,

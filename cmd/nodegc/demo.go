@@ -13,7 +13,7 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/cri"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // demoPreset returns the simulated node of --demo-scale (validated by the

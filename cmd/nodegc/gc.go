@@ -132,7 +132,7 @@ func runGC(ctx context.Context, opts *gcOptions) error {
 		return err
 	}
 	defer conn.Close()
-	eo := engine.Options{Reader: conn.Reader, Policy: policy, StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(), Parallel: opts.Parallel, PodSource: conn.podSource()}
+	eo := engine.Options{Reader: conn.Reader, Statfs: conn.Statfs, Policy: policy, StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(), Parallel: opts.Parallel, PodSource: conn.podSource()}
 	if !readOnly {
 		eo.Remover = conn.Remover
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // TestGCExitsOneOnFreeDiskSpaceFailed: issue 9 found `gc --yes --images`

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // fixedNow is the clock of every test.

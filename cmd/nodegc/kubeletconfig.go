@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -112,7 +111,7 @@ func parseKubeletConfig(path string, data []byte) (*kubeletConfig, error) {
 	}
 	d.get("cgroupRoot", &c.CgroupRoot)
 	if d.get("podLogsDir", &c.PodLogsDir) {
-		if err := checkPodLogsDir(c.PodLogsDir); err != nil {
+		if err := engine.CheckPodLogsDir(c.PodLogsDir); err != nil {
 			d.fail("podLogsDir", err)
 		}
 	}
@@ -139,19 +138,6 @@ func checkEvictionHard(m map[string]string) error {
 		if _, err := engine.ParseThreshold(m[sig], 1<<40); err != nil {
 			return fmt.Errorf("%s: %q is not a percentage such as 15%% or a quantity such as 1Gi", sig, m[sig])
 		}
-	}
-	return nil
-}
-
-// checkPodLogsDir rejects a pod logs directory that log GC must not scan:
-// a relative path (relative to whatever directory nodegc was started in)
-// or the root directory, whose every entry log GC would take for a pod's.
-func checkPodLogsDir(dir string) error {
-	switch {
-	case !filepath.IsAbs(dir):
-		return fmt.Errorf("must be an absolute path, got %q", dir)
-	case filepath.Clean(dir) == "/":
-		return fmt.Errorf("must not be the root directory, got %q", dir)
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // testNode is a small simulated node whose image filesystem is above the

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/spf13/pflag"
 )
 
@@ -36,7 +37,7 @@ func progressLine(w io.Writer, terminal bool) (func(engine.Progress), func()) {
 		defer mu.Unlock()
 		line := fmt.Sprintf("\rpass %d: %d/%d items", p.Pass, p.ItemsDone, p.Items)
 		if p.Bytes > 0 {
-			line += fmt.Sprintf(", %s/%s of images", humanBytes(p.BytesDone), humanBytes(p.Bytes))
+			line += fmt.Sprintf(", %s/%s of images", format.Bytes(p.BytesDone), format.Bytes(p.Bytes))
 		}
 		fmt.Fprint(w, line+"\x1b[K")
 		drawn = true

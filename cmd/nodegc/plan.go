@@ -116,6 +116,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		defer conn.Close()
 		view, err = livePlan(ctx, opts.IO, opts.Global, conn, engine.Options{
 			Reader:    conn.Reader,
+			Statfs:    conn.Statfs,
 			Policy:    policy,
 			StateDir:  opts.Global.StateDir,
 			ScanLogs:  conn.scanLogs(),
@@ -202,10 +203,19 @@ func readSnapshot(path string) (engine.Snapshot, error) {
 	return s, nil
 }
 
-// writePlan prints the plan as a table or as GCPlan JSON.
+// explainedPlan is the GCPlan contract with the engine's explanation of
+// it beside the plan's own fields: the rows the table shows (rank,
+// action, reason, detail, the cut line).
+type explainedPlan struct {
+	engine.Plan
+	Explanation engine.Explanation `json:"explanation"`
+}
+
+// writePlan prints the plan as a table or as GCPlan JSON with its
+// explanation.
 func writePlan(w io.Writer, output string, v planView, indent bool) error {
 	if output == "json" {
-		return writeJSON(w, v.Plan, indent)
+		return writeJSON(w, explainedPlan{v.Plan, engine.Explain(v.Snapshot, v.Plan)}, indent)
 	}
 	return renderPlanTable(w, v)
 }

@@ -210,11 +210,6 @@ func resolvePolicy(pf policyFlags, cfg *kubeletConfig) (engine.Policy, provenanc
 		return p, prov, cmdlineErr
 	}
 
-	if pf.Changed[flagPodLogsDir] {
-		if err := checkPodLogsDir(pf.PodLogsDir); err != nil {
-			return p, prov, usageErrorf("--%s: %w", flagPodLogsDir, err)
-		}
-	}
 	if err := p.Validate(); err != nil {
 		return p, prov, explainPolicyError(err, prov)
 	}

@@ -289,20 +289,7 @@ func TestRenderPassKinds(t *testing.T) {
 	})
 }
 
-func TestHumanFormats(t *testing.T) {
-	bytesCases := map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 10 * gib: "10.0 GiB", -2048: "-2.0 KiB"}
-	for n, want := range bytesCases {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-	durations := map[time.Duration]string{0: "0s", 45 * time.Second: "45s", 12*time.Minute + 5*time.Second: "12m5s",
-		3*time.Hour + 10*time.Minute + 59*time.Second: "3h10m", 52 * time.Hour: "2d4h"}
-	for d, want := range durations {
-		if got := shortDuration(d); got != want {
-			t.Errorf("shortDuration(%s) = %q, want %q", d, got, want)
-		}
-	}
+func TestPlanSummary(t *testing.T) {
 	if got := planSummary(engine.Plan{}); got != "Plan: nothing to remove." {
 		t.Errorf("empty summary %q", got)
 	}

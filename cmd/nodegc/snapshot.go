@@ -74,7 +74,7 @@ func runSnapshot(ctx context.Context, opts *snapshotOptions) error {
 		return err
 	}
 	defer conn.Close()
-	e, err := newEngine(f, opts.Global, engine.Options{Reader: conn.Reader, Policy: policy, StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(), PodSource: conn.podSource()})
+	e, err := newEngine(f, opts.Global, engine.Options{Reader: conn.Reader, Statfs: conn.Statfs, Policy: policy, StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(), PodSource: conn.podSource()})
 	if err != nil {
 		return err
 	}

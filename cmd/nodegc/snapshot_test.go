@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // TestSnapshotWritesArraysNotNull checks that nodegc snapshot writes []

@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // rawInFlight is how many calls the raw removal loop keeps in flight.
@@ -79,11 +79,11 @@ func cmpOr(a, b error) error {
 // time is the report's start to finish (the apply, as gc reports it).
 func gcPass(b *testing.B, o simnode.Options, kind engine.PassKind) engine.PassReport {
 	b.Helper()
-	_, ep := serve(b, o)
+	n, ep := serve(b, o)
 	c := dial(b, ep, Options{})
 	p := engine.DefaultPolicy()
 	p.Image.HighThresholdPercent, p.Image.LowThresholdPercent, p.Image.MinAge = 90, 20, 0
-	e, err := engine.New(engine.Options{Reader: c, Remover: c, Policy: p, StateDir: b.TempDir()})
+	e, err := engine.New(engine.Options{Reader: c, Remover: c, Statfs: simStatfs(n), Policy: p, StateDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // scaleNode serves simnode.Scale (10,000 images, 100,000 dead and 10,000
@@ -97,9 +97,9 @@ func BenchmarkListContainersExitDetails(b *testing.B) {
 // 10,000 image records, and plans a full pass. Issue 2 asks that it cost at
 // most 1.5× BenchmarkListAll.
 func BenchmarkPlan(b *testing.B) {
-	_, ep := scaleNode(b)
+	n, ep := scaleNode(b)
 	c := dial(b, ep, Options{})
-	e, err := engine.New(engine.Options{Reader: c.ReadOnly(), Policy: engine.DefaultPolicy(), StateDir: b.TempDir()})
+	e, err := engine.New(engine.Options{Reader: c.ReadOnly(), Statfs: simStatfs(n), Policy: engine.DefaultPolicy(), StateDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 func small(seed int64) simnode.Options {
@@ -392,20 +392,21 @@ func TestImageFsAndRemoval(t *testing.T) {
 	n, ep := serve(t, small(7))
 	c := dial(t, ep, Options{})
 	ctx := context.Background()
+	fsBefore := n.ImageFs()
+	n.ResetCalls()
 	before, err := c.ImageFs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("the simulated filesystem is reported", func(t *testing.T) {
-		if before.Simulated == nil {
-			t.Fatal("no simulated filesystem")
-		}
-		s := *before.Simulated
-		if s.CapacityBytes <= 0 || s.AvailableBytes+s.UsedBytes != s.CapacityBytes || s.UsedBytes < before.UsedBytes {
-			t.Errorf("simulated %+v, image bytes %d", s, before.UsedBytes)
+	t.Run("the image filesystem's mountpoint and usage are reported, with one ImageFsInfo call", func(t *testing.T) {
+		if fsBefore.UsedBytes < before.UsedBytes {
+			t.Errorf("filesystem %+v, image bytes %d", fsBefore, before.UsedBytes)
 		}
 		if before.Mountpoint != simnode.DefaultMountpoint || before.InodesUsed <= 0 {
 			t.Errorf("usage %+v", before)
+		}
+		if calls := n.Calls(); !slices.Equal(calls, []string{"/runtime.v1.ImageService/ImageFsInfo"}) {
+			t.Errorf("calls %v, want ImageFsInfo alone", calls)
 		}
 	})
 	images, err := c.ListImages(ctx)
@@ -424,7 +425,7 @@ func TestImageFsAndRemoval(t *testing.T) {
 		if d := before.UsedBytes - after.UsedBytes; d != victim.SizeBytes {
 			t.Errorf("image bytes fell by %d, want %d", d, victim.SizeBytes)
 		}
-		if d := after.Simulated.AvailableBytes - before.Simulated.AvailableBytes; d != victim.SizeBytes {
+		if d := n.ImageFs().AvailableBytes - fsBefore.AvailableBytes; d != victim.SizeBytes {
 			t.Errorf("available grew by %d, want %d", d, victim.SizeBytes)
 		}
 		if _, err := c.ImageStatus(ctx, victim.ID); !errors.Is(err, engine.ErrNotFound) {

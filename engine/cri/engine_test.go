@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // TestEngineReadPathsMakeNoMutatingCall drives the engine through this
@@ -27,7 +27,7 @@ func TestEngineReadPathsMakeNoMutatingCall(t *testing.T) {
 		{"an engine that could remove", c, c},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := engine.New(engine.Options{Reader: tc.rt, Remover: tc.rm, Policy: engine.DefaultPolicy(), StateDir: t.TempDir(),
+			e, err := engine.New(engine.Options{Reader: tc.rt, Remover: tc.rm, Statfs: simStatfs(n), Policy: engine.DefaultPolicy(), StateDir: t.TempDir(),
 				PodSource: func(context.Context, engine.Snapshot) (engine.PodSource, error) {
 					return engine.PodSource{Ready: true, RemovablePodUIDs: n.RemovablePods()}, nil
 				}})
@@ -71,7 +71,7 @@ func TestEngineReadPathsMakeNoMutatingCall(t *testing.T) {
 func TestEngineRunRemovesThroughTheAdapter(t *testing.T) {
 	n, ep := serve(t, simnode.Demo(7))
 	c := dial(t, ep, Options{})
-	e, err := engine.New(engine.Options{Reader: c, Remover: c, Policy: engine.DefaultPolicy(), Now: n.Now})
+	e, err := engine.New(engine.Options{Reader: c, Remover: c, Statfs: simStatfs(n), Policy: engine.DefaultPolicy(), Now: n.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/simfs"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // socketDir returns a short temporary directory: unix socket paths are
@@ -52,3 +54,6 @@ func dial(t testing.TB, ep string, o Options) *Client {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// simStatfs is the engine's Statfs over a simulated node.
+func simStatfs(n *simnode.Node) func(string) (engine.FsStats, error) { return simfs.Local(n) }

@@ -16,8 +16,8 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/cri"
-	"github.com/nodegc/nodegc/engine/simnode"
 	"github.com/nodegc/nodegc/internal/critest"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // attack is one row: run returns nil when nodegc resisted.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/engine/simnode"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // TestAttacksExecutor holds the rows of issue 8 items 7 and 10 that attack

@@ -3,6 +3,7 @@ package simnode
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -24,8 +25,10 @@ const (
 
 // ImageFsInfoKey is the key of the runtime's verbose Status info under
 // which a Node publishes its whole simulated image filesystem as FsStats
-// JSON. A simulated filesystem cannot be measured with statfs, so the CRI
-// adapter reads it from here.
+// JSON. A simulated filesystem cannot be measured with statfs, so a
+// program that talks to the node over its socket reads it from here
+// (ImageFsFromInfo) and hands the engine a Statfs that does; nodegc's CRI
+// adapter and engine know nothing of it.
 const ImageFsInfoKey = "nodegc.simnode/imageFs"
 
 // DefaultStart is the clock of a Node whose Options leave Start unset.
@@ -282,6 +285,32 @@ func (n *Node) FsStats() FsStats {
 }
 
 func (n *Node) usedBytes() int64 { return n.o.BaseUsageBytes + n.growth + n.imageBytes }
+
+// ImageFs returns the simulated image filesystem: what statfs would say
+// of it. A program that runs an engine against the node in-process
+// measures the image filesystem with it (engine.Options.Statfs), since
+// there is nothing on disk to statfs.
+func (n *Node) ImageFs() FsStats {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.fsStats()
+}
+
+// ImageFsFromInfo reads the simulated image filesystem from a runtime's
+// verbose Status info (ImageFsInfoKey). ok is false for a runtime that is
+// not a simulated node. A program talking to a node in another process
+// (nodegc simnode) learns from it that the runtime is simulated, and
+// measures its image filesystem through it.
+func ImageFsFromInfo(info map[string]string) (fs FsStats, ok bool, err error) {
+	raw, ok := info[ImageFsInfoKey]
+	if !ok {
+		return FsStats{}, false, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &fs); err != nil {
+		return FsStats{}, true, fmt.Errorf("simulated image filesystem: %w", err)
+	}
+	return fs, true, nil
+}
 
 func (n *Node) fsStats() FsStats {
 	used := min(n.usedBytes(), n.o.CapacityBytes)

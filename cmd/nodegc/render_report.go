@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
+)
+
+// renderReport prints what a pass did, item outcomes and bytes freed.
+func renderReport(w io.Writer, r engine.PassReport) {
+	var b bytes.Buffer
+	title := "Pass"
+	if r.DryRun {
+		title = "Dry run"
+	}
+	fmt.Fprintf(&b, "%s %d (%s): %d removed, %d already gone, %d skipped, %d failed, %d planned\n",
+		title, r.ID, r.Kind, r.Count(engine.OutcomeRemoved), r.Count(engine.OutcomeGone),
+		r.Count(engine.OutcomeSkipped), r.Count(engine.OutcomeFailed), r.Count(engine.OutcomePlanned))
+	if !r.DryRun {
+		measured := "not measured"
+		if r.MeasuredBytesFreed != nil {
+			measured = format.Bytes(*r.MeasuredBytesFreed)
+		}
+		fmt.Fprintf(&b, "Image bytes freed: %s estimated (runtime sizes), %s measured on the image fs\n",
+			format.Bytes(r.EstimatedBytesFreed), measured)
+	}
+	for _, it := range r.Items {
+		switch it.Outcome {
+		case engine.OutcomeFailed:
+			fmt.Fprintf(&b, "  failed  %s %s: %s\n", it.Kind, format.ShortID(it.ID), it.Error)
+		case engine.OutcomeSkipped:
+			fmt.Fprintf(&b, "  skipped %s %s: %s\n", it.Kind, format.ShortID(it.ID), it.Detail)
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, "  error: %s\n", r.Error)
+	}
+	w.Write(b.Bytes())
+}

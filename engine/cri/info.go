@@ -1,0 +1,158 @@
+package cri
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/engine"
+)
+
+// statusConfig is the part of the runtime's CRI config, reported by the
+// verbose Status under "config", that names the sandbox image: containerd
+// 1.x has sandboxImage; pinnedImages.sandbox and CRI-O-style pause_image are
+// read too. containerd 2.2 names none of them there (its verbose config
+// holds only the runtime section, pinned by TestRuntimeDifferences); it pins
+// its sandbox image instead, and the images READY sandboxes run are read
+// from their status. Absent keys are fine.
+type statusConfig struct {
+	SandboxImage string            `json:"sandboxImage"`
+	PinnedImages map[string]string `json:"pinnedImages"`
+	PauseImage   string            `json:"pause_image"`
+}
+
+// sandboxImagesFromConfig returns the sandbox images a runtime's verbose
+// Status "config" JSON names; nothing when it names none or is not JSON.
+func sandboxImagesFromConfig(raw string) []string {
+	var cfg statusConfig
+	if raw == "" || json.Unmarshal([]byte(raw), &cfg) != nil {
+		return nil
+	}
+	var out []string
+	for _, im := range []string{cfg.SandboxImage, cfg.PinnedImages["sandbox"], cfg.PauseImage} {
+		if im != "" && !slices.Contains(out, im) {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+func (c *Client) status(ctx context.Context) (map[string]string, error) {
+	ctx, cancel := c.readContext(ctx)
+	defer cancel()
+	resp, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	if err != nil {
+		return nil, c.mapError("runtime status", err)
+	}
+	return resp.GetInfo(), nil
+}
+
+// StatusInfo returns the runtime's verbose status info, as `crictl info`
+// prints it: runtime-specific keys, each holding a JSON document.
+func (c *Client) StatusInfo(ctx context.Context) (map[string]string, error) {
+	return c.status(ctx)
+}
+
+// Info names the runtime and its sandbox images: the ones its verbose
+// Status config names, and the one every READY sandbox runs, learned from
+// its verbose status (cached by sandbox ID, so only new sandboxes cost a
+// call). It fails closed: when the image of a READY sandbox cannot be
+// learned, Info returns an error, and no image is removed on its word.
+func (c *Client) Info(ctx context.Context) (engine.RuntimeInfo, error) {
+	v, err := c.version(ctx)
+	if err != nil {
+		return engine.RuntimeInfo{}, err
+	}
+	ri := engine.RuntimeInfo{Name: v.GetRuntimeName(), Version: v.GetRuntimeVersion(), Endpoint: c.endpoint}
+	info, err := c.status(ctx)
+	if err != nil {
+		return engine.RuntimeInfo{}, err
+	}
+	configured := sandboxImagesFromConfig(info["config"])
+	running, silent, err := c.runningSandboxImages(ctx)
+	if err != nil {
+		return engine.RuntimeInfo{}, err
+	}
+	if silent != "" && len(configured) == 0 {
+		return engine.RuntimeInfo{}, fmt.Errorf("sandbox images: READY sandbox %s does not say which image it runs, and the runtime config names none", silent)
+	}
+	images := append(configured, running...)
+	slices.Sort(images)
+	images = slices.Compact(images)
+	if len(images) > 0 && images[0] == "" {
+		images = images[1:]
+	}
+	ri.SandboxImages = images
+	return ri, nil
+}
+
+// sandboxStatusWorkers bounds the sandbox status calls Info has in flight
+// when it learns the images of new READY sandboxes.
+const sandboxStatusWorkers = 8
+
+// runningSandboxImages returns the images every READY sandbox runs. silent
+// names a READY sandbox whose verbose status gives no image (the runtime's
+// configured sandbox image is then the one it runs). A status call that
+// fails for any reason but NotFound fails the whole call.
+func (c *Client) runningSandboxImages(ctx context.Context) (images []string, silent string, err error) {
+	rctx, cancel := c.readContext(ctx)
+	resp, err := c.rt.ListPodSandbox(rctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+	}})
+	cancel()
+	if err != nil {
+		return nil, "", c.mapError("list ready sandboxes", err)
+	}
+	var unknown []string
+	c.mu.Lock()
+	present := make(map[string]bool, len(resp.GetItems()))
+	for _, s := range resp.GetItems() {
+		present[s.GetId()] = true
+		if im, ok := c.sandboxImages[s.GetId()]; ok {
+			images = append(images, im)
+			if im == "" && silent == "" {
+				silent = s.GetId()
+			}
+		} else {
+			unknown = append(unknown, s.GetId())
+		}
+	}
+	for id := range c.sandboxImages {
+		if !present[id] {
+			delete(c.sandboxImages, id)
+		}
+	}
+	c.mu.Unlock()
+	learned := make([]string, len(unknown))
+	errs := make([]error, len(unknown))
+	sem := make(chan struct{}, sandboxStatusWorkers)
+	var wg sync.WaitGroup
+	for i, id := range unknown {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, info, err := c.sandboxStatus(ctx, id)
+			learned[i], errs[i] = info.Image, err
+		}()
+	}
+	wg.Wait()
+	for i, id := range unknown {
+		switch {
+		case errors.Is(errs[i], engine.ErrNotFound):
+			continue
+		case errs[i] != nil:
+			return nil, "", errs[i]
+		}
+		images = append(images, learned[i])
+		if learned[i] == "" && silent == "" {
+			silent = id
+		}
+	}
+	return images, silent, nil
+}

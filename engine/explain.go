@@ -1,0 +1,422 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nodegc/nodegc/internal/format"
+)
+
+// Explanation is a plan told row by row, for a person: every image in
+// eviction order with its rank, what the plan does with it and why, the
+// cut line, every dead container grouped by pod, and the sandboxes and
+// log paths the plan removes. The CLI table, `nodegc plan -o json` and
+// the dashboard all render these rows; none of them decides anything
+// about the plan on its own (which containers use an image, which image
+// is the sandbox image, the order, the cut line): the engine does, here.
+type Explanation struct {
+	// Images is every image of the snapshot (and any removal the snapshot
+	// lacks) in eviction order: the plan's order, then the images it did
+	// not rank in the kubelet's LRU order.
+	Images []ImageRow `json:"images"`
+	// Cut is where the cut line falls among Images.
+	Cut CutLine `json:"cutLine"`
+	// Containers is every container that is not running, grouped by pod
+	// name and container name, newest first (see ContainerRow).
+	Containers []ContainerRow `json:"containers"`
+	// Sandboxes is the sandboxes the plan removes, in execution order.
+	Sandboxes []SandboxRow `json:"sandboxes"`
+	// Logs is the log paths the plan removes, in execution order.
+	Logs []LogRow `json:"logs"`
+}
+
+// Action is what a plan does with an item; the constants are the JSON
+// values.
+type Action string
+
+// Actions.
+const (
+	ActionRemove Action = "remove"
+	ActionKeep   Action = "keep"
+)
+
+// ImageRow is one image as a plan explains it.
+type ImageRow struct {
+	// Rank is the image's place in eviction order, from 1.
+	Rank int `json:"rank"`
+	// Image is the image as listed (for a removal the snapshot lacks,
+	// what the plan recorded of it).
+	Image Image `json:"image"`
+	// Name is the image's display name (format.ImageName).
+	Name   string `json:"name"`
+	Action Action `json:"action"`
+	// Step is the removal's place in execution order, from 1; 0 for a
+	// kept image.
+	Step int `json:"step,omitempty"`
+	// Reason is an ImageRemoveReason or an ImageKeepReason.
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+	// FirstDetected is nil when the image has no record yet: the planner
+	// takes it as first detected at the evaluation time.
+	FirstDetected *time.Time `json:"firstDetected,omitempty"`
+	// LastUsed is nil for an image never used.
+	LastUsed *time.Time `json:"lastUsed,omitempty"`
+	// EligibleAt is when a too-young image becomes eligible.
+	EligibleAt *time.Time `json:"eligibleAt,omitempty"`
+	// UsedBy names the containers using the image ("ns/pod/container"),
+	// by the rule of ImagesInUse.
+	UsedBy []string `json:"usedBy,omitempty"`
+	// SandboxImage reports whether the image is a sandbox image
+	// (IsSandboxImage over the runtime's sandbox images).
+	SandboxImage bool `json:"sandboxImage,omitempty"`
+}
+
+// CutLine is where the image space pass stops, and what the line reads.
+type CutLine struct {
+	// Row is how many rows of Explanation.Images are above the line; -1
+	// when the plan has no image part (a containers pass).
+	Row int `json:"row"`
+	// Text is the line's wording, e.g. "cut line: removals above free
+	// 11.0 GiB of 10.0 GiB to free".
+	Text string `json:"text"`
+	// BytesAbove is what the removals above the line free.
+	BytesAbove int64 `json:"bytesAbove"`
+}
+
+// ContainerRow is one container that is not running, as a plan explains
+// it.
+type ContainerRow struct {
+	// Pod names the pod: "namespace/name" from its sandbox (the
+	// container's own, else any of the pod's), else "pod <uid>".
+	Pod string `json:"pod"`
+	// Rank is the container's place among the dead containers of its pod
+	// and name, newest first, from 1: the kubelet keeps the lowest ranks.
+	Rank       int            `json:"rank"`
+	ID         string         `json:"id"`
+	Name       string         `json:"name"`
+	Attempt    uint32         `json:"attempt"`
+	State      ContainerState `json:"state"`
+	CreatedAt  time.Time      `json:"createdAt,omitzero"`
+	FinishedAt *time.Time     `json:"finishedAt,omitempty"`
+	Action     Action         `json:"action"`
+	// Step is the removal's place in execution order, from 1; 0 when kept.
+	Step int `json:"step,omitempty"`
+	// Reason is the ContainerRemoveReason of a removal; "" when kept.
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// SandboxRow is one sandbox the plan stops and removes.
+type SandboxRow struct {
+	// Step is the removal's place in execution order, from 1.
+	Step   int          `json:"step"`
+	ID     string       `json:"id"`
+	Pod    string       `json:"pod"`
+	State  SandboxState `json:"state,omitempty"`
+	Action Action       `json:"action"`
+	Reason string       `json:"reason"`
+}
+
+// LogRow is one log path the plan removes.
+type LogRow struct {
+	Step   int    `json:"step"`
+	Path   string `json:"path"`
+	Action Action `json:"action"`
+	Reason string `json:"reason"`
+}
+
+// Explain explains the plan p made from the snapshot s, row by row. It is
+// pure, like the planners: the same snapshot and plan give the same rows.
+// To explain what a pass would do, plan with the engine's effective
+// policy (Engine.PlanSnapshot), never with the configured one.
+func Explain(s Snapshot, p Plan) Explanation {
+	x := Explanation{Containers: ExplainContainers(s, p), Sandboxes: ExplainSandboxes(s, p)}
+	x.Images, x.Cut = ExplainImages(s, p)
+	x.Logs = make([]LogRow, len(p.LogGC.Remove))
+	for i, r := range p.LogGC.Remove {
+		x.Logs[i] = LogRow{Step: i + 1, Path: r.Path, Action: ActionRemove, Reason: r.Reason}
+	}
+	return x
+}
+
+// ExplainSandboxes is Explain's sandbox rows alone.
+func ExplainSandboxes(s Snapshot, p Plan) []SandboxRow {
+	pods := displayPods(s.Sandboxes)
+	rows := make([]SandboxRow, len(p.SandboxGC.Remove))
+	for i, r := range p.SandboxGC.Remove {
+		rows[i] = SandboxRow{Step: i + 1, ID: r.ID, Pod: displayPod(pods, r.ID, r.PodUID), State: r.State, Action: ActionRemove, Reason: r.Reason}
+	}
+	return rows
+}
+
+// ExplainImages is Explain's image rows and cut line alone, for a view
+// that shows only images.
+func ExplainImages(s Snapshot, p Plan) ([]ImageRow, CutLine) {
+	now := p.EvaluatedAt
+	entries := rankImages(s, now)
+	byID := make(map[string]int, len(entries))
+	for i, e := range entries {
+		byID[e.img.ID] = i
+	}
+	records := make(map[string]ImageRecord, len(s.ImageRecords))
+	for _, r := range s.ImageRecords {
+		if _, dup := records[r.ID]; !dup {
+			records[r.ID] = r
+		}
+	}
+	removeAt := make(map[string]int, len(p.ImageGC.Remove))
+	for i, r := range p.ImageGC.Remove {
+		if _, dup := removeAt[r.ID]; !dup {
+			removeAt[r.ID] = i
+		}
+	}
+	keeps := make(map[string]ImageKeep, len(p.ImageGC.Keep))
+	for _, k := range p.ImageGC.Keep {
+		keeps[k.ID] = k
+	}
+
+	// The order: the plan's, then its removals and keeps it did not
+	// order, then every other image in the planner's LRU order.
+	order := make([]string, 0, len(entries))
+	seen := make(map[string]bool, len(entries))
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			order = append(order, id)
+		}
+	}
+	for _, id := range p.ImageGC.Order {
+		add(id)
+	}
+	for _, r := range p.ImageGC.Remove {
+		add(r.ID)
+	}
+	for _, k := range p.ImageGC.Keep {
+		add(k.ID)
+	}
+	for _, e := range entries {
+		add(e.img.ID)
+	}
+
+	users := ImagesInUse(s.Images, s.Containers)
+	pods := displayPods(s.Sandboxes)
+	sbPods := sandboxPodNames(s.Sandboxes)
+	notPlanned := fmt.Sprintf("image GC is not part of a %s pass", p.Pass)
+	rows := make([]ImageRow, 0, len(order))
+	for i, id := range order {
+		row := ImageRow{Rank: i + 1}
+		e, known := entries[0], false
+		if j, ok := byID[id]; ok {
+			e, known = entries[j], true
+			row.Image = e.img
+		}
+		if r, ok := records[id]; ok {
+			row.FirstDetected = &r.FirstDetected
+			row.LastUsed = r.LastUsed
+		}
+		if n, ok := removeAt[id]; ok {
+			rm := p.ImageGC.Remove[n]
+			if !known {
+				row.Image = Image{ID: id, RepoTags: rm.RepoTags, RepoDigests: rm.RepoDigests, SizeBytes: rm.SizeBytes}
+			}
+			row.Action, row.Step, row.Reason, row.Detail = ActionRemove, n+1, string(rm.Reason), rm.Detail
+		} else {
+			k, kept := keeps[id]
+			if !kept && known {
+				// Not part of the plan (a containers pass): the reason it
+				// would stay, by the planner's own rules.
+				k = keepReason(e, s, sbPods, now, p.Policy.Image, notPlanned)
+			}
+			row.Action, row.Reason, row.Detail, row.EligibleAt = ActionKeep, string(k.Reason), k.Detail, k.EligibleAt
+			if !known {
+				row.Image = Image{ID: id}
+			}
+		}
+		row.Name = format.ImageName(row.Image.RepoTags, row.Image.RepoDigests)
+		row.SandboxImage = IsSandboxImage(row.Image, s.Runtime.SandboxImages)
+		for _, c := range users[id] {
+			row.UsedBy = append(row.UsedBy, displayPod(pods, c.PodSandboxID, c.PodUID)+"/"+cmp.Or(c.Name, c.ID))
+		}
+		rows = append(rows, row)
+	}
+	return rows, cutLine(p, rows)
+}
+
+// cutLine says where the cut line falls among the rows and words it.
+// Removals above the line are what the pass frees.
+func cutLine(p Plan, rows []ImageRow) CutLine {
+	if p.Pass == PassContainers {
+		return CutLine{Row: -1}
+	}
+	g := p.ImageGC
+	c := CutLine{Row: min(g.CutLine, len(rows))}
+	for _, r := range rows[:c.Row] {
+		if r.Action == ActionRemove {
+			c.BytesAbove = AddBytes(c.BytesAbove, r.Image.SizeBytes)
+		}
+	}
+	switch {
+	case p.Pass == PassReclaimAll:
+		c.Text = "cut line: reclaim-all removals above free " + format.Bytes(c.BytesAbove)
+	case g.Triggered:
+		c.Text = fmt.Sprintf("cut line: removals above free %s of %s to free", format.Bytes(c.BytesAbove), format.Bytes(g.BytesToFree))
+	default:
+		c.Row, c.BytesAbove = 0, 0
+		c.Text = fmt.Sprintf("cut line: none, usage %d%% is below the high threshold %d%%", g.UsagePercent, p.Policy.Image.HighThresholdPercent)
+	}
+	return c
+}
+
+// displayPods maps sandbox IDs and pod UIDs to "namespace/name"; a pod UID
+// keeps the first name a sandbox gives it.
+func displayPods(sandboxes []Sandbox) map[string]string {
+	m := make(map[string]string, 2*len(sandboxes))
+	for _, sb := range sandboxes {
+		if sb.PodName == "" {
+			continue
+		}
+		n := sb.PodNamespace + "/" + sb.PodName
+		m[sb.ID] = n
+		if _, ok := m[sb.PodUID]; !ok && sb.PodUID != "" {
+			m[sb.PodUID] = n
+		}
+	}
+	return m
+}
+
+// displayPod names a pod by the first of keys (sandbox ID, pod UID) that
+// displayPods knows, else by its UID (the last key).
+func displayPod(pods map[string]string, keys ...string) string {
+	for _, k := range keys {
+		if n, ok := pods[k]; ok && k != "" {
+			return n
+		}
+	}
+	return "pod " + cmp.Or(keys[len(keys)-1], "(no uid)")
+}
+
+// ExplainContainers is Explain's container rows alone: every container
+// that is not running, and every removal the snapshot lacks, ordered by
+// pod name, container name, newest first (by creation, then attempt),
+// then ID.
+//
+// A node can hold 100,000 dead containers, so the rows are sorted by
+// precomputed keys: the pod's rank among the pod names, never a lookup or
+// a time.Time comparison in the comparator.
+func ExplainContainers(s Snapshot, p Plan) []ContainerRow {
+	removeAt := make(map[string]int, len(p.ContainerGC.Remove))
+	for i, r := range p.ContainerGC.Remove {
+		removeAt[r.ID] = i
+	}
+	pods := displayPods(s.Sandboxes)
+	podID := make(map[string]int32)
+	var podList []string
+	// Consecutive containers of one sandbox (the runtime lists them so)
+	// reuse the last lookup.
+	lastSandbox, lastUID, lastPod := "", "", int32(-1)
+	podOf := func(c *Container) int32 {
+		if lastPod >= 0 && c.PodSandboxID == lastSandbox && c.PodUID == lastUID {
+			return lastPod
+		}
+		pod := displayPod(pods, c.PodSandboxID, c.PodUID)
+		id, ok := podID[pod]
+		if !ok {
+			id = int32(len(podList))
+			podID[pod] = id
+			podList = append(podList, pod)
+		}
+		lastSandbox, lastUID, lastPod = c.PodSandboxID, c.PodUID, id
+		return id
+	}
+	type key struct {
+		pod  int32
+		nsec int32
+		sec  int64
+		row  ContainerRow
+	}
+	keys := make([]key, 0, len(s.Containers)+len(p.ContainerGC.Remove))
+	add := func(c *Container, n int) {
+		r := ContainerRow{ID: c.ID, Name: c.Name, Attempt: c.Attempt, State: c.State, CreatedAt: c.CreatedAt, FinishedAt: c.FinishedAt, Action: ActionKeep}
+		if n >= 0 {
+			rm := &p.ContainerGC.Remove[n]
+			r.Action, r.Step, r.Reason, r.Detail = ActionRemove, n+1, string(rm.Reason), rm.Detail
+		}
+		keys = append(keys, key{pod: podOf(c), sec: c.CreatedAt.Unix(), nsec: int32(c.CreatedAt.Nanosecond()), row: r})
+	}
+	planned := make([]bool, len(p.ContainerGC.Remove)) // removals found in the snapshot
+	for i := range s.Containers {
+		c := &s.Containers[i]
+		if c.State == ContainerRunning {
+			continue
+		}
+		n, ok := removeAt[c.ID]
+		if ok {
+			planned[n] = true
+		} else {
+			n = -1
+		}
+		add(c, n)
+	}
+	for n, r := range p.ContainerGC.Remove { // removals the snapshot lacks
+		if !planned[n] {
+			add(&Container{ID: r.ID, PodUID: r.PodUID, Name: r.Name, PodSandboxID: r.PodSandboxID, Attempt: r.Attempt, State: r.State}, n)
+		}
+	}
+	byName := make([]int32, len(podList))
+	for i := range byName {
+		byName[i] = int32(i)
+	}
+	slices.SortFunc(byName, func(x, y int32) int { return strings.Compare(podList[x], podList[y]) })
+	rank := make([]int32, len(podList))
+	for r, id := range byName {
+		rank[id] = int32(r)
+	}
+	for i := range keys {
+		keys[i].pod = rank[keys[i].pod]
+	}
+	slices.SortFunc(keys, func(x, y key) int {
+		switch {
+		case x.pod != y.pod:
+			return cmp.Compare(x.pod, y.pod)
+		case x.row.Name != y.row.Name:
+			return strings.Compare(x.row.Name, y.row.Name)
+		case x.sec != y.sec:
+			return cmp.Compare(y.sec, x.sec)
+		case x.nsec != y.nsec:
+			return cmp.Compare(y.nsec, x.nsec)
+		case x.row.Attempt != y.row.Attempt:
+			return cmp.Compare(y.row.Attempt, x.row.Attempt)
+		}
+		return strings.Compare(x.row.ID, y.row.ID)
+	})
+	rows := make([]ContainerRow, len(keys))
+	for i, k := range keys {
+		rows[i] = k.row
+		rows[i].Pod = podList[byName[k.pod]]
+		rows[i].Rank = 1
+		if i > 0 && keys[i-1].pod == k.pod && rows[i-1].Name == k.row.Name {
+			rows[i].Rank = rows[i-1].Rank + 1
+		}
+	}
+	return rows
+}
+
+// PlanSnapshot plans a pass of the kind over a snapshot the caller
+// already holds (from Snapshot), evaluated at at (zero: the snapshot's
+// time), with the engine's effective policy: the one its passes and
+// dry-runs use, which holds the MaxAge pass back after a fresh start. A
+// view that shows a plan (the dashboard) plans through it, so that it
+// never shows a removal the next pass would not make. It takes no lock
+// and makes no runtime call: a pass in flight does not delay it.
+func (e *Engine) PlanSnapshot(s Snapshot, kind PassKind, at time.Time) (Plan, error) {
+	if !validPass(kind) {
+		return Plan{}, fmt.Errorf("unknown pass kind %q", kind)
+	}
+	if at.IsZero() {
+		at = s.TakenAt
+	}
+	return PlanPass(s, e.effectivePolicy(at), kind, at), nil
+}

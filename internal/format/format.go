@@ -1,0 +1,151 @@
+package format
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Bytes formats a byte count in IEC units with one decimal: "512 B",
+// "1.5 KiB", "23.4 MiB", "120.0 GiB". Negative counts keep their sign.
+func Bytes(n int64) string { return string(AppendBytes(nil, n)) }
+
+// AppendBytes appends Bytes(n) to dst, for tables of many rows.
+func AppendBytes(dst []byte, n int64) []byte {
+	size := uint64(n) // the magnitude: -n overflows for the least int64
+	if n < 0 {
+		dst = append(dst, '-')
+		size = -size
+	}
+	return appendSize(dst, size)
+}
+
+// Size is Bytes for an unsigned count (cgroup counters).
+func Size(n uint64) string { return string(appendSize(nil, n)) }
+
+func appendSize(dst []byte, size uint64) []byte {
+	if size < 1024 {
+		return append(strconv.AppendUint(dst, size, 10), " B"...)
+	}
+	units := [...]string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v := float64(size) / 1024
+	u := 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	dst = strconv.AppendFloat(dst, v, 'f', 1, 64)
+	return append(append(dst, ' '), units[u]...)
+}
+
+// Duration keeps the two largest units of d, rounded to the second: "0s",
+// "45s", "12m5s", "3h10m", "2d4h". A negative duration is formatted as
+// its magnitude; Ago and In say which side of now it lies.
+func Duration(d time.Duration) string { return string(AppendDuration(nil, d)) }
+
+// AppendDuration appends Duration(d) to dst.
+func AppendDuration(dst []byte, d time.Duration) []byte {
+	if d < 0 {
+		d = -d
+	}
+	d = d.Round(time.Second)
+	units := [...]struct {
+		size time.Duration
+		name byte
+	}{{24 * time.Hour, 'd'}, {time.Hour, 'h'}, {time.Minute, 'm'}, {time.Second, 's'}}
+	for i, u := range units[:len(units)-1] {
+		if d >= u.size {
+			next := units[i+1]
+			dst = append(strconv.AppendInt(dst, int64(d/u.size), 10), u.name)
+			return append(strconv.AppendInt(dst, int64(d%u.size/next.size), 10), next.name)
+		}
+	}
+	return append(strconv.AppendInt(dst, int64(d/time.Second), 10), 's')
+}
+
+// Ago formats t relative to now: "3h10m ago", or "in 5m" for a t after
+// now; the zero time is "never".
+func Ago(t, now time.Time) string { return string(AppendAgo(nil, t, now)) }
+
+// AppendAgo appends Ago(t, now) to dst.
+func AppendAgo(dst []byte, t, now time.Time) []byte {
+	if t.IsZero() {
+		return append(dst, "never"...)
+	}
+	d := now.Sub(t)
+	if d < 0 {
+		return AppendDuration(append(dst, "in "...), -d)
+	}
+	return append(AppendDuration(dst, d), " ago"...)
+}
+
+// In formats how long after now t is: "in 1m10s", "now" when it is due,
+// and "-" for the zero time (nothing scheduled).
+func In(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := t.Sub(now)
+	if d <= 0 {
+		return "now"
+	}
+	return "in " + Duration(d)
+}
+
+// ShortID is an ID as crictl shows it: without its algorithm
+// ("sha256:"), cut to 12 characters.
+func ShortID(id string) string {
+	if i := strings.IndexByte(id, ':'); i >= 0 {
+		id = id[i+1:]
+	}
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// Percent formats a fraction in [0,1] as a whole percentage: "42%".
+func Percent(f float64) string {
+	return strconv.FormatFloat(f*100, 'f', 0, 64) + "%"
+}
+
+// Time formats an instant for a table: UTC, RFC 3339, to the second;
+// the zero time is "(unknown)".
+func Time(t time.Time) string {
+	if t.IsZero() {
+		return "(unknown)"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// Plural is n and the noun, in the plural unless n is 1: "1 image",
+// "3 images", "2 sandboxes".
+func Plural(n int, noun string) string {
+	s := strconv.Itoa(n) + " " + noun
+	switch {
+	case n == 1:
+		return s
+	case strings.HasSuffix(noun, "x"):
+		return s + "es"
+	}
+	return s + "s"
+}
+
+// ImageName is an image's display name: its first tag with a count of the
+// others ("web:1 (+1)"), else its first digest with the digest shortened
+// ("ghcr.io/acme/app@1234567890ab"), else "<none>".
+func ImageName(tags, digests []string) string {
+	switch {
+	case len(tags) > 1:
+		return tags[0] + " (+" + strconv.Itoa(len(tags)-1) + ")"
+	case len(tags) == 1:
+		return tags[0]
+	case len(digests) > 0:
+		d := digests[0]
+		if at := strings.Index(d, "@"); at >= 0 {
+			return d[:at] + "@" + ShortID(d[at+1:])
+		}
+		return d
+	}
+	return "<none>"
+}

@@ -1,0 +1,92 @@
+package texttable
+
+import (
+	"bytes"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+)
+
+// Table is a tabwriter whose lines lose the padding tabwriter leaves after
+// their last cell: cells are separated by tabs, rows end with a newline,
+// and each cell is padded to the widest of its column plus two spaces.
+type Table struct {
+	out *bytes.Buffer
+	buf bytes.Buffer
+	tw  *tabwriter.Writer
+}
+
+// NewTable starts a table that Flush appends to out.
+func NewTable(out *bytes.Buffer) *Table {
+	t := &Table{out: out}
+	t.tw = tabwriter.NewWriter(&t.buf, 0, 0, 2, ' ', 0)
+	return t
+}
+
+// Write adds tab-separated cells and newline-ended rows.
+func (t *Table) Write(p []byte) (int, error) { return t.tw.Write(p) }
+
+// Flush aligns the rows written so far and appends them to the output.
+func (t *Table) Flush() {
+	t.tw.Flush()
+	for line := range bytes.Lines(t.buf.Bytes()) {
+		t.out.Write(bytes.TrimRight(line, " \n"))
+		t.out.WriteByte('\n')
+	}
+	t.buf.Reset()
+}
+
+// RuleMarker, as the first cell of a row (the other cells empty), marks
+// the row WriteRuled replaces with a rule across the table.
+const RuleMarker = "\x1e"
+
+// WriteRuled appends the aligned table to dst, each line without its
+// trailing blanks, with every RuleMarker row replaced by
+// "  ──── text ─────…", as wide as the widest other line.
+func WriteRuled(dst *bytes.Buffer, table []byte, text string) {
+	width := 0
+	for line := range bytes.Lines(table) {
+		if !bytes.HasPrefix(line, []byte(RuleMarker)) {
+			width = max(width, utf8.RuneCount(bytes.TrimRight(line, " \n")))
+		}
+	}
+	dst.Grow(len(table) + len(text) + 3*width)
+	for line := range bytes.Lines(table) {
+		if !bytes.HasPrefix(line, []byte(RuleMarker)) {
+			dst.Write(bytes.TrimRight(line, " \n"))
+			dst.WriteByte('\n')
+			continue
+		}
+		rule := "  ──── " + text + " "
+		dst.WriteString(rule)
+		if pad := width - utf8.RuneCountInString(rule); pad > 0 {
+			dst.WriteString(strings.Repeat("─", pad))
+		} else {
+			dst.WriteString("────")
+		}
+		dst.WriteByte('\n')
+	}
+}
+
+// FitLines cuts every line of text longer than width columns to width,
+// its last column an ellipsis.
+func FitLines(text []byte, width int) []byte {
+	out := make([]byte, 0, len(text))
+	for line := range bytes.Lines(text) {
+		body := bytes.TrimSuffix(line, []byte("\n"))
+		if utf8.RuneCount(body) > width {
+			n, i := 0, 0
+			for i < len(body) && n < width-1 {
+				_, size := utf8.DecodeRune(body[i:])
+				i += size
+				n++
+			}
+			body = append(body[:i:i], "…"...)
+		}
+		out = append(out, body...)
+		if bytes.HasSuffix(line, []byte("\n")) {
+			out = append(out, '\n')
+		}
+	}
+	return out
+}
