@@ -102,6 +102,10 @@ type Engine struct {
 	fresh   bool // started without persisted records
 	// Warning is set when the records file was corrupt and moved aside.
 	warning error
+	// fingerprint sums the containers of the last snapshot or light
+	// poll (ContainersChanged).
+	fingerprint     uint64
+	haveFingerprint bool
 	// reconciled is set once the journal's open intents were settled;
 	// notes says what that found, for the next pass's report.
 	reconciled bool
@@ -288,6 +292,7 @@ func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, er
 		}
 	}
 	s.ImageRecords = sortedRecords(e.records)
+	e.fingerprint, e.haveFingerprint = containersFingerprint(s.Containers), true
 	return s, nil
 }
 

@@ -178,3 +178,47 @@ func TestSnapshotDoesNotWaitForAPass(t *testing.T) {
 		t.Errorf("the pass removed %d images, want 2", n)
 	}
 }
+
+func TestContainersChanged(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.containers["c1"] = Container{ID: "c1", State: ContainerRunning}
+	rt.containers["c2"] = Container{ID: "c2", State: ContainerExited}
+	e := newTestEngine(t, rt, true)
+	ctx := context.Background()
+	changed := func() bool {
+		t.Helper()
+		ch, err := e.ContainersChanged(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
+	if !changed() {
+		t.Error("before any snapshot: not changed")
+	}
+	if _, err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if changed() {
+		t.Error("nothing happened since the snapshot: changed")
+	}
+	steps := []struct {
+		name string
+		do   func()
+	}{
+		{"a container dies", func() { rt.containers["c1"] = Container{ID: "c1", State: ContainerExited} }},
+		{"a container is created", func() { rt.containers["c3"] = Container{ID: "c3", State: ContainerCreated} }},
+		{"a container is removed", func() { delete(rt.containers, "c2") }},
+	}
+	for _, st := range steps {
+		rt.mu.Lock()
+		st.do()
+		rt.mu.Unlock()
+		if !changed() {
+			t.Errorf("%s: not changed", st.name)
+		}
+		if changed() {
+			t.Errorf("%s, then nothing: changed again", st.name)
+		}
+	}
+}

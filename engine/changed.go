@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+)
+
+// containersSeed makes the fingerprints of one process comparable.
+var containersSeed = maphash.MakeSeed()
+
+// containersFingerprint sums a hash of every container's ID and state, so
+// the runtime's listing order does not matter and any container created,
+// removed or changing state changes it (a collision aside).
+func containersFingerprint(cs []Container) uint64 {
+	var sum uint64
+	for _, c := range cs {
+		var h maphash.Hash
+		h.SetSeed(containersSeed)
+		h.WriteString(c.ID)
+		h.WriteByte(0)
+		h.WriteString(string(c.State))
+		sum += h.Sum64()
+	}
+	return sum
+}
+
+// ContainersChanged lists the node's containers alone and reports whether
+// they differ (one created, removed, or in another state) from the last
+// snapshot's, which it then remembers. It is the light poll of a reader
+// that has no event stream: one container listing instead of a snapshot
+// and a plan, and a full refresh only when something changed. Before any
+// snapshot it reports true. It does not wait for a pass in flight.
+func (e *Engine) ContainersChanged(ctx context.Context) (bool, error) {
+	cs, err := e.o.Reader.ListContainers(ctx)
+	if err != nil {
+		return false, fmt.Errorf("list containers: %w", err)
+	}
+	fp := containersFingerprint(cs)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	changed := !e.haveFingerprint || fp != e.fingerprint
+	e.fingerprint, e.haveFingerprint = fp, true
+	return changed, nil
+}
