@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// reconcileLocked settles the intents of an earlier, interrupted pass that
+// have no outcome: it asks the runtime (or the filesystem, for logs)
+// whether each item still exists and journals what happened, so that every
+// item the runtime no longer has is in the journal. An item it cannot ask
+// about stays open for the next try. A deleting engine runs it before its
+// first snapshot, and again after a pass whose journal write failed. It
+// returns notes for the next report; e.mu is held.
+func (e *Engine) reconcileLocked(ctx context.Context) []string {
+	if e.journal == nil || e.o.Remover == nil || e.reconciled {
+		return nil
+	}
+	lines, err := ReadJournalLines(e.o.StateDir)
+	if err != nil {
+		return []string{fmt.Sprintf("journal not reconciled: %v", err)}
+	}
+	open := OpenIntents(lines)
+	if len(open) == 0 {
+		e.reconciled = true
+		return nil
+	}
+	var removed, kept, unknown int
+	for _, in := range open {
+		exists, err := e.exists(ctx, in)
+		if err != nil {
+			unknown++
+			e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", err)
+			continue
+		}
+		out := in
+		out.Time, out.Reconciled, out.Op = e.now(), true, JournalRemoved
+		if exists {
+			out.Op = JournalNotRemoved
+			kept++
+		} else {
+			removed++
+		}
+		if err := e.journal.write(out); err != nil {
+			return []string{fmt.Sprintf("journal not reconciled: %v", err)}
+		}
+	}
+	e.reconciled = unknown == 0
+	note := fmt.Sprintf("journal: reconciled %d intents an interrupted pass left without outcome: %d removed, %d still there", removed+kept, removed, kept)
+	if unknown > 0 {
+		note += fmt.Sprintf(", %d could not be checked (left for the next try)", unknown)
+	}
+	e.log.Warn(note)
+	return []string{note}
+}
+
+// exists asks whether the item of a journal intent still exists.
+func (e *Engine) exists(ctx context.Context, in JournalEntry) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CallTimeout)
+	defer cancel()
+	var err error
+	switch in.Kind {
+	case ItemImage:
+		_, err = e.o.Reader.ImageStatus(ctx, in.ID)
+	case ItemContainer:
+		_, err = e.o.Reader.ContainerStatus(ctx, in.ID)
+	case ItemSandbox:
+		_, err = e.o.Reader.SandboxStatus(ctx, in.ID)
+	case ItemLog:
+		_, err = os.Lstat(in.ID)
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+	default:
+		return false, fmt.Errorf("unknown kind %q", in.Kind)
+	}
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
