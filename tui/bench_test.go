@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/nodegc/nodegc/engine"
@@ -30,7 +31,7 @@ func refreshedModel(b *testing.B, pane Pane) Model {
 	now := m.o.Now()
 	nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)})
 	m = nm.(Model)
-	m.active = pane
+	m.activate(pane)
 	return m
 }
 
@@ -38,9 +39,9 @@ func refreshedModel(b *testing.B, pane Pane) Model {
 // the snapshot, hand the result to every pane, and render the screen.
 func BenchmarkRefresh(b *testing.B) {
 	for _, pane := range []Pane{PaneOverview, PaneImages, PaneContainers, PaneEvents} {
-		b.Run(pane.String(), func(b *testing.B) {
+		b.Run(fmt.Sprint(pane), func(b *testing.B) {
 			m, snap := largeModel(b)
-			m.active = pane
+			m.activate(pane)
 			now := m.o.Now()
 			dead := 0
 			for _, c := range snap.Containers {

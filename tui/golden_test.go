@@ -65,7 +65,7 @@ func TestGoldenPanes(t *testing.T) {
 		{"images", []string{"2"}},
 		{"containers", []string{"3"}},
 		{"cgroups", []string{"4", "down", "down", "down", "down", "enter"}},
-		{"events", []string{"g", "y", "5"}},
+		{"events", []string{"i", "y", "5"}},
 		{"dry-run preview", []string{"d"}},
 		{"full help", []string{"2", "?"}},
 	}

@@ -299,7 +299,7 @@ func TestDashboardDrivenInTmux(t *testing.T) {
 		s.press(t, "?")
 		s.waitText(t, "the full help",
 			`shift\+tab\s+prev pane`, `d\s+dry-run`, `p\s+pause/resume`,
-			`g\s+image GC`, `c\s+container GC`, `G\s+reclaim all`,
+			`i\s+image GC`, `x\s+container GC`, `R\s+reclaim all`,
 			`r\s+refresh`, `f\s+freeze`, `y\s+apply`, `esc/enter\s+cancel`, `q\s+quit`)
 		s.press(t, "?")
 		s.waitGone(t, "the full help to close", `shift\+tab\s+prev pane`)
