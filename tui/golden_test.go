@@ -68,6 +68,10 @@ func TestGoldenPanes(t *testing.T) {
 		{"events", []string{"i", "y", "5"}},
 		{"dry-run preview", []string{"d"}},
 		{"full help", []string{"2", "?"}},
+		{"image detail", []string{"2", "j", "enter"}},
+		{"pod detail", []string{"3", "enter"}},
+		{"pass detail", []string{"i", "y", "5", "enter"}},
+		{"overview after a pass", []string{"i", "y", "1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -95,12 +95,12 @@ func (m Model) progressLine() string {
 	if p.Items > 0 {
 		frac = float64(p.ItemsDone) / float64(p.Items)
 	}
-	const w = 20
+	const w = 12
 	n := min(int(frac*w), w)
 	bar := st.GaugeFill.Render(strings.Repeat("█", n)) + st.GaugeEmpty.Render(strings.Repeat("░", w-n))
 	s := st.Accent.Render("● "+b.String()) + " " + bar
 	if m.stopApply != nil {
-		s += st.Label.Render(" · " + m.keys.StopPass.Help().Key + " stops after the item in flight")
+		s += st.Label.Render(" · " + m.keys.StopPass.Help().Key + " stop")
 	}
 	return s
 }

@@ -194,12 +194,13 @@ func (m Model) View() string {
 	// and at big sizes a chart each. When even the sparklines do not fit,
 	// the blank separators go first.
 	room := m.height - len(lines) - len(tail) - 1
-	if room < 4 && m.height > 0 {
+	sep := true
+	if room < 8 && m.height > 0 {
 		lines = slices.DeleteFunc(lines, func(l string) bool { return l == "" })
-		room = m.height - len(lines) - len(tail)
+		room, sep = m.height-len(lines)-len(tail), false
 	}
 	lines = append(lines, m.history(max(room, 2))...)
-	if room >= 4 {
+	if sep {
 		lines = append(lines, "")
 	}
 	lines = append(lines, tail...)

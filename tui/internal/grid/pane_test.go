@@ -25,14 +25,14 @@ func press(s string) tea.KeyPressMsg {
 
 func TestPaneHandleKey(t *testing.T) {
 	tests := []struct {
-		name        string
-		keys        []string
-		own         bool
-		wantFilter  string
-		wantEditing bool
-		wantSorts   int
-		wantOwn     int
-		wantCursor  int
+		name         string
+		keys         []string
+		own          bool
+		wantFilter   string
+		wantEditing  bool
+		wantSorts    int
+		wantOwn      int
+		wantCursor   int
 		wantReversed bool
 	}{
 		{name: "the sort key cycles the order", keys: []string{"s", "s"}, wantSorts: 2},
