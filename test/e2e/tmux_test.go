@@ -264,8 +264,8 @@ var panes = []struct {
 	key, name string
 	want      []string
 }{
-	{"2", "the Images pane: its table and the cut line", []string{`#\s+IMAGE\s+(ID\s+)?SIZE`, `cut line`}},
-	{"3", "the Containers pane: dead containers by pod", []string{`POD / CONTAINER\s+ATTEMPT\s+EXIT`, `\(\d+ dead`}},
+	{"2", "the Images pane: its table and the cut line", []string{`#[▲▼]?\s+IMAGE\s+(ID\s+)?SIZE`, `cut line`}},
+	{"3", "the Containers pane: dead containers by pod", []string{`POD / CONTAINER[▲▼]?\s+ATTEMPT\s+EXIT`, `\(\d+ dead`}},
 	// The demo's simulated cgroup v2 tree, read by the real reader: the
 	// kubepods root, its QoS classes and pods with their usage.
 	{"4", "the Cgroups pane: the kubepods tree", []string{`CGROUPS v2/systemd`, `▾ kubepods\s+\d`, `burstable`, `\(\d+\)`}},
