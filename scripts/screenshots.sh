@@ -178,7 +178,7 @@ sleep 0.3
 # An image's details: tags, digests, size, its place in the order, and
 # the containers using it.
 press 2
-wait_for 'cut line'
+wait_for 'IMAGE +(ID +)?SIZE'
 press j j Enter
 wait_for 'CONTAINERS USING IT'
 shot image-detail
