@@ -167,6 +167,31 @@ press 5
 wait_for 'removed|freed'
 shot events
 
+# enter on the pass: what it removed.
+press Enter
+wait_for 'Pass #[0-9]+'
+shot pass-detail
+# esc alone: tmux sends esc and a key typed at once as alt+key.
+press Escape
+sleep 0.3
+
+# An image's details: tags, digests, size, its place in the order, and
+# the containers using it.
+press 2
+wait_for 'IMAGE +(ID +)?SIZE'
+press j j Enter
+wait_for 'CONTAINERS USING IT'
+shot image-detail
+press Escape
+sleep 0.3
+
+# The history on Overview, at a size that gives it room.
+press 1
+tm resize-window -t shots -x 160 -y 48
+wait_for 'USAGE HISTORY'
+shot history
+tm resize-window -t shots -x "$cols" -y "$rows"
+
 press 1
 wait_for 'IMAGE FILESYSTEM'
 press '?'

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/simnode"
@@ -30,7 +31,7 @@ func refreshedModel(b *testing.B, pane Pane) Model {
 	now := m.o.Now()
 	nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)})
 	m = nm.(Model)
-	m.active = pane
+	m.activate(pane)
 	return m
 }
 
@@ -38,9 +39,9 @@ func refreshedModel(b *testing.B, pane Pane) Model {
 // the snapshot, hand the result to every pane, and render the screen.
 func BenchmarkRefresh(b *testing.B) {
 	for _, pane := range []Pane{PaneOverview, PaneImages, PaneContainers, PaneEvents} {
-		b.Run(pane.String(), func(b *testing.B) {
+		b.Run(paneName[pane], func(b *testing.B) {
 			m, snap := largeModel(b)
-			m.active = pane
+			m.activate(pane)
 			now := m.o.Now()
 			dead := 0
 			for _, c := range snap.Containers {
@@ -57,6 +58,43 @@ func BenchmarkRefresh(b *testing.B) {
 				_ = m.Screen()
 			}
 		})
+	}
+}
+
+var paneName = map[Pane]string{PaneOverview: "Overview", PaneImages: "Images", PaneContainers: "Containers", PaneCgroups: "Cgroups", PaneEvents: "Events"}
+
+// BenchmarkDrillDown is enter on the first row of a pane of the large
+// demo (an image, a pod) and the render of its details.
+func BenchmarkDrillDown(b *testing.B) {
+	for _, pane := range []Pane{PaneImages, PaneContainers} {
+		b.Run(paneName[pane], func(b *testing.B) {
+			m := refreshedModel(b, pane)
+			for b.Loop() {
+				nm, _ := m.Update(keyMsg("enter"))
+				if !nm.(Model).ModalOpen() {
+					b.Fatal("enter opened no details")
+				}
+				_ = nm.(Model).Screen()
+			}
+		})
+	}
+}
+
+// BenchmarkOverviewHistory is a refresh and render of the Overview at
+// 220x60 with a full history (MaxHistory samples of each series).
+func BenchmarkOverviewHistory(b *testing.B) {
+	m, snap := largeModel(b)
+	m = send(m, windowSize(220, 60))
+	now := m.o.Now()
+	for i := range 720 {
+		m.history.AddUsage(now.Add(time.Duration(i-720)*time.Second), 70+i%20)
+		m.history.AddPass(engine.PassReport{FinishedAt: now.Add(time.Duration(i-720) * time.Second), EstimatedBytesFreed: int64(i) << 20})
+	}
+	for b.Loop() {
+		plan := engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)
+		nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: plan})
+		m = nm.(Model)
+		_ = m.Screen()
 	}
 }
 

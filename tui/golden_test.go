@@ -65,9 +65,13 @@ func TestGoldenPanes(t *testing.T) {
 		{"images", []string{"2"}},
 		{"containers", []string{"3"}},
 		{"cgroups", []string{"4", "down", "down", "down", "down", "enter"}},
-		{"events", []string{"g", "y", "5"}},
+		{"events", []string{"i", "y", "5"}},
 		{"dry-run preview", []string{"d"}},
 		{"full help", []string{"2", "?"}},
+		{"image detail", []string{"2", "j", "enter"}},
+		{"pod detail", []string{"3", "enter"}},
+		{"pass detail", []string{"i", "y", "5", "enter"}},
+		{"overview after a pass", []string{"i", "y", "1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,12 +39,12 @@ func TestPreviewAndApply(t *testing.T) {
 		{"dry-run then enter applies nothing and closes the preview", []string{"d", "enter"}, engine.PassFull, false, false},
 		{"dry-run then enter then y applies nothing: enter closed the preview", []string{"d", "enter", "y"}, engine.PassFull, false, false},
 		{"dry-run then esc removes nothing", []string{"d", "esc"}, engine.PassFull, false, false},
-		{"image GC asks first and applies the image plan on y", []string{"g", "y"}, engine.PassImages, true, false},
-		{"image GC then enter applies nothing", []string{"g", "enter"}, engine.PassImages, false, false},
-		{"container GC cancelled with n removes nothing", []string{"c", "n"}, engine.PassContainers, false, false},
-		{"container GC then enter applies nothing", []string{"c", "enter"}, engine.PassContainers, false, false},
-		{"reclaim all applies the reclaim plan on y", []string{"G", "y"}, engine.PassReclaimAll, true, false},
-		{"reclaim all then enter applies nothing", []string{"G", "enter"}, engine.PassReclaimAll, false, false},
+		{"image GC asks first and applies the image plan on y", []string{"i", "y"}, engine.PassImages, true, false},
+		{"image GC then enter applies nothing", []string{"i", "enter"}, engine.PassImages, false, false},
+		{"container GC cancelled with n removes nothing", []string{"x", "n"}, engine.PassContainers, false, false},
+		{"container GC then enter applies nothing", []string{"x", "enter"}, engine.PassContainers, false, false},
+		{"reclaim all applies the reclaim plan on y", []string{"R", "y"}, engine.PassReclaimAll, true, false},
+		{"reclaim all then enter applies nothing", []string{"R", "enter"}, engine.PassReclaimAll, false, false},
 		{"scrolling the preview applies nothing", []string{"d", "down", "down"}, engine.PassFull, false, true},
 	}
 	for _, tt := range tests {
@@ -120,7 +120,7 @@ func TestViewOnlyModalsCloseOnEnter(t *testing.T) {
 // TestConfirmFooterNamesOnlyY checks that the footer of an applicable plan
 // offers y, not enter, to apply it.
 func TestConfirmFooterNamesOnlyY(t *testing.T) {
-	for _, k := range []string{"d", "g", "c", "G"} {
+	for _, k := range []string{"d", "i", "x", "R"} {
 		t.Run(k+" offers y apply and esc cancel, never enter", func(t *testing.T) {
 			m, _ := fixtureModel(t, 100, 30)
 			s := ansi.Strip(press(m, k).Screen())
@@ -178,18 +178,18 @@ func TestReadOnly(t *testing.T) {
 	m = refreshNow(t, m)
 
 	t.Run("destructive keys open nothing", func(t *testing.T) {
-		m := press(m, "g", "c", "G")
+		m := press(m, "i", "x", "R")
 		if m.ModalOpen() || len(c.previewedPlans()) != 0 {
-			t.Fatalf("g/c/G in read-only mode previewed %v", c.previews)
+			t.Fatalf("i/x/R in read-only mode previewed %v", c.previews)
 		}
-		if s := ansi.Strip(m.Screen()); !strings.Contains(s, "read-only: g, c and G are disabled") {
-			t.Errorf("no read-only notice after g:\n%s", s)
+		if s := ansi.Strip(m.Screen()); !strings.Contains(s, "read-only: i, x and R are disabled") {
+			t.Errorf("no read-only notice after i:\n%s", s)
 		}
 	})
 	t.Run("the footer says read-only where the keys would be", func(t *testing.T) {
 		s := ansi.Strip(m.Screen())
 		foot := s[strings.LastIndex(s, "\n")+1:]
-		if !strings.Contains(foot, "g/c/G read-only") || strings.Contains(foot, "image GC") {
+		if !strings.Contains(foot, "i/x/R read-only") || strings.Contains(foot, "image GC") {
 			t.Errorf("footer = %q", foot)
 		}
 	})

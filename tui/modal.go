@@ -23,6 +23,8 @@ const (
 	modalPreview modalKind = iota + 1
 	// modalQuit asks before quitting while a pass is in flight.
 	modalQuit
+	// modalDetail shows the details of a row (enter); esc goes back.
+	modalDetail
 )
 
 // modal is the overlay: a previewed plan to confirm, or the quit question.
@@ -177,6 +179,18 @@ func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
 			st.Label.Render("y quit · n/esc stay"))
 	case d.loading:
 		b = append(b, st.Faint.Render("planning…"), "", st.Label.Render("esc cancel"))
+	case d.kind == modalDetail:
+		body, n := d.body(), d.height(h)
+		start := min(d.offset, max(len(body)-n, 0))
+		end := min(start+n, len(body))
+		for _, l := range body[start:end] {
+			b = append(b, ansi.Truncate(l, inner, "…"))
+		}
+		foot := "esc back"
+		if len(body) > n {
+			foot = fmt.Sprintf("lines %d-%d of %d · ↑/↓ pgup/pgdn scroll · esc back", start+1, end, len(body))
+		}
+		b = append(b, "", st.Label.Render(foot))
 	case d.err != "":
 		b = append(b, st.Bad.Render("preview failed: "+d.err), "", st.Label.Render("esc/enter close"))
 	default:

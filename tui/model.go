@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,32 +17,14 @@ import (
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui/cgroups"
-	"github.com/nodegc/nodegc/tui/containers"
 	"github.com/nodegc/nodegc/tui/events"
-	"github.com/nodegc/nodegc/tui/images"
+	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/human"
 	"github.com/nodegc/nodegc/tui/internal/snapidx"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/overview"
 	"github.com/nodegc/nodegc/tui/style"
 )
-
-// Pane identifies one of the five panes.
-type Pane int
-
-// Panes, in tab order; keys 1-5 select them.
-const (
-	PaneOverview Pane = iota
-	PaneImages
-	PaneContainers
-	PaneCgroups
-	PaneEvents
-	numPanes
-)
-
-var paneNames = [numPanes]string{"Overview", "Images", "Containers", "Cgroups", "Events"}
-
-func (p Pane) String() string { return paneNames[p] }
 
 // Model is the dashboard's root: it owns the panes and the modal, routes
 // window sizes to every pane and keys to the active one, and runs every
@@ -56,19 +39,21 @@ type Model struct {
 	width, height int
 	active        Pane
 
-	overview   overview.Model
-	images     images.Model
-	containers containers.Model
-	cgroups    cgroups.Model
-	events     events.Model
+	// panes are the registered panes, in tab order. The slice is
+	// replaced, never written in place, so copies of the model stay
+	// apart.
+	panes []pane
 
 	snap     engine.Snapshot
 	plan     engine.Plan
 	at       time.Time
 	index    snapidx.Index
 	haveSnap bool
-	// stale marks panes whose table has not seen the latest refresh.
-	stale    [numPanes]bool
+	// stale marks panes that have not seen the latest refresh (feed);
+	// a pane gets it when it comes on screen.
+	stale    []bool
+	feed     feed.Snapshot
+	history  overview.History
 	status   engine.Status
 	self     overview.Self
 	lastSelf *SelfSample
@@ -109,8 +94,13 @@ type Model struct {
 
 	modal      *modal
 	previewSeq uint64
-	// busy is the kind of the pass this dashboard applied and awaits.
-	busy engine.PassKind
+	// busy is the kind of the pass this dashboard applied and awaits;
+	// stopApply cancels its context (X), stopping it after the item in
+	// flight.
+	busy      engine.PassKind
+	stopApply context.CancelFunc
+	// progress is the running pass's progress, nil when none runs.
+	progress *engine.Progress
 
 	flash    string
 	flashBad bool
@@ -120,21 +110,29 @@ type Model struct {
 	flashSticky bool
 }
 
-// New returns the dashboard's model. Run runs it; tests drive it with
-// teatest or by calling Update.
+// New returns the dashboard's model with its default panes. Run runs it;
+// tests drive it with teatest or by calling Update.
 func New(o Options) Model {
 	o = o.withDefaults()
 	k := keys.Default(o.ReadOnly)
+	return newModel(o, k, defaultPanes(o, k, style.Default(true))...)
+}
+
+// newModel returns the dashboard's model over the panes, in tab order (at
+// most keys.MaxPanes). o has its defaults.
+func newModel(o Options, k keys.KeyMap, panes ...pane) Model {
 	st := style.Default(true)
 	h := help.New()
 	h.Styles = help.DefaultStyles(true)
+	panes = panes[:min(len(panes), keys.MaxPanes)]
+	k.Panes = k.Panes[:len(panes)]
+	if len(panes) > 0 {
+		k.Panes[0].SetHelp(fmt.Sprintf("1-%d", len(panes)), "pane")
+	}
 	m := Model{
 		o: o, ctx: context.Background(), keys: k, st: st, help: h,
-		overview:   overview.New(k, st),
-		images:     images.New(k, st),
-		containers: containers.New(k, st),
-		cgroups:    cgroups.New(k, st),
-		events:     events.New(k, st),
+		panes:      panes,
+		stale:      make([]bool, len(panes)),
 		self:       overview.Self{CPUPercent: -1},
 		refreshSeq: 1,
 		refreshing: true,
@@ -143,10 +141,39 @@ func New(o Options) Model {
 	if o.Controller != nil {
 		m.status = o.Controller.Status()
 		if r := m.status.LastReport; r != nil {
-			m.events.AddPass(*r)
+			m.broadcast(feed.Pass{Report: *r})
+			m.history.AddPass(*r)
 		}
 	}
 	return m
+}
+
+// broadcast sends a feed message to every pane and returns their
+// commands.
+func (m *Model) broadcast(msg tea.Msg) tea.Cmd {
+	panes := make([]pane, len(m.panes))
+	cmds := make([]tea.Cmd, len(m.panes))
+	for i, p := range m.panes {
+		panes[i], cmds[i] = p.Update(msg)
+	}
+	m.panes = panes
+	return tea.Batch(cmds...)
+}
+
+// setPane replaces pane i.
+func (m *Model) setPane(i Pane, p pane) {
+	panes := slices.Clone(m.panes)
+	panes[i] = p
+	m.panes = panes
+}
+
+// activePane returns the pane on screen.
+func (m Model) activePane() pane { return m.panes[m.active] }
+
+// activate brings pane i on screen.
+func (m *Model) activate(i Pane) {
+	m.active = i
+	m.syncActive()
 }
 
 // Init starts the first refresh, the refresh timer, the subscription to
@@ -176,7 +203,14 @@ func (m Model) Active() Pane { return m.active }
 func (m Model) Frozen() bool { return m.frozen }
 
 // Passes returns the pass history the Events pane shows, newest first.
-func (m Model) Passes() []engine.PassReport { return m.events.Passes() }
+func (m Model) Passes() []engine.PassReport {
+	for _, p := range m.panes {
+		if e, ok := unwrap[events.Model](p); ok {
+			return e.Passes()
+		}
+	}
+	return nil
+}
 
 // ModalOpen reports whether a modal (preview or quit question) is shown.
 func (m Model) ModalOpen() bool { return m.modal != nil }
@@ -256,7 +290,7 @@ func (m Model) EventsLive() bool { return m.eventsLive }
 // CgroupsHiddenInterval (the Overview's summary can wait; the tree's
 // re-read is the dashboard's most expensive idle work).
 func (m Model) cgroupInterval() time.Duration {
-	if m.active == PaneCgroups {
+	if _, ok := unwrap[cgroups.Model](m.activePane()); ok {
 		return m.o.RefreshInterval
 	}
 	return CgroupsHiddenInterval
@@ -369,13 +403,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.cgReading, m.cgAt = false, msg.at
-		if msg.tree != nil {
-			m.cgroups.SetTree(msg.tree, msg.at)
-		}
-		if msg.err != nil {
-			m.cgroups.SetError(msg.err)
-		}
-		return m, nil
+		return m, m.broadcast(feed.Cgroups{Tree: msg.tree, At: msg.at, Err: msg.err})
 	case fsMsg:
 		m.fsReading = false
 		if msg.err != nil || !m.haveSnap {
@@ -421,18 +449,27 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.status = msg.n.Status
-		var cmd tea.Cmd
+		var cmds []tea.Cmd
+		if p := msg.n.Progress; p != nil {
+			pp := *p
+			m.progress = &pp
+		}
+		if m.status.Running == "" && m.busy == "" {
+			m.progress = nil
+		}
 		if r := msg.n.Report; r != nil && !r.DryRun {
-			m.events.AddPass(*r)
+			m.progress = nil
+			m.history.AddPass(*r)
+			cmds = append(cmds, m.broadcast(feed.Pass{Report: *r}))
 			if !m.eventsLive || passChanged(*r) {
-				cmd = m.startRefresh(false)
+				cmds = append(cmds, m.startRefresh(false))
 			}
 		}
 		if e := msg.n.Event; e != nil {
-			m.events.AddEvent(*e)
+			cmds = append(cmds, m.broadcast(feed.Event{Event: *e}))
 		}
 		m.pushOverview()
-		return m, tea.Batch(waitNotice(msg.ch), cmd)
+		return m, tea.Batch(append(cmds, waitNotice(msg.ch))...)
 	case previewMsg:
 		if m.modal == nil || m.modal.kind != modalPreview || msg.seq != m.previewSeq {
 			return m, nil // cancelled or overtaken
@@ -446,19 +483,30 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.modal.lines, m.modal.items = planLines(msg.report.Plan, m.index, previewNameWidth(m.width))
 		return m, nil
 	case appliedMsg:
-		m.busy = ""
+		m.busy, m.progress = "", nil
+		if m.stopApply != nil {
+			m.stopApply()
+			m.stopApply = nil
+		}
+		var cmd tea.Cmd
 		if msg.err != nil {
 			m.setFlash(fmt.Sprintf("%s pass failed: %v", msg.kind, msg.err), true)
 		} else {
 			r := msg.report
-			m.events.AddPass(r)
+			m.history.AddPass(r)
+			cmd = m.broadcast(feed.Pass{Report: r})
 			m.setFlash(passSummary(r), !r.OK())
 		}
-		return m, m.startRefresh(true)
+		m.pushOverview()
+		return m, tea.Batch(cmd, m.startRefresh(true))
 	case statusMsg:
 		m.status = msg.status
 		m.pushOverview()
 		return m, nil
+	case tea.MouseClickMsg:
+		return m.click(msg)
+	case tea.MouseWheelMsg:
+		return m.wheel(msg)
 	case tea.KeyPressMsg:
 		nm, cmd := m.key(msg)
 		mm, ok := nm.(Model)
@@ -495,34 +543,33 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 	m.snap, m.haveSnap = msg.Snapshot, true
 	m.plan, m.at = msg.Plan, msg.At
 	m.index = snapidx.New(msg.Snapshot)
-	// Only the visible table is rebuilt now; the other waits until it is
-	// shown, which halves the work of a refresh on a large node.
-	m.stale = [numPanes]bool{PaneImages: true, PaneContainers: true}
+	m.history.AddUsage(msg.At, msg.Plan.ImageGC.UsagePercent)
+	// Only the visible pane takes the refresh now; the others wait until
+	// they are shown, which halves the work of a refresh on a large node.
+	m.feed = feed.Snapshot{Snap: m.snap, Index: m.index, Plan: m.plan, At: m.at}
+	for i := range m.stale {
+		m.stale[i] = true
+	}
 	m.syncActive()
 	m.cgNames = names(msg.Snapshot)
-	if msg.Tree != nil {
-		m.cgroups.SetTree(msg.Tree, msg.At)
-	}
-	if msg.TreeErr != nil {
-		m.cgroups.SetError(msg.TreeErr)
+	if msg.Tree != nil || msg.TreeErr != nil {
+		m.broadcast(feed.Cgroups{Tree: msg.Tree, At: msg.At, Err: msg.TreeErr})
 	}
 	m.pushOverview()
 	return *m
 }
 
-// syncActive rebuilds the active pane's table if a refresh came while it
-// was hidden.
+// syncActive hands the active pane the latest refresh if it came while
+// the pane was hidden.
 func (m *Model) syncActive() {
-	if !m.stale[m.active] {
+	if !m.haveSnap || !m.stale[m.active] {
 		return
 	}
-	m.stale[m.active] = false
-	switch m.active {
-	case PaneImages:
-		m.images.SetData(m.snap, m.index, m.plan, m.at)
-	case PaneContainers:
-		m.containers.SetData(m.snap, m.index, m.plan, m.at)
-	}
+	stale := slices.Clone(m.stale)
+	stale[m.active] = false
+	m.stale = stale
+	p, _ := m.activePane().Update(m.feed)
+	m.setPane(m.active, p)
 }
 
 // pushOverview hands the Overview its data.
@@ -530,21 +577,22 @@ func (m *Model) pushOverview() {
 	if !m.haveSnap {
 		return
 	}
-	m.overview.SetData(overview.Data{
+	m.broadcast(overview.Data{
 		Snapshot: m.snap, Plan: m.plan, Policy: m.o.Policy, Status: m.status,
 		Controlled: m.o.Controller != nil, Self: m.self, HideSelf: m.o.HideSelf,
 		Now: m.o.Now(), Version: m.o.Version, ReadOnly: m.o.ReadOnly,
+		History: m.history,
 	})
 }
 
 func (m *Model) setStyles(st style.Styles) {
 	m.st = st
 	m.help.Styles = help.DefaultStyles(st.Dark)
-	m.overview.SetStyles(st)
-	m.images.SetStyles(st)
-	m.containers.SetStyles(st)
-	m.cgroups.SetStyles(st)
-	m.events.SetStyles(st)
+	panes := make([]pane, len(m.panes))
+	for i, p := range m.panes {
+		panes[i] = p.SetStyles(st)
+	}
+	m.panes = panes
 }
 
 // chrome is the lines around the body: the tab bar and its rule, the
@@ -563,26 +611,14 @@ func (m Model) chrome() int {
 func (m *Model) resize() {
 	m.help.SetWidth(m.width)
 	w, h := m.width, max(m.height-m.chrome(), 1)
-	m.overview.SetSize(w, h)
-	m.images.SetSize(w, h)
-	m.containers.SetSize(w, h)
-	m.cgroups.SetSize(w, h)
-	m.events.SetSize(w, h)
+	panes := make([]pane, len(m.panes))
+	for i, p := range m.panes {
+		panes[i] = p.SetSize(w, h)
+	}
+	m.panes = panes
 }
 
-func (m Model) capturing() bool {
-	switch m.active {
-	case PaneImages:
-		return m.images.Capturing()
-	case PaneContainers:
-		return m.containers.Capturing()
-	case PaneCgroups:
-		return m.cgroups.Capturing()
-	case PaneEvents:
-		return m.events.Capturing()
-	}
-	return false
-}
+func (m Model) capturing() bool { return m.activePane().Capturing() }
 
 // key handles a key press: the modal first, then a pane typing a filter,
 // then the global keys, then the active pane.
@@ -591,7 +627,7 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.modalKey(msg)
 	}
 	if m.capturing() {
-		if msg.String() == "ctrl+c" {
+		if key.Matches(msg, m.keys.Interrupt) {
 			return m.quit()
 		}
 		return m.toPane(msg)
@@ -604,11 +640,37 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.help.ShowAll = !m.help.ShowAll
 		m.resize()
 	case key.Matches(msg, k.NextPane):
-		m.active = (m.active + 1) % numPanes
-		m.syncActive()
+		m.activate((m.active + 1) % Pane(len(m.panes)))
 	case key.Matches(msg, k.PrevPane):
-		m.active = (m.active + numPanes - 1) % numPanes
-		m.syncActive()
+		m.activate((m.active + Pane(len(m.panes)) - 1) % Pane(len(m.panes)))
+	case key.Matches(msg, k.Copy):
+		id, ok := m.activePane().Selected()
+		if !ok {
+			m.setFlash("nothing to copy on this row", true)
+			return m, nil
+		}
+		m.setFlash("copied "+id+" to the clipboard (OSC 52)", false)
+		return m, tea.SetClipboard(id)
+	case key.Matches(msg, k.Drill):
+		d, ok := m.activePane().Detail()
+		if !ok {
+			return m.toPane(msg)
+		}
+		m.modal = &modal{kind: modalDetail, title: d.Title, lines: d.Lines}
+		return m, nil
+	case key.Matches(msg, k.StopPass):
+		if m.stopApply == nil {
+			if m.status.Running != "" {
+				m.setFlash("only a pass applied from this dashboard can be stopped here", true)
+			} else {
+				m.setFlash("no pass in flight", false)
+			}
+			return m, nil
+		}
+		stop := m.stopApply
+		m.stopApply = nil
+		m.setStickyFlash("stopping the pass after the item in flight…")
+		return m, func() tea.Msg { stop(); return nil }
 	case key.Matches(msg, k.ForceImages):
 		return m.openPreview(engine.PassImages, false)
 	case key.Matches(msg, k.ForceContainers):
@@ -616,7 +678,7 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.ReclaimAll):
 		return m.openPreview(engine.PassReclaimAll, false)
 	case key.Matches(msg, k.ReadOnly):
-		m.setFlash("read-only: g, c and G are disabled (d still previews)", true)
+		m.setFlash("read-only: i, x and R are disabled (d still previews)", true)
 	case key.Matches(msg, k.DryRun):
 		return m.openPreview(engine.PassFull, true)
 	case key.Matches(msg, k.Pause):
@@ -645,8 +707,7 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	default:
 		for i, b := range k.Panes {
 			if key.Matches(msg, b) {
-				m.active = Pane(i)
-				m.syncActive()
+				m.activate(Pane(i))
 				return m, nil
 			}
 		}
@@ -655,20 +716,9 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m Model) toPane(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	var cmd tea.Cmd
-	switch m.active {
-	case PaneOverview:
-		m.overview, cmd = m.overview.Update(msg)
-	case PaneImages:
-		m.images, cmd = m.images.Update(msg)
-	case PaneContainers:
-		m.containers, cmd = m.containers.Update(msg)
-	case PaneCgroups:
-		m.cgroups, cmd = m.cgroups.Update(msg)
-	case PaneEvents:
-		m.events, cmd = m.events.Update(msg)
-	}
+func (m Model) toPane(msg tea.Msg) (tea.Model, tea.Cmd) {
+	p, cmd := m.activePane().Update(msg)
+	m.setPane(m.active, p)
 	return m, cmd
 }
 
@@ -703,33 +753,36 @@ func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	d := *m.modal
 	k := m.keys
 	if d.kind == modalQuit {
-		switch msg.String() {
-		case "y", "q", "ctrl+c":
+		switch {
+		case key.Matches(msg, k.QuitAnyway):
 			return m, tea.Quit
-		case "n", "esc":
+		case key.Matches(msg, k.Stay):
 			m.modal = nil
 		}
 		return m, nil
 	}
 	switch {
-	case key.Matches(msg, k.Cancel) || msg.String() == "q":
+	case key.Matches(msg, k.Interrupt):
+		m.modal = nil
+		return m.quit()
+	case key.Matches(msg, k.Cancel):
 		m.modal = nil
 		m.previewSeq++ // drop a preview still on its way
-		if !d.loading && d.items > 0 {
+		if d.kind == modalPreview && !d.loading && d.items > 0 {
 			m.setFlash("cancelled: nothing was removed", false)
 		}
 		return m, nil
-	case msg.String() == "ctrl+c":
-		m.modal = nil
-		return m.quit()
-	case key.Matches(msg, k.Confirm) && !d.loading && d.err == "":
+	case d.kind == modalPreview && key.Matches(msg, k.Confirm) && !d.loading && d.err == "":
 		m.modal = nil
 		if d.items == 0 {
 			return m, nil
 		}
 		m.busy = d.pass
+		m.progress = &engine.Progress{Kind: d.pass, Items: d.items}
 		m.setStickyFlash(fmt.Sprintf("applying the previewed %s plan (%d items)…", d.pass, d.items))
-		return m, applyCmd(m.ctx, m.o.Controller, d.pass, d.plan)
+		ctx, cancel := context.WithCancel(m.ctx)
+		m.stopApply = cancel
+		return m, applyCmd(ctx, m.o.Controller, d.pass, d.plan)
 	}
 	d.scroll(msg, m)
 	m.modal = &d
@@ -750,20 +803,10 @@ func (m Model) FullHelp() [][]key.Binding {
 	k := m.keys
 	g := [][]key.Binding{
 		{k.NextPane, k.PrevPane, k.Panes[0], k.Help, k.Quit},
-		{k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.Pause},
+		{k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.Pause, k.StopPass},
 		{k.Refresh, k.Freeze, k.Confirm, k.Cancel},
 	}
-	switch m.active {
-	case PaneImages:
-		g = append(g, m.images.FullHelp()...)
-	case PaneContainers:
-		g = append(g, m.containers.FullHelp()...)
-	case PaneCgroups:
-		g = append(g, m.cgroups.FullHelp()...)
-	case PaneEvents:
-		g = append(g, m.events.FullHelp()...)
-	}
-	return g
+	return append(g, m.activePane().FullHelp()...)
 }
 
 // fullHelpView lays out every group of FullHelp: as many columns side by
@@ -796,28 +839,18 @@ func (m Model) fullHelpView() string {
 		rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, row...))
 	}
 	lines := strings.Split(strings.Join(rows, "\n"), "\n")
-	if room := max(m.height-5, 3); len(lines) > room {
+	if room := max(m.height-6, 3); len(lines) > room {
 		lines = append(lines[:room-1], m.st.Faint.Render(fmt.Sprintf("… %d more lines of keys: a taller terminal shows them all (README lists every key)", len(lines)-room+1)))
 	}
+	// The last line always says how to close the help and quit.
+	lines = append(lines, m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit}))
 	for i, l := range lines {
 		lines[i] = ansi.Truncate(strings.TrimRight(l, " "), m.width, "…")
 	}
 	return strings.Join(lines, "\n")
 }
 
-func (m Model) paneHelp() []key.Binding {
-	switch m.active {
-	case PaneImages:
-		return m.images.ShortHelp()
-	case PaneContainers:
-		return m.containers.ShortHelp()
-	case PaneCgroups:
-		return m.cgroups.ShortHelp()
-	case PaneEvents:
-		return m.events.ShortHelp()
-	}
-	return nil
-}
+func (m Model) paneHelp() []key.Binding { return m.activePane().ShortHelp() }
 
 // Screen renders the dashboard as a string: the tab bar, the active pane,
 // the status line, the help, and the modal over them.
@@ -828,15 +861,14 @@ func (m Model) Screen() string {
 	st := m.st
 	// Tab bar with the engine's state on the right.
 	var tabs []string
-	for i, name := range paneNames {
-		t := fmt.Sprintf("%d %s", i+1, name)
+	for i, t := range m.tabLabels() {
 		if Pane(i) == m.active {
 			tabs = append(tabs, st.TabActive.Render(t))
 		} else {
 			tabs = append(tabs, st.TabInactive.Render(t))
 		}
 	}
-	left := st.Title.Render("nodegc") + "  " + strings.Join(tabs, "  ")
+	left := st.Title.Render(appName) + tabGap + strings.Join(tabs, tabGap)
 	var badges []string
 	switch {
 	case m.o.Controller == nil:
@@ -870,23 +902,7 @@ func (m Model) Screen() string {
 	lines := []string{bar, st.Faint.Render(strings.Repeat("─", m.width))}
 
 	bodyH := max(m.height-m.chrome(), 1)
-	var body string
-	switch m.active {
-	case PaneOverview:
-		body = m.overview.View()
-	case PaneImages:
-		body = m.images.View()
-	case PaneContainers:
-		body = m.containers.View()
-	case PaneCgroups:
-		if m.o.Cgroups == nil {
-			body = st.Faint.Render("No cgroup reader: the simulated node (--demo) has no kubepods cgroups.\nRun nodegc on a node, or `nodegc cgroups` there, to see the tree.")
-		} else {
-			body = m.cgroups.View()
-		}
-	case PaneEvents:
-		body = m.events.View()
-	}
+	body := m.activePane().View()
 	bl := strings.Split(body, "\n")
 	if len(bl) > bodyH {
 		bl = bl[:bodyH]
@@ -898,6 +914,8 @@ func (m Model) Screen() string {
 
 	status := ""
 	switch {
+	case m.progress != nil && !(m.flash != "" && m.flashBad):
+		status = m.progressLine()
 	case m.flash != "" && m.flashBad:
 		status = st.FlashError.Render(m.flash)
 	case m.flash != "":
@@ -928,6 +946,7 @@ func (m Model) Screen() string {
 func (m Model) View() tea.View {
 	v := tea.NewView(m.Screen())
 	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = "nodegc"
 	return v
 }

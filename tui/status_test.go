@@ -34,7 +34,7 @@ func TestStatusMessagesExpire(t *testing.T) {
 	t.Run("a sticky message stays while its state lasts", func(t *testing.T) {
 		mm := press(m, "f") // frozen
 		now = now.Add(time.Hour)
-		mm = send(mm, keyMsg("x"))
+		mm = send(mm, keyMsg("z"))
 		if !strings.Contains(mm.flash, "frozen") {
 			t.Errorf("status %q, want the frozen notice to stay", mm.flash)
 		}

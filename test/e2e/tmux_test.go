@@ -264,8 +264,8 @@ var panes = []struct {
 	key, name string
 	want      []string
 }{
-	{"2", "the Images pane: its table and the cut line", []string{`#\s+IMAGE\s+(ID\s+)?SIZE`, `cut line`}},
-	{"3", "the Containers pane: dead containers by pod", []string{`POD / CONTAINER\s+ATTEMPT\s+EXIT`, `\(\d+ dead`}},
+	{"2", "the Images pane: its table and the cut line", []string{`#[▲▼]?\s+IMAGE\s+(ID\s+)?SIZE`, `cut line`}},
+	{"3", "the Containers pane: dead containers by pod", []string{`POD / CONTAINER[▲▼]?\s+ATTEMPT\s+EXIT`, `\(\d+ dead`}},
 	// The demo's simulated cgroup v2 tree, read by the real reader: the
 	// kubepods root, its QoS classes and pods with their usage.
 	{"4", "the Cgroups pane: the kubepods tree", []string{`CGROUPS v2/systemd`, `▾ kubepods\s+\d`, `burstable`, `\(\d+\)`}},
@@ -299,7 +299,7 @@ func TestDashboardDrivenInTmux(t *testing.T) {
 		s.press(t, "?")
 		s.waitText(t, "the full help",
 			`shift\+tab\s+prev pane`, `d\s+dry-run`, `p\s+pause/resume`,
-			`g\s+image GC`, `c\s+container GC`, `G\s+reclaim all`,
+			`i\s+image GC`, `x\s+container GC`, `R\s+reclaim all`,
 			`r\s+refresh`, `f\s+freeze`, `y\s+apply`, `esc/enter\s+cancel`, `q\s+quit`)
 		s.press(t, "?")
 		s.waitGone(t, "the full help to close", `shift\+tab\s+prev pane`)

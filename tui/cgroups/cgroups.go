@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/cgroupfs"
+	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
 	"github.com/nodegc/nodegc/tui/internal/human"
 	"github.com/nodegc/nodegc/tui/keys"
@@ -57,6 +58,8 @@ type Model struct {
 	collapsed map[string]bool
 	expanded  map[string]bool
 	allOpen   bool
+	// noReader says the dashboard has no cgroup reader at all.
+	noReader bool
 }
 
 var columns = []grid.Column{
@@ -69,15 +72,20 @@ var columns = []grid.Column{
 	{Title: "PIDS", Width: 5, Right: true},
 }
 
-// New returns an empty pane.
-func New(k keys.KeyMap, st style.Styles) Model {
+// New returns an empty pane; hasReader false says there is no cgroup
+// reader to wait for.
+func New(k keys.KeyMap, st style.Styles, hasReader bool) Model {
 	return Model{
 		// The header takes three lines above the table.
-		Pane: grid.NewPane(k, st, columns, 3),
+		Pane: grid.NewPane(k, st, columns, 3, 3),
 		prev: map[string]sample{}, rate: map[string]float64{},
 		collapsed: map[string]bool{}, expanded: map[string]bool{},
+		noReader: !hasReader,
 	}
 }
+
+// Title names the pane.
+func (m Model) Title() string { return "Cgroups" }
 
 // SetError shows a failed read; the last good tree stays.
 func (m *Model) SetError(err error) {
@@ -159,18 +167,27 @@ func (m *Model) isCollapsed(n *cgroupfs.Node) bool {
 }
 
 func (m *Model) children(n *cgroupfs.Node) []*cgroupfs.Node {
-	if m.sort == ByPath {
+	if m.sort == ByPath && !m.Reversed {
 		return n.Children
 	}
 	cs := slices.Clone(n.Children)
 	slices.SortStableFunc(cs, func(a, b *cgroupfs.Node) int {
-		if m.sort == ByMemory {
+		switch m.sort {
+		case ByMemory:
 			return cmp.Compare(b.MemoryBytes, a.MemoryBytes)
+		case ByCPU:
+			return cmp.Compare(m.rate[b.Path], m.rate[a.Path])
 		}
-		return cmp.Compare(m.rate[b.Path], m.rate[a.Path])
+		return 0
 	})
+	if m.Reversed {
+		slices.Reverse(cs)
+	}
 	return cs
 }
+
+// sortColumn is the column each order sorts by.
+var sortColumn = [numSorts]int{ByPath: 0, ByMemory: 1, ByCPU: 4}
 
 // matches reports whether the node or one below it matches the filter.
 func (m *Model) matches(n *cgroupfs.Node, memo map[*cgroupfs.Node]bool) bool {
@@ -188,10 +205,12 @@ func (m *Model) matches(n *cgroupfs.Node, memo map[*cgroupfs.Node]bool) bool {
 }
 
 func (m *Model) rebuild() {
+	m.SortArrow(sortColumn[m.sort], m.sort != ByPath)
 	if m.tree == nil || m.tree.Root == nil {
 		m.Grid.SetRows(nil)
 		return
 	}
+	m.Matched, m.Total = 0, 0
 	memScale := uint64(max(m.tree.Allocatable.MemoryBytes, 0))
 	if memScale == 0 {
 		memScale = max(m.tree.Root.MemoryBytes, 1)
@@ -207,9 +226,11 @@ func (m *Model) rebuild() {
 	var rows []grid.Row
 	var walk func(n *cgroupfs.Node, prefix, branch string)
 	walk = func(n *cgroupfs.Node, prefix, branch string) {
+		m.Total++
 		if memo != nil && !m.matches(n, memo) {
 			return
 		}
+		m.Matched++
 		open := !m.isCollapsed(n) || memo != nil
 		icon := "  "
 		if len(n.Children) > 0 {
@@ -247,6 +268,7 @@ func (m *Model) rebuild() {
 				limit, cpu, cpuBar, fmt.Sprint(n.Pids)},
 			Kind: kind,
 			Key:  n.Path,
+			ID:   nodeID(n),
 		})
 		if !open {
 			return
@@ -271,6 +293,18 @@ func (m *Model) rebuild() {
 	m.Grid.SetRows(rows)
 }
 
+// nodeID is what c copies from a node: a container's ID, a pod's UID,
+// else the cgroup path.
+func nodeID(n *cgroupfs.Node) string {
+	switch {
+	case n.Container != nil && n.Container.ID != "":
+		return n.Container.ID
+	case n.Kind == cgroupfs.KindPod && n.Pod != nil:
+		return n.Pod.UID
+	}
+	return n.Path
+}
+
 // bar draws a fraction in [0,1] with eighth blocks.
 func bar(f float64, w int) string {
 	f = min(max(f, 0), 1)
@@ -286,13 +320,30 @@ func bar(f float64, w int) string {
 	return b.String()
 }
 
-// Update handles the pane's keys: navigation, collapse and expand, filter
-// and sort.
+// Update handles the pane's keys (navigation, collapse and expand, filter
+// and sort) and the cgroup reads it shows.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	if k, ok := msg.(tea.KeyPressMsg); ok {
-		m.HandleKey(k, m.rebuild, m.nextSort, m.treeKey)
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		m.HandleKey(msg, m.rebuild, m.nextSort, m.treeKey)
+	case feed.Cgroups:
+		if msg.Tree != nil {
+			m.SetTree(msg.Tree, msg.At)
+		}
+		if msg.Err != nil {
+			m.SetError(msg.Err)
+		}
 	}
 	return m, nil
+}
+
+// Selected returns the selected node's container ID, pod UID or path.
+func (m Model) Selected() (string, bool) { return m.SelectedID() }
+
+// Click selects the row at line y.
+func (m Model) Click(_, y int) Model {
+	m.ClickRow(y)
+	return m
 }
 
 func (m *Model) nextSort() {
@@ -305,7 +356,7 @@ func (m *Model) nextSort() {
 func (m *Model) treeKey(k tea.KeyPressMsg) bool {
 	switch {
 	case key.Matches(k, m.Keys.Toggle):
-		m.toggle(k.String())
+		m.toggle(k)
 	case key.Matches(k, m.Keys.ExpandAll):
 		m.allOpen = true
 		clear(m.collapsed)
@@ -320,7 +371,7 @@ func (m *Model) treeKey(k tea.KeyPressMsg) bool {
 	return true
 }
 
-func (m *Model) toggle(k string) {
+func (m *Model) toggle(k tea.KeyPressMsg) {
 	row, ok := m.Grid.Selected()
 	if !ok || m.tree == nil {
 		return
@@ -331,10 +382,10 @@ func (m *Model) toggle(k string) {
 	}
 	closed := m.isCollapsed(n)
 	open := closed
-	switch k {
-	case "right", "l":
+	switch {
+	case key.Matches(k, m.Keys.Expand):
 		open = true
-	case "left", "h":
+	case key.Matches(k, m.Keys.Collapse):
 		open = false
 	}
 	if open {
@@ -425,6 +476,9 @@ func limits(k cgroupfs.KubepodsLimits) string {
 
 // View renders the header, the filter and the tree.
 func (m Model) View() string {
+	if m.noReader {
+		return m.Styles.Faint.Render("No cgroup reader: the simulated node (--demo) has no kubepods cgroups.\nRun nodegc on a node, or `nodegc cgroups` there, to see the tree.")
+	}
 	parts := m.header()
 	for i, p := range parts {
 		parts[i] = ansi.Truncate(p, m.Width, "…")
@@ -440,10 +494,10 @@ func (m Model) View() string {
 
 // ShortHelp returns the pane's keys for the footer.
 func (m Model) ShortHelp() []key.Binding {
-	return []key.Binding{m.Keys.Toggle, m.Keys.Filter, m.Keys.Sort}
+	return []key.Binding{m.Keys.Toggle, m.Keys.Filter, m.Keys.Sort, m.Keys.Copy}
 }
 
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Toggle, m.Keys.ExpandAll, m.Keys.CollapseAll, m.Keys.Filter, m.Keys.Sort}}
+	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Toggle, m.Keys.ExpandAll, m.Keys.CollapseAll}, m.Keys.Table()}
 }

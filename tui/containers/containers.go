@@ -16,7 +16,9 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
 	"github.com/nodegc/nodegc/tui/internal/human"
 	"github.com/nodegc/nodegc/tui/internal/snapidx"
@@ -55,6 +57,12 @@ type Model struct {
 	groups  []group
 	summary string
 	loaded  bool
+	// snap and x are the last refresh, tree the last cgroup read: the
+	// details of a pod.
+	snap engine.Snapshot
+	x    snapidx.Index
+	now  time.Time
+	tree *cgroupfs.Tree
 }
 
 var columns = []grid.Column{
@@ -68,8 +76,11 @@ var columns = []grid.Column{
 
 // New returns an empty pane.
 func New(k keys.KeyMap, st style.Styles) Model {
-	return Model{Pane: grid.NewPane(k, st, columns, 1)}
+	return Model{Pane: grid.NewPane(k, st, columns, 1, 1)}
 }
+
+// Title names the pane.
+func (m Model) Title() string { return "Containers" }
 
 type unitKey struct{ uid, name string }
 
@@ -77,6 +88,7 @@ type unitKey struct{ uid, name string }
 // now.
 func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now time.Time) {
 	m.loaded = true
+	m.snap, m.x, m.now = s, x, now
 	removal := make(map[string]engine.ContainerRemoval, len(p.ContainerGC.Remove))
 	for _, r := range p.ContainerGC.Remove {
 		removal[r.ID] = r
@@ -127,6 +139,7 @@ func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now t
 				Cells: []string{"  " + c.Name, strconv.FormatUint(uint64(c.Attempt), 10), strconv.Itoa(int(c.ExitCode)), fin, strings.ToLower(state), plan},
 				Kind:  kind,
 				Key:   c.ID,
+				ID:    c.ID,
 			})
 		}
 	}
@@ -143,7 +156,7 @@ func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now t
 		if removable[g.uid] {
 			label += "  pod removable"
 		}
-		g.header = grid.Row{Cells: []string{label}, Kind: grid.Group, Span: true, Key: "pod/" + g.uid}
+		g.header = grid.Row{Cells: []string{label}, Kind: grid.Group, Span: true, Key: "pod/" + g.uid, ID: g.uid}
 		m.groups = append(m.groups, *g)
 	}
 	slices.SortFunc(m.groups, func(a, b group) int { return cmp.Or(strings.Compare(a.pod, b.pod), strings.Compare(a.uid, b.uid)) })
@@ -209,8 +222,17 @@ func (m *Model) rebuild() {
 			return cmp.Compare(b.removals, a.removals)
 		})
 	}
+	if m.Reversed {
+		groups = slices.Clone(groups)
+		slices.Reverse(groups)
+	}
+	// The sort arrow: pods by name on their column; the counts are in
+	// each pod's header, so their arrow marks the same column.
+	m.SortArrow(0, m.sort != ByPod)
 	var rows []grid.Row
+	matched, total := 0, 0
 	for _, g := range groups {
+		total += len(g.rows)
 		podMatch := m.Filter.Match(g.pod) || m.Filter.Match(g.uid)
 		first := true
 		for _, r := range g.rows {
@@ -222,17 +244,37 @@ func (m *Model) rebuild() {
 				first = false
 			}
 			rows = append(rows, r)
+			matched++
 		}
 	}
+	m.Matched, m.Total = matched, total
 	m.Grid.SetRows(rows)
 }
 
-// Update handles the pane's keys: navigation, filter and sort.
+// Update handles the pane's keys (navigation, filter and sort) and the
+// refreshes and cgroup reads it shows.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	if k, ok := msg.(tea.KeyPressMsg); ok {
-		m.HandleKey(k, m.rebuild, m.nextSort, nil)
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		m.HandleKey(msg, m.rebuild, m.nextSort, nil)
+	case feed.Snapshot:
+		m.SetData(msg.Snap, msg.Index, msg.Plan, msg.At)
+	case feed.Cgroups:
+		if msg.Tree != nil {
+			m.tree = msg.Tree
+		}
 	}
 	return m, nil
+}
+
+// Selected returns the selected container's ID, or the pod's UID on a pod
+// row.
+func (m Model) Selected() (string, bool) { return m.SelectedID() }
+
+// Click selects the row at line y.
+func (m Model) Click(_, y int) Model {
+	m.ClickRow(y)
+	return m
 }
 
 func (m *Model) nextSort() {
@@ -245,7 +287,11 @@ func (m Model) View() string {
 	if !m.loaded {
 		return m.Styles.Faint.Render("waiting for the first snapshot…")
 	}
-	parts := m.WithFilter([]string{m.Styles.Label.Render(ansi.Truncate(m.summary+" · sort: "+m.sort.String(), m.Width, "…"))})
+	order := m.sort.String()
+	if m.Reversed {
+		order += ", reversed"
+	}
+	parts := m.WithFilter([]string{m.Styles.Label.Render(ansi.Truncate(m.summary+" · sort: "+order, m.Width, "…"))})
 	if len(m.Grid.Rows()) == 0 {
 		parts = append(parts, m.Styles.Faint.Render("no dead containers"))
 		return lipgloss.JoinVertical(lipgloss.Left, parts...)
@@ -255,9 +301,11 @@ func (m Model) View() string {
 }
 
 // ShortHelp returns the pane's keys for the footer.
-func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.Keys.Filter, m.Keys.Sort} }
+func (m Model) ShortHelp() []key.Binding {
+	return []key.Binding{m.Keys.Drill, m.Keys.Filter, m.Keys.Sort, m.Keys.Copy}
+}
 
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Filter, m.Keys.Sort}}
+	return [][]key.Binding{m.Keys.Navigation(), append([]key.Binding{m.Keys.Drill}, m.Keys.Table()...)}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
 	"github.com/nodegc/nodegc/tui/internal/human"
 	"github.com/nodegc/nodegc/tui/keys"
@@ -51,8 +52,13 @@ var columns = []grid.Column{
 
 // New returns an empty pane.
 func New(k keys.KeyMap, st style.Styles) Model {
-	return Model{Pane: grid.NewPane(k, st, columns, 0)}
+	m := Model{Pane: grid.NewPane(k, st, columns, 0, 0)}
+	m.SortArrow(0, true) // newest first, the one order
+	return m
 }
+
+// Title names the pane.
+func (m Model) Title() string { return "Events" }
 
 // SetSize sets the pane's size.
 func (m *Model) SetSize(w, h int) {
@@ -129,6 +135,7 @@ func (m *Model) addEvent(e engine.Event) {
 
 func (m *Model) rebuild() {
 	var rows []grid.Row
+	m.Matched, m.Total = 0, len(m.passes)
 	for _, p := range m.passes {
 		group := []grid.Row{passRow(p)}
 		for _, it := range p.Items {
@@ -142,12 +149,13 @@ func (m *Model) rebuild() {
 			}
 			group = append(group, grid.Row{
 				Cells: []string{fmt.Sprintf("      %s %s %s: %s", mark(it.Outcome), it.Kind, human.ShortID(it.ID), msg)},
-				Span:  true, Kind: kind, Key: fmt.Sprintf("%d/%s/%s", p.ID, it.Kind, it.ID),
+				Span:  true, Kind: kind, Key: fmt.Sprintf("%d/%s/%s", p.ID, it.Kind, it.ID), ID: it.ID,
 			})
 		}
 		if m.Filter.Active() && !slices.ContainsFunc(group, func(r grid.Row) bool { return m.Filter.Match(strings.Join(r.Cells, " ")) }) {
 			continue
 		}
+		m.Matched++
 		rows = append(rows, group...)
 	}
 	m.Grid.SetRows(rows)
@@ -187,7 +195,12 @@ func passRow(p engine.PassReport) grid.Row {
 			k = grid.Warn
 		}
 	}
+	id := p.PassID()
+	if id == "" {
+		id = fmt.Sprint(p.ID)
+	}
 	return grid.Row{
+		ID: id,
 		Cells: []string{
 			fmt.Sprint(p.ID), kind, p.StartedAt.Format(time.TimeOnly),
 			human.Duration(p.FinishedAt.Sub(p.StartedAt).Round(10 * time.Millisecond)),
@@ -198,12 +211,28 @@ func passRow(p engine.PassReport) grid.Row {
 	}
 }
 
-// Update handles the pane's keys: navigation and filter.
+// Update handles the pane's keys (navigation and filter) and the passes
+// and events it lists.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	if k, ok := msg.(tea.KeyPressMsg); ok {
-		m.HandleKey(k, m.rebuild, nil, nil)
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		m.HandleKey(msg, m.rebuild, nil, nil)
+	case feed.Pass:
+		m.AddPass(msg.Report)
+	case feed.Event:
+		m.AddEvent(msg.Event)
 	}
 	return m, nil
+}
+
+// Selected returns the selected pass's ID (as the journal names it) or
+// item's ID.
+func (m Model) Selected() (string, bool) { return m.SelectedID() }
+
+// Click selects the row at line y.
+func (m Model) Click(_, y int) Model {
+	m.ClickRow(y)
+	return m
 }
 
 // View renders the pass table and, under it, the latest events.
@@ -234,9 +263,11 @@ func (m Model) View() string {
 }
 
 // ShortHelp returns the pane's keys for the footer.
-func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.Keys.Filter} }
+func (m Model) ShortHelp() []key.Binding {
+	return []key.Binding{m.Keys.Drill, m.Keys.Filter, m.Keys.Copy}
+}
 
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Filter}}
+	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Drill, m.Keys.Filter, m.Keys.ClearFilter, m.Keys.Copy}}
 }

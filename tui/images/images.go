@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
 	"github.com/nodegc/nodegc/tui/internal/human"
 	"github.com/nodegc/nodegc/tui/internal/snapidx"
@@ -64,6 +65,11 @@ type Model struct {
 	cutText string
 	summary string
 	loaded  bool
+	// snap, x and plan are the last refresh, for the details of an image.
+	snap engine.Snapshot
+	x    snapidx.Index
+	plan engine.Plan
+	now  time.Time
 }
 
 var columns = []grid.Column{
@@ -78,13 +84,17 @@ var columns = []grid.Column{
 
 // New returns an empty pane.
 func New(k keys.KeyMap, st style.Styles) Model {
-	return Model{Pane: grid.NewPane(k, st, columns, 1)}
+	return Model{Pane: grid.NewPane(k, st, columns, 1, 1)}
 }
+
+// Title names the pane.
+func (m Model) Title() string { return "Images" }
 
 // SetData shows a snapshot, indexed as x, and the plan made from it at
 // now.
 func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now time.Time) {
 	m.loaded = true
+	m.snap, m.x, m.plan, m.now = s, x, p, now
 	recs := make(map[string]engine.ImageRecord, len(s.ImageRecords))
 	for _, r := range s.ImageRecords {
 		recs[r.ID] = r
@@ -267,8 +277,14 @@ func (m *Model) rebuild() {
 			}
 		})
 	}
+	m.SortArrow(sortColumn[m.sort], m.sort == BySize || m.sort == ByLastUsed)
+	if m.Reversed {
+		items = slices.Clone(items)
+		slices.Reverse(items)
+	}
+	matched := 0
 	rows := make([]grid.Row, 0, len(items)+1)
-	cutDone := m.sort != ByRank || m.cutText == ""
+	cutDone := m.sort != ByRank || m.cutText == "" || m.Reversed
 	for _, it := range items {
 		if !m.Filter.Match(it.name) && !m.Filter.Match(it.id) && !m.Filter.Match(it.status) {
 			continue
@@ -277,20 +293,38 @@ func (m *Model) rebuild() {
 			rows = append(rows, grid.Row{Cells: []string{m.cutText}, Kind: grid.Cut, Key: "cut"})
 			cutDone = true
 		}
-		rows = append(rows, grid.Row{Cells: it.cells, Kind: it.kind, Key: it.id})
+		rows = append(rows, grid.Row{Cells: it.cells, Kind: it.kind, Key: it.id, ID: it.id})
+		matched++
 	}
 	if !cutDone {
 		rows = append(rows, grid.Row{Cells: []string{m.cutText}, Kind: grid.Cut, Key: "cut"})
 	}
+	m.Matched, m.Total = matched, len(m.items)
 	m.Grid.SetRows(rows)
 }
 
-// Update handles the pane's keys: navigation, filter and sort.
+// sortColumn is the column each order sorts by.
+var sortColumn = [numSorts]int{ByRank: 0, BySize: 3, ByLastUsed: 4, ByName: 1}
+
+// Update handles the pane's keys (navigation, filter and sort) and the
+// refreshes it shows.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	if k, ok := msg.(tea.KeyPressMsg); ok {
-		m.HandleKey(k, m.rebuild, m.nextSort, nil)
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		m.HandleKey(msg, m.rebuild, m.nextSort, nil)
+	case feed.Snapshot:
+		m.SetData(msg.Snap, msg.Index, msg.Plan, msg.At)
 	}
 	return m, nil
+}
+
+// Selected returns the selected image's ID.
+func (m Model) Selected() (string, bool) { return m.SelectedID() }
+
+// Click selects the row at line y.
+func (m Model) Click(_, y int) Model {
+	m.ClickRow(y)
+	return m
 }
 
 func (m *Model) nextSort() {
@@ -303,7 +337,11 @@ func (m Model) View() string {
 	if !m.loaded {
 		return m.Styles.Faint.Render("waiting for the first snapshot…")
 	}
-	head := m.Styles.Label.Render(ansi.Truncate(m.summary+" · sort: "+m.sort.String(), m.Width, "…"))
+	order := m.sort.String()
+	if m.Reversed {
+		order += ", reversed"
+	}
+	head := m.Styles.Label.Render(ansi.Truncate(m.summary+" · sort: "+order, m.Width, "…"))
 	parts := m.WithFilter([]string{head})
 	parts = append(parts, m.Grid.View())
 	return lipgloss.JoinVertical(lipgloss.Left, parts...)
@@ -311,10 +349,10 @@ func (m Model) View() string {
 
 // ShortHelp returns the pane's keys for the footer.
 func (m Model) ShortHelp() []key.Binding {
-	return []key.Binding{m.Keys.Filter, m.Keys.Sort}
+	return []key.Binding{m.Keys.Drill, m.Keys.Filter, m.Keys.Sort, m.Keys.Copy}
 }
 
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Filter, m.Keys.Sort}}
+	return [][]key.Binding{m.Keys.Navigation(), append([]key.Binding{m.Keys.Drill}, m.Keys.Table()...)}
 }

@@ -6,6 +6,7 @@ package overview
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,8 @@ type Data struct {
 	Now      time.Time
 	Version  string
 	ReadOnly bool
+	// History is the session's image fs usage and bytes freed per pass.
+	History History
 }
 
 // Model is the Overview pane.
@@ -71,8 +74,17 @@ func (m *Model) SetData(d Data) {
 	m.loaded = true
 }
 
-// Update has nothing to do: the pane has no keys of its own.
-func (m Model) Update(tea.Msg) (Model, tea.Cmd) { return m, nil }
+// Title names the pane.
+func (m Model) Title() string { return "Overview" }
+
+// Update takes the data the root hands it; the pane has no keys of its
+// own.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	if d, ok := msg.(Data); ok {
+		m.SetData(d)
+	}
+	return m, nil
+}
 
 // Capturing reports whether the pane takes every key; it never does.
 func (m Model) Capturing() bool { return false }
@@ -164,7 +176,7 @@ func (m Model) View() string {
 
 	add(m.engineLine(), m.lastPassLine(), "")
 	rt := d.Snapshot.Runtime
-	add(fmt.Sprintf("%s  %s %s  %s", st.Header.Render("RUNTIME"), rt.Name, rt.Version, lbl(rt.Endpoint)))
+	tail := []string{fmt.Sprintf("%s  %s %s  %s", st.Header.Render("RUNTIME"), rt.Name, rt.Version, lbl(rt.Endpoint))}
 	self := fmt.Sprintf("%s   %s", st.Header.Render("NODEGC"), d.Version)
 	if d.ReadOnly {
 		self += "  " + st.Warn.Render("read-only")
@@ -176,7 +188,22 @@ func (m Model) View() string {
 		}
 		self += fmt.Sprintf("  %s %s  %s %s", lbl("cpu"), cpu, lbl("rss"), human.Bytes(d.Self.RSSBytes))
 	}
-	add(self)
+	tail = append(tail, self)
+
+	// The history takes the room left: at least a sparkline per series,
+	// and at big sizes a chart each. When even the sparklines do not fit,
+	// the blank separators go first.
+	room := m.height - len(lines) - len(tail) - 1
+	sep := true
+	if room < 8 && m.height > 0 {
+		lines = slices.DeleteFunc(lines, func(l string) bool { return l == "" })
+		room, sep = m.height-len(lines)-len(tail), false
+	}
+	lines = append(lines, m.history(max(room, 2))...)
+	if sep {
+		lines = append(lines, "")
+	}
+	lines = append(lines, tail...)
 
 	for i, l := range lines {
 		lines[i] = ansi.Truncate(l, m.width, "…")
@@ -185,6 +212,69 @@ func (m Model) View() string {
 		lines = lines[:m.height]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// history draws the session's image fs usage, with the GC band marked,
+// and the bytes each pass freed, in at most rows lines: two one-line
+// sparklines when short, two charts (btop style) when there is room.
+func (m Model) history(rows int) []string {
+	d, st := m.d, m.st
+	h := d.History
+	pol := d.Policy.Image
+	w := max(m.width-14, 10)
+	usageNow := "—"
+	if n := len(h.Usage); n > 0 {
+		usageNow = fmt.Sprintf("%d%%", h.Usage[n-1].Value)
+	}
+	freedMax := maxValue(h.Freed)
+	uHead := st.Header.Render("USAGE HISTORY") + "  " + st.Label.Render(fmt.Sprintf("image fs, now %s · band %d–%d%% (┄ high, ┈ low) · %s", usageNow, pol.LowThresholdPercent, pol.HighThresholdPercent, span(h.Usage, d.Now)))
+	fHead := st.Header.Render("FREED PER PASS") + "  " + st.Label.Render(fmt.Sprintf("%d passes this session · most %s", len(h.Freed), human.Bytes(freedMax)))
+	if len(h.Freed) == 0 {
+		fHead = st.Header.Render("FREED PER PASS") + "  " + st.Label.Render("no pass this session yet")
+	}
+	var marks map[int64]rune
+	if rows >= 9 { // a chart tall enough to show the band apart
+		marks = map[int64]rune{int64(pol.HighThresholdPercent): '┄', int64(pol.LowThresholdPercent): '┈'}
+	}
+	if rows < 6 {
+		u := chart(h.Usage, w, 1, 100, nil)[0]
+		f := chart(h.Freed, w, 1, freedMax, nil)[0]
+		return []string{
+			st.Label.Render(fmt.Sprintf("%-12s", "usage")) + m.usageStyle(h).Render(u) + " " + usageNow,
+			st.Label.Render(fmt.Sprintf("%-12s", "freed/pass")) + st.Accent.Render(f) + " " + human.Bytes(freedMax),
+		}
+	}
+	uh := max((rows-3)*2/3, 1)
+	fh := max(rows-3-uh, 1)
+	out := []string{uHead}
+	for i, r := range chart(h.Usage, w, uh, 100, marks) {
+		label := ""
+		switch i {
+		case 0:
+			label = "100%"
+		case uh - 1:
+			label = "0%"
+		}
+		out = append(out, st.Label.Render(fmt.Sprintf("%11s ", label))+m.usageStyle(h).Render(r))
+	}
+	out = append(out, "", fHead)
+	for i, r := range chart(h.Freed, w, fh, freedMax, nil) {
+		label := ""
+		if i == 0 && len(h.Freed) > 0 {
+			label = human.Bytes(freedMax)
+		}
+		out = append(out, st.Label.Render(fmt.Sprintf("%11s ", label))+st.Accent.Render(r))
+	}
+	return out[:min(len(out), rows)]
+}
+
+// usageStyle colours the usage chart: hot while the latest sample is at or
+// above the high threshold.
+func (m Model) usageStyle(h History) lipgloss.Style {
+	if n := len(h.Usage); n > 0 && h.Usage[n-1].Value >= int64(m.d.Policy.Image.HighThresholdPercent) {
+		return m.st.GaugeHot
+	}
+	return m.st.GaugeFill
 }
 
 // reserveWord is one filesystem's verdict against the reserve: ok, or

@@ -6,6 +6,7 @@
 package grid
 
 import (
+	"fmt"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -55,6 +56,9 @@ type Row struct {
 	Span bool
 	// Key identifies the row across refreshes, so the cursor stays on it.
 	Key string
+	// ID is what c copies to the clipboard: an image, container or pod
+	// ID. Empty: the row has nothing to copy.
+	ID string
 }
 
 // Styles draw the header, the selected row and each row kind.
@@ -78,11 +82,15 @@ type Model struct {
 	width  int
 	height int
 	styles Styles
+	// sortCol is the column the rows are sorted by (-1: none shown);
+	// desc says the arrow points down.
+	sortCol int
+	desc    bool
 }
 
 // New returns a table with the columns.
 func New(cols []Column, s Styles) Model {
-	m := Model{cols: cols, styles: s}
+	m := Model{cols: cols, styles: s, sortCol: -1}
 	m.layout()
 	return m
 }
@@ -128,6 +136,32 @@ func (m *Model) SetRows(rows []Row) {
 		}
 	}
 	m.clamp()
+}
+
+// SetSort marks column col (-1: none) as the sort column, with an arrow:
+// ▼ when desc, else ▲.
+func (m *Model) SetSort(col int, desc bool) { m.sortCol, m.desc = col, desc }
+
+// Position says which rows are on screen: "41-60 of 340", or "0 rows".
+func (m Model) Position() string {
+	if len(m.rows) == 0 {
+		return "0 rows"
+	}
+	end := min(m.offset+m.bodyHeight(), len(m.rows))
+	return fmt.Sprintf("%d-%d of %d", m.offset+1, end, len(m.rows))
+}
+
+// RowAt returns the index of the row drawn on line y of the table (0 is
+// the header), or -1.
+func (m Model) RowAt(y int) int {
+	if y < 1 || y > m.bodyHeight() {
+		return -1
+	}
+	i := m.offset + y - 1
+	if i >= len(m.rows) {
+		return -1
+	}
+	return i
 }
 
 // Rows returns the rows.
@@ -247,6 +281,13 @@ func (m Model) View() string {
 	hdr := make([]string, len(m.cols))
 	for i, c := range m.cols {
 		hdr[i] = c.Title
+		if i == m.sortCol {
+			if m.desc {
+				hdr[i] += "▼"
+			} else {
+				hdr[i] += "▲"
+			}
+		}
 	}
 	b.WriteString(m.styles.Header.Render(" " + m.line(hdr)))
 	end := min(m.offset+m.bodyHeight(), len(m.rows))
@@ -335,21 +376,22 @@ type Filter struct {
 // Start begins editing.
 func (f *Filter) Start() { f.Editing = true }
 
-// Key edits the filter while Editing: enter keeps the text, esc clears it,
-// backspace deletes. It reports whether the value changed.
-func (f *Filter) Key(msg tea.KeyPressMsg) bool {
+// Key edits the filter while Editing: FilterDone (enter) keeps the text,
+// ClearFilter (esc) clears it, FilterBackspace deletes a character and
+// FilterErase the text. It reports whether the value changed.
+func (f *Filter) Key(msg tea.KeyPressMsg, k keys.KeyMap) bool {
 	old := f.Value
-	switch msg.String() {
-	case "enter":
+	switch {
+	case key.Matches(msg, k.FilterDone):
 		f.Editing = false
-	case "esc":
+	case key.Matches(msg, k.ClearFilter):
 		f.Editing = false
 		f.Value = ""
-	case "backspace":
+	case key.Matches(msg, k.FilterBackspace):
 		if r := []rune(f.Value); len(r) > 0 {
 			f.Value = string(r[:len(r)-1])
 		}
-	case "ctrl+u":
+	case key.Matches(msg, k.FilterErase):
 		f.Value = ""
 	default:
 		if msg.Text != "" {
@@ -358,6 +400,11 @@ func (f *Filter) Key(msg tea.KeyPressMsg) bool {
 	}
 	f.lower = strings.ToLower(f.Value)
 	return f.Value != old
+}
+
+// Clear drops the filter.
+func (f *Filter) Clear() {
+	f.Editing, f.Value, f.lower = false, "", ""
 }
 
 // Active reports whether the filter restricts the rows.
@@ -377,7 +424,7 @@ func (f Filter) View(label lipgloss.Style) string {
 	case f.Editing:
 		return label.Render("filter: ") + f.Value + "█"
 	case f.Value != "":
-		return label.Render("filter: ") + f.Value + label.Render("  (/ to edit, esc in edit to clear)")
+		return label.Render("filter: ") + f.Value + label.Render("  (/ edit · esc clear)")
 	}
 	return ""
 }

@@ -88,14 +88,14 @@ func TestFilter(t *testing.T) {
 	var f Filter
 	f.Start()
 	for _, r := range "NgInX" {
-		f.Key(tea.KeyPressMsg{Code: r, Text: string(r)})
+		f.Key(tea.KeyPressMsg{Code: r, Text: string(r)}, keys.Default(false))
 	}
-	f.Key(tea.KeyPressMsg{Code: tea.KeyEnter})
+	f.Key(tea.KeyPressMsg{Code: tea.KeyEnter}, keys.Default(false))
 	if f.Editing || !f.Match("docker.io/library/nginx:1.25") || f.Match("redis") {
 		t.Errorf("filter %q: editing=%v, matches case-insensitively?", f.Value, f.Editing)
 	}
 	f.Start()
-	f.Key(tea.KeyPressMsg{Code: tea.KeyEscape})
+	f.Key(tea.KeyPressMsg{Code: tea.KeyEscape}, keys.Default(false))
 	if f.Active() {
 		t.Errorf("esc while editing must clear the filter, got %q", f.Value)
 	}

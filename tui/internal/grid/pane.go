@@ -1,8 +1,12 @@
 package grid
 
 import (
+	"fmt"
+
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
@@ -20,14 +24,22 @@ type Pane struct {
 	Width  int
 	Height int
 	// Chrome is the number of lines the pane draws besides the table and
-	// the filter line (a summary above it, events under it).
+	// the info line (a summary above it, events under it).
 	Chrome int
+	// Top is how many of the Chrome lines are drawn above the info line
+	// and the table, for mouse clicks.
+	Top int
+	// Reversed reverses the sort order (S).
+	Reversed bool
+	// Matched and Total are the items the filter lets through and all of
+	// them, for the info line.
+	Matched, Total int
 }
 
 // NewPane returns a pane with an empty table of the columns, chrome lines
-// apart from the table.
-func NewPane(k keys.KeyMap, st style.Styles, cols []Column, chrome int) Pane {
-	return Pane{Keys: k, Styles: st, Grid: New(cols, StylesFrom(st)), Chrome: chrome}
+// apart from the table (top of them above it).
+func NewPane(k keys.KeyMap, st style.Styles, cols []Column, chrome, top int) Pane {
+	return Pane{Keys: k, Styles: st, Grid: New(cols, StylesFrom(st)), Chrome: chrome, Top: top}
 }
 
 // SetStyles switches the palette.
@@ -42,14 +54,10 @@ func (p *Pane) SetSize(w, h int) {
 	p.Resize()
 }
 
-// Resize gives the table the pane's height less the chrome and the filter
-// line, when the filter is shown. Call it when Chrome changes.
+// Resize gives the table the pane's height less the chrome and the info
+// line. Call it when Chrome changes.
 func (p *Pane) Resize() {
-	h := p.Height - p.Chrome
-	if p.Filter.Editing || p.Filter.Active() {
-		h--
-	}
-	p.Grid.SetSize(p.Width, max(h, 0))
+	p.Grid.SetSize(p.Width, max(p.Height-p.Chrome-1, 0))
 }
 
 // Capturing reports whether the pane takes every key (the filter is being
@@ -58,34 +66,76 @@ func (p Pane) Capturing() bool { return p.Filter.Editing }
 
 // HandleKey handles a key press as every table pane does, in this order:
 // while the filter is typed every key goes to it, and rebuild runs when
-// its text changes; the filter key starts it; the sort key runs sort,
-// unless sort is nil (a pane with one order); own, unless nil, takes the
-// pane's own keys and reports whether it took k; any other key moves the
-// cursor.
+// its text changes; the filter key starts it; esc clears a filter; the
+// sort key runs sort and the reverse key reverses the order, unless sort
+// is nil (a pane with one order); own, unless nil, takes the pane's own
+// keys and reports whether it took k; any other key moves the cursor.
 func (p *Pane) HandleKey(k tea.KeyPressMsg, rebuild, sort func(), own func(tea.KeyPressMsg) bool) {
 	switch {
 	case p.Filter.Editing:
-		if p.Filter.Key(k) {
+		if p.Filter.Key(k, p.Keys) {
 			p.Grid.Top() // a new filter starts from its first match
 			rebuild()
 		}
-		p.Resize()
 	case key.Matches(k, p.Keys.Filter):
 		p.Filter.Start()
-		p.Resize()
+	case key.Matches(k, p.Keys.ClearFilter) && p.Filter.Active():
+		p.Filter.Clear()
+		p.Grid.Top()
+		rebuild()
 	case sort != nil && key.Matches(k, p.Keys.Sort):
 		p.Grid.Top() // a new order starts from its first row
+		p.Reversed = false
 		sort()
+	case sort != nil && key.Matches(k, p.Keys.Reverse):
+		p.Grid.Top()
+		p.Reversed = !p.Reversed
+		rebuild()
 	case own != nil && own(k):
 	default:
 		p.Grid, _ = p.Grid.Update(k, p.Keys)
 	}
 }
 
-// WithFilter appends the filter line to parts, when there is one to show.
-func (p Pane) WithFilter(parts []string) []string {
-	if f := p.Filter.View(p.Styles.Label); f != "" {
-		parts = append(parts, f)
+// Info is the line over the table: the filter on the left, and on the
+// right how many items match it and which rows are on screen.
+func (p Pane) Info() string {
+	left := p.Filter.View(p.Styles.Label)
+	right := p.Grid.Position()
+	if p.Filter.Active() {
+		right = fmt.Sprintf("%d/%d match · %s", p.Matched, p.Total, right)
 	}
-	return parts
+	right = p.Styles.Label.Render(right)
+	gap := p.Width - lipgloss.Width(left) - lipgloss.Width(right)
+	if gap < 1 {
+		return ansi.Truncate(left+" "+right, p.Width, "…")
+	}
+	return left + fmt.Sprintf("%*s", gap, "") + right
+}
+
+// WithFilter appends the info line to parts.
+func (p Pane) WithFilter(parts []string) []string {
+	return append(parts, p.Info())
+}
+
+// ClickRow selects the row drawn at line y of the pane, if there is one.
+func (p *Pane) ClickRow(y int) {
+	if i := p.Grid.RowAt(y - p.Top - 1); i >= 0 {
+		p.Grid.SetCursor(i)
+	}
+}
+
+// SelectedID returns the selected row's ID, for the clipboard.
+func (p Pane) SelectedID() (string, bool) {
+	r, ok := p.Grid.Selected()
+	if !ok || r.ID == "" {
+		return "", false
+	}
+	return r.ID, true
+}
+
+// SortArrow marks column col as the sort column whose natural order is
+// descending when desc, reversed when the pane is.
+func (p *Pane) SortArrow(col int, desc bool) {
+	p.Grid.SetSort(col, desc != p.Reversed)
 }

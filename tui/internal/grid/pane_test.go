@@ -1,6 +1,7 @@
 package grid
 
 import (
+	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
@@ -15,6 +16,8 @@ func press(s string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyDown}
 	case "enter":
 		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
 	}
 	r := []rune(s)[0]
 	return tea.KeyPressMsg{Code: r, Text: s}
@@ -22,28 +25,31 @@ func press(s string) tea.KeyPressMsg {
 
 func TestPaneHandleKey(t *testing.T) {
 	tests := []struct {
-		name        string
-		keys        []string
-		own         bool
-		wantFilter  string
-		wantEditing bool
-		wantSorts   int
-		wantOwn     int
-		wantCursor  int
-		// wantHeight is the table's height in a pane 10 high with 2 lines
-		// of chrome.
-		wantHeight int
+		name         string
+		keys         []string
+		own          bool
+		wantFilter   string
+		wantEditing  bool
+		wantSorts    int
+		wantOwn      int
+		wantCursor   int
+		wantReversed bool
 	}{
-		{name: "the sort key cycles the order", keys: []string{"s", "s"}, wantSorts: 2, wantHeight: 8},
-		{name: "while the filter is typed the sort key is text", keys: []string{"/", "s"}, wantFilter: "s", wantEditing: true, wantHeight: 7},
-		{name: "a kept filter still takes its line", keys: []string{"/", "x", "enter"}, wantFilter: "x", wantHeight: 7},
-		{name: "an empty filter gives its line back once typed", keys: []string{"/", "enter"}, wantHeight: 8},
-		{name: "the pane's own keys come before navigation", keys: []string{"down"}, own: true, wantOwn: 1, wantHeight: 8},
-		{name: "other keys move the cursor", keys: []string{"down", "down"}, wantCursor: 2, wantHeight: 8},
+		{name: "the sort key cycles the order", keys: []string{"s", "s"}, wantSorts: 2},
+		{name: "while the filter is typed the sort key is text", keys: []string{"/", "s"}, wantFilter: "s", wantEditing: true},
+		{name: "a kept filter stays", keys: []string{"/", "x", "enter"}, wantFilter: "x"},
+		{name: "esc clears a kept filter", keys: []string{"/", "x", "enter", "esc"}, wantFilter: ""},
+		{name: "the pane's own keys come before navigation", keys: []string{"down"}, own: true, wantOwn: 1},
+		{name: "other keys move the cursor", keys: []string{"down", "down"}, wantCursor: 2},
+		{name: "j and k move the cursor as in vim", keys: []string{"j", "j", "j", "k"}, wantCursor: 2},
+		{name: "G goes to the bottom, g to the top", keys: []string{"G"}, wantCursor: 4},
+		{name: "g after G goes back to the top", keys: []string{"G", "g"}, wantCursor: 0},
+		{name: "S reverses the order, and s starts the next one unreversed", keys: []string{"S"}, wantReversed: true},
+		{name: "s after S drops the reversal", keys: []string{"S", "s"}, wantSorts: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := NewPane(keys.Default(false), style.Styles{}, []Column{{Title: "N", Width: 8}}, 2)
+			p := NewPane(keys.Default(false), style.Styles{}, []Column{{Title: "N", Width: 8}}, 2, 1)
 			p.SetSize(20, 10)
 			p.Grid.SetRows(rows(5))
 			sorts, owned, rebuilds := 0, 0, 0
@@ -57,26 +63,53 @@ func TestPaneHandleKey(t *testing.T) {
 			if p.Filter.Value != tt.wantFilter || p.Filter.Editing != tt.wantEditing || p.Capturing() != tt.wantEditing {
 				t.Errorf("filter %q editing=%v capturing=%v, want %q editing=%v", p.Filter.Value, p.Filter.Editing, p.Capturing(), tt.wantFilter, tt.wantEditing)
 			}
-			if wantRebuilds := len([]rune(tt.wantFilter)); rebuilds != wantRebuilds {
-				t.Errorf("%d rebuilds, want one per filter change (%d)", rebuilds, wantRebuilds)
+			if p.Reversed != tt.wantReversed {
+				t.Errorf("reversed = %v, want %v", p.Reversed, tt.wantReversed)
 			}
 			if sorts != tt.wantSorts || owned != tt.wantOwn || p.Grid.Cursor() != tt.wantCursor {
 				t.Errorf("sorts=%d own=%d cursor=%d, want %d %d %d", sorts, owned, p.Grid.Cursor(), tt.wantSorts, tt.wantOwn, tt.wantCursor)
 			}
-			if p.Grid.Height() != tt.wantHeight {
-				t.Errorf("table height %d, want %d", p.Grid.Height(), tt.wantHeight)
+			// The pane is 10 high: 2 lines of chrome, the info line.
+			if p.Grid.Height() != 7 {
+				t.Errorf("table height %d, want 7", p.Grid.Height())
 			}
 		})
 	}
 }
 
-func TestPaneWithFilter(t *testing.T) {
-	p := NewPane(keys.Default(false), style.Styles{}, nil, 0)
-	if got := p.WithFilter([]string{"head"}); len(got) != 1 {
-		t.Errorf("no filter added a line: %q", got)
+func TestPaneInfoLine(t *testing.T) {
+	p := NewPane(keys.Default(false), style.Styles{}, []Column{{Title: "N", Width: 8}}, 0, 0)
+	p.SetSize(60, 6) // 4 rows on screen under the header
+	p.Grid.SetRows(rows(10))
+	if got := p.WithFilter([]string{"head"}); len(got) != 2 || got[0] != "head" || !strings.Contains(got[1], "1-4 of 10") {
+		t.Errorf("the info line must follow the head and say which rows show: %q", got)
+	}
+	p.Grid, _ = p.Grid.Update(press("G"), p.Keys)
+	if got := p.Info(); !strings.Contains(got, "7-10 of 10") {
+		t.Errorf("at the bottom the info line says %q, want 7-10 of 10", got)
 	}
 	p.Filter.Start()
-	if got := p.WithFilter([]string{"head"}); len(got) != 2 || got[0] != "head" {
-		t.Errorf("an edited filter must follow the head: %q", got)
+	for _, r := range "ab" {
+		p.Filter.Key(press(string(r)), p.Keys)
+	}
+	p.Matched, p.Total = 3, 10
+	if got := p.Info(); !strings.Contains(got, "filter: ab") || !strings.Contains(got, "3/10 match") {
+		t.Errorf("the info line with a filter is %q, want the filter and 3/10 match", got)
+	}
+}
+
+func TestPaneClickSelectsRow(t *testing.T) {
+	p := NewPane(keys.Default(false), style.Styles{}, []Column{{Title: "N", Width: 8}}, 2, 1)
+	p.SetSize(60, 10)
+	p.Grid.SetRows(rows(10))
+	// Line 0 is the chrome above, 1 the info line, 2 the header, 3 the
+	// first row.
+	p.ClickRow(5)
+	if p.Grid.Cursor() != 2 {
+		t.Errorf("a click on line 5 put the cursor on row %d, want 2", p.Grid.Cursor())
+	}
+	p.ClickRow(2) // the header: no row
+	if p.Grid.Cursor() != 2 {
+		t.Errorf("a click on the header moved the cursor to %d", p.Grid.Cursor())
 	}
 }

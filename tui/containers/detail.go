@@ -1,0 +1,136 @@
+package containers
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nodegc/nodegc/cgroupfs"
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/feed"
+	"github.com/nodegc/nodegc/tui/internal/human"
+)
+
+// Detail is what enter opens on the selected pod (or a container's pod):
+// its sandboxes, every container (running and dead) and its cgroup usage.
+func (m Model) Detail() (feed.Detail, bool) {
+	r, ok := m.Grid.Selected()
+	if !ok {
+		return feed.Detail{}, false
+	}
+	uid, isPod := strings.CutPrefix(r.Key, "pod/")
+	if !isPod {
+		i := slices.IndexFunc(m.snap.Containers, func(c engine.Container) bool { return c.ID == r.Key })
+		if i < 0 {
+			return feed.Detail{}, false
+		}
+		uid = m.snap.Containers[i].PodUID
+	}
+	pod := m.x.ByUID[uid]
+	name := pod.String()
+	if pod.UID == "" {
+		name = uid
+	}
+	l := []string{"UID       " + uid}
+
+	var sbs []engine.Sandbox
+	for _, sb := range m.snap.Sandboxes {
+		if sb.PodUID == uid {
+			sbs = append(sbs, sb)
+		}
+	}
+	slices.SortFunc(sbs, func(a, b engine.Sandbox) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	l = append(l, "", fmt.Sprintf("SANDBOXES (%d)", len(sbs)))
+	for _, sb := range sbs {
+		l = append(l, fmt.Sprintf("  %s  %-16s attempt %d  created %s ago", human.ShortID(sb.ID), sb.State, sb.Attempt, human.Duration(m.now.Sub(sb.CreatedAt))))
+	}
+
+	var cs []engine.Container
+	for _, c := range m.snap.Containers {
+		if c.PodUID == uid {
+			cs = append(cs, c)
+		}
+	}
+	slices.SortFunc(cs, func(a, b engine.Container) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), b.CreatedAt.Compare(a.CreatedAt))
+	})
+	dead := 0
+	for _, c := range cs {
+		if c.State != engine.ContainerRunning {
+			dead++
+		}
+	}
+	l = append(l, "", fmt.Sprintf("CONTAINERS (%d, %d dead)", len(cs), dead))
+	plan := map[string]string{}
+	for _, row := range m.Grid.Rows() {
+		if len(row.Cells) > 5 {
+			plan[row.Key] = row.Cells[5]
+		}
+	}
+	for _, c := range cs {
+		s := fmt.Sprintf("  %-20s #%-3d %-8s %s", c.Name, c.Attempt, strings.ToLower(c.State.Short()), human.ShortID(c.ID))
+		if c.State != engine.ContainerRunning {
+			s += fmt.Sprintf("  exit %d", c.ExitCode)
+			if c.FinishedAt != nil {
+				s += " " + human.Duration(m.now.Sub(*c.FinishedAt)) + " ago"
+			}
+		}
+		if p, ok := plan[c.ID]; ok {
+			s += "  " + p
+		}
+		l = append(l, s)
+	}
+
+	l = append(l, "", "CGROUP")
+	n := podNode(m.tree, uid)
+	switch {
+	case m.tree == nil:
+		l = append(l, "  no cgroup read yet (or no cgroup reader)")
+	case n == nil:
+		l = append(l, "  no kubepods cgroup for this pod")
+	default:
+		l = append(l, "  "+n.Path, "  "+usage(n))
+		for _, c := range n.Children {
+			cn := cgroupfs.Unknown
+			if c.Container != nil {
+				cn = c.Container.Name + " " + human.ShortID(c.Container.ID)
+			}
+			l = append(l, fmt.Sprintf("    %-28s %s", cn, usage(c)))
+		}
+	}
+	return feed.Detail{Title: "Pod " + name, Lines: l}, true
+}
+
+// usage is one cgroup's memory (of its limit), CPU time and pids.
+func usage(n *cgroupfs.Node) string {
+	limit := "no limit"
+	if n.MemoryLimitBytes != nil {
+		limit = "limit " + human.Bytes(int64(*n.MemoryLimitBytes))
+	}
+	cpu := time.Duration(n.CPUUsageNanos).Round(time.Millisecond)
+	return fmt.Sprintf("memory %s (%s)  cpu time %s  pids %d", human.Bytes(int64(n.MemoryBytes)), limit, cpu, n.Pids)
+}
+
+func podNode(t *cgroupfs.Tree, uid string) *cgroupfs.Node {
+	if t == nil {
+		return nil
+	}
+	var find func(n *cgroupfs.Node) *cgroupfs.Node
+	find = func(n *cgroupfs.Node) *cgroupfs.Node {
+		if n == nil {
+			return nil
+		}
+		if n.Kind == cgroupfs.KindPod && n.Pod != nil && n.Pod.UID == uid {
+			return n
+		}
+		for _, c := range n.Children {
+			if f := find(c); f != nil {
+				return f
+			}
+		}
+		return nil
+	}
+	return find(t.Root)
+}

@@ -1,0 +1,116 @@
+package events
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/feed"
+	"github.com/nodegc/nodegc/tui/internal/human"
+)
+
+// Detail is what enter opens on the selected pass (or one of its item
+// rows): every item the pass planned, with what happened to it, from the
+// report the engine published; the same items are in the journal under
+// the pass ID.
+func (m Model) Detail() (feed.Detail, bool) {
+	r, ok := m.Grid.Selected()
+	if !ok {
+		return feed.Detail{}, false
+	}
+	var p *engine.PassReport
+	for i := range m.passes {
+		id := fmt.Sprint(m.passes[i].ID)
+		if strings.HasPrefix(r.Key, "pass/"+id+"/") || strings.HasPrefix(r.Key, id+"/") {
+			p = &m.passes[i]
+			break
+		}
+	}
+	if p == nil {
+		return feed.Detail{}, false
+	}
+	l := []string{
+		fmt.Sprintf("KIND      %s%s", p.Kind, map[bool]string{true: " (forced)"}[p.Forced]),
+		fmt.Sprintf("RAN       %s → %s (%s)", p.StartedAt.Format(time.DateTime), p.FinishedAt.Format(time.TimeOnly), human.Duration(p.FinishedAt.Sub(p.StartedAt).Round(10*time.Millisecond))),
+	}
+	if id := p.PassID(); id != "" {
+		l = append(l, "JOURNAL   pass "+id+" in <state-dir>/journal.jsonl")
+	}
+	measured := "not measured"
+	if p.MeasuredBytesFreed != nil {
+		measured = human.Bytes(*p.MeasuredBytesFreed) + " measured"
+	}
+	l = append(l, fmt.Sprintf("FREED     ≈ %s estimated, %s", human.Bytes(p.EstimatedBytesFreed), measured))
+	counts := []string{}
+	for _, o := range []engine.Outcome{engine.OutcomeRemoved, engine.OutcomeGone, engine.OutcomeSkipped, engine.OutcomeFailed, engine.OutcomeNotRun} {
+		if n := p.Count(o); n > 0 {
+			counts = append(counts, fmt.Sprintf("%s %d", o, n))
+		}
+	}
+	l = append(l, fmt.Sprintf("ITEMS     %d planned: %s", len(p.Items), strings.Join(counts, ", ")))
+	if p.Error != "" {
+		l = append(l, "ERROR     "+p.Error)
+	}
+	if p.Stopped != "" {
+		l = append(l, fmt.Sprintf("STOPPED   %s (%d not run)", p.Stopped, p.Undone))
+	}
+	for _, e := range p.Events {
+		l = append(l, "EVENT     "+e.Reason+": "+e.Message)
+	}
+	for _, n := range p.Notes {
+		l = append(l, "NOTE      "+n)
+	}
+	l = append(l, "")
+	for _, kind := range []engine.ItemKind{engine.ItemContainer, engine.ItemSandbox, engine.ItemLog, engine.ItemImage} {
+		var items []engine.ItemResult
+		for _, it := range p.Items {
+			if it.Kind == kind {
+				items = append(items, it)
+			}
+		}
+		if len(items) == 0 {
+			continue
+		}
+		l = append(l, fmt.Sprintf("%sS (%d)", strings.ToUpper(string(kind)), len(items)))
+		for _, it := range items {
+			s := fmt.Sprintf("  %-12s %-13s %s", it.Outcome, it.Reason, name(p.Plan, it))
+			if it.SizeBytes > 0 {
+				s += "  " + human.Bytes(it.SizeBytes)
+			}
+			if it.Detail != "" {
+				s += "  (" + it.Detail + ")"
+			}
+			if it.Error != "" {
+				s += "  error: " + it.Error
+			}
+			l = append(l, s)
+		}
+	}
+	if len(p.Items) == 0 {
+		l = append(l, "nothing was planned: the pass had nothing to do")
+	}
+	return feed.Detail{Title: fmt.Sprintf("Pass #%d", p.ID), Lines: l}, true
+}
+
+// name is an item's name from the pass's plan: an image's first tag, a
+// container's name, a log's path; else its short ID.
+func name(p engine.Plan, it engine.ItemResult) string {
+	switch it.Kind {
+	case engine.ItemImage:
+		for _, r := range p.ImageGC.Remove {
+			if r.ID == it.ID && len(r.RepoTags) > 0 {
+				return r.RepoTags[0] + " " + human.ShortID(it.ID)
+			}
+		}
+	case engine.ItemContainer:
+		for _, r := range p.ContainerGC.Remove {
+			if r.ID == it.ID {
+				return fmt.Sprintf("%s #%d %s", r.Name, r.Attempt, human.ShortID(it.ID))
+			}
+		}
+	case engine.ItemLog:
+		return it.ID
+	}
+	return human.ShortID(it.ID)
+}

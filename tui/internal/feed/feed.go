@@ -1,0 +1,43 @@
+// Package feed holds the messages the dashboard's root sends its panes:
+// what a refresh, a pass or a cgroup read brought. A pane takes the ones it
+// shows in its Update and ignores the rest, so the root routes data
+// without knowing which pane shows what.
+package feed
+
+import (
+	"time"
+
+	"github.com/nodegc/nodegc/cgroupfs"
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/internal/snapidx"
+)
+
+// Snapshot is a refresh: the node, its index and the plan made from it at
+// At. The root sends it to the pane on screen and again to a pane when
+// it comes on screen after a refresh it missed.
+type Snapshot struct {
+	Snap  engine.Snapshot
+	Index snapidx.Index
+	Plan  engine.Plan
+	At    time.Time
+}
+
+// Pass is a finished pass (never a dry-run), sent to every pane.
+type Pass struct{ Report engine.PassReport }
+
+// Event is a kubelet-style event, sent to every pane.
+type Event struct{ Event engine.Event }
+
+// Cgroups is a read of the kubepods cgroup tree (Tree nil when the read
+// failed: Err says why), sent to every pane.
+type Cgroups struct {
+	Tree *cgroupfs.Tree
+	At   time.Time
+	Err  error
+}
+
+// Detail is what enter opens over a pane: a title and lines of text.
+type Detail struct {
+	Title string
+	Lines []string
+}
