@@ -47,6 +47,7 @@ bench: build
 	$(GO) test -run '^$$' -bench PlanScale -benchtime 3x -benchmem ./cmd/nodegc
 	$(GO) test -run '^$$' -bench . -benchtime 20x -benchmem ./tui
 	$(GO) test -run '^$$' -bench 'RealGC50Images|CtrRm50Images' -benchtime 5x ./test/integration
+	$(GO) test -run '^$$' -bench ContainerDeathToScreen -benchtime 10x ./test/e2e
 
 # bench-gc measures a GC pass against the runtime's own speed, side by side
 # in one run (issue 14): on the simulated node (2,000 images; 1,000, 6,000

@@ -30,7 +30,7 @@ var sockets atomic.Int64
 
 // requireTmux skips the test when tmux is missing, or fails it under
 // NODEGC_REQUIRE_CONTAINERD=1.
-func requireTmux(t *testing.T) {
+func requireTmux(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv(requireEnv) == "1" {
@@ -41,7 +41,7 @@ func requireTmux(t *testing.T) {
 }
 
 // buildNodegc builds the binary under test into a temp dir.
-func buildNodegc(t *testing.T) string {
+func buildNodegc(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "nodegc")
 	cmd := exec.Command("go", "build", "-o", bin, "github.com/nodegc/nodegc/cmd/nodegc")
@@ -64,7 +64,7 @@ type session struct {
 // config) with one detached session of w×h running argv. The pane stays
 // after the process exits (remain-on-exit), so its exit status can be read.
 // The server is killed in t.Cleanup.
-func startSession(t *testing.T, w, h int, argv ...string) *session {
+func startSession(t testing.TB, w, h int, argv ...string) *session {
 	t.Helper()
 	conf := filepath.Join(t.TempDir(), "tmux.conf")
 	// remain-on-exit is set in the config, before the session exists, so
@@ -94,7 +94,7 @@ func startSession(t *testing.T, w, h int, argv ...string) *session {
 }
 
 // tmux runs a tmux command on the session's server and returns its output.
-func (s *session) tmux(t *testing.T, args ...string) string {
+func (s *session) tmux(t testing.TB, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
@@ -108,7 +108,7 @@ func (s *session) tmux(t *testing.T, args ...string) string {
 }
 
 // screen returns the pane as plain text, one string per row.
-func (s *session) screen(t *testing.T) []string {
+func (s *session) screen(t testing.TB) []string {
 	t.Helper()
 	out := strings.TrimSuffix(s.tmux(t, "capture-pane", "-p", "-t", s.name), "\n")
 	return strings.Split(out, "\n")
@@ -116,21 +116,21 @@ func (s *session) screen(t *testing.T) []string {
 
 // joined returns the pane with wrapped lines joined (capture-pane -J), so a
 // row the program wrote wider than the pane shows as one long line.
-func (s *session) joined(t *testing.T) []string {
+func (s *session) joined(t testing.TB) []string {
 	t.Helper()
 	out := strings.TrimSuffix(s.tmux(t, "capture-pane", "-p", "-J", "-t", s.name), "\n")
 	return strings.Split(out, "\n")
 }
 
 // press sends keys as tmux key names ("Escape", "Enter", "q").
-func (s *session) press(t *testing.T, keys ...string) {
+func (s *session) press(t testing.TB, keys ...string) {
 	t.Helper()
 	s.tmux(t, append([]string{"send-keys", "-t", s.name}, keys...)...)
 }
 
 // waitFor polls the screen until ok accepts it, and fails the test with the
 // last screen when waitTimeout passes first.
-func (s *session) waitFor(t *testing.T, what string, ok func(rows []string) bool) []string {
+func (s *session) waitFor(t testing.TB, what string, ok func(rows []string) bool) []string {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for {
@@ -146,7 +146,7 @@ func (s *session) waitFor(t *testing.T, what string, ok func(rows []string) bool
 }
 
 // waitText polls until every pattern matches somewhere on the screen.
-func (s *session) waitText(t *testing.T, what string, patterns ...string) []string {
+func (s *session) waitText(t testing.TB, what string, patterns ...string) []string {
 	t.Helper()
 	res := make([]*regexp.Regexp, len(patterns))
 	for i, p := range patterns {
@@ -164,7 +164,7 @@ func (s *session) waitText(t *testing.T, what string, patterns ...string) []stri
 }
 
 // waitGone polls until pattern no longer matches anywhere on the screen.
-func (s *session) waitGone(t *testing.T, what, pattern string) []string {
+func (s *session) waitGone(t testing.TB, what, pattern string) []string {
 	t.Helper()
 	re := regexp.MustCompile(pattern)
 	return s.waitFor(t, what, func(rows []string) bool { return !re.MatchString(strings.Join(rows, "\n")) })
