@@ -106,6 +106,9 @@ type Engine struct {
 	// poll (ContainersChanged).
 	fingerprint     uint64
 	haveFingerprint bool
+	// imagesFingerprint is the same for the images (ImagesChanged).
+	imagesFingerprint     uint64
+	haveImagesFingerprint bool
 	// reconciled is set once the journal's open intents were settled;
 	// notes says what that found, for the next pass's report.
 	reconciled bool
@@ -293,6 +296,7 @@ func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, er
 	}
 	s.ImageRecords = sortedRecords(e.records)
 	e.fingerprint, e.haveFingerprint = containersFingerprint(s.Containers), true
+	e.imagesFingerprint, e.haveImagesFingerprint = imagesFingerprint(s.Images), true
 	return s, nil
 }
 

@@ -222,3 +222,45 @@ func TestContainersChanged(t *testing.T) {
 		}
 	}
 }
+
+func TestImagesChanged(t *testing.T) {
+	rt := newFakeRuntime()
+	addImages(rt, "i1", "i2")
+	e := newTestEngine(t, rt, true)
+	ctx := context.Background()
+	changed := func() bool {
+		t.Helper()
+		ch, err := e.ImagesChanged(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
+	if !changed() {
+		t.Error("before any snapshot: not changed")
+	}
+	if _, err := e.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if changed() {
+		t.Error("nothing happened since the snapshot: changed")
+	}
+	for _, st := range []struct {
+		name string
+		do   func()
+	}{
+		{"an image is pulled", func() { addImages(rt, "i3") }},
+		{"an image is removed", func() { delete(rt.images, "i1") }},
+		{"a tag moves", func() { rt.images["i2"] = Image{ID: "i2", RepoTags: []string{"other:2"}} }},
+	} {
+		rt.mu.Lock()
+		st.do()
+		rt.mu.Unlock()
+		if !changed() {
+			t.Errorf("%s: not changed", st.name)
+		}
+		if changed() {
+			t.Errorf("%s, then nothing: changed again", st.name)
+		}
+	}
+}
