@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,6 +103,9 @@ type Engine struct {
 	fresh   bool // started without persisted records
 	// Warning is set when the records file was corrupt and moved aside.
 	warning error
+	// last is the last snapshot's listing: a pass applied right after
+	// re-checks its first items against it (nodeView.seed).
+	last *listing
 	// fingerprint sums the containers of the last snapshot or light
 	// poll (ContainersChanged).
 	fingerprint     uint64
@@ -278,10 +282,13 @@ func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, er
 	if !e.passing {
 		e.notes = append(e.notes, e.reconcileLocked(ctx)...)
 	}
+	at, gen := time.Now(), e.containerGen.Load()
 	s, err := e.collect(ctx)
 	if err != nil {
 		return s, err
 	}
+	// Copies: a caller may reorder the snapshot's slices.
+	e.last = &listing{at: at, gen: gen, containers: slices.Clone(s.Containers), images: slices.Clone(s.Images)}
 	used := ImagesInUse(s.Images, s.Containers)
 	inUse := make(map[string]bool, len(used))
 	for id := range used {
