@@ -208,31 +208,20 @@ func refreshCmd(ctx context.Context, o Options, seq uint64) tea.Cmd {
 		}
 		snap, err := o.Snapshot(ctx)
 		msg.At = o.Now()
-		if err != nil {
+		switch {
+		case err != nil:
 			msg.Err = err
-		} else {
+		case o.Plan == nil:
+			msg.Err = errors.New("no planner (Options.Plan)")
+		default:
 			msg.Snapshot = snap
-			msg.Plan = o.Plan(snap, o.Policy, engine.PassFull, msg.At)
+			msg.Plan, msg.Err = o.Plan(snap, engine.PassFull, msg.At)
 		}
 		if s, err := o.Self(); err == nil {
 			msg.Self = &s
 		}
 		return msg
 	}
-}
-
-// names resolves cgroup IDs from a snapshot: pods by UID, containers by ID,
-// and each sandbox's own cgroup as "POD".
-func names(s engine.Snapshot) cgroupfs.Names {
-	var n cgroupfs.NameMap
-	for _, sb := range s.Sandboxes {
-		n.AddPod(sb.PodUID, sb.PodNamespace, sb.PodName)
-		n.AddContainer(sb.ID, "POD", sb.PodUID)
-	}
-	for _, c := range s.Containers {
-		n.AddContainer(c.ID, c.Name, c.PodUID)
-	}
-	return &n
 }
 
 func previewCmd(ctx context.Context, c Controller, kind engine.PassKind, seq uint64) tea.Cmd {

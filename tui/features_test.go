@@ -84,11 +84,11 @@ func TestSortArrowFilterCount(t *testing.T) {
 		}
 		return ""
 	}
-	if f := first(m); !strings.Contains(f, "quay.io/prometheus") {
+	if f := first(m); !strings.Contains(f, "quay.io/pro") || !strings.Contains(f, "2.15 GiB") {
 		t.Errorf("largest first, got %q", f)
 	}
 	m = press(m, "S")
-	if s := ansi.Strip(m.Screen()); !strings.Contains(s, "SIZE▲") || !strings.Contains(first(m), "registry.k8s.io/pa") {
+	if s := ansi.Strip(m.Screen()); !strings.Contains(s, "SIZE▲") || !strings.Contains(first(m), "1.00 MiB") {
 		t.Errorf("S did not reverse the order (smallest first, ▲):\n%s", s)
 	}
 	m = press(m, "/", "r", "e", "enter")

@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui/internal/human"
-	"github.com/nodegc/nodegc/tui/internal/snapidx"
 	"github.com/nodegc/nodegc/tui/style"
 )
 
@@ -62,11 +63,21 @@ func passTitle(kind engine.PassKind, dryRun bool) string {
 func fit(s string, n int) string { return ansi.Truncate(s, n, "…") }
 
 // planLines lists every item of a plan with its size and reason, and the
-// totals (the last line), resolving names from the snapshot index. Names get
-// nameWidth columns (at least 40): a wide terminal shows them whole.
-func planLines(p engine.Plan, x snapidx.Index, nameWidth int) (lines []string, items int) {
+// totals (the last line), as the engine explains the plan over the
+// snapshot s (names, pods). Names get nameWidth columns (at least 40): a
+// wide terminal shows them whole.
+func planLines(s engine.Snapshot, p engine.Plan, nameWidth int) (lines []string, items int) {
 	nw := max(nameWidth, 40)
 	g := p.ImageGC
+	if len(s.Images) == 0 {
+		// Before the first refresh: engine.ExplainImages panics on a
+		// snapshot without images when the plan removes some (an engine
+		// bug), so the removals stand in for the images.
+		for _, r := range g.Remove {
+			s.Images = append(s.Images, engine.Image{ID: r.ID, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, SizeBytes: r.SizeBytes})
+		}
+	}
+	x := engine.Explain(s, p)
 	if p.Pass == engine.PassImages || p.Pass == engine.PassFull {
 		if g.Triggered {
 			lines = append(lines, fmt.Sprintf("image fs %d%% used ≥ high %d%%: free %s", g.UsagePercent, p.Policy.Image.HighThresholdPercent, human.Bytes(g.BytesToFree)))
@@ -76,42 +87,27 @@ func planLines(p engine.Plan, x snapidx.Index, nameWidth int) (lines []string, i
 	}
 	if n := len(g.Remove); n > 0 {
 		lines = append(lines, fmt.Sprintf("IMAGES (%d, %s)", n, human.Bytes(g.BytesFreed)))
-		for i, r := range g.Remove {
-			name := human.ShortID(r.ID)
-			switch {
-			case len(r.RepoTags) > 0:
-				name = r.RepoTags[0]
-			case x.Images[r.ID].ID != "":
-				name = snapidx.ImageName(x.Images[r.ID])
-			}
+		for _, r := range removals(x.Images, func(r engine.ImageRow) (engine.Action, int) { return r.Action, r.Step }) {
 			// The reason alone: its detail (the usage, the idle time) is
 			// on the Images pane, and would push the size off the row.
-			lines = append(lines, fmt.Sprintf("  %3d. %-*s %10s  %s", i+1, nw, fit(name, nw), human.Bytes(r.SizeBytes), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %3d. %-*s %10s  %s", r.Step, nw, fit(r.Name, nw), human.Bytes(r.Image.SizeBytes), r.Reason))
 		}
 	}
 	if n := len(p.ContainerGC.Remove); n > 0 {
 		lines = append(lines, fmt.Sprintf("CONTAINERS (%d)", n))
-		for _, r := range p.ContainerGC.Remove {
-			pod := x.ByUID[r.PodUID]
-			if pod.UID == "" {
-				pod = snapidx.Pod{UID: r.PodUID}
-			}
-			lines = append(lines, fmt.Sprintf("  %-*s #%-3d %s  %s", nw+4, fit(pod.String()+"/"+r.Name, nw+4), r.Attempt, human.ShortID(r.ID), r.Reason))
+		for _, r := range removals(x.Containers, func(r engine.ContainerRow) (engine.Action, int) { return r.Action, r.Step }) {
+			lines = append(lines, fmt.Sprintf("  %-*s #%-3d %s  %s", nw+4, fit(r.Pod+"/"+r.Name, nw+4), r.Attempt, human.ShortID(r.ID), r.Reason))
 		}
 	}
-	if n := len(p.SandboxGC.Remove); n > 0 {
+	if n := len(x.Sandboxes); n > 0 {
 		lines = append(lines, fmt.Sprintf("SANDBOXES (%d)", n))
-		for _, r := range p.SandboxGC.Remove {
-			pod := x.ByUID[r.PodUID]
-			if pod.UID == "" {
-				pod = snapidx.Pod{UID: r.PodUID}
-			}
-			lines = append(lines, fmt.Sprintf("  %-*s %s  %s", nw+4, fit(pod.String(), nw+4), human.ShortID(r.ID), r.Reason))
+		for _, r := range x.Sandboxes {
+			lines = append(lines, fmt.Sprintf("  %-*s %s  %s", nw+4, fit(r.Pod, nw+4), human.ShortID(r.ID), r.Reason))
 		}
 	}
-	if n := len(p.LogGC.Remove); n > 0 {
+	if n := len(x.Logs); n > 0 {
 		lines = append(lines, fmt.Sprintf("LOGS (%d)", n))
-		for _, r := range p.LogGC.Remove {
+		for _, r := range x.Logs {
 			lines = append(lines, fmt.Sprintf("  %s  %s", r.Path, r.Reason))
 		}
 	}
@@ -125,6 +121,23 @@ func planLines(p engine.Plan, x snapidx.Index, nameWidth int) (lines []string, i
 		lines = append(lines, fmt.Sprintf("TOTAL %d items, frees ≈ %s (runtime-reported image sizes)", items, human.Bytes(g.BytesFreed)))
 	}
 	return lines, items
+}
+
+// removals are the rows an explanation removes, in execution order (by
+// step).
+func removals[R any](rows []R, of func(R) (engine.Action, int)) []R {
+	var out []R
+	for _, r := range rows {
+		if a, _ := of(r); a == engine.ActionRemove {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b R) int {
+		_, sa := of(a)
+		_, sb := of(b)
+		return cmp.Compare(sa, sb)
+	})
+	return out
 }
 
 // previewNameWidth is the name column of the preview in a box for a

@@ -20,7 +20,6 @@ import (
 	"github.com/nodegc/nodegc/tui/events"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/human"
-	"github.com/nodegc/nodegc/tui/internal/snapidx"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/overview"
 	"github.com/nodegc/nodegc/tui/style"
@@ -47,7 +46,6 @@ type Model struct {
 	snap     engine.Snapshot
 	plan     engine.Plan
 	at       time.Time
-	index    snapidx.Index
 	haveSnap bool
 	// stale marks panes that have not seen the latest refresh (feed);
 	// a pane gets it when it comes on screen.
@@ -371,7 +369,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.resize()
 		if d := m.modal; d != nil && d.kind == modalPreview && !d.loading && d.err == "" {
 			dd := *d
-			dd.lines, dd.items = planLines(dd.plan, m.index, previewNameWidth(m.width))
+			dd.lines, dd.items = planLines(m.snap, dd.plan, previewNameWidth(m.width))
 			m.modal = &dd
 		}
 		return m, nil
@@ -480,7 +478,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.modal.plan = msg.report.Plan
-		m.modal.lines, m.modal.items = planLines(msg.report.Plan, m.index, previewNameWidth(m.width))
+		m.modal.lines, m.modal.items = planLines(m.snap, msg.report.Plan, previewNameWidth(m.width))
 		return m, nil
 	case appliedMsg:
 		m.busy, m.progress = "", nil
@@ -542,16 +540,15 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 	m.lastErr = ""
 	m.snap, m.haveSnap = msg.Snapshot, true
 	m.plan, m.at = msg.Plan, msg.At
-	m.index = snapidx.New(msg.Snapshot)
 	m.history.AddUsage(msg.At, msg.Plan.ImageGC.UsagePercent)
 	// Only the visible pane takes the refresh now; the others wait until
 	// they are shown, which halves the work of a refresh on a large node.
-	m.feed = feed.Snapshot{Snap: m.snap, Index: m.index, Plan: m.plan, At: m.at}
+	m.feed = feed.Snapshot{Snap: m.snap, Plan: m.plan, At: m.at}
 	for i := range m.stale {
 		m.stale[i] = true
 	}
 	m.syncActive()
-	m.cgNames = names(msg.Snapshot)
+	m.cgNames = engine.CgroupNames(msg.Snapshot.Sandboxes, msg.Snapshot.Containers)
 	if msg.Tree != nil || msg.TreeErr != nil {
 		m.broadcast(feed.Cgroups{Tree: msg.Tree, At: msg.At, Err: msg.TreeErr})
 	}

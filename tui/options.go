@@ -42,10 +42,15 @@ type Options struct {
 	Controller Controller
 	// Snapshot reads the node; required. (*engine.Engine).Snapshot fits.
 	Snapshot func(ctx context.Context) (engine.Snapshot, error)
-	// Plan is the pure planner; nil means engine.PlanPass. The Images and
-	// Containers panes show Plan(snapshot, Policy, engine.PassFull, now).
-	Plan func(s engine.Snapshot, p engine.Policy, kind engine.PassKind, now time.Time) engine.Plan
-	// Policy is the effective policy (the engine's).
+	// Plan plans a pass over a snapshot with the engine's effective
+	// policy, the one its passes and dry-runs use (which holds MaxAge back
+	// on a fresh start); required. The Images and Containers panes show
+	// the engine's explanation of Plan(snapshot, engine.PassFull, now), so
+	// they never show a removal the next pass would not make.
+	// (*engine.Engine).PlanSnapshot fits.
+	Plan func(s engine.Snapshot, kind engine.PassKind, at time.Time) (engine.Plan, error)
+	// Policy is the configured policy (the engine's), shown on the
+	// Overview.
 	Policy engine.Policy
 	// Cgroups reads the kubepods cgroup tree, with names resolved from the
 	// latest snapshot; nil leaves the Cgroups pane empty. CgroupsFrom wraps
@@ -113,9 +118,6 @@ func CgroupsFrom(cfg cgroupfs.Config) func(context.Context, cgroupfs.Names) (*cg
 const DefaultRefreshInterval = 2 * time.Second
 
 func (o Options) withDefaults() Options {
-	if o.Plan == nil {
-		o.Plan = engine.PlanPass
-	}
 	if o.Self == nil {
 		o.Self = readSelf
 	}

@@ -28,9 +28,8 @@ func (m Model) Detail() (feed.Detail, bool) {
 		}
 		uid = m.snap.Containers[i].PodUID
 	}
-	pod := m.x.ByUID[uid]
-	name := pod.String()
-	if pod.UID == "" {
+	name, ok := m.pods[uid]
+	if !ok {
 		name = uid
 	}
 	l := []string{"UID       " + uid}
