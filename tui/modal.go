@@ -12,7 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/style"
 )
 
@@ -80,29 +80,29 @@ func planLines(s engine.Snapshot, p engine.Plan, nameWidth int) (lines []string,
 	x := engine.Explain(s, p)
 	if p.Pass == engine.PassImages || p.Pass == engine.PassFull {
 		if g.Triggered {
-			lines = append(lines, fmt.Sprintf("image fs %d%% used ≥ high %d%%: free %s", g.UsagePercent, p.Policy.Image.HighThresholdPercent, human.Bytes(g.BytesToFree)))
+			lines = append(lines, fmt.Sprintf("image fs %d%% used ≥ high %d%%: free %s", g.UsagePercent, p.Policy.Image.HighThresholdPercent, format.Bytes(g.BytesToFree)))
 		} else {
 			lines = append(lines, fmt.Sprintf("image fs %d%% used < high %d%%: no space pass", g.UsagePercent, p.Policy.Image.HighThresholdPercent))
 		}
 	}
 	if n := len(g.Remove); n > 0 {
-		lines = append(lines, fmt.Sprintf("IMAGES (%d, %s)", n, human.Bytes(g.BytesFreed)))
+		lines = append(lines, fmt.Sprintf("IMAGES (%d, %s)", n, format.Bytes(g.BytesFreed)))
 		for _, r := range removals(x.Images, func(r engine.ImageRow) (engine.Action, int) { return r.Action, r.Step }) {
 			// The reason alone: its detail (the usage, the idle time) is
 			// on the Images pane, and would push the size off the row.
-			lines = append(lines, fmt.Sprintf("  %3d. %-*s %10s  %s", r.Step, nw, fit(r.Name, nw), human.Bytes(r.Image.SizeBytes), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %3d. %-*s %10s  %s", r.Step, nw, fit(r.Name, nw), format.Bytes(r.Image.SizeBytes), r.Reason))
 		}
 	}
 	if n := len(p.ContainerGC.Remove); n > 0 {
 		lines = append(lines, fmt.Sprintf("CONTAINERS (%d)", n))
 		for _, r := range removals(x.Containers, func(r engine.ContainerRow) (engine.Action, int) { return r.Action, r.Step }) {
-			lines = append(lines, fmt.Sprintf("  %-*s #%-3d %s  %s", nw+4, fit(r.Pod+"/"+r.Name, nw+4), r.Attempt, human.ShortID(r.ID), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %-*s #%-3d %s  %s", nw+4, fit(r.Pod+"/"+r.Name, nw+4), r.Attempt, format.ShortID(r.ID), r.Reason))
 		}
 	}
 	if n := len(x.Sandboxes); n > 0 {
 		lines = append(lines, fmt.Sprintf("SANDBOXES (%d)", n))
 		for _, r := range x.Sandboxes {
-			lines = append(lines, fmt.Sprintf("  %-*s %s  %s", nw+4, fit(r.Pod, nw+4), human.ShortID(r.ID), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %-*s %s  %s", nw+4, fit(r.Pod, nw+4), format.ShortID(r.ID), r.Reason))
 		}
 	}
 	if n := len(x.Logs); n > 0 {
@@ -118,7 +118,7 @@ func planLines(s engine.Snapshot, p engine.Plan, nameWidth int) (lines []string,
 	if items == 0 {
 		lines = append(lines, "nothing to remove")
 	} else {
-		lines = append(lines, fmt.Sprintf("TOTAL %d items, frees ≈ %s (runtime-reported image sizes)", items, human.Bytes(g.BytesFreed)))
+		lines = append(lines, fmt.Sprintf("TOTAL %d items, frees ≈ %s (runtime-reported image sizes)", items, format.Bytes(g.BytesFreed)))
 	}
 	return lines, items
 }

@@ -16,10 +16,10 @@ import (
 
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/cgroups"
 	"github.com/nodegc/nodegc/tui/events"
 	"github.com/nodegc/nodegc/tui/internal/feed"
-	"github.com/nodegc/nodegc/tui/internal/human"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/overview"
 	"github.com/nodegc/nodegc/tui/style"
@@ -971,6 +971,6 @@ func passSummary(r engine.PassReport) string {
 	if r.Undone > 0 {
 		fmt.Fprintf(&b, ", not run %d (%s)", r.Undone, r.Stopped)
 	}
-	fmt.Fprintf(&b, "; freed ≈ %s", human.Bytes(r.EstimatedBytesFreed))
+	fmt.Fprintf(&b, "; freed ≈ %s", format.Bytes(r.EstimatedBytesFreed))
 	return b.String()
 }

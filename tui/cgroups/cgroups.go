@@ -16,9 +16,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/cgroupfs"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
-	"github.com/nodegc/nodegc/tui/internal/human"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -142,7 +142,7 @@ func label(n *cgroupfs.Node) string {
 			if n.Conmon {
 				name += " (conmon)"
 			}
-			return name + " " + human.ShortID(n.Container.ID)
+			return name + " " + format.ShortID(n.Container.ID)
 		}
 	}
 	return n.Path
@@ -255,7 +255,7 @@ func (m *Model) rebuild() {
 		}
 		limit, scale := "—", memScale
 		if n.MemoryLimitBytes != nil {
-			limit = human.Bytes(int64(*n.MemoryLimitBytes))
+			limit = format.Bytes(int64(*n.MemoryLimitBytes))
 			scale = *n.MemoryLimitBytes
 		}
 		cpu, cpuBar := "—", ""
@@ -264,7 +264,7 @@ func (m *Model) rebuild() {
 			cpuBar = bar(r/cores, 10)
 		}
 		rows = append(rows, grid.Row{
-			Cells: []string{name, human.Bytes(int64(n.MemoryBytes)), bar(float64(n.MemoryBytes)/float64(max(scale, 1)), 10),
+			Cells: []string{name, format.Bytes(int64(n.MemoryBytes)), bar(float64(n.MemoryBytes)/float64(max(scale, 1)), 10),
 				limit, cpu, cpuBar, fmt.Sprint(n.Pids)},
 			Kind: kind,
 			Key:  n.Path,
@@ -426,10 +426,10 @@ func (m Model) header() []string {
 	cpu := func(milli int64) string { return fmt.Sprintf("%.2g CPU", float64(milli)/1000) }
 	l1 := fmt.Sprintf("%s %s/%s  %s %s, %s  %s %s, %s  %s %s, %s",
 		st.Header.Render("CGROUPS"), t.Mode, orUnknown(string(t.Driver)),
-		lbl("capacity"), cpu(a.CapacityMilliCPU), human.Bytes(a.CapacityMemoryBytes),
-		lbl("reserved sys"), cpu(a.SystemReservedMilliCPU), human.Bytes(a.SystemReservedMemoryBytes),
-		lbl("kube"), cpu(a.KubeReservedMilliCPU), human.Bytes(a.KubeReservedMemoryBytes))
-	l2 := fmt.Sprintf("%s %s, %s", lbl("allocatable"), cpu(a.MilliCPU), human.Bytes(a.MemoryBytes))
+		lbl("capacity"), cpu(a.CapacityMilliCPU), format.Bytes(a.CapacityMemoryBytes),
+		lbl("reserved sys"), cpu(a.SystemReservedMilliCPU), format.Bytes(a.SystemReservedMemoryBytes),
+		lbl("kube"), cpu(a.KubeReservedMilliCPU), format.Bytes(a.KubeReservedMemoryBytes))
+	l2 := fmt.Sprintf("%s %s, %s", lbl("allocatable"), cpu(a.MilliCPU), format.Bytes(a.MemoryBytes))
 	if k := a.Kubepods; k != nil {
 		l2 += "  " + lbl("kubepods limits") + " " + limits(*k)
 	}
@@ -459,7 +459,7 @@ func limits(k cgroupfs.KubepodsLimits) string {
 	var parts []string
 	mem := "mem unlimited"
 	if k.MemoryLimitBytes != nil {
-		mem = "mem " + human.Bytes(int64(*k.MemoryLimitBytes))
+		mem = "mem " + format.Bytes(int64(*k.MemoryLimitBytes))
 	}
 	parts = append(parts, mem)
 	if k.CPUShares != nil {

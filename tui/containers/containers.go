@@ -18,9 +18,9 @@ import (
 
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
-	"github.com/nodegc/nodegc/tui/internal/human"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -123,7 +123,7 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 		}
 		fin := "—"
 		if r.FinishedAt != nil {
-			fin = human.Duration(now.Sub(*r.FinishedAt)) + " ago"
+			fin = format.Duration(now.Sub(*r.FinishedAt)) + " ago"
 		}
 		g.rows = append(g.rows, grid.Row{
 			Cells: []string{"  " + r.Name, strconv.FormatUint(uint64(r.Attempt), 10), exit, fin, strings.ToLower(r.State.Short()), plan, r.Detail},
@@ -161,7 +161,7 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	if pol.MaxContainers < 0 {
 		maxAll = "∞"
 	}
-	fmt.Fprintf(&b, " · keep %s per container, max %s, min age %s", keep, maxAll, human.Duration(pol.MinAge))
+	fmt.Fprintf(&b, " · keep %s per container, max %s, min age %s", keep, maxAll, format.Duration(pol.MinAge))
 	b.WriteString(" · pods: " + s.PodSource.Summary())
 	m.summary = b.String()
 	m.rebuild()

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
-	"github.com/nodegc/nodegc/tui/internal/human"
 )
 
 // Detail is what enter opens on the selected image: every tag and digest,
@@ -40,7 +40,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 	for i, d := range im.RepoDigests {
 		l = append(l, field(i, "DIGESTS", d))
 	}
-	l = append(l, "SIZE      "+human.Bytes(im.SizeBytes)+" (runtime-reported)")
+	l = append(l, "SIZE      "+format.Bytes(im.SizeBytes)+" (runtime-reported)")
 	pinned := "no"
 	if im.Pinned {
 		pinned = "yes (by the runtime)"
@@ -75,7 +75,7 @@ func when(t *time.Time, none string, now time.Time) string {
 	if t == nil {
 		return none
 	}
-	return t.Format("2006-01-02 15:04:05") + " (" + human.Duration(now.Sub(*t)) + " ago)"
+	return t.Format("2006-01-02 15:04:05") + " (" + format.Duration(now.Sub(*t)) + " ago)"
 }
 
 func field(i int, name, v string) string {

@@ -17,9 +17,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
-	"github.com/nodegc/nodegc/tui/internal/human"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -102,13 +102,13 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 		it.status, it.kind = status(r)
 		first := "—"
 		if r.FirstDetected != nil {
-			first = human.Duration(now.Sub(*r.FirstDetected))
+			first = format.Duration(now.Sub(*r.FirstDetected))
 		}
 		last := "never"
 		if !it.lastUsed.IsZero() {
-			last = human.Duration(now.Sub(it.lastUsed))
+			last = format.Duration(now.Sub(it.lastUsed))
 		}
-		it.cells = []string{strconv.Itoa(r.Rank), it.name, human.ShortID(r.Image.ID), human.Bytes(r.Image.SizeBytes), last, first, it.status, r.Detail}
+		it.cells = []string{strconv.Itoa(r.Rank), it.name, format.ShortID(r.Image.ID), format.Bytes(r.Image.SizeBytes), last, first, it.status, r.Detail}
 		m.items[i] = it
 	}
 
@@ -124,12 +124,12 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	fmt.Fprintf(&b, "%d images · imagefs %d%% used (high %d%%, low %d%%) · ", len(m.items), g.UsagePercent, pol.HighThresholdPercent, pol.LowThresholdPercent)
 	switch {
 	case g.Triggered:
-		fmt.Fprintf(&b, "GC triggered: free %s", human.Bytes(g.BytesToFree))
+		fmt.Fprintf(&b, "GC triggered: free %s", format.Bytes(g.BytesToFree))
 	default:
 		b.WriteString("below high threshold")
 	}
 	if n := len(g.Remove); n > 0 {
-		fmt.Fprintf(&b, " · plan removes %d (%s)", n, human.Bytes(g.BytesFreed))
+		fmt.Fprintf(&b, " · plan removes %d (%s)", n, format.Bytes(g.BytesFreed))
 		if ageN > 0 {
 			fmt.Fprintf(&b, ", %d for age", ageN)
 		}
