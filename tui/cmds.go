@@ -19,9 +19,10 @@ const refreshTimeout = 20 * time.Second
 // was armed: a tick armed before the interval changed is dropped.
 type tickMsg struct{ gen uint64 }
 
-// SafetyInterval is how often the dashboard lists the node while the
-// runtime's event stream is live: a safety net, since every container
-// event already makes it list again.
+// SafetyInterval is how often the dashboard lists the node in full while
+// the runtime's event stream is live, or while it polls with a light
+// check (Options.Changed): a safety net, since every container event, or
+// every change the light check finds, already makes it list again.
 const SafetyInterval = 60 * time.Second
 
 // Reconnect backoff of the event stream: a broken stream is retried after
@@ -125,6 +126,27 @@ func cgroupsCmd(ctx context.Context, read func(context.Context, cgroupfs.Names) 
 		defer cancel()
 		tree, err := read(ctx, names)
 		return cgroupsMsg{seq: seq, at: now(), tree: tree, err: err}
+	}
+}
+
+// changedMsg is a light poll's answer (Options.Changed): whether the
+// node's containers changed since the last snapshot. seq drops all but
+// the latest; at is when it was asked.
+type changedMsg struct {
+	seq     uint64
+	at      time.Time
+	changed bool
+	err     error
+}
+
+// changedCmd runs the light poll, bounded like a refresh.
+func changedCmd(ctx context.Context, changed func(context.Context) (bool, error), now func() time.Time, seq uint64) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+		defer cancel()
+		at := now()
+		c, err := changed(ctx)
+		return changedMsg{seq: seq, at: at, changed: c, err: err}
 	}
 }
 

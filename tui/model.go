@@ -77,6 +77,12 @@ type Model struct {
 	eventPending bool
 	// fsReading marks a usage reading of the image filesystem in flight.
 	fsReading bool
+	// checking marks a light poll (Options.Changed) in flight; checkSeq
+	// drops all but the latest. checkedAt is when the last one found the
+	// node unchanged since the refresh at at: the data is as fresh as it.
+	checking  bool
+	checkSeq  uint64
+	checkedAt time.Time
 
 	// The cgroup tree is read on the pulse: every RefreshInterval while
 	// its pane is on screen, every CgroupsHiddenInterval otherwise.
@@ -315,15 +321,55 @@ func (m *Model) cgroupsDue() tea.Cmd {
 }
 
 // onPulse reads what is due on the light clock: the cgroup tree, and,
-// while the event stream is live, the image fs usage (while polling,
-// every list measures it already).
+// while the event stream is live or the poll is light (Options.Changed),
+// the image fs usage (a full poll measures it with every list).
 func (m *Model) onPulse() tea.Cmd {
 	cmds := []tea.Cmd{pulse(m.o.RefreshInterval), m.cgroupsDue()}
-	if m.o.ImageFs != nil && m.eventsLive && m.haveSnap && !m.frozen && !m.fsReading {
+	if m.o.ImageFs != nil && (m.eventsLive || m.o.Changed != nil) && m.haveSnap && !m.frozen && !m.fsReading {
 		m.fsReading = true
 		cmds = append(cmds, fsCmd(m.ctx, m.o.ImageFs))
 	}
 	return tea.Batch(cmds...)
+}
+
+// poll is the periodic re-list. While polling with a light check
+// (Options.Changed) it runs the check, and a full refresh follows only
+// when the check finds a change or fails (onChanged), or as a safety net
+// once the last refresh is SafetyInterval old. Otherwise (no light check,
+// or the tick is the event stream's safety net) it refreshes.
+func (m *Model) poll() tea.Cmd {
+	if m.frozen || m.refreshing || m.checking {
+		return nil
+	}
+	if m.o.Changed == nil || m.eventsLive || !m.haveSnap || m.o.Now().Sub(m.at) >= SafetyInterval {
+		return m.startRefresh(false)
+	}
+	m.checking = true
+	m.checkSeq++
+	return changedCmd(m.ctx, m.o.Changed, m.o.Now, m.checkSeq)
+}
+
+// onChanged takes a light poll's answer: a change, or a failed check,
+// gives a full refresh; no change makes the data as fresh as the check.
+func (m *Model) onChanged(msg changedMsg) tea.Cmd {
+	if msg.seq != m.checkSeq {
+		return nil
+	}
+	m.checking = false
+	if msg.err != nil || msg.changed {
+		return m.startRefresh(false)
+	}
+	m.checkedAt = msg.at
+	return nil
+}
+
+// freshAt is when the data on screen was last known to be current: the
+// last refresh, or a later light poll that found nothing changed.
+func (m Model) freshAt() time.Time {
+	if m.checkedAt.After(m.at) {
+		return m.checkedAt
+	}
+	return m.at
 }
 
 // passChanged reports whether a pass may have changed the node: it
@@ -385,7 +431,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if rest := m.listEvery - m.o.Now().Sub(m.at); m.haveSnap && !m.refreshing && rest > 0 && rest < m.listEvery {
 			return m, tick(rest, m.listGen)
 		}
-		return m, tea.Batch(tick(m.listEvery, m.listGen), m.startRefresh(false))
+		return m, tea.Batch(tick(m.listEvery, m.listGen), m.poll())
+	case changedMsg:
+		return m, m.onChanged(msg)
 	case RefreshMsg:
 		m = m.applyRefresh(msg)
 		cg := m.cgroupsDue()
@@ -884,7 +932,7 @@ func (m Model) Screen() string {
 	}
 	// Freshness: while polling, say how old the data is once it is older
 	// than the refresh interval (a slow or failing runtime).
-	if age := m.o.Now().Sub(m.at); m.haveSnap && !m.eventsLive && age > m.o.RefreshInterval {
+	if age := m.o.Now().Sub(m.freshAt()); m.haveSnap && !m.eventsLive && age > m.o.RefreshInterval {
 		badges = append(badges, st.BadgeWarn.Render("data "+age.Truncate(time.Second).String()+" old"))
 	}
 	if m.o.ReadOnly {

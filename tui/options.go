@@ -68,6 +68,14 @@ type Options struct {
 	// every RefreshInterval; when it is missing or breaks, it polls, says
 	// so on the status line and reconnects with backoff.
 	Events engine.EventSource
+	// Changed is the light poll of a runtime without an event stream: it
+	// reports whether the node's containers changed since the last
+	// snapshot, at a fraction of a snapshot and a plan. While polling, the
+	// dashboard asks it every RefreshInterval and refreshes in full only
+	// on a change, on r, after a pass, when the image fs usage moves
+	// (ImageFs), and every SafetyInterval; nil refreshes in full every
+	// RefreshInterval. (*engine.Engine).ContainersChanged fits.
+	Changed func(ctx context.Context) (bool, error)
 	// Self reads nodegc's own CPU and memory; nil reads /proc/self.
 	Self func() (SelfSample, error)
 	// HideSelf leaves nodegc's own usage off the Overview (golden tests).

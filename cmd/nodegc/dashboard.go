@@ -224,6 +224,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Snapshot:        e.Snapshot,
 		Plan:            e.PlanSnapshot,
 		ImageFs:         e.ImageFs,
+		Changed:         e.ContainersChanged,
 		Policy:          e.Policy(),
 		Cgroups:         cgroups,
 		ReadOnly:        e.ReadOnly(),
