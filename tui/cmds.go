@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -11,9 +12,49 @@ import (
 	"github.com/nodegc/nodegc/engine"
 )
 
-// refreshTimeout bounds one refresh, so a hung runtime cannot pile up
-// requests.
+// refreshTimeout bounds one refresh: its snapshot is given a context
+// with this deadline, and the refresh reports a timeout when the deadline
+// passes even if the snapshot call does not return (it may wait on a lock
+// or a runtime that ignores the context). The engine's Snapshot does not
+// wait behind a pass, so this bounds a slow or hung runtime. Options can
+// lower it in tests (refreshTimeout).
 const refreshTimeout = 20 * time.Second
+
+// errSnapshotBusy is a refresh's error while the snapshot of an earlier,
+// timed-out refresh has not returned yet: no second call piles up behind
+// a hung one.
+var errSnapshotBusy = errors.New("the last snapshot has not returned yet (timed out earlier)")
+
+// boundedSnapshot calls snapshot with a context that expires after d, and
+// returns at the deadline even if the call does not: the call goes on in
+// its goroutine, holding slot (capacity 1) until it returns, and a later
+// call that finds slot taken fails at once with errSnapshotBusy. The
+// goroutine touches no model state.
+func boundedSnapshot(ctx context.Context, d time.Duration, slot chan struct{}, snapshot func(context.Context) (engine.Snapshot, error)) (engine.Snapshot, error) {
+	select {
+	case slot <- struct{}{}:
+	default:
+		return engine.Snapshot{}, errSnapshotBusy
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	type result struct {
+		s   engine.Snapshot
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() { <-slot }()
+		defer cancel()
+		s, err := snapshot(ctx)
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-ctx.Done():
+		return engine.Snapshot{}, fmt.Errorf("timed out after %s: %w", d, ctx.Err())
+	}
+}
 
 // tickMsg re-arms the periodic refresh. gen is the model's listGen when it
 // was armed: a tick armed before the interval changed is dropped.
@@ -221,14 +262,12 @@ func tick(d time.Duration, gen uint64) tea.Cmd {
 // touches no model state.
 func refreshCmd(ctx context.Context, o Options, seq uint64) tea.Cmd {
 	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
-		defer cancel()
 		msg := RefreshMsg{Seq: seq}
 		if o.Controller != nil {
 			st := o.Controller.Status()
 			msg.Status = &st
 		}
-		snap, err := o.Snapshot(ctx)
+		snap, err := boundedSnapshot(ctx, o.refreshTimeout, o.snapshotSlot, o.Snapshot)
 		msg.At = o.Now()
 		switch {
 		case err != nil:

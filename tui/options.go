@@ -92,6 +92,12 @@ type Options struct {
 	// FPS caps the frame rate; 0 means 15, which keeps an idle dashboard
 	// cheap.
 	FPS int
+
+	// refreshTimeout bounds a refresh's snapshot (refreshTimeout unless
+	// a test lowers it); snapshotSlot is held while a snapshot call runs,
+	// so a hung one is never joined by another.
+	refreshTimeout time.Duration
+	snapshotSlot   chan struct{}
 }
 
 // CgroupsFrom returns an Options.Cgroups that reads the tree with cfg. One
@@ -141,5 +147,9 @@ func (o Options) withDefaults() Options {
 	if o.Controller == nil {
 		o.ReadOnly = true
 	}
+	if o.refreshTimeout <= 0 {
+		o.refreshTimeout = refreshTimeout
+	}
+	o.snapshotSlot = make(chan struct{}, 1)
 	return o
 }
