@@ -2,6 +2,7 @@ package tui
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -242,4 +243,63 @@ func overlay(screen, box string, w, h int) string {
 		lipgloss.NewLayer(screen),
 		lipgloss.NewLayer(box).X(x).Y(y).Z(1),
 	).Render()
+}
+
+// openPreview asks the scheduler for a dry-run of the kind and opens the
+// modal that shows it.
+func (m Model) openPreview(kind engine.PassKind, dryRun bool) (tea.Model, tea.Cmd) {
+	if m.o.Controller == nil {
+		m.setFlash("no scheduler: nothing to preview", true)
+		return m, nil
+	}
+	if m.busy != "" {
+		m.setFlash(fmt.Sprintf("a %s pass is in flight", m.busy), true)
+		return m, nil
+	}
+	m.previewSeq++
+	m.modal = &modal{kind: modalPreview, title: passTitle(kind, dryRun), pass: kind, loading: true}
+	return m, previewCmd(m.ctx, m.o.Controller, kind, m.previewSeq)
+}
+
+// modalKey handles a key while a modal is open. Only y (keys.Confirm)
+// applies a previewed plan; enter, esc, n and q close the modal and remove
+// nothing, whatever the modal shows.
+func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	d := *m.modal
+	k := m.keys
+	if d.kind == modalQuit {
+		switch {
+		case key.Matches(msg, k.QuitAnyway):
+			return m, tea.Quit
+		case key.Matches(msg, k.Stay):
+			m.modal = nil
+		}
+		return m, nil
+	}
+	switch {
+	case key.Matches(msg, k.Interrupt):
+		m.modal = nil
+		return m.quit()
+	case key.Matches(msg, k.Cancel):
+		m.modal = nil
+		m.previewSeq++ // drop a preview still on its way
+		if d.kind == modalPreview && !d.loading && d.items > 0 {
+			m.setFlash("cancelled: nothing was removed", false)
+		}
+		return m, nil
+	case d.kind == modalPreview && key.Matches(msg, k.Confirm) && !d.loading && d.err == "":
+		m.modal = nil
+		if d.items == 0 {
+			return m, nil
+		}
+		m.busy = d.pass
+		m.progress = &engine.Progress{Kind: d.pass, Items: d.items}
+		m.setStickyFlash(fmt.Sprintf("applying the previewed %s plan (%d items)…", d.pass, d.items))
+		ctx, cancel := context.WithCancel(m.ctx)
+		m.stopApply = cancel
+		return m, applyCmd(ctx, m.o.Controller, d.pass, d.plan)
+	}
+	d.scroll(msg, m)
+	m.modal = &d
+	return m, nil
 }
