@@ -123,6 +123,10 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d images · imagefs %d%% used (high %d%%, low %d%%) · ", len(m.items), g.UsagePercent, pol.HighThresholdPercent, pol.LowThresholdPercent)
 	switch {
+	case cut.Row == 0:
+		// A line above every row would take the first row, where the
+		// cursor starts: the summary says it instead.
+		b.WriteString(cut.Text)
 	case g.Triggered:
 		fmt.Fprintf(&b, "GC triggered: free %s", format.Bytes(g.BytesToFree))
 	default:
@@ -184,7 +188,7 @@ func (m *Model) rebuild() {
 	rows := make([]grid.Row, 0, len(items)+1)
 	// The cut line sits where the engine puts it, under the rows ranked
 	// above it; only the eviction order shows it.
-	cutDone := m.sort != ByRank || m.cut.Row < 0 || m.Reversed
+	cutDone := m.sort != ByRank || m.cut.Row <= 0 || m.Reversed
 	cutRow := grid.Row{Cells: []string{m.cut.Text}, Kind: grid.Cut, Key: "cut"}
 	for _, it := range items {
 		id := it.row.Image.ID
