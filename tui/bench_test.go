@@ -24,12 +24,22 @@ func largeModel(b *testing.B) (Model, engine.Snapshot) {
 	return m, snap
 }
 
+// plan is the dashboard's plan of the snapshot: the engine's, as a
+// refresh makes it.
+func plan(b *testing.B, m Model, snap engine.Snapshot, now time.Time) engine.Plan {
+	p, err := m.o.Plan(snap, engine.PassFull, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
 // refreshedModel is largeModel after one refresh, showing the pane.
 func refreshedModel(b *testing.B, pane Pane) Model {
 	b.Helper()
 	m, snap := largeModel(b)
 	now := m.o.Now()
-	nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)})
+	nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: plan(b, m, snap, now)})
 	m = nm.(Model)
 	m.activate(pane)
 	return m
@@ -52,8 +62,7 @@ func BenchmarkRefresh(b *testing.B) {
 			b.ReportMetric(float64(len(snap.Images)), "images")
 			b.ReportMetric(float64(dead), "dead")
 			for b.Loop() {
-				plan := engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)
-				nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: plan})
+				nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: plan(b, m, snap, now)})
 				m = nm.(Model)
 				_ = m.Screen()
 			}
@@ -91,8 +100,7 @@ func BenchmarkOverviewHistory(b *testing.B) {
 		m.history.AddPass(engine.PassReport{FinishedAt: now.Add(time.Duration(i-720) * time.Second), EstimatedBytesFreed: int64(i) << 20})
 	}
 	for b.Loop() {
-		plan := engine.PlanPass(snap, m.o.Policy, engine.PassFull, now)
-		nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: plan})
+		nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: plan(b, m, snap, now)})
 		m = nm.(Model)
 		_ = m.Screen()
 	}

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -11,17 +12,58 @@ import (
 	"github.com/nodegc/nodegc/engine"
 )
 
-// refreshTimeout bounds one refresh, so a hung runtime cannot pile up
-// requests.
+// refreshTimeout bounds one refresh: its snapshot is given a context
+// with this deadline, and the refresh reports a timeout when the deadline
+// passes even if the snapshot call does not return (it may wait on a lock
+// or a runtime that ignores the context). The engine's Snapshot does not
+// wait behind a pass, so this bounds a slow or hung runtime. Options can
+// lower it in tests (refreshTimeout).
 const refreshTimeout = 20 * time.Second
+
+// errSnapshotBusy is a refresh's error while the snapshot of an earlier,
+// timed-out refresh has not returned yet: no second call piles up behind
+// a hung one.
+var errSnapshotBusy = errors.New("the last snapshot has not returned yet (timed out earlier)")
+
+// boundedSnapshot calls snapshot with a context that expires after d, and
+// returns at the deadline even if the call does not: the call goes on in
+// its goroutine, holding slot (capacity 1) until it returns, and a later
+// call that finds slot taken fails at once with errSnapshotBusy. The
+// goroutine touches no model state.
+func boundedSnapshot(ctx context.Context, d time.Duration, slot chan struct{}, snapshot func(context.Context) (engine.Snapshot, error)) (engine.Snapshot, error) {
+	select {
+	case slot <- struct{}{}:
+	default:
+		return engine.Snapshot{}, errSnapshotBusy
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	type result struct {
+		s   engine.Snapshot
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() { <-slot }()
+		defer cancel()
+		s, err := snapshot(ctx)
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-ctx.Done():
+		return engine.Snapshot{}, fmt.Errorf("timed out after %s: %w", d, ctx.Err())
+	}
+}
 
 // tickMsg re-arms the periodic refresh. gen is the model's listGen when it
 // was armed: a tick armed before the interval changed is dropped.
 type tickMsg struct{ gen uint64 }
 
-// SafetyInterval is how often the dashboard lists the node while the
-// runtime's event stream is live: a safety net, since every container
-// event already makes it list again.
+// SafetyInterval is how often the dashboard lists the node in full while
+// the runtime's event stream is live, or while it polls with a light
+// check (Options.Changed): a safety net, since every container event, or
+// every change the light check finds, already makes it list again.
 const SafetyInterval = 60 * time.Second
 
 // Reconnect backoff of the event stream: a broken stream is retried after
@@ -128,6 +170,27 @@ func cgroupsCmd(ctx context.Context, read func(context.Context, cgroupfs.Names) 
 	}
 }
 
+// changedMsg is a light poll's answer (Options.Changed): whether the
+// node's containers changed since the last snapshot. seq drops all but
+// the latest; at is when it was asked.
+type changedMsg struct {
+	seq     uint64
+	at      time.Time
+	changed bool
+	err     error
+}
+
+// changedCmd runs the light poll, bounded like a refresh.
+func changedCmd(ctx context.Context, changed func(context.Context) (bool, error), now func() time.Time, seq uint64) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+		defer cancel()
+		at := now()
+		c, err := changed(ctx)
+		return changedMsg{seq: seq, at: at, changed: c, err: err}
+	}
+}
+
 // fsMsg is a usage reading of the image filesystem.
 type fsMsg struct {
 	fs  engine.FsStats
@@ -199,40 +262,27 @@ func tick(d time.Duration, gen uint64) tea.Cmd {
 // touches no model state.
 func refreshCmd(ctx context.Context, o Options, seq uint64) tea.Cmd {
 	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
-		defer cancel()
 		msg := RefreshMsg{Seq: seq}
 		if o.Controller != nil {
 			st := o.Controller.Status()
 			msg.Status = &st
 		}
-		snap, err := o.Snapshot(ctx)
+		snap, err := boundedSnapshot(ctx, o.refreshTimeout, o.snapshotSlot, o.Snapshot)
 		msg.At = o.Now()
-		if err != nil {
+		switch {
+		case err != nil:
 			msg.Err = err
-		} else {
+		case o.Plan == nil:
+			msg.Err = errors.New("no planner (Options.Plan)")
+		default:
 			msg.Snapshot = snap
-			msg.Plan = o.Plan(snap, o.Policy, engine.PassFull, msg.At)
+			msg.Plan, msg.Err = o.Plan(snap, engine.PassFull, msg.At)
 		}
 		if s, err := o.Self(); err == nil {
 			msg.Self = &s
 		}
 		return msg
 	}
-}
-
-// names resolves cgroup IDs from a snapshot: pods by UID, containers by ID,
-// and each sandbox's own cgroup as "POD".
-func names(s engine.Snapshot) cgroupfs.Names {
-	var n cgroupfs.NameMap
-	for _, sb := range s.Sandboxes {
-		n.AddPod(sb.PodUID, sb.PodNamespace, sb.PodName)
-		n.AddContainer(sb.ID, "POD", sb.PodUID)
-	}
-	for _, c := range s.Containers {
-		n.AddContainer(c.ID, c.Name, c.PodUID)
-	}
-	return &n
 }
 
 func previewCmd(ctx context.Context, c Controller, kind engine.PassKind, seq uint64) tea.Cmd {

@@ -237,6 +237,7 @@ func fixtureOptions(c Controller, now *time.Time) Options {
 		Controller: c,
 		Snapshot:   func(context.Context) (engine.Snapshot, error) { return snap, nil },
 		Policy:     engine.DefaultPolicy(),
+		Plan:       planWith(engine.DefaultPolicy()),
 		Cgroups: func(context.Context, cgroupfs.Names) (*cgroupfs.Tree, error) {
 			cpu += uint64(500 * time.Millisecond)
 			return fixtureTree(cpu), nil
@@ -245,5 +246,13 @@ func fixtureOptions(c Controller, now *time.Time) Options {
 		HideSelf: true,
 		Version:  "v0.1.0-test",
 		Now:      func() time.Time { return *now },
+	}
+}
+
+// planWith is an Options.Plan for a fixture without an engine: the
+// planner with the policy as it stands (no fresh-start hold-back).
+func planWith(p engine.Policy) func(engine.Snapshot, engine.PassKind, time.Time) (engine.Plan, error) {
+	return func(s engine.Snapshot, kind engine.PassKind, at time.Time) (engine.Plan, error) {
+		return engine.PlanPass(s, p, kind, at), nil
 	}
 }

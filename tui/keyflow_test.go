@@ -329,13 +329,13 @@ func TestImageStatusReasons(t *testing.T) {
 	m, _ := fixtureModel(t, 120, 40)
 	s := ansi.Strip(press(m, "2").Screen())
 	for _, want := range []string{
-		"too young (eligible in 1m10s)", "pinned", "in use by default/web-7d9f/nginx", "#1 space", "── cut line:",
+		"keep too-young", "eligible in 1m10s", "keep pinned", "in use by default/web-7d9f", "remove #1 space", "── cut line:",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("images pane lacks %q:\n%s", want, s)
 		}
 	}
-	if strings.Index(s, "#3 space") > strings.Index(s, "cut line") {
+	if strings.Index(s, "remove #3 space") > strings.Index(s, "cut line") {
 		t.Errorf("the last removal is drawn below the cut line:\n%s", s)
 	}
 }

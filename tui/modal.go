@@ -1,7 +1,10 @@
 package tui
 
 import (
+	"cmp"
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -10,8 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/tui/internal/human"
-	"github.com/nodegc/nodegc/tui/internal/snapidx"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/style"
 )
 
@@ -62,56 +64,51 @@ func passTitle(kind engine.PassKind, dryRun bool) string {
 func fit(s string, n int) string { return ansi.Truncate(s, n, "…") }
 
 // planLines lists every item of a plan with its size and reason, and the
-// totals (the last line), resolving names from the snapshot index. Names get
-// nameWidth columns (at least 40): a wide terminal shows them whole.
-func planLines(p engine.Plan, x snapidx.Index, nameWidth int) (lines []string, items int) {
+// totals (the last line), as the engine explains the plan over the
+// snapshot s (names, pods). Names get nameWidth columns (at least 40): a
+// wide terminal shows them whole.
+func planLines(s engine.Snapshot, p engine.Plan, nameWidth int) (lines []string, items int) {
 	nw := max(nameWidth, 40)
 	g := p.ImageGC
+	if len(s.Images) == 0 {
+		// Before the first refresh: engine.ExplainImages panics on a
+		// snapshot without images when the plan removes some (an engine
+		// bug), so the removals stand in for the images.
+		for _, r := range g.Remove {
+			s.Images = append(s.Images, engine.Image{ID: r.ID, RepoTags: r.RepoTags, RepoDigests: r.RepoDigests, SizeBytes: r.SizeBytes})
+		}
+	}
+	x := engine.Explain(s, p)
 	if p.Pass == engine.PassImages || p.Pass == engine.PassFull {
 		if g.Triggered {
-			lines = append(lines, fmt.Sprintf("image fs %d%% used ≥ high %d%%: free %s", g.UsagePercent, p.Policy.Image.HighThresholdPercent, human.Bytes(g.BytesToFree)))
+			lines = append(lines, fmt.Sprintf("image fs %d%% used ≥ high %d%%: free %s", g.UsagePercent, p.Policy.Image.HighThresholdPercent, format.Bytes(g.BytesToFree)))
 		} else {
 			lines = append(lines, fmt.Sprintf("image fs %d%% used < high %d%%: no space pass", g.UsagePercent, p.Policy.Image.HighThresholdPercent))
 		}
 	}
 	if n := len(g.Remove); n > 0 {
-		lines = append(lines, fmt.Sprintf("IMAGES (%d, %s)", n, human.Bytes(g.BytesFreed)))
-		for i, r := range g.Remove {
-			name := human.ShortID(r.ID)
-			switch {
-			case len(r.RepoTags) > 0:
-				name = r.RepoTags[0]
-			case x.Images[r.ID].ID != "":
-				name = snapidx.ImageName(x.Images[r.ID])
-			}
+		lines = append(lines, fmt.Sprintf("IMAGES (%d, %s)", n, format.Bytes(g.BytesFreed)))
+		for _, r := range removals(x.Images, func(r engine.ImageRow) (engine.Action, int) { return r.Action, r.Step }) {
 			// The reason alone: its detail (the usage, the idle time) is
 			// on the Images pane, and would push the size off the row.
-			lines = append(lines, fmt.Sprintf("  %3d. %-*s %10s  %s", i+1, nw, fit(name, nw), human.Bytes(r.SizeBytes), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %3d. %-*s %10s  %s", r.Step, nw, fit(r.Name, nw), format.Bytes(r.Image.SizeBytes), r.Reason))
 		}
 	}
 	if n := len(p.ContainerGC.Remove); n > 0 {
 		lines = append(lines, fmt.Sprintf("CONTAINERS (%d)", n))
-		for _, r := range p.ContainerGC.Remove {
-			pod := x.ByUID[r.PodUID]
-			if pod.UID == "" {
-				pod = snapidx.Pod{UID: r.PodUID}
-			}
-			lines = append(lines, fmt.Sprintf("  %-*s #%-3d %s  %s", nw+4, fit(pod.String()+"/"+r.Name, nw+4), r.Attempt, human.ShortID(r.ID), r.Reason))
+		for _, r := range removals(x.Containers, func(r engine.ContainerRow) (engine.Action, int) { return r.Action, r.Step }) {
+			lines = append(lines, fmt.Sprintf("  %-*s #%-3d %s  %s", nw+4, fit(r.Pod+"/"+r.Name, nw+4), r.Attempt, format.ShortID(r.ID), r.Reason))
 		}
 	}
-	if n := len(p.SandboxGC.Remove); n > 0 {
+	if n := len(x.Sandboxes); n > 0 {
 		lines = append(lines, fmt.Sprintf("SANDBOXES (%d)", n))
-		for _, r := range p.SandboxGC.Remove {
-			pod := x.ByUID[r.PodUID]
-			if pod.UID == "" {
-				pod = snapidx.Pod{UID: r.PodUID}
-			}
-			lines = append(lines, fmt.Sprintf("  %-*s %s  %s", nw+4, fit(pod.String(), nw+4), human.ShortID(r.ID), r.Reason))
+		for _, r := range x.Sandboxes {
+			lines = append(lines, fmt.Sprintf("  %-*s %s  %s", nw+4, fit(r.Pod, nw+4), format.ShortID(r.ID), r.Reason))
 		}
 	}
-	if n := len(p.LogGC.Remove); n > 0 {
+	if n := len(x.Logs); n > 0 {
 		lines = append(lines, fmt.Sprintf("LOGS (%d)", n))
-		for _, r := range p.LogGC.Remove {
+		for _, r := range x.Logs {
 			lines = append(lines, fmt.Sprintf("  %s  %s", r.Path, r.Reason))
 		}
 	}
@@ -122,9 +119,26 @@ func planLines(p engine.Plan, x snapidx.Index, nameWidth int) (lines []string, i
 	if items == 0 {
 		lines = append(lines, "nothing to remove")
 	} else {
-		lines = append(lines, fmt.Sprintf("TOTAL %d items, frees ≈ %s (runtime-reported image sizes)", items, human.Bytes(g.BytesFreed)))
+		lines = append(lines, fmt.Sprintf("TOTAL %d items, frees ≈ %s (runtime-reported image sizes)", items, format.Bytes(g.BytesFreed)))
 	}
 	return lines, items
+}
+
+// removals are the rows an explanation removes, in execution order (by
+// step).
+func removals[R any](rows []R, of func(R) (engine.Action, int)) []R {
+	var out []R
+	for _, r := range rows {
+		if a, _ := of(r); a == engine.ActionRemove {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b R) int {
+		_, sa := of(a)
+		_, sb := of(b)
+		return cmp.Compare(sa, sb)
+	})
+	return out
 }
 
 // previewNameWidth is the name column of the preview in a box for a
@@ -229,4 +243,63 @@ func overlay(screen, box string, w, h int) string {
 		lipgloss.NewLayer(screen),
 		lipgloss.NewLayer(box).X(x).Y(y).Z(1),
 	).Render()
+}
+
+// openPreview asks the scheduler for a dry-run of the kind and opens the
+// modal that shows it.
+func (m Model) openPreview(kind engine.PassKind, dryRun bool) (tea.Model, tea.Cmd) {
+	if m.o.Controller == nil {
+		m.setFlash("no scheduler: nothing to preview", true)
+		return m, nil
+	}
+	if m.busy != "" {
+		m.setFlash(fmt.Sprintf("a %s pass is in flight", m.busy), true)
+		return m, nil
+	}
+	m.previewSeq++
+	m.modal = &modal{kind: modalPreview, title: passTitle(kind, dryRun), pass: kind, loading: true}
+	return m, previewCmd(m.ctx, m.o.Controller, kind, m.previewSeq)
+}
+
+// modalKey handles a key while a modal is open. Only y (keys.Confirm)
+// applies a previewed plan; enter, esc, n and q close the modal and remove
+// nothing, whatever the modal shows.
+func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	d := *m.modal
+	k := m.keys
+	if d.kind == modalQuit {
+		switch {
+		case key.Matches(msg, k.QuitAnyway):
+			return m, tea.Quit
+		case key.Matches(msg, k.Stay):
+			m.modal = nil
+		}
+		return m, nil
+	}
+	switch {
+	case key.Matches(msg, k.Interrupt):
+		m.modal = nil
+		return m.quit()
+	case key.Matches(msg, k.Cancel):
+		m.modal = nil
+		m.previewSeq++ // drop a preview still on its way
+		if d.kind == modalPreview && !d.loading && d.items > 0 {
+			m.setFlash("cancelled: nothing was removed", false)
+		}
+		return m, nil
+	case d.kind == modalPreview && key.Matches(msg, k.Confirm) && !d.loading && d.err == "":
+		m.modal = nil
+		if d.items == 0 {
+			return m, nil
+		}
+		m.busy = d.pass
+		m.progress = &engine.Progress{Kind: d.pass, Items: d.items}
+		m.setStickyFlash(fmt.Sprintf("applying the previewed %s plan (%d items)…", d.pass, d.items))
+		ctx, cancel := context.WithCancel(m.ctx)
+		m.stopApply = cancel
+		return m, applyCmd(ctx, m.o.Controller, d.pass, d.plan)
+	}
+	d.scroll(msg, m)
+	m.modal = &d
+	return m, nil
 }

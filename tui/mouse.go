@@ -7,7 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/internal/format"
 )
 
 // appName and tabGap lay out the tab bar; click reads the same layout.
@@ -89,7 +89,7 @@ func (m Model) progressLine() string {
 	}
 	fmt.Fprintf(&b, ": %d of %d items", p.ItemsDone, p.Items)
 	if p.Bytes > 0 {
-		fmt.Fprintf(&b, " · %s of %s", human.Bytes(p.BytesDone), human.Bytes(p.Bytes))
+		fmt.Fprintf(&b, " · %s of %s", format.Bytes(p.BytesDone), format.Bytes(p.Bytes))
 	}
 	frac := 0.0
 	if p.Items > 0 {

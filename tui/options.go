@@ -42,10 +42,15 @@ type Options struct {
 	Controller Controller
 	// Snapshot reads the node; required. (*engine.Engine).Snapshot fits.
 	Snapshot func(ctx context.Context) (engine.Snapshot, error)
-	// Plan is the pure planner; nil means engine.PlanPass. The Images and
-	// Containers panes show Plan(snapshot, Policy, engine.PassFull, now).
-	Plan func(s engine.Snapshot, p engine.Policy, kind engine.PassKind, now time.Time) engine.Plan
-	// Policy is the effective policy (the engine's).
+	// Plan plans a pass over a snapshot with the engine's effective
+	// policy, the one its passes and dry-runs use (which holds MaxAge back
+	// on a fresh start); required. The Images and Containers panes show
+	// the engine's explanation of Plan(snapshot, engine.PassFull, now), so
+	// they never show a removal the next pass would not make.
+	// (*engine.Engine).PlanSnapshot fits.
+	Plan func(s engine.Snapshot, kind engine.PassKind, at time.Time) (engine.Plan, error)
+	// Policy is the configured policy (the engine's), shown on the
+	// Overview.
 	Policy engine.Policy
 	// Cgroups reads the kubepods cgroup tree, with names resolved from the
 	// latest snapshot; nil leaves the Cgroups pane empty. CgroupsFrom wraps
@@ -63,6 +68,14 @@ type Options struct {
 	// every RefreshInterval; when it is missing or breaks, it polls, says
 	// so on the status line and reconnects with backoff.
 	Events engine.EventSource
+	// Changed is the light poll of a runtime without an event stream: it
+	// reports whether the node's containers changed since the last
+	// snapshot, at a fraction of a snapshot and a plan. While polling, the
+	// dashboard asks it every RefreshInterval and refreshes in full only
+	// on a change, on r, after a pass, when the image fs usage moves
+	// (ImageFs), and every SafetyInterval; nil refreshes in full every
+	// RefreshInterval. (*engine.Engine).ContainersChanged fits.
+	Changed func(ctx context.Context) (bool, error)
 	// Self reads nodegc's own CPU and memory; nil reads /proc/self.
 	Self func() (SelfSample, error)
 	// HideSelf leaves nodegc's own usage off the Overview (golden tests).
@@ -79,6 +92,12 @@ type Options struct {
 	// FPS caps the frame rate; 0 means 15, which keeps an idle dashboard
 	// cheap.
 	FPS int
+
+	// refreshTimeout bounds a refresh's snapshot (refreshTimeout unless
+	// a test lowers it); snapshotSlot is held while a snapshot call runs,
+	// so a hung one is never joined by another.
+	refreshTimeout time.Duration
+	snapshotSlot   chan struct{}
 }
 
 // CgroupsFrom returns an Options.Cgroups that reads the tree with cfg. One
@@ -113,9 +132,6 @@ func CgroupsFrom(cfg cgroupfs.Config) func(context.Context, cgroupfs.Names) (*cg
 const DefaultRefreshInterval = 2 * time.Second
 
 func (o Options) withDefaults() Options {
-	if o.Plan == nil {
-		o.Plan = engine.PlanPass
-	}
 	if o.Self == nil {
 		o.Self = readSelf
 	}
@@ -131,5 +147,9 @@ func (o Options) withDefaults() Options {
 	if o.Controller == nil {
 		o.ReadOnly = true
 	}
+	if o.refreshTimeout <= 0 {
+		o.refreshTimeout = refreshTimeout
+	}
+	o.snapshotSlot = make(chan struct{}, 1)
 	return o
 }

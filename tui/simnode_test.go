@@ -38,7 +38,7 @@ func simEngine(t testing.TB, o simnode.Options) (*simnode.Node, *engine.Engine) 
 func simOptions(s *engine.Scheduler, now func() time.Time) Options {
 	e := s.Engine()
 	return Options{
-		Controller: s, Snapshot: e.Snapshot, Policy: e.Policy(), Now: now, HideSelf: true,
+		Controller: s, Snapshot: e.Snapshot, Plan: e.PlanSnapshot, Policy: e.Policy(), Now: now, HideSelf: true,
 		Self: func() (SelfSample, error) { return SelfSample{}, nil },
 	}
 }

@@ -222,7 +222,9 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Events:          events,
 		Controller:      s,
 		Snapshot:        e.Snapshot,
+		Plan:            e.PlanSnapshot,
 		ImageFs:         e.ImageFs,
+		Changed:         e.ContainersChanged,
 		Policy:          e.Policy(),
 		Cgroups:         cgroups,
 		ReadOnly:        e.ReadOnly(),
@@ -336,9 +338,14 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 		if err != nil {
 			return fmt.Errorf("demo: snapshot: %w", err)
 		}
+		// The engine's effective policy, as the dashboard and gc plan.
+		p, err := e.PlanSnapshot(s, engine.PassFull, s.TakenAt)
+		if err != nil {
+			return fmt.Errorf("demo: plan: %w", err)
+		}
 		return renderPlanTable(opts.IO.Out, planView{
 			Snapshot:       s,
-			Plan:           engine.PlanPass(s, policy, engine.PassFull, s.TakenAt),
+			Plan:           p,
 			Settings:       prov,
 			EndpointSource: "simulated node, --demo",
 		})

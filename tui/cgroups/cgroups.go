@@ -4,9 +4,7 @@
 package cgroups
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,9 +14,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/cgroupfs"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
-	"github.com/nodegc/nodegc/tui/internal/human"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -119,73 +117,6 @@ func (m *Model) SetTree(t *cgroupfs.Tree, at time.Time) {
 	m.rebuild()
 }
 
-// label names a node for a person.
-func label(n *cgroupfs.Node) string {
-	switch n.Kind {
-	case cgroupfs.KindRoot:
-		return "kubepods"
-	case cgroupfs.KindQOS:
-		return n.QOS
-	case cgroupfs.KindPod:
-		if n.Pod != nil && n.Pod.Name != cgroupfs.Unknown && n.Pod.Name != "" {
-			return n.Pod.Namespace + "/" + n.Pod.Name
-		}
-		if n.Pod != nil {
-			return "unknown pod " + shortUID(n.Pod.UID)
-		}
-	case cgroupfs.KindContainer:
-		if n.Container != nil {
-			name := n.Container.Name
-			if name == "" {
-				name = cgroupfs.Unknown
-			}
-			if n.Conmon {
-				name += " (conmon)"
-			}
-			return name + " " + human.ShortID(n.Container.ID)
-		}
-	}
-	return n.Path
-}
-
-func shortUID(u string) string {
-	if len(u) > 8 {
-		return u[:8]
-	}
-	return u
-}
-
-func (m *Model) isCollapsed(n *cgroupfs.Node) bool {
-	if len(n.Children) == 0 {
-		return false
-	}
-	if m.collapsed[n.Path] {
-		return true
-	}
-	// Pods start collapsed, so the tree opens at one line per pod.
-	return n.Kind == cgroupfs.KindPod && !m.allOpen && !m.expanded[n.Path]
-}
-
-func (m *Model) children(n *cgroupfs.Node) []*cgroupfs.Node {
-	if m.sort == ByPath && !m.Reversed {
-		return n.Children
-	}
-	cs := slices.Clone(n.Children)
-	slices.SortStableFunc(cs, func(a, b *cgroupfs.Node) int {
-		switch m.sort {
-		case ByMemory:
-			return cmp.Compare(b.MemoryBytes, a.MemoryBytes)
-		case ByCPU:
-			return cmp.Compare(m.rate[b.Path], m.rate[a.Path])
-		}
-		return 0
-	})
-	if m.Reversed {
-		slices.Reverse(cs)
-	}
-	return cs
-}
-
 // sortColumn is the column each order sorts by.
 var sortColumn = [numSorts]int{ByPath: 0, ByMemory: 1, ByCPU: 4}
 
@@ -255,7 +186,7 @@ func (m *Model) rebuild() {
 		}
 		limit, scale := "—", memScale
 		if n.MemoryLimitBytes != nil {
-			limit = human.Bytes(int64(*n.MemoryLimitBytes))
+			limit = format.Bytes(int64(*n.MemoryLimitBytes))
 			scale = *n.MemoryLimitBytes
 		}
 		cpu, cpuBar := "—", ""
@@ -264,7 +195,7 @@ func (m *Model) rebuild() {
 			cpuBar = bar(r/cores, 10)
 		}
 		rows = append(rows, grid.Row{
-			Cells: []string{name, human.Bytes(int64(n.MemoryBytes)), bar(float64(n.MemoryBytes)/float64(max(scale, 1)), 10),
+			Cells: []string{name, format.Bytes(int64(n.MemoryBytes)), bar(float64(n.MemoryBytes)/float64(max(scale, 1)), 10),
 				limit, cpu, cpuBar, fmt.Sprint(n.Pids)},
 			Kind: kind,
 			Key:  n.Path,
@@ -291,18 +222,6 @@ func (m *Model) rebuild() {
 	}
 	walk(m.tree.Root, "", "")
 	m.Grid.SetRows(rows)
-}
-
-// nodeID is what c copies from a node: a container's ID, a pod's UID,
-// else the cgroup path.
-func nodeID(n *cgroupfs.Node) string {
-	switch {
-	case n.Container != nil && n.Container.ID != "":
-		return n.Container.ID
-	case n.Kind == cgroupfs.KindPod && n.Pod != nil:
-		return n.Pod.UID
-	}
-	return n.Path
 }
 
 // bar draws a fraction in [0,1] with eighth blocks.
@@ -349,129 +268,6 @@ func (m Model) Click(_, y int) Model {
 func (m *Model) nextSort() {
 	m.sort = (m.sort + 1) % numSorts
 	m.rebuild()
-}
-
-// treeKey handles the keys that collapse and expand the tree and reports
-// whether k was one of them.
-func (m *Model) treeKey(k tea.KeyPressMsg) bool {
-	switch {
-	case key.Matches(k, m.Keys.Toggle):
-		m.toggle(k)
-	case key.Matches(k, m.Keys.ExpandAll):
-		m.allOpen = true
-		clear(m.collapsed)
-		m.rebuild()
-	case key.Matches(k, m.Keys.CollapseAll):
-		m.allOpen = false
-		clear(m.expanded)
-		m.rebuild()
-	default:
-		return false
-	}
-	return true
-}
-
-func (m *Model) toggle(k tea.KeyPressMsg) {
-	row, ok := m.Grid.Selected()
-	if !ok || m.tree == nil {
-		return
-	}
-	n := find(m.tree.Root, row.Key)
-	if n == nil || len(n.Children) == 0 {
-		return
-	}
-	closed := m.isCollapsed(n)
-	open := closed
-	switch {
-	case key.Matches(k, m.Keys.Expand):
-		open = true
-	case key.Matches(k, m.Keys.Collapse):
-		open = false
-	}
-	if open {
-		delete(m.collapsed, n.Path)
-		m.expanded[n.Path] = true
-	} else {
-		delete(m.expanded, n.Path)
-		m.collapsed[n.Path] = true
-	}
-	m.rebuild()
-}
-
-func find(n *cgroupfs.Node, path string) *cgroupfs.Node {
-	if n == nil {
-		return nil
-	}
-	if n.Path == path {
-		return n
-	}
-	for _, c := range n.Children {
-		if f := find(c, path); f != nil {
-			return f
-		}
-	}
-	return nil
-}
-
-// header is node capacity, reservations, allocatable and the kubepods
-// limits, with drift.
-func (m Model) header() []string {
-	st := m.Styles
-	lbl := func(s string) string { return st.Label.Render(s) }
-	t := m.tree
-	if t == nil {
-		return []string{st.Faint.Render("reading cgroups…"), "", ""}
-	}
-	a := t.Allocatable
-	cpu := func(milli int64) string { return fmt.Sprintf("%.2g CPU", float64(milli)/1000) }
-	l1 := fmt.Sprintf("%s %s/%s  %s %s, %s  %s %s, %s  %s %s, %s",
-		st.Header.Render("CGROUPS"), t.Mode, orUnknown(string(t.Driver)),
-		lbl("capacity"), cpu(a.CapacityMilliCPU), human.Bytes(a.CapacityMemoryBytes),
-		lbl("reserved sys"), cpu(a.SystemReservedMilliCPU), human.Bytes(a.SystemReservedMemoryBytes),
-		lbl("kube"), cpu(a.KubeReservedMilliCPU), human.Bytes(a.KubeReservedMemoryBytes))
-	l2 := fmt.Sprintf("%s %s, %s", lbl("allocatable"), cpu(a.MilliCPU), human.Bytes(a.MemoryBytes))
-	if k := a.Kubepods; k != nil {
-		l2 += "  " + lbl("kubepods limits") + " " + limits(*k)
-	}
-	l2 += "  " + lbl("(cpu in cores)")
-	l3 := ""
-	switch {
-	case m.err != "":
-		l3 = st.Bad.Render("read failed: " + m.err)
-	case len(a.Drift) > 0:
-		l3 = st.Warn.Render("drift: " + strings.Join(a.Drift, "; "))
-	case len(t.Errors) > 0:
-		l3 = st.Warn.Render(strings.Join(t.Errors, "; "))
-	case a.Kubepods != nil:
-		l3 = st.OK.Render("kubepods limits match allocatable")
-	}
-	return []string{l1, l2, l3}
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
-}
-
-func limits(k cgroupfs.KubepodsLimits) string {
-	var parts []string
-	mem := "mem unlimited"
-	if k.MemoryLimitBytes != nil {
-		mem = "mem " + human.Bytes(int64(*k.MemoryLimitBytes))
-	}
-	parts = append(parts, mem)
-	if k.CPUShares != nil {
-		parts = append(parts, fmt.Sprintf("cpu.shares %d", *k.CPUShares))
-	}
-	if k.CPUWeight != nil {
-		parts = append(parts, fmt.Sprintf("cpu.weight %d", *k.CPUWeight))
-	}
-	if k.PidsMax != nil {
-		parts = append(parts, fmt.Sprintf("pids.max %d", *k.PidsMax))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // View renders the header, the filter and the tree.

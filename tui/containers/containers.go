@@ -18,10 +18,9 @@ import (
 
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
-	"github.com/nodegc/nodegc/tui/internal/human"
-	"github.com/nodegc/nodegc/tui/internal/snapidx"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -45,22 +44,23 @@ type group struct {
 	uid      string
 	header   grid.Row
 	rows     []grid.Row
-	names    []string
 	dead     int
 	removals int
 }
 
-// Model is the Containers pane.
+// Model is the Containers pane. It renders the engine's container rows
+// (engine.ExplainContainers): their grouping by pod, their order, and
+// what the plan does with each are the engine's.
 type Model struct {
 	grid.Pane
 	sort    Sort
 	groups  []group
 	summary string
 	loaded  bool
-	// snap and x are the last refresh, tree the last cgroup read: the
-	// details of a pod.
+	// snap and pods (display names by pod UID) are the last refresh, tree
+	// the last cgroup read: the details of a pod.
 	snap engine.Snapshot
-	x    snapidx.Index
+	pods map[string]string
 	now  time.Time
 	tree *cgroupfs.Tree
 }
@@ -72,6 +72,7 @@ var columns = []grid.Column{
 	{Title: "FINISHED", Width: 10},
 	{Title: "STATE", Width: 7, MinTable: 90},
 	{Title: "PLAN", Width: 6, Flex: true},
+	{Title: "DETAIL", Width: 6, Flex: true, MinTable: 120},
 }
 
 // New returns an empty pane.
@@ -82,72 +83,57 @@ func New(k keys.KeyMap, st style.Styles) Model {
 // Title names the pane.
 func (m Model) Title() string { return "Containers" }
 
-type unitKey struct{ uid, name string }
-
-// SetData shows a snapshot, indexed as x, and the plan made from it at
-// now.
-func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now time.Time) {
+// SetData shows the engine's explanation of the plan p's containers, made
+// from the snapshot s, at now.
+func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	m.loaded = true
-	m.snap, m.x, m.now = s, x, now
-	removal := make(map[string]engine.ContainerRemoval, len(p.ContainerGC.Remove))
-	for _, r := range p.ContainerGC.Remove {
-		removal[r.ID] = r
-	}
+	m.snap, m.now = s, now
 	removable := make(map[string]bool, len(s.PodSource.RemovablePodUIDs))
 	for _, uid := range s.PodSource.RemovablePodUIDs {
 		removable[uid] = true
 	}
-
-	units := make(map[unitKey][]*engine.Container)
+	byID := make(map[string]*engine.Container, len(s.Containers))
 	for i := range s.Containers {
-		c := &s.Containers[i]
-		if c.State == engine.ContainerRunning {
-			continue
+		if c := &s.Containers[i]; c.State != engine.ContainerRunning {
+			byID[c.ID] = c
 		}
-		k := unitKey{c.PodUID, c.Name}
-		units[k] = append(units[k], c)
 	}
+	rows := engine.ExplainContainers(s, p)
 	byPod := make(map[string]*group)
-	dead := 0
-	pol := p.Policy.Container
-	marks := markTexts(pol)
-	for k, cs := range units {
-		// Newest first, as the kubelet ranks a unit's instances.
-		slices.SortStableFunc(cs, func(a, b *engine.Container) int {
-			return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
-		})
-		g := byPod[k.uid]
+	var order []*group
+	m.pods = make(map[string]string)
+	for _, r := range rows {
+		uid, exit := "", "—"
+		if c, ok := byID[r.ID]; ok {
+			uid, exit = c.PodUID, strconv.Itoa(int(c.ExitCode))
+		} else if r.Step > 0 {
+			uid = p.ContainerGC.Remove[r.Step-1].PodUID
+		}
+		g := byPod[uid]
 		if g == nil {
-			pod := x.PodOf(*cs[0])
-			g = &group{pod: pod.String(), uid: k.uid}
-			byPod[k.uid] = g
+			g = &group{pod: r.Pod, uid: uid}
+			byPod[uid] = g
+			order = append(order, g)
+			m.pods[uid] = r.Pod
 		}
-		g.names = append(g.names, k.name)
-		for i, c := range cs {
-			dead++
-			g.dead++
-			plan, kind := mark(c, i, removal, marks, pol, now)
-			if kind == grid.Remove {
-				g.removals++
-			}
-			fin := "—"
-			if c.FinishedAt != nil {
-				fin = human.Duration(now.Sub(*c.FinishedAt)) + " ago"
-			}
-			state := c.State.Short()
-			g.rows = append(g.rows, grid.Row{
-				Cells: []string{"  " + c.Name, strconv.FormatUint(uint64(c.Attempt), 10), strconv.Itoa(int(c.ExitCode)), fin, strings.ToLower(state), plan},
-				Kind:  kind,
-				Key:   c.ID,
-				ID:    c.ID,
-			})
+		g.dead++
+		plan, kind := mark(r)
+		if kind == grid.Remove {
+			g.removals++
 		}
+		fin := "—"
+		if r.FinishedAt != nil {
+			fin = format.Duration(now.Sub(*r.FinishedAt)) + " ago"
+		}
+		g.rows = append(g.rows, grid.Row{
+			Cells: []string{"  " + r.Name, strconv.FormatUint(uint64(r.Attempt), 10), exit, fin, strings.ToLower(r.State.Short()), plan, r.Detail},
+			Kind:  kind,
+			Key:   r.ID,
+			ID:    r.ID,
+		})
 	}
 	m.groups = m.groups[:0]
-	for _, g := range byPod {
-		// Rows were appended unit by unit in map order: order them by
-		// container name, then newest first (stable within a name).
-		slices.SortStableFunc(g.rows, func(a, b grid.Row) int { return strings.Compare(a.Cells[0], b.Cells[0]) })
+	for _, g := range order {
 		label := fmt.Sprintf("%s  (%d dead", g.pod, g.dead)
 		if g.removals > 0 {
 			label += fmt.Sprintf(", %d to remove", g.removals)
@@ -159,11 +145,14 @@ func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now t
 		g.header = grid.Row{Cells: []string{label}, Kind: grid.Group, Span: true, Key: "pod/" + g.uid, ID: g.uid}
 		m.groups = append(m.groups, *g)
 	}
-	slices.SortFunc(m.groups, func(a, b group) int { return cmp.Or(strings.Compare(a.pod, b.pod), strings.Compare(a.uid, b.uid)) })
+	// The engine orders the rows by pod name; pods that share a name
+	// stay apart, by UID.
+	slices.SortStableFunc(m.groups, func(a, b group) int { return cmp.Or(strings.Compare(a.pod, b.pod), strings.Compare(a.uid, b.uid)) })
 
+	pol := p.Policy.Container
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d dead in %d pods · plan removes %d containers, %d sandboxes, %d logs",
-		dead, len(m.groups), len(p.ContainerGC.Remove), len(p.SandboxGC.Remove), len(p.LogGC.Remove))
+		len(rows), len(m.groups), len(p.ContainerGC.Remove), len(p.SandboxGC.Remove), len(p.LogGC.Remove))
 	keep := fmt.Sprint(pol.MaxPerPodContainer)
 	if pol.MaxPerPodContainer < 0 {
 		keep = "all"
@@ -172,43 +161,23 @@ func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now t
 	if pol.MaxContainers < 0 {
 		maxAll = "∞"
 	}
-	fmt.Fprintf(&b, " · keep %s per container, max %s, min age %s", keep, maxAll, human.Duration(pol.MinAge))
+	fmt.Fprintf(&b, " · keep %s per container, max %s, min age %s", keep, maxAll, format.Duration(pol.MinAge))
 	b.WriteString(" · pods: " + s.PodSource.Summary())
 	m.summary = b.String()
 	m.rebuild()
 }
 
-// markTexts are the plan column's texts for a policy, made once per
-// refresh rather than once per container.
-func markTexts(pol engine.ContainerPolicy) map[string]string {
-	return map[string]string{
-		string(engine.RemovePodRemovable):      "remove: pod removable",
-		string(engine.RemovePerContainerLimit): fmt.Sprintf("remove: keeps newest %d", pol.MaxPerPodContainer),
-		string(engine.RemoveNodeLimit):         fmt.Sprintf("remove: node limit %d", pol.MaxContainers),
-		"young":                                "keep: younger than " + human.Duration(pol.MinAge),
-		"newest":                               "keep: newest",
-		"newestN":                              fmt.Sprintf("keep: newest %d", pol.MaxPerPodContainer),
+// mark is the plan column: the engine's action, step and reason, and for
+// a kept container its rank among the dead of its pod and name, newest
+// first.
+func mark(r engine.ContainerRow) (string, grid.Kind) {
+	if r.Action == engine.ActionRemove {
+		return "remove #" + strconv.Itoa(r.Step) + " " + r.Reason, grid.Remove
 	}
-}
-
-// mark says what the plan does with the i-th newest instance of its unit.
-func mark(c *engine.Container, i int, removal map[string]engine.ContainerRemoval, marks map[string]string, pol engine.ContainerPolicy, now time.Time) (string, grid.Kind) {
-	if r, ok := removal[c.ID]; ok {
-		if s, ok := marks[string(r.Reason)]; ok {
-			return s, grid.Remove
-		}
-		return "remove: " + string(r.Reason), grid.Remove
+	if r.Rank == 1 {
+		return "keep, newest", grid.Dim
 	}
-	switch {
-	case c.CreatedAt.After(now.Add(-pol.MinAge)):
-		return marks["young"], grid.Dim
-	case pol.MaxPerPodContainer < 0 || i < pol.MaxPerPodContainer:
-		if i == 0 {
-			return marks["newest"], grid.Dim
-		}
-		return marks["newestN"], grid.Dim
-	}
-	return "keep", grid.Dim
+	return "keep, newest #" + strconv.Itoa(r.Rank), grid.Dim
 }
 
 func (m *Model) rebuild() {
@@ -258,7 +227,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	case tea.KeyPressMsg:
 		m.HandleKey(msg, m.rebuild, m.nextSort, nil)
 	case feed.Snapshot:
-		m.SetData(msg.Snap, msg.Index, msg.Plan, msg.At)
+		m.SetData(msg.Snap, msg.Plan, msg.At)
 	case feed.Cgroups:
 		if msg.Tree != nil {
 			m.tree = msg.Tree

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
-	"github.com/nodegc/nodegc/tui/internal/human"
 )
 
 // Detail is what enter opens on the selected pod (or a container's pod):
@@ -28,9 +28,8 @@ func (m Model) Detail() (feed.Detail, bool) {
 		}
 		uid = m.snap.Containers[i].PodUID
 	}
-	pod := m.x.ByUID[uid]
-	name := pod.String()
-	if pod.UID == "" {
+	name, ok := m.pods[uid]
+	if !ok {
 		name = uid
 	}
 	l := []string{"UID       " + uid}
@@ -44,7 +43,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 	slices.SortFunc(sbs, func(a, b engine.Sandbox) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	l = append(l, "", fmt.Sprintf("SANDBOXES (%d)", len(sbs)))
 	for _, sb := range sbs {
-		l = append(l, fmt.Sprintf("  %s  %-16s attempt %d  created %s ago", human.ShortID(sb.ID), sb.State, sb.Attempt, human.Duration(m.now.Sub(sb.CreatedAt))))
+		l = append(l, fmt.Sprintf("  %s  %-16s attempt %d  created %s ago", format.ShortID(sb.ID), sb.State, sb.Attempt, format.Duration(m.now.Sub(sb.CreatedAt))))
 	}
 
 	var cs []engine.Container
@@ -70,11 +69,11 @@ func (m Model) Detail() (feed.Detail, bool) {
 		}
 	}
 	for _, c := range cs {
-		s := fmt.Sprintf("  %-20s #%-3d %-8s %s", c.Name, c.Attempt, strings.ToLower(c.State.Short()), human.ShortID(c.ID))
+		s := fmt.Sprintf("  %-20s #%-3d %-8s %s", c.Name, c.Attempt, strings.ToLower(c.State.Short()), format.ShortID(c.ID))
 		if c.State != engine.ContainerRunning {
 			s += fmt.Sprintf("  exit %d", c.ExitCode)
 			if c.FinishedAt != nil {
-				s += " " + human.Duration(m.now.Sub(*c.FinishedAt)) + " ago"
+				s += " " + format.Duration(m.now.Sub(*c.FinishedAt)) + " ago"
 			}
 		}
 		if p, ok := plan[c.ID]; ok {
@@ -95,7 +94,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 		for _, c := range n.Children {
 			cn := cgroupfs.Unknown
 			if c.Container != nil {
-				cn = c.Container.Name + " " + human.ShortID(c.Container.ID)
+				cn = c.Container.Name + " " + format.ShortID(c.Container.ID)
 			}
 			l = append(l, fmt.Sprintf("    %-28s %s", cn, usage(c)))
 		}
@@ -107,10 +106,10 @@ func (m Model) Detail() (feed.Detail, bool) {
 func usage(n *cgroupfs.Node) string {
 	limit := "no limit"
 	if n.MemoryLimitBytes != nil {
-		limit = "limit " + human.Bytes(int64(*n.MemoryLimitBytes))
+		limit = "limit " + format.Bytes(int64(*n.MemoryLimitBytes))
 	}
 	cpu := time.Duration(n.CPUUsageNanos).Round(time.Millisecond)
-	return fmt.Sprintf("memory %s (%s)  cpu time %s  pids %d", human.Bytes(int64(n.MemoryBytes)), limit, cpu, n.Pids)
+	return fmt.Sprintf("memory %s (%s)  cpu time %s  pids %d", format.Bytes(int64(n.MemoryBytes)), limit, cpu, n.Pids)
 }
 
 func podNode(t *cgroupfs.Tree, uid string) *cgroupfs.Node {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
-	"github.com/nodegc/nodegc/tui/internal/human"
 )
 
 // Detail is what enter opens on the selected pass (or one of its item
@@ -32,16 +32,16 @@ func (m Model) Detail() (feed.Detail, bool) {
 	}
 	l := []string{
 		fmt.Sprintf("KIND      %s%s", p.Kind, map[bool]string{true: " (forced)"}[p.Forced]),
-		fmt.Sprintf("RAN       %s → %s (%s)", p.StartedAt.Format(time.DateTime), p.FinishedAt.Format(time.TimeOnly), human.Duration(p.FinishedAt.Sub(p.StartedAt).Round(10*time.Millisecond))),
+		fmt.Sprintf("RAN       %s → %s (%s)", p.StartedAt.Format(time.DateTime), p.FinishedAt.Format(time.TimeOnly), format.Duration(p.FinishedAt.Sub(p.StartedAt).Round(10*time.Millisecond))),
 	}
 	if id := p.PassID(); id != "" {
 		l = append(l, "JOURNAL   pass "+id+" in <state-dir>/journal.jsonl")
 	}
 	measured := "not measured"
 	if p.MeasuredBytesFreed != nil {
-		measured = human.Bytes(*p.MeasuredBytesFreed) + " measured"
+		measured = format.Bytes(*p.MeasuredBytesFreed) + " measured"
 	}
-	l = append(l, fmt.Sprintf("FREED     ≈ %s estimated, %s", human.Bytes(p.EstimatedBytesFreed), measured))
+	l = append(l, fmt.Sprintf("FREED     ≈ %s estimated, %s", format.Bytes(p.EstimatedBytesFreed), measured))
 	counts := []string{}
 	for _, o := range []engine.Outcome{engine.OutcomeRemoved, engine.OutcomeGone, engine.OutcomeSkipped, engine.OutcomeFailed, engine.OutcomeNotRun} {
 		if n := p.Count(o); n > 0 {
@@ -76,7 +76,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 		for _, it := range items {
 			s := fmt.Sprintf("  %-12s %-13s %s", it.Outcome, it.Reason, name(p.Plan, it))
 			if it.SizeBytes > 0 {
-				s += "  " + human.Bytes(it.SizeBytes)
+				s += "  " + format.Bytes(it.SizeBytes)
 			}
 			if it.Detail != "" {
 				s += "  (" + it.Detail + ")"
@@ -100,17 +100,17 @@ func name(p engine.Plan, it engine.ItemResult) string {
 	case engine.ItemImage:
 		for _, r := range p.ImageGC.Remove {
 			if r.ID == it.ID && len(r.RepoTags) > 0 {
-				return r.RepoTags[0] + " " + human.ShortID(it.ID)
+				return r.RepoTags[0] + " " + format.ShortID(it.ID)
 			}
 		}
 	case engine.ItemContainer:
 		for _, r := range p.ContainerGC.Remove {
 			if r.ID == it.ID {
-				return fmt.Sprintf("%s #%d %s", r.Name, r.Attempt, human.ShortID(it.ID))
+				return fmt.Sprintf("%s #%d %s", r.Name, r.Attempt, format.ShortID(it.ID))
 			}
 		}
 	case engine.ItemLog:
 		return it.ID
 	}
-	return human.ShortID(it.ID)
+	return format.ShortID(it.ID)
 }

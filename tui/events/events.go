@@ -16,9 +16,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
-	"github.com/nodegc/nodegc/tui/internal/human"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -148,7 +148,7 @@ func (m *Model) rebuild() {
 				msg, kind = "skipped: "+it.Detail, grid.Dim
 			}
 			group = append(group, grid.Row{
-				Cells: []string{fmt.Sprintf("      %s %s %s: %s", mark(it.Outcome), it.Kind, human.ShortID(it.ID), msg)},
+				Cells: []string{fmt.Sprintf("      %s %s %s: %s", mark(it.Outcome), it.Kind, format.ShortID(it.ID), msg)},
 				Span:  true, Kind: kind, Key: fmt.Sprintf("%d/%s/%s", p.ID, it.Kind, it.ID), ID: it.ID,
 			})
 		}
@@ -173,7 +173,7 @@ func passRow(p engine.PassReport) grid.Row {
 	failed := p.Count(engine.OutcomeFailed)
 	measured := "—"
 	if p.MeasuredBytesFreed != nil {
-		measured = human.Bytes(*p.MeasuredBytesFreed)
+		measured = format.Bytes(*p.MeasuredBytesFreed)
 	}
 	kind := string(p.Kind)
 	if p.Forced {
@@ -203,8 +203,8 @@ func passRow(p engine.PassReport) grid.Row {
 		ID: id,
 		Cells: []string{
 			fmt.Sprint(p.ID), kind, p.StartedAt.Format(time.TimeOnly),
-			human.Duration(p.FinishedAt.Sub(p.StartedAt).Round(10 * time.Millisecond)),
-			fmt.Sprint(removed), human.Bytes(p.EstimatedBytesFreed), measured, fmt.Sprint(failed), result,
+			format.Duration(p.FinishedAt.Sub(p.StartedAt).Round(10 * time.Millisecond)),
+			fmt.Sprint(removed), format.Bytes(p.EstimatedBytesFreed), measured, fmt.Sprint(failed), result,
 		},
 		Kind: k,
 		Key:  fmt.Sprintf("pass/%d/%s", p.ID, p.StartedAt),

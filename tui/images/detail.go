@@ -2,31 +2,33 @@ package images
 
 import (
 	"fmt"
-	"slices"
+	"time"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
-	"github.com/nodegc/nodegc/tui/internal/human"
 )
 
 // Detail is what enter opens on the selected image: every tag and digest,
-// its size and records, each container using it, and why it stays or
-// where it sits in the removal order.
+// its size and records, and the engine's word on it: its place in
+// eviction order, what the plan does with it and why, whether it is a
+// sandbox image, and the containers using it.
 func (m Model) Detail() (feed.Detail, bool) {
 	id, ok := m.SelectedID()
 	if !ok {
 		return feed.Detail{}, false
 	}
-	im, ok := m.x.Images[id]
-	if !ok {
-		return feed.Detail{}, false
-	}
-	var it item
-	for _, i := range m.items {
-		if i.id == id {
-			it = i
+	var it *item
+	for i := range m.items {
+		if m.items[i].row.Image.ID == id {
+			it = &m.items[i]
 		}
 	}
+	if it == nil {
+		return feed.Detail{}, false
+	}
+	r := it.row
+	im := r.Image
 	l := []string{"ID        " + id}
 	tags := im.RepoTags
 	if len(tags) == 0 {
@@ -38,41 +40,42 @@ func (m Model) Detail() (feed.Detail, bool) {
 	for i, d := range im.RepoDigests {
 		l = append(l, field(i, "DIGESTS", d))
 	}
-	l = append(l, "SIZE      "+human.Bytes(im.SizeBytes)+" (runtime-reported)")
+	l = append(l, "SIZE      "+format.Bytes(im.SizeBytes)+" (runtime-reported)")
 	pinned := "no"
 	if im.Pinned {
 		pinned = "yes (by the runtime)"
 	}
-	l = append(l, "PINNED    "+pinned)
-	first, last := "—", "never"
-	if !it.firstSeen.IsZero() {
-		first = it.firstSeen.Format("2006-01-02 15:04:05") + " (" + human.Duration(m.now.Sub(it.firstSeen)) + " ago)"
+	sandbox := "no"
+	if r.SandboxImage {
+		sandbox = "yes (never removed)"
 	}
-	if !it.lastUsed.IsZero() {
-		last = it.lastUsed.Format("2006-01-02 15:04:05") + " (" + human.Duration(m.now.Sub(it.lastUsed)) + " ago)"
-	}
-	l = append(l, "FIRST     "+first, "LAST USED "+last,
-		fmt.Sprintf("ORDER     #%d of %d in LRU (eviction) order", it.rank, len(m.items)),
+	l = append(l, "PINNED    "+pinned, "SANDBOX   "+sandbox,
+		"FIRST     "+when(r.FirstDetected, "—", m.now),
+		"LAST USED "+when(r.LastUsed, "never", m.now),
+		fmt.Sprintf("ORDER     #%d of %d in LRU (eviction) order", r.Rank, len(m.items)),
 		"VERDICT   "+it.status)
-	if i := slices.IndexFunc(m.plan.ImageGC.Remove, func(r engine.ImageRemoval) bool { return r.ID == id }); i >= 0 {
-		r := m.plan.ImageGC.Remove[i]
-		l = append(l, fmt.Sprintf("          removal %d of %d (%s)%s", i+1, len(m.plan.ImageGC.Remove), r.Reason, cutNote(it.rank, m.cutLine)))
+	if r.Action == engine.ActionRemove {
+		l = append(l, fmt.Sprintf("          removal %d of %d (%s)%s", r.Step, len(m.plan.ImageGC.Remove), r.Reason, cutNote(r.Rank, m.cut)))
 	}
-	for _, k := range m.plan.ImageGC.Keep {
-		if k.ID == id && k.Detail != "" {
-			l = append(l, "          kept: "+string(k.Reason)+": "+k.Detail)
-		}
+	if r.Detail != "" {
+		l = append(l, "          "+r.Detail)
 	}
-	users := engine.ImagesInUse([]engine.Image{im}, m.snap.Containers)[id]
-	l = append(l, "", fmt.Sprintf("CONTAINERS USING IT (%d, any state)", len(users)))
-	for _, c := range users {
-		pod := m.x.PodOf(c)
-		l = append(l, fmt.Sprintf("  %-40s %-10s %s", pod.String()+"/"+c.Name, c.State.Short(), human.ShortID(c.ID)))
+	l = append(l, "", fmt.Sprintf("CONTAINERS USING IT (%d, any state)", len(r.UsedBy)))
+	for _, u := range r.UsedBy {
+		l = append(l, "  "+u)
 	}
-	if len(users) == 0 {
+	if len(r.UsedBy) == 0 {
 		l = append(l, "  none")
 	}
 	return feed.Detail{Title: "Image " + it.name, Lines: l}, true
+}
+
+// when is an instant and how long ago it was, or none for nil.
+func when(t *time.Time, none string, now time.Time) string {
+	if t == nil {
+		return none
+	}
+	return t.Format("2006-01-02 15:04:05") + " (" + format.Duration(now.Sub(*t)) + " ago)"
 }
 
 func field(i int, name, v string) string {
@@ -82,8 +85,9 @@ func field(i int, name, v string) string {
 	return fmt.Sprintf("%-9s %s", name, v)
 }
 
-func cutNote(n, cut int) string {
-	if cut > 0 && n <= cut {
+// cutNote says on which side of the engine's cut line the rank falls.
+func cutNote(rank int, cut engine.CutLine) string {
+	if cut.Row > 0 && rank <= cut.Row {
 		return ", above the cut line"
 	}
 	return ""

@@ -1,7 +1,6 @@
-// Package images is the dashboard's Images pane: every image in LRU
-// (eviction) order with the reason it stays or its place in the removal
-// order, and the cut line where the planned removals reach the bytes to
-// free.
+// Package images is the dashboard's Images pane: the engine's image rows
+// (engine.ExplainImages) in eviction order, each with what the plan does
+// with it and why, and the engine's cut line.
 package images
 
 import (
@@ -18,10 +17,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
-	"github.com/nodegc/nodegc/tui/internal/human"
-	"github.com/nodegc/nodegc/tui/internal/snapidx"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -45,29 +43,26 @@ func (s Sort) String() string {
 
 // item is one image row, formatted once per refresh.
 type item struct {
-	rank      int
-	id        string
-	name      string
-	size      int64
-	lastUsed  time.Time
-	firstSeen time.Time
-	status    string
-	kind      grid.Kind
-	cells     []string
+	row      engine.ImageRow
+	name     string
+	lastUsed time.Time
+	status   string
+	kind     grid.Kind
+	cells    []string
 }
 
-// Model is the Images pane.
+// Model is the Images pane. It renders the engine's explanation of the
+// plan (engine.ExplainImages) and decides nothing: which containers use
+// an image, which is the sandbox image, the order and the cut line are the
+// engine's.
 type Model struct {
 	grid.Pane
 	sort    Sort
 	items   []item
-	cutLine int
-	cutText string
+	cut     engine.CutLine
 	summary string
 	loaded  bool
-	// snap, x and plan are the last refresh, for the details of an image.
-	snap engine.Snapshot
-	x    snapidx.Index
+	// plan and now are the last refresh, for the details of an image.
 	plan engine.Plan
 	now  time.Time
 }
@@ -75,11 +70,12 @@ type Model struct {
 var columns = []grid.Column{
 	{Title: "#", Width: 4, Right: true},
 	{Title: "IMAGE", Width: 4, Flex: true},
-	{Title: "ID", Width: 12, MinTable: 90},
+	{Title: "ID", Width: 12, MinTable: 110},
 	{Title: "SIZE", Width: 9, Right: true},
 	{Title: "LAST USED", Width: 9},
 	{Title: "FIRST SEEN", Width: 10, MinTable: 84},
-	{Title: "STATUS", Width: 6, Flex: true},
+	{Title: "STATUS", Width: 18},
+	{Title: "DETAIL", Width: 6, Flex: true},
 }
 
 // New returns an empty pane.
@@ -90,87 +86,54 @@ func New(k keys.KeyMap, st style.Styles) Model {
 // Title names the pane.
 func (m Model) Title() string { return "Images" }
 
-// SetData shows a snapshot, indexed as x, and the plan made from it at
-// now.
-func (m *Model) SetData(s engine.Snapshot, x snapidx.Index, p engine.Plan, now time.Time) {
+// SetData shows the engine's explanation of the plan p, made from the
+// snapshot s, at now.
+func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	m.loaded = true
-	m.snap, m.x, m.plan, m.now = s, x, p, now
-	recs := make(map[string]engine.ImageRecord, len(s.ImageRecords))
-	for _, r := range s.ImageRecords {
-		recs[r.ID] = r
-	}
-	removal := make(map[string]int, len(p.ImageGC.Remove))
-	for i, r := range p.ImageGC.Remove {
-		removal[r.ID] = i
-	}
-	keep := make(map[string]engine.ImageKeep, len(p.ImageGC.Keep))
-	for _, k := range p.ImageGC.Keep {
-		keep[k.ID] = k
-	}
-
-	order := lruOrder(s, p, recs)
-	m.items = make([]item, 0, len(order))
-	for i, id := range order {
-		im, ok := x.Images[id]
-		if !ok {
-			continue
+	m.plan, m.now = p, now
+	rows, cut := engine.ExplainImages(s, p)
+	m.cut = cut
+	m.items = make([]item, len(rows))
+	for i, r := range rows {
+		it := item{row: r, name: displayName(r.Name)}
+		if r.LastUsed != nil {
+			it.lastUsed = *r.LastUsed
 		}
-		it := item{rank: i + 1, id: id, name: displayName(snapidx.ImageName(im)), size: im.SizeBytes}
-		if r, ok := recs[id]; ok {
-			it.firstSeen = r.FirstDetected
-			if r.LastUsed != nil {
-				it.lastUsed = *r.LastUsed
-			}
-		}
-		it.status, it.kind = status(im, x, p, removal, keep, now)
+		it.status, it.kind = status(r)
 		first := "—"
-		if !it.firstSeen.IsZero() {
-			first = human.Duration(now.Sub(it.firstSeen))
+		if r.FirstDetected != nil {
+			first = format.Duration(now.Sub(*r.FirstDetected))
 		}
 		last := "never"
 		if !it.lastUsed.IsZero() {
-			last = human.Duration(now.Sub(it.lastUsed))
+			last = format.Duration(now.Sub(it.lastUsed))
 		}
-		it.cells = []string{strconv.Itoa(it.rank), it.name, human.ShortID(id), human.Bytes(it.size), last, first, it.status}
-		m.items = append(m.items, it)
+		it.cells = []string{strconv.Itoa(r.Rank), it.name, format.ShortID(r.Image.ID), format.Bytes(r.Image.SizeBytes), last, first, it.status, r.Detail}
+		m.items[i] = it
 	}
 
 	g := p.ImageGC
-	m.cutLine = g.CutLine
-	m.cutText = ""
-	var spaceBytes int64
-	var spaceN, ageN int
+	ageN := 0
 	for _, r := range g.Remove {
-		switch r.Reason {
-		case engine.RemoveForAge:
+		if r.Reason == engine.RemoveForAge {
 			ageN++
-		default:
-			spaceN++
-			spaceBytes = engine.AddBytes(spaceBytes, r.SizeBytes)
 		}
 	}
-	if g.Triggered {
-		switch {
-		case spaceN == 0:
-			m.cutText = fmt.Sprintf("cut line: nothing can be removed, %s needed", human.Bytes(g.BytesToFree))
-		case spaceBytes < g.BytesToFree:
-			m.cutText = fmt.Sprintf("cut line: all %d candidates free %s < %s needed", spaceN, human.Bytes(spaceBytes), human.Bytes(g.BytesToFree))
-		default:
-			m.cutText = fmt.Sprintf("cut line: the %d removals above free %s ≥ %s needed", spaceN, human.Bytes(spaceBytes), human.Bytes(g.BytesToFree))
-		}
-	}
-
 	pol := p.Policy.Image
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d images · imagefs %d%% used (high %d%%, low %d%%) · ", len(m.items), g.UsagePercent, pol.HighThresholdPercent, pol.LowThresholdPercent)
 	switch {
+	case cut.Row == 0:
+		// A line above every row would take the first row, where the
+		// cursor starts: the summary says it instead.
+		b.WriteString(cut.Text)
 	case g.Triggered:
-		fmt.Fprintf(&b, "GC triggered: free %s", human.Bytes(g.BytesToFree))
+		fmt.Fprintf(&b, "GC triggered: free %s", format.Bytes(g.BytesToFree))
 	default:
 		b.WriteString("below high threshold")
 	}
 	if n := len(g.Remove); n > 0 {
-		fmt.Fprintf(&b, " · plan removes %d (%s)", n, human.Bytes(g.BytesFreed))
+		fmt.Fprintf(&b, " · plan removes %d (%s)", n, format.Bytes(g.BytesFreed))
 		if ageN > 0 {
 			fmt.Fprintf(&b, ", %d for age", ageN)
 		}
@@ -188,77 +151,16 @@ func displayName(s string) string {
 	return s
 }
 
-// lruOrder is the plan's eviction order, with any image the plan did not
-// rank appended in the kubelet's order (never used first, then least
-// recently used, then first detected, then ID).
-func lruOrder(s engine.Snapshot, p engine.Plan, recs map[string]engine.ImageRecord) []string {
-	order := make([]string, 0, len(s.Images))
-	seen := make(map[string]bool, len(p.ImageGC.Order))
-	for _, id := range p.ImageGC.Order {
-		if !seen[id] {
-			seen[id] = true
-			order = append(order, id)
-		}
+// status is the row's action and reason, as the CLI's plan table words
+// them: "remove #2 space", "keep in-use".
+func status(r engine.ImageRow) (string, grid.Kind) {
+	if r.Action == engine.ActionRemove {
+		return "remove #" + strconv.Itoa(r.Step) + " " + r.Reason, grid.Remove
 	}
-	var rest []string
-	for _, im := range s.Images {
-		if !seen[im.ID] {
-			seen[im.ID] = true
-			rest = append(rest, im.ID)
-		}
+	if r.Reason == string(engine.KeepNotNeeded) {
+		return "keep " + r.Reason, grid.Normal
 	}
-	slices.SortStableFunc(rest, func(a, b string) int {
-		ra, rb := recs[a], recs[b]
-		return cmp.Or(
-			engine.CompareLastUsed(ra.LastUsed, rb.LastUsed),
-			ra.FirstDetected.Compare(rb.FirstDetected),
-			strings.Compare(a, b),
-		)
-	})
-	return append(order, rest...)
-}
-
-// status is the reason an image stays, or its place in the removal order.
-func status(im engine.Image, x snapidx.Index, p engine.Plan, removal map[string]int, keep map[string]engine.ImageKeep, now time.Time) (string, grid.Kind) {
-	if i, ok := removal[im.ID]; ok {
-		return fmt.Sprintf("#%d %s", i+1, p.ImageGC.Remove[i].Reason), grid.Remove
-	}
-	if users := x.Users[im.ID]; len(users) > 0 {
-		s := "in use by " + users[0]
-		if len(users) > 1 {
-			s += fmt.Sprintf(" +%d", len(users)-1)
-		}
-		return s, grid.Dim
-	}
-	if x.IsSandboxImage(im) {
-		if im.Pinned {
-			return engine.DetailSandboxImagePinned, grid.Dim
-		}
-		return engine.DetailSandboxImageUnpinned, grid.Dim
-	}
-	if im.Pinned {
-		return engine.DetailPinned, grid.Dim
-	}
-	k, ok := keep[im.ID]
-	switch {
-	case !ok:
-		return "candidate", grid.Normal
-	case k.Reason == engine.KeepTooYoung && k.EligibleAt != nil:
-		return "too young (eligible in " + human.Duration(k.EligibleAt.Sub(now)) + ")", grid.Dim
-	case k.Reason == engine.KeepInUse:
-		return "in use " + k.Detail, grid.Dim
-	case k.Reason == engine.KeepPinned || k.Reason == engine.KeepSandboxImage:
-		if k.Detail != "" {
-			return k.Detail, grid.Dim
-		}
-		return string(k.Reason), grid.Dim
-	case k.Reason == engine.KeepNotNeeded:
-		if p.ImageGC.Triggered {
-			return "not needed (below cut)", grid.Normal
-		}
-		return "candidate", grid.Normal
-	}
-	return string(k.Reason), grid.Dim
+	return "keep " + r.Reason, grid.Dim
 }
 
 // rebuild turns the items into rows under the sort and the filter.
@@ -269,11 +171,11 @@ func (m *Model) rebuild() {
 		slices.SortStableFunc(items, func(a, b item) int {
 			switch m.sort {
 			case BySize:
-				return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.rank, b.rank))
+				return cmp.Or(cmp.Compare(b.row.Image.SizeBytes, a.row.Image.SizeBytes), cmp.Compare(a.row.Rank, b.row.Rank))
 			case ByLastUsed:
-				return cmp.Or(b.lastUsed.Compare(a.lastUsed), cmp.Compare(a.rank, b.rank))
+				return cmp.Or(b.lastUsed.Compare(a.lastUsed), cmp.Compare(a.row.Rank, b.row.Rank))
 			default:
-				return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.rank, b.rank))
+				return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.row.Rank, b.row.Rank))
 			}
 		})
 	}
@@ -284,20 +186,24 @@ func (m *Model) rebuild() {
 	}
 	matched := 0
 	rows := make([]grid.Row, 0, len(items)+1)
-	cutDone := m.sort != ByRank || m.cutText == "" || m.Reversed
+	// The cut line sits where the engine puts it, under the rows ranked
+	// above it; only the eviction order shows it.
+	cutDone := m.sort != ByRank || m.cut.Row <= 0 || m.Reversed
+	cutRow := grid.Row{Cells: []string{m.cut.Text}, Kind: grid.Cut, Key: "cut"}
 	for _, it := range items {
-		if !m.Filter.Match(it.name) && !m.Filter.Match(it.id) && !m.Filter.Match(it.status) {
+		id := it.row.Image.ID
+		if !m.Filter.Match(it.name) && !m.Filter.Match(id) && !m.Filter.Match(it.status) && !m.Filter.Match(it.row.Detail) {
 			continue
 		}
-		if !cutDone && it.rank > m.cutLine {
-			rows = append(rows, grid.Row{Cells: []string{m.cutText}, Kind: grid.Cut, Key: "cut"})
+		if !cutDone && it.row.Rank > m.cut.Row {
+			rows = append(rows, cutRow)
 			cutDone = true
 		}
-		rows = append(rows, grid.Row{Cells: it.cells, Kind: it.kind, Key: it.id, ID: it.id})
+		rows = append(rows, grid.Row{Cells: it.cells, Kind: it.kind, Key: id, ID: id})
 		matched++
 	}
 	if !cutDone {
-		rows = append(rows, grid.Row{Cells: []string{m.cutText}, Kind: grid.Cut, Key: "cut"})
+		rows = append(rows, cutRow)
 	}
 	m.Matched, m.Total = matched, len(m.items)
 	m.Grid.SetRows(rows)
@@ -313,7 +219,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	case tea.KeyPressMsg:
 		m.HandleKey(msg, m.rebuild, m.nextSort, nil)
 	case feed.Snapshot:
-		m.SetData(msg.Snap, msg.Index, msg.Plan, msg.At)
+		m.SetData(msg.Snap, msg.Plan, msg.At)
 	}
 	return m, nil
 }

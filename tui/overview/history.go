@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/internal/format"
 )
 
 // MaxHistory bounds each series of the session's history.
@@ -118,5 +118,5 @@ func span(xs []Sample, now time.Time) string {
 	if len(xs) == 0 {
 		return "no samples yet"
 	}
-	return fmt.Sprintf("%d samples over %s", len(xs), human.Duration(now.Sub(xs[0].At)))
+	return fmt.Sprintf("%d samples over %s", len(xs), format.Duration(now.Sub(xs[0].At)))
 }

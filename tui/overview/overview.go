@@ -16,7 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/tui/internal/human"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -149,7 +149,7 @@ func (m Model) View() string {
 	case fs.CapacityBytes <= 0:
 		add(st.Bad.Render("image filesystem capacity unknown (InvalidDiskCapacity)"))
 	case g.Triggered:
-		add(st.Warn.Render(fmt.Sprintf("usage %d%% ≥ high %d%%: image GC frees %s to reach %d%%", u, pol.HighThresholdPercent, human.Bytes(g.BytesToFree), pol.LowThresholdPercent)))
+		add(st.Warn.Render(fmt.Sprintf("usage %d%% ≥ high %d%%: image GC frees %s to reach %d%%", u, pol.HighThresholdPercent, format.Bytes(g.BytesToFree), pol.LowThresholdPercent)))
 	default:
 		add(st.OK.Render(fmt.Sprintf("usage %d%% < high %d%%: no image GC needed", u, pol.HighThresholdPercent)))
 	}
@@ -186,7 +186,7 @@ func (m Model) View() string {
 		if d.Self.CPUPercent >= 0 {
 			cpu = fmt.Sprintf("%.1f%%", d.Self.CPUPercent)
 		}
-		self += fmt.Sprintf("  %s %s  %s %s", lbl("cpu"), cpu, lbl("rss"), human.Bytes(d.Self.RSSBytes))
+		self += fmt.Sprintf("  %s %s  %s %s", lbl("cpu"), cpu, lbl("rss"), format.Bytes(d.Self.RSSBytes))
 	}
 	tail = append(tail, self)
 
@@ -228,7 +228,7 @@ func (m Model) history(rows int) []string {
 	}
 	freedMax := maxValue(h.Freed)
 	uHead := st.Header.Render("USAGE HISTORY") + "  " + st.Label.Render(fmt.Sprintf("image fs, now %s · band %d–%d%% (┄ high, ┈ low) · %s", usageNow, pol.LowThresholdPercent, pol.HighThresholdPercent, span(h.Usage, d.Now)))
-	fHead := st.Header.Render("FREED PER PASS") + "  " + st.Label.Render(fmt.Sprintf("%d passes this session · most %s", len(h.Freed), human.Bytes(freedMax)))
+	fHead := st.Header.Render("FREED PER PASS") + "  " + st.Label.Render(fmt.Sprintf("%d passes this session · most %s", len(h.Freed), format.Bytes(freedMax)))
 	if len(h.Freed) == 0 {
 		fHead = st.Header.Render("FREED PER PASS") + "  " + st.Label.Render("no pass this session yet")
 	}
@@ -241,7 +241,7 @@ func (m Model) history(rows int) []string {
 		f := chart(h.Freed, w, 1, freedMax, nil)[0]
 		return []string{
 			st.Label.Render(fmt.Sprintf("%-12s", "usage")) + m.usageStyle(h).Render(u) + " " + usageNow,
-			st.Label.Render(fmt.Sprintf("%-12s", "freed/pass")) + st.Accent.Render(f) + " " + human.Bytes(freedMax),
+			st.Label.Render(fmt.Sprintf("%-12s", "freed/pass")) + st.Accent.Render(f) + " " + format.Bytes(freedMax),
 		}
 	}
 	uh := max((rows-3)*2/3, 1)
@@ -261,7 +261,7 @@ func (m Model) history(rows int) []string {
 	for i, r := range chart(h.Freed, w, fh, freedMax, nil) {
 		label := ""
 		if i == 0 && len(h.Freed) > 0 {
-			label = human.Bytes(freedMax)
+			label = format.Bytes(freedMax)
 		}
 		out = append(out, st.Label.Render(fmt.Sprintf("%11s ", label))+st.Accent.Render(r))
 	}
@@ -287,8 +287,8 @@ func reserveWord(st style.Styles, ok bool, thresholdMiB int64) string {
 }
 
 func fsLine(lbl func(string) string, fs engine.FsStats) string {
-	s := fmt.Sprintf("%s %s  %s %s  %s %s", lbl("capacity"), human.Bytes(fs.CapacityBytes), lbl("used"), human.Bytes(fs.UsedBytes),
-		lbl("available"), human.Bytes(fs.AvailableBytes))
+	s := fmt.Sprintf("%s %s  %s %s  %s %s", lbl("capacity"), format.Bytes(fs.CapacityBytes), lbl("used"), format.Bytes(fs.UsedBytes),
+		lbl("available"), format.Bytes(fs.AvailableBytes))
 	if fs.Inodes > 0 {
 		used := fs.Inodes - fs.InodesFree
 		s += fmt.Sprintf("  %s %d/%d (%d%%)", lbl("inodes"), used, fs.Inodes, used*100/fs.Inodes)
@@ -305,7 +305,7 @@ func (m Model) evictionLine(ev []engine.EvictionLine) string {
 	}
 	parts := []string{st.Header.Render("EVICTION")}
 	for _, e := range ev {
-		s := fmt.Sprintf("%s<%s (%s)", e.Signal, e.Threshold, human.Bytes(e.ThresholdAmount))
+		s := fmt.Sprintf("%s<%s (%s)", e.Signal, e.Threshold, format.Bytes(e.ThresholdAmount))
 		if e.Inodes {
 			s = fmt.Sprintf("%s<%s (%d inodes)", e.Signal, e.Threshold, e.ThresholdAmount)
 		}
@@ -335,7 +335,7 @@ func (m Model) engineLine() string {
 	if s.Running != "" {
 		state += "  " + st.Accent.Render("pass in flight: "+string(s.Running))
 	}
-	img := "next image pass " + human.In(s.NextImagePass, d.Now)
+	img := "next image pass " + format.In(s.NextImagePass, d.Now)
 	if s.ImageGCDisabled {
 		img = "periodic image GC disabled"
 	}
@@ -343,7 +343,7 @@ func (m Model) engineLine() string {
 		return head + state + fmt.Sprintf("  %s periodic passes paused  %s passes %d", st.Label.Render("·"), st.Label.Render("·"), s.Passes)
 	}
 	return head + state + fmt.Sprintf("  %s %s  %s next container pass %s  %s passes %d",
-		st.Label.Render("·"), img, st.Label.Render("·"), human.In(s.NextContainerPass, d.Now), st.Label.Render("·"), s.Passes)
+		st.Label.Render("·"), img, st.Label.Render("·"), format.In(s.NextContainerPass, d.Now), st.Label.Render("·"), s.Passes)
 }
 
 func (m Model) lastPassLine() string {
@@ -353,10 +353,10 @@ func (m Model) lastPassLine() string {
 	if r == nil {
 		return head + st.Faint.Render("none yet")
 	}
-	s := fmt.Sprintf("#%d %s %s: removed %d, freed %s", r.ID, r.Kind, human.Ago(r.FinishedAt, d.Now),
-		r.Count(engine.OutcomeRemoved), human.Bytes(r.EstimatedBytesFreed))
+	s := fmt.Sprintf("#%d %s %s: removed %d, freed %s", r.ID, r.Kind, format.Ago(r.FinishedAt, d.Now),
+		r.Count(engine.OutcomeRemoved), format.Bytes(r.EstimatedBytesFreed))
 	if r.MeasuredBytesFreed != nil {
-		s += fmt.Sprintf(" (measured %s)", human.Bytes(*r.MeasuredBytesFreed))
+		s += fmt.Sprintf(" (measured %s)", format.Bytes(*r.MeasuredBytesFreed))
 	}
 	switch {
 	case r.Error != "":

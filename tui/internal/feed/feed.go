@@ -9,17 +9,17 @@ import (
 
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/tui/internal/snapidx"
 )
 
-// Snapshot is a refresh: the node, its index and the plan made from it at
-// At. The root sends it to the pane on screen and again to a pane when
+// Snapshot is a refresh: the node and the plan the engine made from it
+// at At, with its effective policy. A pane shows the engine's explanation
+// of the plan (engine.ExplainImages, engine.ExplainContainers) and decides
+// nothing about it. The root sends it to the pane on screen and again to a pane when
 // it comes on screen after a refresh it missed.
 type Snapshot struct {
-	Snap  engine.Snapshot
-	Index snapidx.Index
-	Plan  engine.Plan
-	At    time.Time
+	Snap engine.Snapshot
+	Plan engine.Plan
+	At   time.Time
 }
 
 // Pass is a finished pass (never a dry-run), sent to every pane.

@@ -1,0 +1,231 @@
+// The refresh scheduling: when the dashboard lists the node in full
+// (a tick, a light poll that found a change, an event, a pass, r, the
+// safety net), when it reads the cheap gauges (the pulse), and how a
+// refresh's result reaches the panes.
+
+package tui
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/cgroups"
+	"github.com/nodegc/nodegc/tui/internal/feed"
+	"github.com/nodegc/nodegc/tui/overview"
+)
+
+// startRefresh begins a refresh unless one is running or force is false
+// and the display is frozen. A forced refresh overtakes a running one.
+func (m *Model) startRefresh(force bool) tea.Cmd {
+	if !force && (m.frozen || m.refreshing) {
+		return nil
+	}
+	m.refreshSeq++
+	m.refreshing = true
+	return refreshCmd(m.ctx, m.o, m.refreshSeq)
+}
+
+// setListEvery changes the interval of the periodic re-list and arms it;
+// the tick armed at the old interval is dropped when it fires.
+func (m *Model) setListEvery(d time.Duration) tea.Cmd {
+	if d == m.listEvery {
+		return nil
+	}
+	m.listEvery = d
+	m.listGen++
+	return tick(d, m.listGen)
+}
+
+// ListInterval is the interval of the periodic re-list armed now:
+// RefreshInterval while polling, SafetyInterval while the runtime's event
+// stream is live.
+func (m Model) ListInterval() time.Duration { return m.listEvery }
+
+// EventsLive reports whether the runtime's event stream is open.
+func (m Model) EventsLive() bool { return m.eventsLive }
+
+// cgroupInterval is how often the cgroup tree is read now: every
+// RefreshInterval while its pane is on screen, else every
+// CgroupsHiddenInterval (the Overview's summary can wait; the tree's
+// re-read is the dashboard's most expensive idle work).
+func (m Model) cgroupInterval() time.Duration {
+	if _, ok := unwrap[cgroups.Model](m.activePane()); ok {
+		return m.o.RefreshInterval
+	}
+	return CgroupsHiddenInterval
+}
+
+// readCgroups reads the cgroup tree now, unless a read is in flight, the
+// display is frozen, or no snapshot has named the pods yet.
+func (m *Model) readCgroups() tea.Cmd {
+	if m.o.Cgroups == nil || m.cgNames == nil || m.cgReading || m.frozen {
+		return nil
+	}
+	m.cgReading = true
+	m.cgSeq++
+	return cgroupsCmd(m.ctx, m.o.Cgroups, m.cgNames, m.o.Now, m.cgSeq)
+}
+
+// cgroupsDue reads the cgroup tree when it is older than the active
+// pane wants (cgroupInterval), or was never read.
+func (m *Model) cgroupsDue() tea.Cmd {
+	if !m.cgAt.IsZero() && m.o.Now().Sub(m.cgAt) < m.cgroupInterval() {
+		return nil
+	}
+	return m.readCgroups()
+}
+
+// onPulse reads what is due on the light clock: the cgroup tree, and,
+// while the event stream is live or the poll is light (Options.Changed),
+// the image fs usage (a full poll measures it with every list).
+func (m *Model) onPulse() tea.Cmd {
+	cmds := []tea.Cmd{pulse(m.o.RefreshInterval), m.cgroupsDue()}
+	if m.o.ImageFs != nil && (m.eventsLive || m.o.Changed != nil) && m.haveSnap && !m.frozen && !m.fsReading {
+		m.fsReading = true
+		cmds = append(cmds, fsCmd(m.ctx, m.o.ImageFs))
+	}
+	return tea.Batch(cmds...)
+}
+
+// poll is the periodic re-list. While polling with a light check
+// (Options.Changed) it runs the check, and a full refresh follows only
+// when the check finds a change or fails (onChanged), or as a safety net
+// once the last refresh is SafetyInterval old. Otherwise (no light check,
+// or the tick is the event stream's safety net) it refreshes.
+func (m *Model) poll() tea.Cmd {
+	if m.frozen || m.refreshing || m.checking {
+		return nil
+	}
+	if m.o.Changed == nil || m.eventsLive || !m.haveSnap || m.o.Now().Sub(m.at) >= SafetyInterval {
+		return m.startRefresh(false)
+	}
+	m.checking = true
+	m.checkSeq++
+	return changedCmd(m.ctx, m.o.Changed, m.o.Now, m.checkSeq)
+}
+
+// onChanged takes a light poll's answer: a change, or a failed check,
+// gives a full refresh; no change makes the data as fresh as the check.
+func (m *Model) onChanged(msg changedMsg) tea.Cmd {
+	if msg.seq != m.checkSeq {
+		return nil
+	}
+	m.checking = false
+	if msg.err != nil || msg.changed {
+		return m.startRefresh(false)
+	}
+	m.checkedAt = msg.at
+	return nil
+}
+
+// freshAt is when the data on screen was last known to be current: the
+// last refresh, or a later light poll that found nothing changed.
+func (m Model) freshAt() time.Time {
+	if m.checkedAt.After(m.at) {
+		return m.checkedAt
+	}
+	return m.at
+}
+
+// passChanged reports whether a pass may have changed the node: it
+// removed something, or tried and failed. A pass that removed nothing
+// needs no re-list while the event stream reports every change.
+func passChanged(r engine.PassReport) bool {
+	return r.Count(engine.OutcomeRemoved)+r.Count(engine.OutcomeGone)+r.Count(engine.OutcomeFailed) > 0
+}
+
+// onEvent lists the node again after a container event, or once the
+// refresh in flight ends.
+func (m *Model) onEvent() tea.Cmd {
+	if m.frozen {
+		return nil
+	}
+	if m.refreshing {
+		m.eventPending = true
+		return nil
+	}
+	return m.startRefresh(false)
+}
+
+// eventsDown falls back to polling, says so on the status line, and asks
+// to reconnect after a backoff: long for a runtime with no stream at all,
+// doubling from eventsRetryMin for a broken one.
+func (m *Model) eventsDown(err error) tea.Cmd {
+	m.eventsLive = false
+	m.eventsStatus = eventsNote(err)
+	d := noStreamRetry
+	if !errors.Is(err, engine.ErrNoEventStream) {
+		d = min(max(m.eventsRetry*2, eventsRetryMin), eventsRetryMax)
+		m.eventsRetry = d
+	}
+	return tea.Batch(m.setListEvery(m.o.RefreshInterval), retryEvents(d))
+}
+
+func (m *Model) applyRefresh(msg RefreshMsg) Model {
+	if msg.Seq != m.refreshSeq {
+		return *m // overtaken by a newer refresh
+	}
+	m.refreshing = false
+	if msg.Status != nil {
+		m.status = *msg.Status
+	}
+	if msg.Self != nil {
+		if m.lastSelf != nil && msg.At.After(m.selfAt) {
+			m.self.CPUPercent = float64(msg.Self.CPU-m.lastSelf.CPU) / float64(msg.At.Sub(m.selfAt)) * 100
+		}
+		m.self.RSSBytes = msg.Self.RSSBytes
+		m.lastSelf, m.selfAt = msg.Self, msg.At
+	}
+	if msg.Err != nil {
+		m.lastErr = "snapshot: " + msg.Err.Error()
+		m.pushOverview()
+		return *m
+	}
+	m.lastErr = ""
+	m.snap, m.haveSnap = msg.Snapshot, true
+	m.plan, m.at = msg.Plan, msg.At
+	m.history.AddUsage(msg.At, msg.Plan.ImageGC.UsagePercent)
+	// Only the visible pane takes the refresh now; the others wait until
+	// they are shown, which halves the work of a refresh on a large node.
+	m.feed = feed.Snapshot{Snap: m.snap, Plan: m.plan, At: m.at}
+	for i := range m.stale {
+		m.stale[i] = true
+	}
+	m.syncActive()
+	m.cgNames = engine.CgroupNames(msg.Snapshot.Sandboxes, msg.Snapshot.Containers)
+	if msg.Tree != nil || msg.TreeErr != nil {
+		m.broadcast(feed.Cgroups{Tree: msg.Tree, At: msg.At, Err: msg.TreeErr})
+	}
+	m.pushOverview()
+	return *m
+}
+
+// syncActive hands the active pane the latest refresh if it came while
+// the pane was hidden.
+func (m *Model) syncActive() {
+	if !m.haveSnap || !m.stale[m.active] {
+		return
+	}
+	stale := slices.Clone(m.stale)
+	stale[m.active] = false
+	m.stale = stale
+	p, _ := m.activePane().Update(m.feed)
+	m.setPane(m.active, p)
+}
+
+// pushOverview hands the Overview its data.
+func (m *Model) pushOverview() {
+	if !m.haveSnap {
+		return
+	}
+	m.broadcast(overview.Data{
+		Snapshot: m.snap, Plan: m.plan, Policy: m.o.Policy, Status: m.status,
+		Controlled: m.o.Controller != nil, Self: m.self, HideSelf: m.o.HideSelf,
+		Now: m.o.Now(), Version: m.o.Version, ReadOnly: m.o.ReadOnly,
+		History: m.history,
+	})
+}

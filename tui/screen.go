@@ -1,0 +1,252 @@
+// The screen: the tab bar with its badges, the active pane, the status
+// line with its messages, the help, and the modal over them.
+
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
+)
+
+func (m *Model) setFlash(s string, bad bool) {
+	m.flash, m.flashBad, m.flashSticky = s, bad, false
+	m.flashAt = m.o.Now()
+}
+
+// setStickyFlash shows a status message that stays until the next one: the
+// state it describes lasts (a pass being applied, a frozen display).
+func (m *Model) setStickyFlash(s string) {
+	m.setFlash(s, false)
+	m.flashSticky = true
+}
+
+// flashTTL is how long a status message stays on the status line. The
+// display refreshes on its own clock, so an expired message goes at the
+// next refresh at the latest.
+const flashTTL = 6 * time.Second
+
+// expireFlash drops a status message older than flashTTL, unless it is
+// sticky.
+func (m *Model) expireFlash() {
+	if m.flash != "" && !m.flashSticky && m.o.Now().Sub(m.flashAt) >= flashTTL {
+		m.flash = ""
+	}
+}
+
+// inFlight is the kind of a pass running now, "" when none.
+func (m Model) inFlight() engine.PassKind {
+	if m.busy != "" {
+		return m.busy
+	}
+	return m.status.Running
+}
+
+// chrome is the lines around the body: the tab bar and its rule, the
+// status line and the help.
+func (m Model) chrome() int {
+	n := 3
+	if m.help.ShowAll {
+		n += len(strings.Split(m.fullHelpView(), "\n"))
+	} else {
+		n++
+	}
+	return n
+}
+
+// ShortHelp merges the active pane's keys with the global ones.
+func (m Model) ShortHelp() []key.Binding {
+	k := m.keys
+	b := []key.Binding{k.NextPane, k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.Pause}
+	b = append(b, m.paneHelp()...)
+	return append(b, k.Help, k.Quit)
+}
+
+// FullHelp groups every key: panes, GC actions, view, and the active
+// pane's own.
+func (m Model) FullHelp() [][]key.Binding {
+	k := m.keys
+	g := [][]key.Binding{
+		{k.NextPane, k.PrevPane, k.Panes[0], k.Help, k.Quit},
+		{k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.Pause, k.StopPass},
+		{k.Refresh, k.Freeze, k.Confirm, k.Cancel},
+	}
+	return append(g, m.activePane().FullHelp()...)
+}
+
+// fullHelpView lays out every group of FullHelp: as many columns side by
+// side as the width holds, then the next row. bubbles/help drops the groups
+// that do not fit on one row, so at 80×24 the navigation, filter and sort
+// keys went missing; here no key is dropped, and when the rows do not fit
+// the height either, the last line says so.
+func (m Model) fullHelpView() string {
+	var rows, row []string
+	used := 0
+	sep := "   "
+	for _, g := range m.FullHelp() {
+		col := m.help.FullHelpView([][]key.Binding{g})
+		if col == "" {
+			continue
+		}
+		w := lipgloss.Width(col)
+		if len(row) > 0 && used+len(sep)+w > m.width {
+			rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, row...))
+			row, used = nil, 0
+		}
+		if len(row) > 0 {
+			row = append(row, sep)
+			used += len(sep)
+		}
+		row = append(row, col)
+		used += w
+	}
+	if len(row) > 0 {
+		rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, row...))
+	}
+	lines := strings.Split(strings.Join(rows, "\n"), "\n")
+	if room := max(m.height-6, 3); len(lines) > room {
+		lines = append(lines[:room-1], m.st.Faint.Render(fmt.Sprintf("… %d more lines of keys: a taller terminal shows them all (README lists every key)", len(lines)-room+1)))
+	}
+	// The last line always says how to close the help and quit.
+	lines = append(lines, m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit}))
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(strings.TrimRight(l, " "), m.width, "…")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m Model) paneHelp() []key.Binding { return m.activePane().ShortHelp() }
+
+// Screen renders the dashboard as a string: the tab bar, the active pane,
+// the status line, the help, and the modal over them.
+func (m Model) Screen() string {
+	if m.width <= 0 || m.height <= 0 {
+		return ""
+	}
+	st := m.st
+	// Tab bar with the engine's state on the right.
+	var tabs []string
+	for i, t := range m.tabLabels() {
+		if Pane(i) == m.active {
+			tabs = append(tabs, st.TabActive.Render(t))
+		} else {
+			tabs = append(tabs, st.TabInactive.Render(t))
+		}
+	}
+	left := st.Title.Render(appName) + tabGap + strings.Join(tabs, tabGap)
+	var badges []string
+	switch {
+	case m.o.Controller == nil:
+		badges = append(badges, st.Faint.Render("display only"))
+	case m.o.ReadOnly:
+		badges = append(badges, st.BadgeWarn.Render("read-only"))
+	case m.inFlight() != "":
+		badges = append(badges, st.Accent.Render("● "+string(m.inFlight())))
+	case m.status.Paused:
+		badges = append(badges, st.BadgeWarn.Render("Ⅱ paused"))
+	default:
+		badges = append(badges, st.Badge.Render("● running"))
+	}
+	if m.frozen {
+		badges = append(badges, st.BadgeWarn.Render("FROZEN"))
+	}
+	// Freshness: while polling, say how old the data is once it is older
+	// than the refresh interval (a slow or failing runtime).
+	if age := m.o.Now().Sub(m.freshAt()); m.haveSnap && !m.eventsLive && age > m.o.RefreshInterval {
+		badges = append(badges, st.BadgeWarn.Render("data "+age.Truncate(time.Second).String()+" old"))
+	}
+	if m.o.ReadOnly {
+		badges = append(badges, st.BadgeWarn.Render("read-only"))
+	}
+	right := strings.Join(badges, " ")
+	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
+	bar := left + strings.Repeat(" ", max(gap, 1)) + right
+	if gap < 1 {
+		bar = ansi.Truncate(left, m.width, "…")
+	}
+	lines := []string{bar, st.Faint.Render(strings.Repeat("─", m.width))}
+
+	bodyH := max(m.height-m.chrome(), 1)
+	body := m.activePane().View()
+	bl := strings.Split(body, "\n")
+	if len(bl) > bodyH {
+		bl = bl[:bodyH]
+	}
+	for len(bl) < bodyH {
+		bl = append(bl, "")
+	}
+	lines = append(lines, bl...)
+
+	status := ""
+	switch {
+	case m.progress != nil && !(m.flash != "" && m.flashBad):
+		status = m.progressLine()
+	case m.flash != "" && m.flashBad:
+		status = st.FlashError.Render(m.flash)
+	case m.flash != "":
+		status = st.Flash.Render(m.flash)
+	case m.lastErr != "":
+		status = st.FlashError.Render(m.lastErr)
+	case m.eventsStatus != "":
+		status = st.Faint.Render(m.eventsStatus)
+	}
+	helpView := m.fullHelpView()
+	if !m.help.ShowAll {
+		// The help and quit keys always show; the rest fit before them.
+		sb := m.ShortHelp()
+		tail := m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
+		sep := m.help.Styles.ShortSeparator.Render(m.help.ShortSeparator)
+		room := m.width - ansi.StringWidth(tail) - ansi.StringWidth(sep)
+		helpView = ansi.Truncate(m.help.ShortHelpView(sb[:len(sb)-2]), room, "…") + sep + tail
+	}
+	lines = append(lines, ansi.Truncate(status, m.width, "…"), helpView)
+	screen := strings.Join(lines, "\n")
+	if m.modal != nil {
+		screen = overlay(screen, m.modal.render(st, m.width, m.height, m.o.ReadOnly), m.width, m.height)
+	}
+	return screen
+}
+
+// View renders the screen in the alternate screen.
+func (m Model) View() tea.View {
+	v := tea.NewView(m.Screen())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "nodegc"
+	return v
+}
+
+// passSummary accounts for every planned item of a pass, so the counts add
+// up to what the preview showed: removed + already gone + skipped (with the
+// first reason) + failed + not run = planned.
+func passSummary(r engine.PassReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pass #%d (%s): %d planned: removed %d", r.ID, r.Kind, len(r.Items), r.Count(engine.OutcomeRemoved))
+	if n := r.Count(engine.OutcomeGone); n > 0 {
+		fmt.Fprintf(&b, ", already gone %d", n)
+	}
+	if n := r.Count(engine.OutcomeSkipped); n > 0 {
+		why := ""
+		for _, it := range r.Items {
+			if it.Outcome == engine.OutcomeSkipped {
+				why = it.Detail
+				break
+			}
+		}
+		fmt.Fprintf(&b, ", skipped %d (%s)", n, why)
+	}
+	fmt.Fprintf(&b, ", failed %d", r.Count(engine.OutcomeFailed))
+	if r.Undone > 0 {
+		fmt.Fprintf(&b, ", not run %d (%s)", r.Undone, r.Stopped)
+	}
+	fmt.Fprintf(&b, "; freed ≈ %s", format.Bytes(r.EstimatedBytesFreed))
+	return b.String()
+}
