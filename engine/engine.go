@@ -106,13 +106,6 @@ type Engine struct {
 	// last is the last snapshot's listing: a pass applied right after
 	// re-checks its first items against it (nodeView.seed).
 	last *listing
-	// fingerprint sums the containers of the last snapshot or light
-	// poll (ContainersChanged).
-	fingerprint     uint64
-	haveFingerprint bool
-	// imagesFingerprint is the same for the images (ImagesChanged).
-	imagesFingerprint     uint64
-	haveImagesFingerprint bool
 	// reconciled is set once the journal's open intents were settled;
 	// notes says what that found, for the next pass's report.
 	reconciled bool
@@ -302,8 +295,6 @@ func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, er
 		}
 	}
 	s.ImageRecords = sortedRecords(e.records)
-	e.fingerprint, e.haveFingerprint = containersFingerprint(s.Containers), true
-	e.imagesFingerprint, e.haveImagesFingerprint = imagesFingerprint(s.Images), true
 	return s, nil
 }
 

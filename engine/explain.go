@@ -208,7 +208,8 @@ func ExplainImages(s Snapshot, p Plan) ([]ImageRow, CutLine) {
 	rows := make([]ImageRow, 0, len(order))
 	for i, id := range order {
 		row := ImageRow{Rank: i + 1}
-		e, known := entries[0], false
+		var e imageEntry
+		known := false
 		if j, ok := byID[id]; ok {
 			e, known = entries[j], true
 			row.Image = e.img

@@ -147,3 +147,15 @@ func TestExplainImages(t *testing.T) {
 		})
 	}
 }
+
+func TestExplainImagesOfAPlanWhoseImagesAreGone(t *testing.T) {
+	at := time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)
+	// A plan made from an earlier listing, explained against a snapshot
+	// that lists no image any more (all removed since).
+	p := Plan{Pass: PassImages, EvaluatedAt: at, ImageGC: ImagePlan{
+		Remove: []ImageRemoval{{ID: "sha256:app", RepoTags: []string{"app:1"}, SizeBytes: 50, Reason: RemoveForSpace}}}}
+	rows, _ := ExplainImages(Snapshot{TakenAt: at}, p)
+	if len(rows) != 1 || rows[0].Image.ID != "sha256:app" || rows[0].Action != ActionRemove || rows[0].Name != "app:1" {
+		t.Errorf("rows %+v: want the plan's removal as the one row", rows)
+	}
+}

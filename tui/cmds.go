@@ -171,7 +171,7 @@ func cgroupsCmd(ctx context.Context, read func(context.Context, cgroupfs.Names) 
 }
 
 // changedMsg is a light poll's answer (Options.Changed): whether the
-// node's containers changed since the last snapshot. seq drops all but
+// node's containers changed since the shown snapshot. seq drops all but
 // the latest; at is when it was asked.
 type changedMsg struct {
 	seq     uint64
@@ -180,13 +180,14 @@ type changedMsg struct {
 	err     error
 }
 
-// changedCmd runs the light poll, bounded like a refresh.
-func changedCmd(ctx context.Context, changed func(context.Context) (bool, error), now func() time.Time, seq uint64) tea.Cmd {
+// changedCmd runs the light poll against the fingerprint of the shown
+// snapshot's containers, bounded like a refresh.
+func changedCmd(ctx context.Context, changed func(context.Context, uint64) (bool, error), since uint64, now func() time.Time, seq uint64) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 		defer cancel()
 		at := now()
-		c, err := changed(ctx)
+		c, err := changed(ctx, since)
 		return changedMsg{seq: seq, at: at, changed: c, err: err}
 	}
 }

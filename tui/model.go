@@ -41,6 +41,9 @@ type Model struct {
 	plan     engine.Plan
 	at       time.Time
 	haveSnap bool
+	// snapFP is the shown snapshot's containers' fingerprint, which the
+	// light poll (Options.Changed) compares the node with.
+	snapFP uint64
 	// stale marks panes that have not seen the latest refresh (feed);
 	// a pane gets it when it comes on screen.
 	stale    []bool

@@ -69,13 +69,15 @@ type Options struct {
 	// so on the status line and reconnects with backoff.
 	Events engine.EventSource
 	// Changed is the light poll of a runtime without an event stream: it
-	// reports whether the node's containers changed since the last
-	// snapshot, at a fraction of a snapshot and a plan. While polling, the
+	// reports whether the node's containers differ from the ones whose
+	// engine.ContainersFingerprint is since (the dashboard passes its
+	// shown snapshot's), at a fraction of a snapshot and a plan. While
+	// polling, the
 	// dashboard asks it every RefreshInterval and refreshes in full only
 	// on a change, on r, after a pass, when the image fs usage moves
 	// (ImageFs), and every SafetyInterval; nil refreshes in full every
 	// RefreshInterval. (*engine.Engine).ContainersChanged fits.
-	Changed func(ctx context.Context) (bool, error)
+	Changed func(ctx context.Context, since uint64) (bool, error)
 	// Self reads nodegc's own CPU and memory; nil reads /proc/self.
 	Self func() (SelfSample, error)
 	// HideSelf leaves nodegc's own usage off the Overview (golden tests).

@@ -20,7 +20,7 @@ type fakeChanged struct {
 	calls   int
 }
 
-func (f *fakeChanged) Changed(context.Context) (bool, error) {
+func (f *fakeChanged) Changed(context.Context, uint64) (bool, error) {
 	f.calls++
 	return f.changed, f.err
 }
@@ -42,7 +42,7 @@ func tickOnce(t *testing.T, m Model) Model {
 	t.Helper()
 	m, _ = update(m, tickMsg{gen: m.listGen})
 	if m.checking {
-		m, _ = update(m, changedCmd(m.ctx, m.o.Changed, m.o.Now, m.checkSeq)())
+		m, _ = update(m, changedCmd(m.ctx, m.o.Changed, m.snapFP, m.o.Now, m.checkSeq)())
 	}
 	return m
 }

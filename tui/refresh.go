@@ -105,7 +105,7 @@ func (m *Model) poll() tea.Cmd {
 	}
 	m.checking = true
 	m.checkSeq++
-	return changedCmd(m.ctx, m.o.Changed, m.o.Now, m.checkSeq)
+	return changedCmd(m.ctx, m.o.Changed, m.snapFP, m.o.Now, m.checkSeq)
 }
 
 // onChanged takes a light poll's answer: a change, or a failed check,
@@ -188,6 +188,9 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 	m.lastErr = ""
 	m.snap, m.haveSnap = msg.Snapshot, true
 	m.plan, m.at = msg.Plan, msg.At
+	if m.o.Changed != nil {
+		m.snapFP = engine.ContainersFingerprint(m.snap.Containers)
+	}
 	m.history.AddUsage(msg.At, msg.Plan.ImageGC.UsagePercent)
 	// Only the visible pane takes the refresh now; the others wait until
 	// they are shown, which halves the work of a refresh on a large node.
