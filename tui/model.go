@@ -334,23 +334,17 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.pushOverview()
 		return m, tea.Batch(append(cmds, waitNotice(msg.ch))...)
 	case previewMsg:
-		// The preview's snapshot reset the engine's container fingerprint:
-		// a light poll would miss a change it saw, so refresh in full.
-		var after tea.Cmd
-		if !m.eventsLive && m.o.Changed != nil {
-			after = m.startRefresh(false)
-		}
 		if m.modal == nil || m.modal.kind != modalPreview || msg.seq != m.previewSeq {
-			return m, after // cancelled or overtaken
+			return m, nil // cancelled or overtaken
 		}
 		m.modal.loading = false
 		if msg.err != nil {
 			m.modal.err = msg.err.Error()
-			return m, after
+			return m, nil
 		}
 		m.modal.plan = msg.report.Plan
 		m.modal.lines, m.modal.items = planLines(m.snap, msg.report.Plan, previewNameWidth(m.width))
-		return m, after
+		return m, nil
 	case appliedMsg:
 		m.busy, m.progress = "", nil
 		if m.stopApply != nil {

@@ -123,16 +123,6 @@ func TestLightPoll(t *testing.T) {
 			t.Errorf("a moved usage: refreshing %v, seq %d -> %d; want a refresh", m.refreshing, seq, m.refreshSeq)
 		}
 	})
-	t.Run("a preview refreshes in full: its snapshot reset what the light poll compares with", func(t *testing.T) {
-		now := fixedNow
-		m := pollingModel(t, &fakeChanged{}, &now)
-		m = press(m, "d")
-		seq := m.refreshSeq
-		m, _ = update(m, previewMsg{seq: m.previewSeq, kind: engine.PassFull})
-		if !m.refreshing || m.refreshSeq != seq+1 {
-			t.Errorf("after a preview: refreshing %v, seq %d -> %d; want a refresh", m.refreshing, seq, m.refreshSeq)
-		}
-	})
 	t.Run("without a light poll every tick refreshes in full", func(t *testing.T) {
 		now := fixedNow
 		m := pollingModel(t, &fakeChanged{}, &now)
