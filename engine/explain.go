@@ -104,9 +104,42 @@ type ContainerRow struct {
 	Action     Action         `json:"action"`
 	// Step is the removal's place in execution order, from 1; 0 when kept.
 	Step int `json:"step,omitempty"`
-	// Reason is the ContainerRemoveReason of a removal; "" when kept.
+	// Reason is the ContainerRemoveReason of a removal, or the
+	// ContainerKeepReason of a kept container.
 	Reason string `json:"reason,omitempty"`
 	Detail string `json:"detail,omitempty"`
+}
+
+// ContainerKeepReason says why a dead container stays.
+type ContainerKeepReason string
+
+// Why a dead container stays, as the planner decides it
+// (planContainerGC).
+const (
+	// ContainerKeepNotPlanned: the pass runs no container GC.
+	ContainerKeepNotPlanned ContainerKeepReason = "not-planned"
+	// ContainerKeepActive: a state the CRI API does not define, which
+	// nodegc treats as active.
+	ContainerKeepActive ContainerKeepReason = "active"
+	// ContainerKeepTooYoung: created less than the minimum age ago.
+	ContainerKeepTooYoung ContainerKeepReason = "too-young"
+	// ContainerKeepNewest: among the newest its pod and name keep (the
+	// per-container limit, or its share of the node limit).
+	ContainerKeepNewest ContainerKeepReason = "newest"
+)
+
+// containerKeep words why the plan keeps a dead container of the rank.
+func containerKeep(p Plan, r ContainerRow) (ContainerKeepReason, string) {
+	minAge := p.Policy.Container.MinAge
+	switch {
+	case p.Pass == PassImages:
+		return ContainerKeepNotPlanned, fmt.Sprintf("container GC is not part of a %s pass", p.Pass)
+	case !isDead(r.State):
+		return ContainerKeepActive, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", r.State)
+	case minAge > 0 && r.CreatedAt.After(p.EvaluatedAt.Add(-minAge)):
+		return ContainerKeepTooYoung, "eligible at " + r.CreatedAt.Add(minAge).UTC().Format(time.RFC3339)
+	}
+	return ContainerKeepNewest, fmt.Sprintf("newest #%d of its pod's %s", r.Rank, cmp.Or(r.Name, "containers"))
 }
 
 // SandboxRow is one sandbox the plan stops and removes.
@@ -400,6 +433,10 @@ func ExplainContainers(s Snapshot, p Plan) []ContainerRow {
 		rows[i].Rank = 1
 		if i > 0 && keys[i-1].pod == k.pod && rows[i-1].Name == k.row.Name {
 			rows[i].Rank = rows[i-1].Rank + 1
+		}
+		if rows[i].Action == ActionKeep {
+			why, detail := containerKeep(p, rows[i])
+			rows[i].Reason, rows[i].Detail = string(why), detail
 		}
 	}
 	return rows

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"testing"
@@ -157,5 +158,43 @@ func TestExplainImagesOfAPlanWhoseImagesAreGone(t *testing.T) {
 	rows, _ := ExplainImages(Snapshot{TakenAt: at}, p)
 	if len(rows) != 1 || rows[0].Image.ID != "sha256:app" || rows[0].Action != ActionRemove || rows[0].Name != "app:1" {
 		t.Errorf("rows %+v: want the plan's removal as the one row", rows)
+	}
+}
+
+func TestExplainContainersKeepReasons(t *testing.T) {
+	at := time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)
+	s := Snapshot{
+		TakenAt:   at,
+		Sandboxes: []Sandbox{{ID: "sb1", PodUID: "u1", PodNamespace: "default", PodName: "web", State: SandboxReady}},
+		Containers: []Container{
+			{ID: "old", PodSandboxID: "sb1", PodUID: "u1", Name: "app", State: ContainerExited, CreatedAt: at.Add(-2 * time.Hour)},
+			{ID: "mid", PodSandboxID: "sb1", PodUID: "u1", Name: "app", State: ContainerExited, CreatedAt: at.Add(-time.Hour)},
+			{ID: "new", PodSandboxID: "sb1", PodUID: "u1", Name: "app", State: ContainerExited, CreatedAt: at.Add(-time.Minute)},
+			{ID: "odd", PodSandboxID: "sb1", PodUID: "u1", Name: "side", State: "CONTAINER_STATE_7", CreatedAt: at.Add(-time.Hour)},
+		},
+	}
+	pol := DefaultPolicy()
+	pol.Container.MinAge = 10 * time.Minute // "new" is too young
+	tests := []struct {
+		name string
+		pass PassKind
+		want map[string]string // id -> "action reason"
+	}{
+		{"a containers pass keeps the newest evictable one, the too young and the undefined state, and says why", PassContainers,
+			map[string]string{"new": "keep too-young", "mid": "keep newest", "old": "remove per-container-limit", "odd": "keep active"}},
+		{"an images pass keeps every container as not planned", PassImages,
+			map[string]string{"new": "keep not-planned", "mid": "keep not-planned", "old": "keep not-planned", "odd": "keep not-planned"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := PlanPass(s, pol, tt.pass, at)
+			got := map[string]string{}
+			for _, r := range ExplainContainers(s, p) {
+				got[r.ID] = string(r.Action) + " " + r.Reason
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("rows %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -167,17 +167,13 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	m.rebuild()
 }
 
-// mark is the plan column: the engine's action, step and reason, and for
-// a kept container its rank among the dead of its pod and name, newest
-// first.
+// mark is the plan column: the engine's action, step and reason (its
+// detail has its own column).
 func mark(r engine.ContainerRow) (string, grid.Kind) {
 	if r.Action == engine.ActionRemove {
 		return "remove #" + strconv.Itoa(r.Step) + " " + r.Reason, grid.Remove
 	}
-	if r.Rank == 1 {
-		return "keep, newest", grid.Dim
-	}
-	return "keep, newest #" + strconv.Itoa(r.Rank), grid.Dim
+	return "keep " + r.Reason, grid.Dim
 }
 
 func (m *Model) rebuild() {
