@@ -266,6 +266,11 @@ func quietLibraryLogs(w io.Writer) func() {
 // demoImagePeriod is the demo's image GC period (the kubelet's is 5m).
 const demoImagePeriod = time.Minute
 
+// demoRemoveLatency is how long each removal takes on the small demo
+// node, about what a real containerd takes to remove an image, so that a
+// pass's progress shows on the status line for a moment.
+const demoRemoveLatency = 50 * time.Millisecond
+
 // defaultWarmup is how long the demo node runs before the first view:
 // past the default minimum image TTL, and long enough for the Demo
 // workload to fill the disk past the high threshold.
@@ -332,6 +337,10 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	}
 	for i := 1; i <= demoSteps; i++ {
 		d.node.Step(start.Add(opts.Warmup * time.Duration(i) / demoSteps))
+	}
+	if opts.Scale != "large" {
+		// The large node's passes take seconds as it is.
+		d.node.SetMutatingLatency(demoRemoveLatency)
 	}
 	if headless {
 		s, err := e.Snapshot(ctx)

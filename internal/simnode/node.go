@@ -181,6 +181,8 @@ type serving struct {
 	calls   []string
 	faults  []*Fault
 	latency time.Duration
+	// mutating delays the calls IsMutating names (SetMutatingLatency).
+	mutating time.Duration
 }
 
 // New builds a node from the options. It is deterministic in the options.

@@ -303,6 +303,15 @@ func (n *Node) SetLatency(d time.Duration) {
 	n.ctl.mu.Unlock()
 }
 
+// SetMutatingLatency delays the mutating calls (IsMutating) by d on top
+// of SetLatency's: the demo's removals then take about as long as a real
+// runtime's, so a pass's progress can be watched.
+func (n *Node) SetMutatingLatency(d time.Duration) {
+	n.ctl.mu.Lock()
+	n.ctl.mutating = d
+	n.ctl.mu.Unlock()
+}
+
 // Calls returns the full method name of every call served so far, in
 // order, faulted calls included.
 func (n *Node) Calls() []string {
@@ -359,6 +368,9 @@ func (n *Node) admit(ctx context.Context, method string, req any) error {
 	c.mu.Lock()
 	c.calls = append(c.calls, method)
 	d := c.latency
+	if c.mutating > 0 && IsMutating(method) {
+		d += c.mutating
+	}
 	var ferr error
 	for i, f := range c.faults {
 		if !f.matches(method, req) {

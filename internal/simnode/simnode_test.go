@@ -565,6 +565,20 @@ func TestFaultsAndCalls(t *testing.T) {
 			t.Error("ResetCalls kept calls")
 		}
 	})
+	t.Run("mutating latency delays removals and no read", func(t *testing.T) {
+		n.SetMutatingLatency(time.Hour)
+		defer n.SetMutatingLatency(0)
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := c.rt.Version(cctx, &runtimeapi.VersionRequest{}); err != nil {
+			t.Errorf("a read waited: %v", err)
+		}
+		short, cancel2 := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel2()
+		if _, err := c.rt.StopContainer(short, &runtimeapi.StopContainerRequest{ContainerId: "none"}); status.Code(err) != codes.DeadlineExceeded {
+			t.Errorf("a mutating call was not delayed: %v", err)
+		}
+	})
 }
 
 func TestIsMutating(t *testing.T) {
