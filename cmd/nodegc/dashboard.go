@@ -247,8 +247,6 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	return err
 }
 
-// stoppedLine tells the operator who quit during a pass what it did and
-// what it left undone.
 // dashboardGCPercent is the dashboard's GOGC unless the environment sets
 // one: a dashboard left open on a node in trouble keeps its heap within
 // 1.5 times what it holds (under 80 MB on a 1,000-pod node) rather than
@@ -262,6 +260,8 @@ func lightGC() {
 	}
 }
 
+// stoppedLine tells the operator who quit during a pass what it did and
+// what it left undone.
 func stoppedLine(r engine.PassReport) string {
 	return fmt.Sprintf("nodegc: the %s pass in flight %s: %d removed, %d planned items left undone", r.Kind, r.Stopped, r.Count(engine.OutcomeRemoved), r.Undone)
 }
