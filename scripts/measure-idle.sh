@@ -4,7 +4,9 @@
 # script reads its CPU time (utime+stime, fields 14 and 15 of /proc/PID/stat)
 # and VmRSS from /proc 3 s after the first frame and again DURATION seconds
 # later. It prints the CPU used over that window as a percentage of one core,
-# and the RSS. Targets (issue 5): under 2% of one core, RSS under 80 MB.
+# the RSS at the window's start (RSS0) and end, the most it read once a
+# minute in between (RSSMAX; RSS_LOG=FILE keeps every reading), and the
+# peak since start (VmHWM). Targets (issue 5): under 2% of one core, RSS under 80 MB.
 #
 # Usage: scripts/measure-idle.sh [scale...]   (default: small large)
 # A scale "node-events" or "node-polling" measures instead the dashboard
@@ -66,7 +68,7 @@ running() {
 	[ "$(sed 's/^.*) //' "/proc/$1/stat" | cut -d' ' -f1)" != Z ]
 }
 
-printf '%-6s %8s %10s %8s %9s %9s\n' SCALE WINDOW CPU_S CPU_% RSS_MB PEAK_MB
+printf '%-6s %8s %10s %8s %9s %9s %9s %9s\n' SCALE WINDOW CPU_S CPU_% RSS0_MB RSS_MB RSSMAX_MB PEAK_MB
 for scale in "${scales[@]}"; do
 	session=idle-$scale
 	simpid=
@@ -78,7 +80,7 @@ for scale in "${scales[@]}"; do
 		simpid=$!
 		for _ in $(seq 100); do [ -S "$work/sim.sock" ] && break; sleep 0.1; done
 		tm new-session -d -x 120 -y 36 -s "$session" \
-			"exec '$bin' --events=$events --runtime-endpoint unix://$work/sim.sock --state-dir $work/state-$scale ${EXTRA:-}"
+			"exec '$bin' --events=$events --kubelet-pid -1 --runtime-endpoint unix://$work/sim.sock --state-dir $work/state-$scale ${EXTRA:-}"
 		;;
 	*)
 		# exec, so the pane's process is nodegc itself.
@@ -96,14 +98,25 @@ for scale in "${scales[@]}"; do
 	sleep "$settle"
 	t0=$(now)
 	c0=$(ticks "$pid")
-	sleep "$duration"
+	rss0=$(rss_kb "$pid")
+	# RSS once a minute over the window (the most, for the growth check).
+	rssmax=$rss0
+	left=$duration
+	while [ "$left" -gt 0 ]; do
+		step=$((left < 60 ? left : 60))
+		sleep "$step"
+		left=$((left - step))
+		r=$(rss_kb "$pid")
+		[ "$r" -le "$rssmax" ] || rssmax=$r
+		[ -z "${RSS_LOG:-}" ] || echo "$(date +%T) $scale rss_kb $r" >>"$RSS_LOG"
+	done
 	c1=$(ticks "$pid")
 	t1=$(now)
 	rss=$(rss_kb "$pid")
 	hwm=$(hwm_kb "$pid")
-	awk -v s="$scale" -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v hz="$hz" -v rss="$rss" -v hwm="$hwm" 'BEGIN {
+	awk -v s="$scale" -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v hz="$hz" -v rss="$rss" -v rss0="$rss0" -v rssmax="$rssmax" -v hwm="$hwm" 'BEGIN {
 		w = t1 - t0; cpu = (c1 - c0) / hz
-		printf "%-6s %7.1fs %9.2fs %7.2f%% %9.1f %9.1f\n", s, w, cpu, 100 * cpu / w, rss / 1024, hwm / 1024
+		printf "%-6s %7.1fs %9.2fs %7.2f%% %9.1f %9.1f %9.1f %9.1f\n", s, w, cpu, 100 * cpu / w, rss0 / 1024, rss / 1024, rssmax / 1024, hwm / 1024
 	}'
 	# q asks first while a pass is in flight (the large node's container
 	# pass takes seconds): answer it.
