@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -176,7 +175,7 @@ func New(o Options) (*Engine, error) {
 		e.statfs = Statfs
 	}
 	if e.log == nil {
-		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		e.log = slog.New(slog.DiscardHandler)
 	}
 	if e.o.Policy.PodLogsDir == "" {
 		e.o.Policy.PodLogsDir = DefaultPodLogsDir
