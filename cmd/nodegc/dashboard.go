@@ -31,6 +31,9 @@ type rootOptions struct {
 	// Warmup is how long the simulated node runs its workload before the
 	// first view, so images age past the minimum TTL and the disk fills.
 	Warmup time.Duration
+	// RemoveLatency is how long each removal takes on the small demo
+	// node (--demo-remove-latency).
+	RemoveLatency time.Duration
 	// Headless prints the plan table instead of opening the dashboard;
 	// it is implied when stdin or stdout is not a terminal.
 	Headless bool
@@ -119,6 +122,7 @@ snapshot file, or gc without a terminal and without --yes).`,
 	fl.StringVar(&opts.Scale, "demo-scale", "small", "simulated node size: small (40 images, 20 pods) or large (2,000 images, 1,000 pods)")
 	fl.Int64Var(&opts.Seed, "demo-seed", 1, "seed of the simulated node")
 	fl.DurationVar(&opts.Warmup, "demo-warmup", defaultWarmup, "simulated time the demo node's workload runs before the first view")
+	fl.DurationVar(&opts.RemoveLatency, "demo-remove-latency", demoRemoveLatency, "how long each removal takes on the small demo node, so a pass's progress can be watched (0: at once)")
 	fl.BoolVar(&opts.Headless, "headless", false, "print the plan table instead of opening the dashboard")
 	fl.BoolVar(&opts.Paused, "paused", false, "start with the periodic GC passes paused")
 	fl.BoolVar(&opts.ReadOnly, "read-only", false, "connect without the ability to remove anything")
@@ -140,6 +144,9 @@ func runRoot(ctx context.Context, opts *rootOptions) error {
 	}
 	if opts.Warmup < 0 {
 		return usageErrorf("--demo-warmup: must not be negative, got %s", opts.Warmup)
+	}
+	if opts.RemoveLatency < 0 {
+		return usageErrorf("--demo-remove-latency: must not be negative, got %s", opts.RemoveLatency)
 	}
 	if opts.Refresh <= 0 {
 		return usageErrorf("--refresh: must be greater than 0, got %s", opts.Refresh)
@@ -281,9 +288,10 @@ func quietLibraryLogs(w io.Writer) func() {
 // demoImagePeriod is the demo's image GC period (the kubelet's is 5m).
 const demoImagePeriod = time.Minute
 
-// demoRemoveLatency is how long each removal takes on the small demo
-// node, about what a real containerd takes to remove an image, so that a
-// pass's progress shows on the status line for a moment.
+// demoRemoveLatency is how long each removal takes on the small demo node
+// by default (--demo-remove-latency), about what a real containerd takes
+// to remove an image, so that a pass's progress shows on the status line
+// for a moment.
 const demoRemoveLatency = 50 * time.Millisecond
 
 // defaultWarmup is how long the demo node runs before the first view:
@@ -355,7 +363,7 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	}
 	if opts.Scale != "large" {
 		// The large node's passes take seconds as it is.
-		d.node.SetMutatingLatency(demoRemoveLatency)
+		d.node.SetMutatingLatency(opts.RemoveLatency)
 	}
 	if headless {
 		s, err := e.Snapshot(ctx)
