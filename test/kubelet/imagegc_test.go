@@ -38,12 +38,12 @@ const (
 	imageMinAge = 2 * time.Minute
 	// imageGCPeriod is the kubelet's ImageGCPeriod (kubelet.go:233). Its
 	// first pass runs at once when StartGarbageCollection starts it
-	// (kubelet.go:1719, wait.Until runs the function before waiting), the
+	// (kubelet.go:1718, wait.Until runs the function before waiting), the
 	// next one 5 min after the first returned (wait.Until is sliding).
 	imageGCPeriod = 5 * time.Minute
 	// lateImport is how long before the second pass the late image is
-	// imported: nodegc first sees it about that long before the pass, the
-	// kubelet at the pass itself; both ages are below imageMinAge.
+	// imported: after every detect of the kubelet's start, so the kubelet
+	// first sees it at that pass, too young.
 	lateImport  = 90 * time.Second
 	imageFsSize = 256 << 20
 )
@@ -102,7 +102,8 @@ type imagePlanDoc struct {
 // and compares its second periodic image-GC pass with nodegc's plan,
 // replayed with `plan --from <snapshot just before the pass> --now <pass
 // start> --images --kubelet-pid <kubelet>` (thresholds and minimum age
-// read from the running kubelet, nothing on nodegc's command line): the
+// read from the running kubelet, nothing on nodegc's command line) and the
+// kubelet's image records, read from its log: the
 // same bytes to free, the same images removed, in the same order wherever
 // the kubelet's order is determined, and the same verdict on the images it
 // keeps.
@@ -127,10 +128,9 @@ type imagePlanDoc struct {
 //     (equal for the kubelet: removed in either order); one used at the
 //     start by a container the test removes once the kubelet has seen it
 //     (sorts after both, by lastUsed); one in use by a static pod at the
-//     pass (excluded, 562-566); one imported 90 s before the second pass
-//     (too young, 500-504, for the kubelet, which first sees it at that
-//     pass, and for nodegc, which first saw it 90 s before: the clocks
-//     differ, the verdict does not); and the sandbox image, which
+//     pass (excluded, 562-566); one imported 90 s before the second pass,
+//     which the kubelet first sees at that pass (too young, 500-504, with
+//     the default imageMinimumGCAge of 2m); and the sandbox image, which
 //     containerd 2 pins (excluded, 568-571). On containerd 1.6 the sandbox
 //     image is not pinned and the kubelet removes it like any never-used
 //     image; nodegc never does (README, "Where nodegc is stricter").
@@ -139,19 +139,24 @@ type imagePlanDoc struct {
 //     removes the two never-used images in either order, then the used
 //     one, and stops (513-515). The removed set is then determined, and so
 //     is the order between the two classes.
-//   - The first pass runs at the kubelet's start, below the high
-//     threshold, and removes nothing; the second runs imageGCPeriod after
-//     the first returned. Its start is taken from the log line that ends
-//     the first ("Image garbage collection succeeded", kubelet.go:1735, or
-//     "... failed once", kubelet.go:1727).
-//   - Fair records: nodegc keeps its own (a state dir, a snapshot every
-//     few seconds), so its first-detected and last-used times are not the
-//     kubelet's; it saw the never-used images before the kubelet started
-//     and the used one in use until the test removed its container. Its
-//     order of the classes is the kubelet's all the same. The test reads
-//     the kubelet's records from its -v=5 log (which detect first saw each
-//     image, which last saw it in use) and compares the orders class by
-//     class, never inside a class the kubelet leaves to its unstable sort.
+//   - The first pass runs at the kubelet's start (kubelet.go:1718), below
+//     the high threshold, and removes nothing; on this machine it fails
+//     ("invalid capacity 0 on image filesystem", 386: the stats are not
+//     ready yet) after its detect. The second runs imageGCPeriod after the
+//     first returned. Its start is taken from the log line that ends the
+//     first ("Image garbage collection succeeded", kubelet.go:1735, or
+//     "... failed once", kubelet.go:1725).
+//   - Fair records: nodegc's plan is given the kubelet's own records,
+//     read from its -v=5 log (which detect first saw each image, and the
+//     lastUsed it logged), in the snapshot taken just before the pass.
+//     nodegc has none of its own to give: `nodegc snapshot` and `plan` are
+//     read-only and never write the state dir, so in every snapshot each
+//     image is first detected at the snapshot (too young for 2 min); only
+//     the dashboard and `gc` keep records, and both would collect images
+//     here themselves. That plan is logged, not compared. With the same
+//     records, what is compared is the rules: the same bytes to free, the
+//     same set, and the order class by class, never inside a class the
+//     kubelet leaves to its unstable sort (nodegc breaks those ties by ID).
 func TestImageGCParity(t *testing.T) {
 	n := startNodeOn(t, imageFsSize, realnode.Containerd2())
 	if !n.Runtime().PinsSandboxImage() {
@@ -176,7 +181,7 @@ func TestImageGCParity(t *testing.T) {
 	snapDir := t.TempDir()
 	stateDir := t.TempDir()
 	var snaps []imageSnapDoc
-	kubeletPID := "-1" // no kubelet yet: read none
+	var kubeletPID string
 	snapshot := func() imageSnapDoc {
 		t.Helper()
 		file := filepath.Join(snapDir, fmt.Sprintf("%04d.json", len(snaps)))
@@ -190,8 +195,6 @@ func TestImageGCParity(t *testing.T) {
 		snaps = append(snaps, s)
 		return s
 	}
-	snapshot() // nodegc's records start before the kubelet's
-
 	k := startKubelet(t, n, kubeletOptions{ImageGCHigh: imageGCHigh, ImageGCLow: imageGCLow})
 	kubeletPID = strconv.Itoa(k.cmd.Process.Pid)
 	k.writeManifest(t, "in-use", sleepPod("in-use", inUse.Ref))
@@ -232,11 +235,8 @@ func TestImageGCParity(t *testing.T) {
 	passStart := firstEnd.Add(imageGCPeriod)
 	t.Logf("kubelet's first image GC pass ended %s; the second starts %s", firstEnd.Format(time.TimeOnly), passStart.Format(time.TimeOnly))
 
-	// Until lateImport before the pass: a snapshot every 5 s, as a
-	// dashboard would keep its records.
 	for time.Until(passStart) > lateImport {
 		logEntries()
-		snapshot()
 		time.Sleep(min(5*time.Second, time.Until(passStart.Add(-lateImport))))
 	}
 	late := must.ImportImages(1, 8<<20, "late")[0]
@@ -271,7 +271,12 @@ func TestImageGCParity(t *testing.T) {
 		t.Fatalf("setup: image filesystem at %d %% after filling, want between %d (high threshold) and 80 (imagefs eviction at 85)", usage, imageGCHigh)
 	}
 
-	// A snapshot every second until the pass has ended.
+	// A snapshot every second from 15 s before the pass until it has
+	// ended.
+	for time.Until(passStart) > 15*time.Second {
+		logEntries()
+		time.Sleep(min(5*time.Second, time.Until(passStart.Add(-15*time.Second))))
+	}
 	var secondEnd time.Time
 	deadline := passStart.Add(90 * time.Second)
 	for {
@@ -305,21 +310,38 @@ func TestImageGCParity(t *testing.T) {
 	if before == nil {
 		t.Fatal("no snapshot before the pass")
 	}
-	args := []string{"plan", "--from", before.file, "--now", passStart.UTC().Format(time.RFC3339Nano), "--images",
-		"-o", "json", "--state-dir", stateDir, "--kubelet-pid", kubeletPID}
-	out, err := exec.Command(nodegc, args...).Output()
-	if err != nil {
-		stderr := ""
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
+	planFrom := func(file string) imagePlanDoc {
+		t.Helper()
+		args := []string{"plan", "--from", file, "--now", passStart.UTC().Format(time.RFC3339Nano), "--images",
+			"-o", "json", "--state-dir", stateDir, "--kubelet-pid", kubeletPID}
+		out, err := exec.Command(nodegc, args...).Output()
+		if err != nil {
+			stderr := ""
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = string(ee.Stderr)
+			}
+			t.Fatalf("nodegc %s: %v: %s", strings.Join(args, " "), err, stderr)
 		}
-		t.Fatalf("nodegc %s: %v: %s", strings.Join(args, " "), err, stderr)
+		var plan imagePlanDoc
+		if err := json.Unmarshal(out, &plan); err != nil {
+			t.Fatalf("decode plan: %v", err)
+		}
+		return plan
 	}
-	var plan imagePlanDoc
-	if err := json.Unmarshal(out, &plan); err != nil {
-		t.Fatalf("decode plan: %v", err)
+	// nodegc's own snapshot holds no records worth the name: `nodegc
+	// snapshot` is read-only and never writes the state dir, so every
+	// image is first detected at the snapshot and too young. Only the
+	// dashboard and `gc` keep records; neither can run here without
+	// collecting images itself. Shown, not compared.
+	own := planFrom(before.file)
+	var ownKept []string
+	for _, kp := range own.ImageGC.Keep {
+		ownKept = append(ownKept, kp.Reason)
 	}
-	t.Logf("snapshot %s (%s before the pass); plan: usage %d %%, bytesToFree %d, remove %d",
+	t.Logf("with the snapshot's own records nodegc removes %d and keeps %v", len(own.ImageGC.Remove), ownKept)
+	// The comparison: the same snapshot with the kubelet's records.
+	plan := planFrom(withKubeletRecords(t, before.file, records))
+	t.Logf("snapshot %s (%s before the pass) with the kubelet's records; plan: usage %d %%, bytesToFree %d, remove %d",
 		filepath.Base(before.file), passStart.Sub(before.TakenAt).Round(time.Millisecond), plan.ImageGC.UsagePercent, plan.ImageGC.BytesToFree, len(plan.ImageGC.Remove))
 
 	names := map[string]string{never[0].ID: "never-a", never[1].ID: "never-b", used.ID: "used-earlier",
@@ -426,6 +448,10 @@ func TestImageGCParity(t *testing.T) {
 	matched := 0
 	if ok {
 		matched = 1
+	} else {
+		for _, kp := range plan.ImageGC.Keep {
+			t.Logf("nodegc keeps %s: %s (%s)", name(kp.ID), kp.Reason, kp.Detail)
+		}
 	}
 	t.Logf("image GC parity: 1 kubelet pass compared, %d matched (kubelet removed %s, kept %d with a logged reason)", matched, nameAll(kubeletRemoved), len(pass.Kept))
 }
@@ -594,12 +620,17 @@ func (e logEntry) number(key string) (int64, bool) {
 
 // kubeletRecord is the kubelet's record of an image as its log shows it:
 // the detect (numbered from 0 in log order) that first saw it and the
-// last that saw it in use (-1: never). All images of one detect share its
-// time (image_gc_manager.go:296 and 304), so equal numbers are equal
-// times, which the kubelet's sort leaves in any order.
+// last that saw it in use (-1: never), with their times. All images of one
+// detect share its time (image_gc_manager.go:296 and 304), so equal
+// numbers are equal times, which the kubelet's sort leaves in any order.
 type kubeletRecord struct {
 	FirstDetected int
 	LastUsed      int
+	// FirstDetectedAt is the time of the detect's first line: its
+	// detectTime is not logged, and is a few milliseconds earlier.
+	FirstDetectedAt time.Time
+	// LastUsedAt is the lastUsed value the kubelet logged (303), exact.
+	LastUsedAt time.Time
 }
 
 // key names the record's class in the kubelet's order.
@@ -636,6 +667,7 @@ func (r kubeletRecord) compare(o kubeletRecord) int {
 func kubeletRecords(entries []logEntry, until time.Time) map[string]kubeletRecord {
 	recs := map[string]kubeletRecord{}
 	detect := -1
+	var detectAt time.Time
 	var seen map[string]bool
 	var last time.Time
 	for _, e := range entries {
@@ -647,21 +679,79 @@ func kubeletRecords(entries []logEntry, until time.Time) map[string]kubeletRecor
 		case "Adding image ID to currentImages":
 			if seen == nil || seen[id] || e.At.Sub(last) > time.Second {
 				detect++
+				detectAt = e.At
 				seen = map[string]bool{}
 			}
 			seen[id] = true
 			last = e.At
 		case "Image ID is new":
-			recs[id] = kubeletRecord{FirstDetected: detect, LastUsed: -1}
+			recs[id] = kubeletRecord{FirstDetected: detect, LastUsed: -1, FirstDetectedAt: detectAt}
 		case "Setting Image ID lastUsed":
 			r := recs[id]
 			r.LastUsed = detect
+			r.LastUsedAt = parseGoTime(e.value("lastUsed"))
 			recs[id] = r
-		case "Image ID is no longer present; removing from imageRecords":
-			delete(recs, id)
-		case "Removing image to free bytes":
+		case "Image ID is no longer present; removing from imageRecords", "Removing image to free bytes":
 			delete(recs, id)
 		}
 	}
 	return recs
+}
+
+// parseGoTime parses a time.Time as its String method writes it, which is
+// how klog logs one: "2026-11-24 23:20:24.444752123 +0000 UTC
+// m=+0.395327327" (the monotonic reading dropped). Zero if it does not
+// parse.
+func parseGoTime(s string) time.Time {
+	s, _, _ = strings.Cut(s, " m=")
+	at, err := time.Parse("2006-01-02 15:04:05.999999999 -0700 MST", s)
+	if err != nil {
+		return time.Time{}
+	}
+	return at
+}
+
+// withKubeletRecords writes a copy of the snapshot file whose
+// imageRecords are the kubelet's (for the images it has a record of; an
+// image without one is, by the snapshot contract, first detected at
+// evaluation time and never used) and returns its path.
+func withKubeletRecords(t *testing.T, file string, recs map[string]kubeletRecord) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("decode %s: %v", file, err)
+	}
+	var s imageSnapDoc
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("decode %s: %v", file, err)
+	}
+	var out []map[string]any
+	for _, im := range s.Images {
+		r, ok := recs[im.ID]
+		if !ok {
+			continue
+		}
+		rec := map[string]any{"id": im.ID, "firstDetected": r.FirstDetectedAt.UTC().Format(time.RFC3339Nano)}
+		if r.LastUsed >= 0 {
+			if r.LastUsedAt.IsZero() {
+				t.Fatalf("the kubelet's lastUsed of %s did not parse", im.ID)
+			}
+			rec["lastUsed"] = r.LastUsedAt.UTC().Format(time.RFC3339Nano)
+		}
+		out = append(out, rec)
+	}
+	doc["imageRecords"] = out
+	b, err = json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := strings.TrimSuffix(file, ".json") + "-kubelet-records.json"
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
