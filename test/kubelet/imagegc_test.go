@@ -54,13 +54,7 @@ type imageSnapDoc struct {
 	Images  []struct {
 		ID        string `json:"id"`
 		SizeBytes int64  `json:"sizeBytes"`
-		Pinned    bool   `json:"pinned"`
 	} `json:"images"`
-	ImageRecords []struct {
-		ID            string     `json:"id"`
-		FirstDetected time.Time  `json:"firstDetected"`
-		LastUsed      *time.Time `json:"lastUsed"`
-	} `json:"imageRecords"`
 	Containers []snapContainer `json:"containers"`
 	file       string
 }
@@ -299,7 +293,7 @@ func TestImageGCParity(t *testing.T) {
 	if !pass.Triggered {
 		t.Fatalf("the kubelet's second pass (%s to %s) did not find the image filesystem over the high threshold", passStart.Format(time.TimeOnly), secondEnd.Format(time.TimeOnly))
 	}
-	records := kubeletRecords(entries, pass.Triggered2)
+	records := kubeletRecords(entries, pass.TriggeredAt)
 
 	var before *imageSnapDoc
 	for i := range snaps {
@@ -560,7 +554,7 @@ type imageGCPass struct {
 	// (image_gc_manager.go:395), logged after the pass detected images
 	// and read the filesystem, before it removes any.
 	Triggered    bool
-	Triggered2   time.Time // when that line was logged
+	TriggeredAt  time.Time // when that line was logged
 	Usage        int
 	AmountToFree int64
 	// Removed are the "Removing image to free bytes" lines (freeImage,
@@ -589,7 +583,7 @@ func readImageGCPass(entries []logEntry, from, to time.Time) imageGCPass {
 		}
 		switch {
 		case e.Msg == "Disk usage on image filesystem is over the high threshold, trying to free bytes down to the low threshold":
-			p.Triggered, p.Triggered2 = true, e.At
+			p.Triggered, p.TriggeredAt = true, e.At
 			u, _ := e.number("usage")
 			p.Usage = int(u)
 			p.AmountToFree, _ = e.number("amountToFree")
