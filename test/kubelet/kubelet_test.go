@@ -83,14 +83,21 @@ func build(t *testing.T, pkg, name string) string {
 	return out
 }
 
-// startNode starts a real containerd with an image filesystem of size bytes.
+// startNode starts a real containerd (Debian's 1.6) with an image
+// filesystem of size bytes.
 func startNode(t *testing.T, size int64) *realnode.Node {
+	t.Helper()
+	return startNodeOn(t, size, realnode.Containerd16)
+}
+
+// startNodeOn is startNode on the runtime rt.
+func startNodeOn(t *testing.T, size int64, rt realnode.Runtime) *realnode.Node {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		skipOrFail(t, "a real kubelet needs root (running as uid %d)", os.Geteuid())
 	}
 	bin := build(t, "github.com/nodegc/nodegc/internal/realnode/cmd/nodegc-testbin", "nodegc-testbin")
-	return realnode.Start(t, realnode.Options{ImageFsSize: size, TestBinary: bin})
+	return realnode.Start(t, realnode.Options{ImageFsSize: size, TestBinary: bin, Runtime: rt})
 }
 
 // kubeletOptions are the settings of one kubelet run.
