@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,9 +101,6 @@ type Engine struct {
 	fresh   bool // started without persisted records
 	// Warning is set when the records file was corrupt and moved aside.
 	warning error
-	// last is the last snapshot's listing: a pass applied right after
-	// re-checks its first items against it (nodeView.seed).
-	last *listing
 	// reconciled is set once the journal's open intents were settled;
 	// notes says what that found, for the next pass's report.
 	reconciled bool
@@ -274,13 +270,10 @@ func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, er
 	if !e.passing {
 		e.notes = append(e.notes, e.reconcileLocked(ctx)...)
 	}
-	at, gen := time.Now(), e.containerGen.Load()
 	s, err := e.collect(ctx)
 	if err != nil {
 		return s, err
 	}
-	// Copies: a caller may reorder the snapshot's slices.
-	e.last = &listing{at: at, gen: gen, containers: slices.Clone(s.Containers), images: slices.Clone(s.Images)}
 	used := ImagesInUse(s.Images, s.Containers)
 	inUse := make(map[string]bool, len(used))
 	for id := range used {

@@ -197,11 +197,6 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	}
 	x.targeted, x.target = p.ImageGC.Triggered && spacePassPlanned(p.ImageGC), p.ImageGC.BytesToFree
 	phases := x.phases(p)
-	e.mu.Lock()
-	last := e.last
-	e.mu.Unlock()
-	x.view.seed(last)
-	x.running.seed(last)
 	if len(phases) > 0 && !x.halted() {
 		// The first phase's view is listed while the pass sets up.
 		switch phases[0][0].kind {

@@ -207,11 +207,6 @@ func (v *nodeView) list(images bool) (*viewData, error) {
 			return nil, fmt.Errorf("list images: %w", err)
 		}
 	}
-	return indexView(cs, imgs), nil
-}
-
-// indexView indexes a listing of the node for the re-checks.
-func indexView(cs []Container, imgs []Image) *viewData {
 	d := &viewData{
 		users:     make(map[string]Container, len(cs)),
 		bySandbox: make(map[string]Container, len(cs)/2),
@@ -236,38 +231,7 @@ func indexView(cs []Container, imgs []Image) *viewData {
 	for _, img := range imgs {
 		d.imageByID[img.ID] = img
 	}
-	return d
-}
-
-// listing is a snapshot's listing of the node, kept so that a pass applied
-// right after its plan can re-check its first items against it instead of
-// listing the node again: the wall-clock time before its first list call
-// and the container event generation then.
-type listing struct {
-	at         time.Time
-	gen        uint64
-	containers []Container
-	images     []Image
-}
-
-// seed makes l the view's first listing when it is still usable: taken
-// less than ViewWindow ago, and before no container event since. A
-// running view keeps its running containers alone.
-func (v *nodeView) seed(l *listing) {
-	if l == nil {
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	cs := l.containers
-	if v.running {
-		cs = slices.DeleteFunc(slices.Clone(cs), func(c Container) bool { return c.State != ContainerRunning })
-	}
-	d := indexView(cs, l.images)
-	d.at, d.gen, d.images = l.at, l.gen, !v.running
-	if v.cur == nil && v.usable(d, v.clock()) {
-		v.cur = d
-	}
+	return d, nil
 }
 
 // listContainers lists the containers the view holds.

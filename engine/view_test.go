@@ -230,27 +230,3 @@ func TestContainersChanged(t *testing.T) {
 		}
 	}
 }
-
-func TestApplyAfterAContainerEventDoesNotTrustThePlansListing(t *testing.T) {
-	rt := newFakeRuntime()
-	addImages(rt, "i1", "i2")
-	e := newPoolEngine(t, rt, 1)
-	ctx := context.Background()
-	if _, err := e.Snapshot(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// A container created on i1 after the snapshot, reported by an event:
-	// the snapshot's listing no longer counts.
-	rt.mu.Lock()
-	rt.containers["c1"] = Container{ID: "c1", ImageID: "i1", State: ContainerCreated}
-	rt.calls = nil
-	rt.mu.Unlock()
-	e.ContainerEvent()
-	r, err := e.Apply(ctx, reclaimPlan("i1", "i2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := outcomes(r); got["i1"] != OutcomeSkipped || got["i2"] != OutcomeRemoved {
-		t.Errorf("outcomes %v: i1 is in use since the event", got)
-	}
-}
