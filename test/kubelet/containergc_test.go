@@ -3,7 +3,6 @@ package kubelet
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -160,14 +159,8 @@ func TestContainerGCParity(t *testing.T) {
 // readSnapshot decodes a NodeSnapshot file.
 func readSnapshot(t *testing.T, file string) snapshotDoc {
 	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s snapshotDoc
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatalf("decode %s: %v", file, err)
-	}
+	readJSON(t, file, &s)
 	s.file = file
 	return s
 }

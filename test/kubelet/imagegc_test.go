@@ -450,37 +450,11 @@ func TestImageGCParity(t *testing.T) {
 	t.Logf("image GC parity: 1 kubelet pass compared, %d matched (kubelet removed %s, kept %d with a logged reason)", matched, nameAll(kubeletRemoved), len(pass.Kept))
 }
 
-// sleepPod is a host-network static pod whose one container sleeps until
-// stopped, so its image stays in use.
-func sleepPod(name, image string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: default
-spec:
-  hostNetwork: true
-  restartPolicy: Always
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: sleep
-    image: %s
-    imagePullPolicy: Never
-    args: ["sleep"]
-`, name, image)
-}
-
 // readImageSnapshot decodes a NodeSnapshot file.
 func readImageSnapshot(t *testing.T, file string) imageSnapDoc {
 	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s imageSnapDoc
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatalf("decode %s: %v", file, err)
-	}
+	readJSON(t, file, &s)
 	s.file = file
 	return s
 }

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -266,10 +267,13 @@ func (k *kubelet) writeManifest(t *testing.T, name, manifest string) {
 	}
 }
 
-// crashLoopPod is a host-network static pod whose one container exits 1
-// after starting, so the kubelet restarts it with its crash-loop back-off
-// and leaves a dead container at every death.
-func crashLoopPod(name, image string) string {
+// staticPod is a host-network static pod of one container named name
+// that runs the test binary with args (the image's entrypoint).
+func staticPod(name, image, container string, args ...string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = fmt.Sprintf("%q", a)
+	}
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -280,11 +284,32 @@ spec:
   restartPolicy: Always
   terminationGracePeriodSeconds: 1
   containers:
-  - name: crash
+  - name: %s
     image: %s
     imagePullPolicy: Never
-    args: ["exit", "1"]
-`, name, image)
+    args: [%s]
+`, name, container, image, strings.Join(quoted, ", "))
+}
+
+// crashLoopPod is a static pod whose one container exits 1 after
+// starting, so the kubelet restarts it with its crash-loop back-off and
+// leaves a dead container at every death.
+func crashLoopPod(name, image string) string { return staticPod(name, image, "crash", "exit", "1") }
+
+// sleepPod is a static pod whose one container sleeps until stopped, so
+// its image stays in use.
+func sleepPod(name, image string) string { return staticPod(name, image, "sleep", "sleep") }
+
+// readJSON decodes a JSON file (a NodeSnapshot) into v.
+func readJSON(t *testing.T, file string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decode %s: %v", file, err)
+	}
 }
 
 // freePort returns a TCP port free right now, for the kubelet's server.
