@@ -197,15 +197,21 @@ func (v *nodeView) startLocked() {
 func (v *nodeView) list(images bool) (*viewData, error) {
 	ctx, cancel := context.WithTimeout(v.ctx, CallTimeout)
 	defer cancel()
+	// The two lists are asked for at once: the view is as old as the
+	// earlier of the two, and one round trip shorter.
+	var imgs []Image
+	var ierr error
+	var wg sync.WaitGroup
+	if images {
+		wg.Go(func() { imgs, ierr = v.r.ListImages(ctx) })
+	}
 	cs, err := v.listContainers(ctx)
+	wg.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	var imgs []Image
-	if images {
-		if imgs, err = v.r.ListImages(ctx); err != nil {
-			return nil, fmt.Errorf("list images: %w", err)
-		}
+	if ierr != nil {
+		return nil, fmt.Errorf("list images: %w", ierr)
 	}
 	d := &viewData{
 		users:     make(map[string]Container, len(cs)),
