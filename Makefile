@@ -33,10 +33,12 @@ kube:
 
 # test/kubelet runs real kubelets; it runs after the other packages, not
 # beside them, since their nodegc commands read the running kubelet's
-# command line as on a real node.
+# command line as on a real node. The engine, the dashboard, the CLI and
+# the simulated node run once more under the race detector.
 test: deps kube
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 45m $$($(GO) list $(PKGS) | grep -v '/test/kubelet$$')
+	$(GO) test -race -count=1 -timeout 15m ./engine/... ./tui/... ./cmd/... ./internal/simnode
 	$(GO) test -count=1 -timeout 30m ./test/kubelet
 
 # bench prints the figures quoted in README.md's Performance section. The

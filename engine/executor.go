@@ -34,6 +34,10 @@ type executor struct {
 	// the items in flight.
 	calls context.Context
 	r     *PassReport
+	// passID and kind are the report's, copied once: the workers read
+	// them while the report's other fields change under mu.
+	passID string
+	kind   PassKind
 	// view is the node's containers (and images) for the re-checks;
 	// running holds the running containers alone, for the container
 	// phase. See ViewWindow.
@@ -180,7 +184,7 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	if parallel <= 0 {
 		parallel = DefaultParallel
 	}
-	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: &r, parallel: parallel}
+	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: &r, passID: r.PassID(), kind: p.Pass, parallel: parallel}
 	x.view = newNodeView(x.calls, e.o.Reader, &e.containerGen, false)
 	x.running = newNodeView(x.calls, e.o.Reader, &e.containerGen, true)
 	x.cond = sync.NewCond(&x.mu)

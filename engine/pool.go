@@ -114,7 +114,7 @@ func (x *executor) closeIntent(t task) {
 
 // stamp fills a journal line's op, time and pass.
 func (x *executor) stamp(op JournalOp, en JournalEntry) JournalEntry {
-	en.Op, en.Time, en.Pass, en.PassKind = op, x.e.now(), JournalPass(x.r.PassID()), x.r.Plan.Pass
+	en.Op, en.Time, en.Pass, en.PassKind = op, x.e.now(), JournalPass(x.passID), x.kind
 	return en
 }
 
@@ -123,7 +123,7 @@ func (x *executor) stamp(op JournalOp, en JournalEntry) JournalEntry {
 func (x *executor) journalFailedLocked(err error) {
 	if x.jerr == nil {
 		x.jerr = err
-		x.e.log.Error("journal write failed: the pass stops", "err", err, "pass", x.r.PassID())
+		x.e.log.Error("journal write failed: the pass stops", "err", err, "pass", x.passID)
 	}
 }
 
@@ -178,7 +178,7 @@ func (x *executor) haltLocked(why string, failed bool) {
 	if failed {
 		x.r.Error = why
 	}
-	x.e.log.Warn("pass stopped", "pass", x.r.PassID(), "why", why)
+	x.e.log.Warn("pass stopped", "pass", x.passID, "why", why)
 }
 
 // notRun reports every planned item from idx on that has no result as

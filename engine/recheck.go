@@ -41,7 +41,7 @@ func (x *executor) image(rm ImageRemoval, en *JournalEntry) ItemResult {
 	}
 	it = x.call(it, "remove image", func(ctx context.Context) error { return x.e.o.Remover.RemoveImage(ctx, rm.ID) })
 	if it.Outcome == OutcomeRemoved {
-		x.e.log.Info("removed image", "image", rm.ID, "tags", img.RepoTags, "size", img.SizeBytes, "reason", rm.Reason, "pass", x.r.PassID())
+		x.e.log.Info("removed image", "image", rm.ID, "tags", img.RepoTags, "size", img.SizeBytes, "reason", rm.Reason, "pass", x.passID)
 	}
 	return it
 }
@@ -91,7 +91,7 @@ func (x *executor) container(rm ContainerRemoval, en *JournalEntry) []ItemResult
 	if it.Outcome != OutcomeRemoved {
 		return []ItemResult{it}
 	}
-	x.e.log.Info("removed container", "container", rm.ID, "pod", cur.PodUID, "name", cur.Name, "reason", rm.Reason, "pass", x.r.PassID())
+	x.e.log.Info("removed container", "container", rm.ID, "pod", cur.PodUID, "name", cur.Name, "reason", rm.Reason, "pass", x.passID)
 	return append([]ItemResult{it}, x.containerLogs(cur, rm)...)
 }
 
@@ -217,7 +217,7 @@ func (x *executor) sandbox(rm SandboxRemoval, en *JournalEntry) ItemResult {
 	}
 	it = x.call(it, "remove sandbox", func(ctx context.Context) error { return x.e.o.Remover.RemoveSandbox(ctx, rm.ID) })
 	if it.Outcome == OutcomeRemoved {
-		x.e.log.Info("removed sandbox", "sandbox", rm.ID, "pod", cur.PodUID, "reason", rm.Reason, "pass", x.r.PassID())
+		x.e.log.Info("removed sandbox", "sandbox", rm.ID, "pod", cur.PodUID, "reason", rm.Reason, "pass", x.passID)
 	}
 	return it
 }
