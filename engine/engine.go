@@ -65,8 +65,9 @@ var ErrStalePlan = errors.New("stale plan")
 var ErrReadOnly = errors.New("read-only: this engine cannot remove anything")
 
 // Engine collects snapshots, plans and applies passes for one runtime. It is
-// safe for concurrent use; passes and snapshots are serialised, because each
-// snapshot updates the image records.
+// safe for concurrent use: passes are serialised among themselves, and so
+// are snapshots and plans (each updates the image records), but a snapshot
+// does not wait for a pass in flight.
 type Engine struct {
 	o       Options
 	now     func() time.Time
@@ -384,7 +385,8 @@ func (e *Engine) Run(ctx context.Context, kind PassKind) (PassReport, error) {
 }
 
 // Apply performs the plan: each item is re-checked just before it is
-// removed (against a view of the node no older than ViewWindow), up to
+// removed (against a view of the node within the window ViewWindow
+// describes), up to
 // Options.Parallel removals run at once, fed in plan order and never past
 // the space pass's target, a removal error is recorded and the pass goes
 // on, and every removal is journalled ahead (an intent line on disk before

@@ -19,7 +19,7 @@ func (x *executor) image(rm ImageRemoval, en *JournalEntry) ItemResult {
 	}
 	v, err := x.view.fresh(true)
 	if err != nil {
-		return recheckFailed(it, err)
+		return viewFailed(it, err)
 	}
 	img, ok := v.imageByID[rm.ID]
 	if !ok {
@@ -61,7 +61,7 @@ func (x *executor) container(rm ContainerRemoval, en *JournalEntry) []ItemResult
 	it := ItemResult{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail}
 	v, err := x.running.fresh(false)
 	if err != nil {
-		return []ItemResult{recheckFailed(it, err)}
+		return []ItemResult{viewFailed(it, err)}
 	}
 	cur, running := v.byID[rm.ID]
 	if !running {
@@ -205,7 +205,7 @@ func (x *executor) sandbox(rm SandboxRemoval, en *JournalEntry) ItemResult {
 	}
 	v, err := x.view.fresh(false)
 	if err != nil {
-		return recheckFailed(it, err)
+		return viewFailed(it, err)
 	}
 	if c, ok := v.bySandbox[rm.ID]; ok {
 		return skipped(it, fmt.Sprintf("still holds container %s (%s)", c.Name, c.ID))
@@ -247,7 +247,7 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 	}
 	v, err := x.view.fresh(false)
 	if err != nil {
-		return recheckFailed(it, err)
+		return viewFailed(it, err)
 	}
 	if inLinks {
 		if fi.Mode()&os.ModeSymlink == 0 {
@@ -308,6 +308,14 @@ func recheckFailed(it ItemResult, err error) ItemResult {
 		it.Outcome = OutcomeGone
 		return it
 	}
+	it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("re-check: %v", err)
+	return it
+}
+
+// viewFailed records an item whose view of the node could not be listed:
+// it fails without removal, whatever the listing's error wraps (a
+// NotFound from a listing says nothing of the item).
+func viewFailed(it ItemResult, err error) ItemResult {
 	it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("re-check: %v", err)
 	return it
 }

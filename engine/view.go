@@ -17,18 +17,21 @@ import (
 // The contract: the view an item is checked against was taken (its
 // listing began) at most max(ViewWindow, twice the last listing's
 // duration) before the check began, and after the last container event
-// reported (Engine.ContainerEvent) before the check began; the runtime
-// call that removes the item follows that check directly (for a
-// container or a sandbox, only its own status call lies between). On a
-// node whose listing takes longer than ViewWindow/2 the window grows with
-// it: a fresh list per item could not give a newer view than one listing
-// old either. A new listing starts in the background once the view is
-// about to expire, so re-checks rarely wait for one.
+// reported (Engine.ContainerEvent) before the check began. Between the
+// check and the removal lie only the item's own runtime calls: a
+// sandbox's stop, an UNKNOWN container's stop, and the status call that
+// gives a container's log path. On a node whose listing takes longer than
+// ViewWindow/2 the window grows with it: a fresh list per item could not
+// give a newer view than one listing old either. A new listing starts in
+// the background once the view is about to expire, so re-checks rarely
+// wait for one.
 //
 // Without an event stream, a container created on an image inside that
 // window can be missed, and containerd then removes an image a created
-// container names. The window is kept short so that gap is small; the
-// runtime's event stream closes it.
+// container names. The window is kept short so that gap is small; where
+// the runtime serves its container event stream, the engine follows it
+// (Engine.FollowEvents) and a created or started container makes the next
+// re-check list the node again, which closes the gap.
 const ViewWindow = 100 * time.Millisecond
 
 // nodeView is the executor's cached list of containers (and, for the image
@@ -132,9 +135,13 @@ func (v *nodeView) window() time.Duration {
 	return max(ViewWindow, 2*v.took)
 }
 
-// usable reports whether d may be checked against now; v.mu is held.
-func (v *nodeView) usable(d *viewData, now time.Time) bool {
-	return d != nil && d.gen == v.gen.Load() && (d.images || !v.withImages) && now.Sub(d.at) <= v.window()
+// usable reports whether a check that began at generation since may use
+// d now: d's listing began after every container event reported before
+// the check began, and within the window; v.mu is held. (An event that
+// comes during the check does not make it wait again, or a steady stream
+// of events would starve it.)
+func (v *nodeView) usable(d *viewData, now time.Time, since uint64) bool {
+	return d != nil && d.gen >= since && (d.images || !v.withImages) && now.Sub(d.at) <= v.window()
 }
 
 // fresh returns a view no older than the window, taken after the last
@@ -143,12 +150,13 @@ func (v *nodeView) usable(d *viewData, now time.Time) bool {
 // about to expire starts the next listing in the background. The returned
 // view must not be modified.
 func (v *nodeView) fresh(images bool) (*viewData, error) {
+	since := v.gen.Load()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.withImages = v.withImages || images
 	for {
 		now := v.clock()
-		if d := v.cur; v.usable(d, now) {
+		if d := v.cur; v.usable(d, now, since) {
 			if !v.listing && now.Sub(d.at)+v.took >= v.window() {
 				v.startLocked()
 			}
@@ -161,7 +169,7 @@ func (v *nodeView) fresh(images bool) (*viewData, error) {
 		for v.done == seen {
 			v.cond.Wait()
 		}
-		if v.err != nil && !v.usable(v.cur, v.clock()) {
+		if v.err != nil && !v.usable(v.cur, v.clock(), since) {
 			return nil, v.err
 		}
 	}
@@ -178,8 +186,13 @@ func (v *nodeView) startLocked() {
 		took := v.clock().Sub(at)
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		v.listing, v.err = false, err
+		v.listing = false
 		v.done++
+		// A listing begun before invalidate speaks for the phase before:
+		// neither its view nor its error is this phase's.
+		if epoch == v.epoch {
+			v.err = err
+		}
 		if err == nil {
 			v.took = took
 			if epoch == v.epoch {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,7 +58,7 @@ func TestNodeViewWindow(t *testing.T) {
 			v := newNodeView(context.Background(), newFakeRuntime(), &gen, false)
 			v.took = tc.took
 			d := &viewData{at: execNow}
-			if got := v.usable(d, execNow.Add(tc.age)); got != tc.same {
+			if got := v.usable(d, execNow.Add(tc.age), 0); got != tc.same {
 				t.Errorf("a view %v old after a listing of %v is usable: %v, want %v", tc.age, tc.took, got, tc.same)
 			}
 		})
@@ -228,5 +229,104 @@ func TestContainersChanged(t *testing.T) {
 		if changed() {
 			t.Errorf("%s, then a new snapshot: changed", st.name)
 		}
+	}
+}
+
+// eventfulLister reports a container event during every listing, and can
+// fail its listings.
+type eventfulLister struct {
+	fakeRuntime
+	gen   *atomic.Uint64
+	fail  atomic.Bool
+	lists atomic.Int32
+}
+
+func (l *eventfulLister) ListContainers(ctx context.Context) ([]Container, error) {
+	l.lists.Add(1)
+	l.gen.Add(1)
+	if l.fail.Load() {
+		return nil, fmt.Errorf("transient")
+	}
+	return nil, nil
+}
+
+func TestNodeViewUnderEventsAndErrors(t *testing.T) {
+	t.Run("events during every listing do not starve a re-check", func(t *testing.T) {
+		var gen atomic.Uint64
+		l := &eventfulLister{fakeRuntime: *newFakeRuntime(), gen: &gen}
+		v := newNodeView(context.Background(), l, &gen, false)
+		if _, err := v.fresh(false); err != nil {
+			t.Fatal(err)
+		}
+		v.wait()
+		if n := l.lists.Load(); n > 2 {
+			t.Errorf("%d listings for one re-check: an event during a listing made it list again", n)
+		}
+	})
+	t.Run("an event before the check began is never missed", func(t *testing.T) {
+		var gen atomic.Uint64
+		l := &eventfulLister{fakeRuntime: *newFakeRuntime(), gen: &gen}
+		v := newNodeView(context.Background(), l, &gen, false)
+		first, _ := v.fresh(false)
+		v.wait()
+		gen.Add(1) // a container created before the next check
+		second, _ := v.fresh(false)
+		v.wait()
+		if second == first {
+			t.Error("the check after an event used a listing from before it")
+		}
+	})
+	t.Run("a failed listing of the phase before does not fail this phase's re-check", func(t *testing.T) {
+		var gen atomic.Uint64
+		l := &eventfulLister{fakeRuntime: *newFakeRuntime(), gen: &gen}
+		l.fail.Store(true)
+		v := newNodeView(context.Background(), l, &gen, false)
+		v.prefetch(false)
+		v.wait() // it failed
+		v.invalidate()
+		l.fail.Store(false)
+		if _, err := v.fresh(false); err != nil {
+			t.Errorf("re-check after a new phase: %v", err)
+		}
+		v.wait()
+	})
+}
+
+// streamSource is an EventSource whose streams the test feeds.
+type streamSource struct {
+	opens  chan chan ContainerEvent
+	noneAt int // the open call (from 1) that says there is no stream
+	calls  atomic.Int32
+}
+
+func (s *streamSource) ContainerEvents(ctx context.Context) (<-chan ContainerEvent, error) {
+	if n := int(s.calls.Add(1)); n == s.noneAt {
+		return nil, fmt.Errorf("container events: %w", ErrNoEventStream)
+	}
+	ch := make(chan ContainerEvent, 4)
+	s.opens <- ch
+	return ch, nil
+}
+
+func TestFollowEvents(t *testing.T) {
+	e := newTestEngine(t, newFakeRuntime(), false)
+	src := &streamSource{opens: make(chan chan ContainerEvent, 4), noneAt: 2}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.FollowEvents(context.Background(), src)
+	}()
+	ch := <-src.opens
+	opened := e.containerGen.Load()
+	if opened == 0 {
+		t.Error("opening the stream did not make the next re-check list again")
+	}
+	ch <- ContainerEvent{Type: ContainerStoppedEvent}
+	ch <- ContainerEvent{Type: ContainerCreatedEvent}
+	ch <- ContainerEvent{Type: ContainerStartedEvent}
+	close(ch) // the stream breaks; the second open says there is none
+	<-done
+	if got := e.containerGen.Load() - opened; got != 2 {
+		t.Errorf("%d re-list signals for one created and one started container (and one stopped), want 2", got)
 	}
 }

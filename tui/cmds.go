@@ -36,7 +36,11 @@ func boundedSnapshot(ctx context.Context, d time.Duration, slot chan struct{}, s
 	default:
 		return engine.Snapshot{}, errSnapshotBusy
 	}
+	// cancel is the caller's, not the goroutine's: cancelling as the call
+	// returns would make ctx.Done and done ready together, and select
+	// could report a finished snapshot as timed out.
 	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	type result struct {
 		s   engine.Snapshot
 		err error
@@ -44,7 +48,6 @@ func boundedSnapshot(ctx context.Context, d time.Duration, slot chan struct{}, s
 	done := make(chan result, 1)
 	go func() {
 		defer func() { <-slot }()
-		defer cancel()
 		s, err := snapshot(ctx)
 		done <- result{s, err}
 	}()
@@ -52,6 +55,11 @@ func boundedSnapshot(ctx context.Context, d time.Duration, slot chan struct{}, s
 	case r := <-done:
 		return r.s, r.err
 	case <-ctx.Done():
+		select {
+		case r := <-done: // it returned just as the deadline came
+			return r.s, r.err
+		default:
+		}
 		return engine.Snapshot{}, fmt.Errorf("timed out after %s: %w", d, ctx.Err())
 	}
 }

@@ -106,6 +106,27 @@ func TestLightPoll(t *testing.T) {
 			t.Errorf("SafetyInterval after a refresh: refreshing %v, seq %d -> %d, %d light polls; want a full refresh", m.refreshing, seq, m.refreshSeq, f.calls)
 		}
 	})
+	t.Run("a light poll that never answers does not hold the safety net back", func(t *testing.T) {
+		now := fixedNow
+		f := &fakeChanged{}
+		m := pollingModel(t, f, &now)
+		m, _ = update(m, tickMsg{gen: m.listGen}) // a check goes out and hangs
+		if !m.checking {
+			t.Fatal("the tick asked no light poll")
+		}
+		hung := m.checkSeq
+		seq := m.refreshSeq
+		now = now.Add(SafetyInterval)
+		m, _ = update(m, tickMsg{gen: m.listGen})
+		if !m.refreshing || m.refreshSeq != seq+1 {
+			t.Fatalf("SafetyInterval with a hung check: refreshing %v, seq %d -> %d; want a full refresh", m.refreshing, seq, m.refreshSeq)
+		}
+		// The hung check's late answer changes nothing.
+		m, _ = update(m, changedMsg{seq: hung, changed: true})
+		if m.refreshSeq != seq+1 {
+			t.Errorf("a late answer of the hung check started another refresh")
+		}
+	})
 	t.Run("the pulse reads the image fs usage while polling, and a moved usage refreshes", func(t *testing.T) {
 		now := fixedNow
 		f := &fakeChanged{}

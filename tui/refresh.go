@@ -97,11 +97,18 @@ func (m *Model) onPulse() tea.Cmd {
 // once the last refresh is SafetyInterval old. Otherwise (no light check,
 // or the tick is the event stream's safety net) it refreshes.
 func (m *Model) poll() tea.Cmd {
-	if m.frozen || m.refreshing || m.checking {
+	if m.frozen || m.refreshing {
 		return nil
 	}
 	if m.o.Changed == nil || m.eventsLive || !m.haveSnap || m.o.Now().Sub(m.at) >= SafetyInterval {
+		// A light check still in flight (a hung call) does not hold the
+		// safety net back; its answer is dropped by its sequence number.
+		m.checking = false
+		m.checkSeq++
 		return m.startRefresh(false)
+	}
+	if m.checking {
+		return nil
 	}
 	m.checking = true
 	m.checkSeq++

@@ -1,0 +1,48 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// followRetry bounds the wait before FollowEvents opens a broken stream
+// again.
+const followRetry = 30 * time.Second
+
+// FollowEvents keeps the engine's passes told of the runtime's container
+// events until ctx ends: every container created or started, and every
+// (re)opening of the stream (events may have come while it was down),
+// makes the next re-check list the node again (ContainerEvent), which
+// closes the gap ViewWindow leaves. A broken stream is opened again with
+// backoff; a runtime without one (ErrNoEventStream) ends it at once, and
+// the window alone bounds the gap. It returns when it stops following.
+func (e *Engine) FollowEvents(ctx context.Context, src EventSource) {
+	wait := time.Second
+	for ctx.Err() == nil {
+		ch, err := src.ContainerEvents(ctx)
+		if errors.Is(err, ErrNoEventStream) {
+			e.log.Info("runtime has no container event stream: re-checks rely on the view window alone")
+			return
+		}
+		if err == nil {
+			e.ContainerEvent()
+			wait = time.Second
+			for ev := range ch {
+				if ev.Type == ContainerCreatedEvent || ev.Type == ContainerStartedEvent {
+					e.ContainerEvent()
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		e.log.Warn("container event stream broke: reconnecting", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, followRetry)
+	}
+}
