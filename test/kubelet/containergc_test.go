@@ -203,13 +203,9 @@ func gcPasses(entries []logEntry) []gcPass {
 
 // containerRemovals returns the kubelet's "Removing container" lines.
 func containerRemovals(entries []logEntry) []logEntry {
-	var out []logEntry
-	for _, e := range entries {
-		if e.Msg == "Removing container" && strings.HasPrefix(e.File, "kuberuntime_container.go") {
-			out = append(out, e)
-		}
-	}
-	return out
+	return logLines(entries, func(e logEntry) bool {
+		return e.Msg == "Removing container" && strings.HasPrefix(e.File, "kuberuntime_container.go")
+	})
 }
 
 // around returns the last snapshot taken before the pass started and the

@@ -505,13 +505,9 @@ func writeFiller(t *testing.T, path string, size int64) {
 // may not have completed yet" and "Image garbage collection failed
 // multiple times in a row" (kubelet.go StartGarbageCollection, 1718-1737).
 func imageGCEnds(entries []logEntry) []logEntry {
-	var out []logEntry
-	for _, e := range entries {
-		if e.File == "kubelet.go" && strings.HasPrefix(e.Msg, "Image garbage collection ") {
-			out = append(out, e)
-		}
-	}
-	return out
+	return logLines(entries, func(e logEntry) bool {
+		return e.File == "kubelet.go" && strings.HasPrefix(e.Msg, "Image garbage collection ")
+	})
 }
 
 // keptImage is an image the kubelet's pass logged a reason to keep.

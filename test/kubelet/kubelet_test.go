@@ -444,3 +444,14 @@ func (e logEntry) value(key string) string {
 	}
 	return ""
 }
+
+// logLines returns the kubelet's log lines that keep accepts, in order.
+func logLines(entries []logEntry, keep func(logEntry) bool) []logEntry {
+	var out []logEntry
+	for _, e := range entries {
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
