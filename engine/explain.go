@@ -236,7 +236,6 @@ func ExplainImages(s Snapshot, p Plan) ([]ImageRow, CutLine) {
 
 	users := ImagesInUse(s.Images, s.Containers)
 	pods := displayPods(s.Sandboxes)
-	sbPods := sandboxPodNames(s.Sandboxes)
 	notPlanned := fmt.Sprintf("image GC is not part of a %s pass", p.Pass)
 	rows := make([]ImageRow, 0, len(order))
 	for i, id := range order {
@@ -262,7 +261,7 @@ func ExplainImages(s Snapshot, p Plan) ([]ImageRow, CutLine) {
 			if !kept && known {
 				// Not part of the plan (a containers pass): the reason it
 				// would stay, by the planner's own rules.
-				k = keepReason(e, s, sbPods, now, p.Policy.Image, notPlanned)
+				k = keepReason(e, s, pods, now, p.Policy.Image, notPlanned)
 			}
 			row.Action, row.Reason, row.Detail, row.EligibleAt = ActionKeep, string(k.Reason), k.Detail, k.EligibleAt
 			if !known {
@@ -305,7 +304,8 @@ func cutLine(p Plan, rows []ImageRow) CutLine {
 }
 
 // displayPods maps sandbox IDs and pod UIDs to "namespace/name"; a pod UID
-// keeps the first name a sandbox gives it.
+// keeps the first name a sandbox gives it. The planners and the
+// explanation name pods through it alike.
 func displayPods(sandboxes []Sandbox) map[string]string {
 	m := make(map[string]string, 2*len(sandboxes))
 	for _, sb := range sandboxes {
@@ -313,7 +313,9 @@ func displayPods(sandboxes []Sandbox) map[string]string {
 			continue
 		}
 		n := sb.PodNamespace + "/" + sb.PodName
-		m[sb.ID] = n
+		if sb.ID != "" {
+			m[sb.ID] = n
+		}
 		if _, ok := m[sb.PodUID]; !ok && sb.PodUID != "" {
 			m[sb.PodUID] = n
 		}

@@ -329,7 +329,7 @@ func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePla
 	}
 	plan.CutLine = cut + 1
 
-	pods := sandboxPodNames(s.Sandboxes)
+	pods := displayPods(s.Sandboxes)
 	plan.Keep = slices.Grow(plan.Keep, len(entries)-len(plan.Remove))
 	for _, e := range entries {
 		if removed[e.idx] {
@@ -410,17 +410,6 @@ func inUseDetail(s Snapshot, pods map[string]string, users imageUse) string {
 		d += fmt.Sprintf(" and %d more", n)
 	}
 	return d
-}
-
-// sandboxPodNames maps sandbox IDs to "namespace/name" of their pods.
-func sandboxPodNames(sandboxes []Sandbox) map[string]string {
-	m := make(map[string]string, len(sandboxes))
-	for _, sb := range sandboxes {
-		if sb.ID != "" && sb.PodName != "" {
-			m[sb.ID] = sb.PodNamespace + "/" + sb.PodName
-		}
-	}
-	return m
 }
 
 // rankImages joins images with their records and their users and returns
