@@ -63,7 +63,6 @@ type nodeView struct {
 	// withImages is set once a re-check asked for images; from then on
 	// every listing lists them too.
 	withImages bool
-	refreshes  int
 }
 
 // viewData is one listing of the node with the indexes the re-checks
@@ -198,7 +197,6 @@ func (v *nodeView) startLocked() {
 			if epoch == v.epoch {
 				d.at, d.gen, d.images = at, g, withImages
 				v.cur = d
-				v.refreshes++
 			}
 		}
 		v.cond.Broadcast()
