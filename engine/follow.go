@@ -11,13 +11,26 @@ import (
 const followRetry = 30 * time.Second
 
 // FollowEvents keeps the engine's passes told of the runtime's container
-// events until ctx ends: every container created or started, and every
-// (re)opening of the stream (events may have come while it was down),
-// makes the next re-check list the node again (ContainerEvent), which
-// closes the gap ViewWindow leaves. A broken stream is opened again with
-// backoff; a runtime without one (ErrNoEventStream) ends it at once, and
-// the window alone bounds the gap. It returns when it stops following.
-func (e *Engine) FollowEvents(ctx context.Context, src EventSource) {
+// events, in the background, until ctx ends or stop is called: every
+// container created or started, and every (re)opening of the stream
+// (events may have come while it was down), makes the next re-check list
+// the node again (ContainerEvent), which closes the gap ViewWindow
+// leaves. A broken stream is opened again with backoff; a runtime without
+// one (ErrNoEventStream) ends it at once, and the window alone bounds the
+// gap. stop returns once the follower has ended, so none outlives its
+// caller.
+func (e *Engine) FollowEvents(ctx context.Context, src EventSource) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.followEvents(ctx, src)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// followEvents is FollowEvents' loop; it returns when it stops following.
+func (e *Engine) followEvents(ctx context.Context, src EventSource) {
 	wait := time.Second
 	for ctx.Err() == nil {
 		ch, err := src.ContainerEvents(ctx)

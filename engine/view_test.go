@@ -303,9 +303,25 @@ func (s *streamSource) ContainerEvents(ctx context.Context) (<-chan ContainerEve
 	if n := int(s.calls.Add(1)); n == s.noneAt {
 		return nil, fmt.Errorf("container events: %w", ErrNoEventStream)
 	}
-	ch := make(chan ContainerEvent, 4)
-	s.opens <- ch
-	return ch, nil
+	// As the contract asks, the stream ends with ctx; the test feeds in
+	// and may break it through in.
+	in, out := make(chan ContainerEvent, 4), make(chan ContainerEvent)
+	s.opens <- in
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-in:
+				if !ok {
+					return
+				}
+				out <- ev
+			}
+		}
+	}()
+	return out, nil
 }
 
 func TestFollowEvents(t *testing.T) {
@@ -314,7 +330,7 @@ func TestFollowEvents(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.FollowEvents(context.Background(), src)
+		e.followEvents(context.Background(), src)
 	}()
 	ch := <-src.opens
 	opened := e.containerGen.Load()
@@ -328,5 +344,16 @@ func TestFollowEvents(t *testing.T) {
 	<-done
 	if got := e.containerGen.Load() - opened; got != 2 {
 		t.Errorf("%d re-list signals for one created and one started container (and one stopped), want 2", got)
+	}
+}
+
+func TestFollowEventsStops(t *testing.T) {
+	e := newTestEngine(t, newFakeRuntime(), false)
+	src := &streamSource{opens: make(chan chan ContainerEvent, 4)}
+	stop := e.FollowEvents(context.Background(), src)
+	<-src.opens // following, its stream open and quiet
+	stop()      // returns only once the follower has ended
+	if n := src.calls.Load(); n != 1 {
+		t.Errorf("the stream was opened %d times, want once", n)
 	}
 }

@@ -225,13 +225,10 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	}()
 	// The passes follow the runtime's event stream whatever --events says
 	// of the display: a container created on an image is seen at once.
-	followed := make(chan struct{})
-	go func() {
-		defer close(followed)
-		if opts.eventSource != nil && !e.ReadOnly() {
-			e.FollowEvents(ctx, opts.eventSource)
-		}
-	}()
+	stopFollowing := func() {}
+	if opts.eventSource != nil && !e.ReadOnly() {
+		stopFollowing = e.FollowEvents(ctx, opts.eventSource)
+	}
 	var events engine.EventSource
 	if opts.Events {
 		events = opts.eventSource
@@ -255,7 +252,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	before := s.Status().Passes
 	cancel()
 	<-done
-	<-followed
+	stopFollowing()
 	s.Wait()
 	if st := s.Status(); st.Passes > before && st.LastReport != nil && st.LastReport.Stopped != "" {
 		// The screen is gone: say on stderr what the quit left undone.

@@ -149,13 +149,7 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 	// A pass follows the runtime's event stream from before its plan, so
 	// a container created on a planned image is seen at once.
 	if src, ok := eo.Reader.(engine.EventSource); ok && eo.Remover != nil {
-		fctx, stop := context.WithCancel(ctx)
-		followed := make(chan struct{})
-		go func() {
-			defer close(followed)
-			e.FollowEvents(fctx, src)
-		}()
-		defer func() { stop(); <-followed }()
+		defer e.FollowEvents(ctx, src)()
 	}
 	s, p, err := e.PlanAt(ctx, kind, time.Time{})
 	if err != nil {
