@@ -136,7 +136,7 @@ func containerKeep(p Plan, r ContainerRow) (ContainerKeepReason, string) {
 		return ContainerKeepNotPlanned, fmt.Sprintf("container GC is not part of a %s pass", p.Pass)
 	case !isDead(r.State):
 		return ContainerKeepActive, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", r.State)
-	case minAge > 0 && r.CreatedAt.After(p.EvaluatedAt.Add(-minAge)):
+	case r.CreatedAt.After(p.EvaluatedAt.Add(-minAge)): // the planner's newestGCTime
 		return ContainerKeepTooYoung, "eligible at " + r.CreatedAt.Add(minAge).UTC().Format(time.RFC3339)
 	}
 	return ContainerKeepNewest, fmt.Sprintf("newest #%d of its pod's %s", r.Rank, cmp.Or(r.Name, "containers"))

@@ -185,6 +185,14 @@ func TestExplainContainersKeepReasons(t *testing.T) {
 		{"an images pass keeps every container as not planned", PassImages,
 			map[string]string{"new": "keep not-planned", "mid": "keep not-planned", "old": "keep not-planned", "odd": "keep not-planned"}},
 	}
+	t.Run("with no minimum age, a container created after the evaluation time is too young, as the planner's newestGCTime has it", func(t *testing.T) {
+		future := Snapshot{TakenAt: at, Containers: []Container{
+			{ID: "later", PodUID: "u2", Name: "app", State: ContainerExited, CreatedAt: at.Add(time.Minute)}}}
+		rows := ExplainContainers(future, PlanPass(future, DefaultPolicy(), PassContainers, at))
+		if len(rows) != 1 || rows[0].Action != ActionKeep || rows[0].Reason != string(ContainerKeepTooYoung) {
+			t.Errorf("rows %+v, want the one container kept too-young", rows)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := PlanPass(s, pol, tt.pass, at)
