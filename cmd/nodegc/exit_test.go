@@ -81,6 +81,7 @@ func TestExitCodesAndErrorLines(t *testing.T) {
 		{"a zero --refresh is bad input", []string{"--demo", "--refresh", "0"}, 2,
 			"nodegc: --refresh: must be greater than 0, got 0s"},
 		{"a bad demo scale", []string{"--demo", "--demo-scale", "huge"}, 2, `nodegc: --demo-scale: must be small or large, got "huge"`},
+		{"a negative demo removal latency", []string{"--demo", "--demo-remove-latency", "-1s"}, 2, `nodegc: --demo-remove-latency: must not be negative, got -1s`},
 		{"simnode needs --listen", []string{"simnode"}, 2, "nodegc: --listen: required, e.g. --listen unix:///tmp/sim.sock"},
 		{"cgroups knows tree and json", []string{"cgroups", "-o", "yaml"}, 2, `nodegc: --output: must be tree or json, got "yaml"`},
 	}
