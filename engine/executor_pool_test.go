@@ -470,6 +470,78 @@ func TestJournalGroupCommit(t *testing.T) {
 }
 
 // blockingWriter runs first before its first write.
+// TestOutcomeLinesQueuedBehindAWriteGoOutTogether pins the group write of
+// outcome lines: the lines that arrive while one is being written go out
+// in one write after it (here at sync), and none is lost.
+func TestOutcomeLinesQueuedBehindAWriteGoOutTogether(t *testing.T) {
+	dir := t.TempDir()
+	j, _, err := openJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	writes := 0
+	j.w = &blockingWriter{f: j.f, first: func() {
+		mu.Lock()
+		writes++
+		mu.Unlock()
+		once.Do(func() { <-release })
+	}}
+	const writers = 10
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := j.writeLazy(JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: "0"}); err != nil {
+			t.Error(err)
+		}
+	})
+	for { // the first write is in flight
+		mu.Lock()
+		n := writes
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i < writers; i++ {
+		wg.Go(func() {
+			if err := j.writeLazy(JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: fmt.Sprint(i)}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; { // the other nine are queued behind it
+		j.mu.Lock()
+		queued := strings.Count(string(j.buf), "\n")
+		j.mu.Unlock()
+		if queued == writers-1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("%d lines queued behind the write in flight, want %d", queued, writers-1)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if err := j.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	if writes != 2 {
+		t.Errorf("%d writes for %d lines, want 2 (one, then one for the lines queued behind it)", writes, writers)
+	}
+	lines, err := ReadJournalLines(dir)
+	if err != nil || len(lines) != writers {
+		t.Errorf("journal has %d lines (%v), want %d", len(lines), err, writers)
+	}
+}
+
 type blockingWriter struct {
 	f     *os.File
 	first func()

@@ -67,7 +67,6 @@ type syncWriter interface {
 type journal struct {
 	mu   sync.Mutex
 	cond *sync.Cond
-	wmu  sync.Mutex // serialises writes to w (fsyncs need not wait)
 	dir  string
 	f    *os.File
 	w    syncWriter   // f, unless a test replaces it
@@ -239,10 +238,12 @@ func (j *journal) flush(buf []byte) error {
 	return nil
 }
 
-// put writes lines to the file, one writer at a time.
+// put writes lines to the file; its callers hold the flushing flag, so
+// one writes at a time.
 func (j *journal) put(buf []byte) error {
-	j.wmu.Lock()
-	defer j.wmu.Unlock()
+	if len(buf) == 0 {
+		return nil
+	}
 	if j.fail != nil {
 		if err := j.fail(); err != nil {
 			return fmt.Errorf("append to journal: %w", err)
@@ -254,11 +255,13 @@ func (j *journal) put(buf []byte) error {
 	return nil
 }
 
-// writeLazy writes the entries at once but does not wait for them to be
-// synced: the next group's fsync (or sync) makes them durable. It is for
-// outcome lines: an outcome a crash loses leaves its intent open, and the
-// next start's reconciliation asks the runtime. A write error (a full
-// disk) is still seen at once.
+// writeLazy writes the entries without waiting for them to be synced: the
+// next group's fsync (or sync) makes them durable. It is for outcome
+// lines: an outcome a crash loses leaves its intent open, and the next
+// start's reconciliation asks the runtime. Lines that arrive while another
+// write is in flight are queued and go out with the next write (a group
+// write, one syscall), or at sync; a write error (a full disk) is seen by
+// the caller that wrote, and by every writer after it.
 func (j *journal) writeLazy(entries ...JournalEntry) error {
 	if j == nil || len(entries) == 0 {
 		return nil
@@ -268,41 +271,66 @@ func (j *journal) writeLazy(entries ...JournalEntry) error {
 		return err
 	}
 	j.mu.Lock()
-	if j.err != nil {
-		defer j.mu.Unlock()
-		return j.err
-	}
-	j.mu.Unlock()
-	err = j.put(enc.Bytes())
-	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err != nil {
-		if j.err == nil {
-			j.err = err
-		}
+	if j.err != nil {
 		return j.err
 	}
+	j.buf = append(j.buf, enc.Bytes()...)
 	j.dirty = true
-	return nil
+	if j.flushing {
+		return nil
+	}
+	// Lead a group write of everything queued, without an fsync; the
+	// group's batch stays open, so a durable writer queued in it still
+	// leads its own fsync.
+	j.flushing = true
+	buf := j.buf
+	j.buf = nil
+	j.mu.Unlock()
+	err = j.put(buf)
+	j.mu.Lock()
+	j.flushing = false
+	if err != nil && j.err == nil {
+		j.err = err
+	}
+	j.cond.Broadcast()
+	return j.err
 }
 
-// sync makes every line written so far durable; the executor calls it at
-// the end of a pass, when no writer is left.
+// sync makes every line written so far durable, writing the queued ones
+// first; the executor calls it at the end of a pass, when no writer is
+// left.
 func (j *journal) sync() error {
 	if j == nil {
 		return nil
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	for j.flushing {
+		j.cond.Wait()
+	}
 	if j.err != nil || !j.dirty {
 		return j.err
 	}
-	if err := j.w.Sync(); err != nil {
-		j.err = fmt.Errorf("sync journal: %w", err)
+	buf := j.buf
+	j.buf = nil
+	if err := j.flush(buf); err != nil {
+		j.err = err
 		return j.err
 	}
 	j.dirty = false
 	return nil
+}
+
+// failed returns the error of a failed write, which every later write
+// returns too until reset.
+func (j *journal) failed() error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
 }
 
 // checkSpace returns an error when the journal's filesystem has less free
