@@ -67,8 +67,12 @@ type executor struct {
 	// plan is the plan's items in execution order, as plannedItems.
 	plan []ItemResult
 	// written marks the tasks whose intent is on disk, closed those whose
-	// outcome line is written too.
+	// outcome line is written too; writingAhead is set while the next
+	// group's intents are written in the background.
 	written, closed []bool
+	writingAhead    bool
+	// work sends the feeder's tasks to the pool's workers.
+	work chan task
 }
 
 // task is one planned item for the pool.
@@ -243,6 +247,7 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 		x.mu.Unlock()
 	})
 	defer stopWake()
+	stopWorkers := x.startWorkers()
 	for i, ph := range phases {
 		if i > 0 {
 			x.view.invalidate() // the phase before removed what the view holds
@@ -250,8 +255,9 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 		}
 		x.runPhase(ph)
 	}
-	x.view.wait() // a background listing does not outlive the pass
-	x.running.wait()
+	stopWorkers()
+	x.view.close() // a background listing does not outlive the pass
+	x.running.close()
 	// The outcome lines were written without waiting for their fsync.
 	if err := e.journal.sync(); err != nil {
 		x.halt(fmt.Sprintf("journal write failed (%v)", err), true)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // runPhase runs one phase's tasks in a pool of x.parallel, starting them in
@@ -21,10 +22,17 @@ func (x *executor) runPhase(tasks []task) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	window := intentWindow
+	// ahead is how many tasks have their intents written or being written
+	// by the background write of the next group.
+	ahead := 0
 feed:
 	for i, t := range tasks {
+		for !x.written[t.idx] && x.writingAhead {
+			x.cond.Wait()
+		}
 		if !x.written[t.idx] && !x.stoppingLocked() {
-			x.writeIntents(tasks[i:min(i+window, len(tasks))])
+			ahead = min(i+window, len(tasks))
+			x.writeIntents(tasks[i:ahead])
 			window = min(2*window, maxIntentWindow)
 		}
 		for {
@@ -57,9 +65,18 @@ feed:
 			x.spaceN++
 			x.spaceBytes += t.size
 		}
-		go x.work(t)
+		x.work <- t
+		// Halfway through a group, the next group's intents are written
+		// in the background, so the feeder seldom waits for an fsync.
+		if ahead < len(tasks) && i >= ahead-window/4 && !x.writingAhead {
+			next := tasks[ahead:min(ahead+window, len(tasks))]
+			ahead += len(next)
+			window = min(2*window, maxIntentWindow)
+			x.writingAhead = true
+			go x.writeAhead(next)
+		}
 	}
-	for x.inflight > 0 {
+	for x.inflight > 0 || x.writingAhead {
 		x.cond.Wait()
 	}
 	// Close the intents of the tasks that never reached the runtime.
@@ -89,12 +106,33 @@ func (x *executor) writeIntents(tasks []task) {
 	}
 }
 
+// writeAhead writes the intents of a group the feeder has not reached
+// yet, and wakes it.
+func (x *executor) writeAhead(tasks []task) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.stoppingLocked() {
+		x.writeIntents(tasks)
+	}
+	x.writingAhead = false
+	x.cond.Broadcast()
+}
+
 // closeIntent writes the outcome line of a task whose intent is on disk,
 // from its result (not-run when it has none); x.mu is held.
 func (x *executor) closeIntent(t task) {
+	x.closed[t.idx] = true
+	if err := x.e.journal.writeLazy(x.outcomeLine(t, x.results[t.idx])); err != nil {
+		x.journalFailedLocked(err)
+	}
+}
+
+// outcomeLine is the journal's outcome line of a task from its results
+// (not-run when it has none).
+func (x *executor) outcomeLine(t task, its []ItemResult) JournalEntry {
 	en := *t.intent
 	op := JournalNotRun
-	if its := x.results[t.idx]; len(its) > 0 {
+	if len(its) > 0 {
 		switch it := its[0]; it.Outcome {
 		case OutcomeRemoved:
 			op = JournalRemoved
@@ -106,10 +144,7 @@ func (x *executor) closeIntent(t task) {
 			op, en.Error = JournalSkipped, it.Detail
 		}
 	}
-	x.closed[t.idx] = true
-	if err := x.e.journal.writeLazy(x.stamp(op, en)); err != nil {
-		x.journalFailedLocked(err)
-	}
+	return x.stamp(op, en)
 }
 
 // stamp fills a journal line's op, time and pass.
@@ -145,6 +180,11 @@ func (x *executor) spaceMayStart() bool {
 // stoppingLocked reports whether no new item may start, noting the reason
 // the first time; x.mu is held.
 func (x *executor) stoppingLocked() bool {
+	if err := x.e.journal.failed(); err != nil {
+		// A worker's outcome write failed and it has not recorded it
+		// yet: no removal starts meanwhile.
+		x.journalFailedLocked(err)
+	}
 	switch {
 	case x.r.Stopped != "":
 	case x.jerr != nil:
@@ -202,17 +242,43 @@ func (x *executor) notRunLocked(idx int) {
 	x.r.Undone++
 }
 
-// work runs one task and records it.
-func (x *executor) work(t task) {
+// startWorkers starts the pool's x.parallel workers, which run the tasks
+// the feeder sends until stop is called. Long-lived workers keep their
+// grown stacks: a goroutine per task would grow a fresh stack through
+// every runtime call.
+func (x *executor) startWorkers() (stop func()) {
+	x.work = make(chan task, x.parallel)
+	var wg sync.WaitGroup
+	for range x.parallel {
+		wg.Go(func() {
+			for t := range x.work {
+				x.do(t)
+			}
+		})
+	}
+	return func() {
+		close(x.work)
+		wg.Wait()
+	}
+}
+
+// do runs one task and records it.
+func (x *executor) do(t task) {
 	its := t.run()
 	now := x.e.now()
 	for i := range its {
 		its[i].Time = now
 	}
+	// The outcome line is written outside x.mu: the other workers and
+	// the feeder do not wait for its write.
+	jerr := x.e.journal.writeLazy(x.outcomeLine(t, its))
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.results[t.idx] = its
-	x.closeIntent(t)
+	x.closed[t.idx] = true
+	if jerr != nil {
+		x.journalFailedLocked(jerr)
+	}
 	x.inflight--
 	removed := len(its) > 0 && its[0].Outcome == OutcomeRemoved
 	if t.space {

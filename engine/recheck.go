@@ -21,7 +21,7 @@ func (x *executor) image(rm ImageRemoval, en *JournalEntry) ItemResult {
 	if err != nil {
 		return viewFailed(it, err)
 	}
-	img, ok := v.imageByID[rm.ID]
+	img, ok := v.image(rm.ID)
 	if !ok {
 		it.Outcome = OutcomeGone
 		return it
@@ -63,7 +63,7 @@ func (x *executor) container(rm ContainerRemoval, en *JournalEntry) []ItemResult
 	if err != nil {
 		return []ItemResult{viewFailed(it, err)}
 	}
-	cur, running := v.byID[rm.ID]
+	cur, running := v.container(rm.ID)
 	if !running {
 		cur = Container{ID: rm.ID, PodUID: rm.PodUID, Name: rm.Name, PodSandboxID: rm.PodSandboxID, State: ContainerExited}
 	}
@@ -207,7 +207,7 @@ func (x *executor) sandbox(rm SandboxRemoval, en *JournalEntry) ItemResult {
 	if err != nil {
 		return viewFailed(it, err)
 	}
-	if c, ok := v.bySandbox[rm.ID]; ok {
+	if c, ok := v.sandboxUser(rm.ID); ok {
 		return skipped(it, fmt.Sprintf("still holds container %s (%s)", c.Name, c.ID))
 	}
 	_, err = rt(x, func(ctx context.Context) (struct{}, error) { return struct{}{}, x.e.o.Remover.StopSandbox(ctx, rm.ID) })
@@ -256,7 +256,7 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 		if _, err := os.Stat(rm.Path); !errors.Is(err, os.ErrNotExist) {
 			return skipped(it, "its target exists again")
 		}
-		if c, ok := v.byID[containerIDFromLink(rm.Path)]; ok && c.State != ContainerExited {
+		if c, ok := v.container(containerIDFromLink(rm.Path)); ok && c.State != ContainerExited {
 			return skipped(it, "its container has not exited")
 		}
 		return x.call(it, "remove log symlink", func(context.Context) error { return removeLog(rm.Path, false) })
@@ -266,7 +266,7 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 	}
 	name := filepath.Base(rm.Path)
 	uid := name[strings.LastIndexByte(name, '_')+1:]
-	for _, c := range v.byPodUID[uid] {
+	for _, c := range v.podContainers(uid) {
 		if !isDead(c.State) {
 			return skipped(it, fmt.Sprintf("pod runs container %s again", c.Name))
 		}

@@ -50,9 +50,10 @@ type nodeView struct {
 	cond *sync.Cond
 	// cur is the newest complete listing of the current epoch.
 	cur *viewData
-	// listing is set while a listing is in flight; done counts the
-	// listings finished, and err is the last one's error.
+	// listing is set while a listing is in flight, and cancel ends it;
+	// done counts the listings finished, and err is the last one's error.
 	listing bool
+	cancel  context.CancelFunc
 	done    uint64
 	err     error
 	// epoch is bumped by invalidate: a listing begun before it is not
@@ -66,19 +67,87 @@ type nodeView struct {
 }
 
 // viewData is one listing of the node with the indexes the re-checks
-// need. It is never modified once published.
+// need, each built at its first use (an image phase needs none of the
+// container indexes). It is never modified once published, but for its
+// indexes, which are built once.
 type viewData struct {
 	at     time.Time // when its listing began
 	gen    uint64    // the container event generation before it began
 	images bool      // it holds the image list
-	// users maps every container's ImageID and ImageRef to the first
-	// container that names it.
-	users map[string]Container
-	// bySandbox maps a sandbox ID to the first container that references it.
-	bySandbox map[string]Container
-	byID      map[string]Container
-	byPodUID  map[string][]Container
-	imageByID map[string]Image
+
+	containers []Container
+	imageList  []Image
+
+	imageIdx     sync.Once
+	users        map[string]Container // every ImageID and ImageRef to the first container naming it
+	imageByID    map[string]Image
+	containerIdx sync.Once
+	bySandbox    map[string]Container // a sandbox ID to the first container referencing it
+	byID         map[string]Container
+	byPodUID     map[string][]Container
+}
+
+// image returns the listed image with the ID.
+func (d *viewData) image(id string) (Image, bool) {
+	d.indexImages()
+	img, ok := d.imageByID[id]
+	return img, ok
+}
+
+// indexImages builds the image phase's indexes.
+func (d *viewData) indexImages() {
+	d.imageIdx.Do(func() {
+		d.users = make(map[string]Container, len(d.containers))
+		for _, c := range d.containers {
+			for _, ref := range [2]string{c.ImageID, c.ImageRef} {
+				if _, ok := d.users[ref]; ref != "" && !ok {
+					d.users[ref] = c
+				}
+			}
+		}
+		d.imageByID = make(map[string]Image, len(d.imageList))
+		for _, img := range d.imageList {
+			d.imageByID[img.ID] = img
+		}
+	})
+}
+
+// container returns the listed container with the ID.
+func (d *viewData) container(id string) (Container, bool) {
+	d.indexContainers()
+	c, ok := d.byID[id]
+	return c, ok
+}
+
+// sandboxUser returns a container that references the sandbox.
+func (d *viewData) sandboxUser(id string) (Container, bool) {
+	d.indexContainers()
+	c, ok := d.bySandbox[id]
+	return c, ok
+}
+
+// podContainers returns the listed containers of the pod.
+func (d *viewData) podContainers(uid string) []Container {
+	d.indexContainers()
+	return d.byPodUID[uid]
+}
+
+// indexContainers builds the container, sandbox and log phases' indexes.
+func (d *viewData) indexContainers() {
+	d.containerIdx.Do(func() {
+		d.bySandbox = make(map[string]Container, len(d.containers)/2)
+		d.byID = make(map[string]Container, len(d.containers))
+		d.byPodUID = make(map[string][]Container, len(d.containers)/2)
+		for _, c := range d.containers {
+			if _, ok := d.bySandbox[c.PodSandboxID]; !ok && c.PodSandboxID != "" {
+				d.bySandbox[c.PodSandboxID] = c
+			}
+			d.byID[c.ID] = c
+			if c.PodUID != "" {
+				d.byPodUID[c.PodUID] = append(d.byPodUID[c.PodUID], c)
+			}
+		}
+	})
 }
 
 // RunningLister is a Reader that can list the running containers alone
@@ -100,11 +169,14 @@ func newNodeView(ctx context.Context, r Reader, gen *atomic.Uint64, running bool
 
 // invalidate makes the next use list again (a phase boundary: the executor
 // has just removed what the view still holds); a listing in flight is not
-// used.
+// used, and is cancelled so the next one need not wait behind it.
 func (v *nodeView) invalidate() {
 	v.mu.Lock()
 	v.cur = nil
 	v.epoch++
+	if v.listing {
+		v.cancel()
+	}
 	v.mu.Unlock()
 }
 
@@ -115,6 +187,14 @@ func (v *nodeView) wait() {
 		v.cond.Wait()
 	}
 	v.mu.Unlock()
+}
+
+// close cancels a listing in flight and waits for it: the pass has no
+// re-check left, and must not wait for a background listing it will not
+// use.
+func (v *nodeView) close() {
+	v.invalidate()
+	v.wait()
 }
 
 // prefetch starts the first listing ahead of the first re-check; images
@@ -178,10 +258,13 @@ func (v *nodeView) fresh(images bool) (*viewData, error) {
 func (v *nodeView) startLocked() {
 	v.listing = true
 	epoch, withImages := v.epoch, v.withImages
+	ctx, cancel := context.WithTimeout(v.ctx, CallTimeout)
+	v.cancel = cancel
 	go func() {
+		defer cancel()
 		g := v.gen.Load()
 		at := v.clock()
-		d, err := v.list(withImages)
+		d, err := v.list(ctx, withImages)
 		took := v.clock().Sub(at)
 		v.mu.Lock()
 		defer v.mu.Unlock()
@@ -203,11 +286,8 @@ func (v *nodeView) startLocked() {
 	}()
 }
 
-// list lists the node's containers, and its images when asked, and
-// indexes them.
-func (v *nodeView) list(images bool) (*viewData, error) {
-	ctx, cancel := context.WithTimeout(v.ctx, CallTimeout)
-	defer cancel()
+// list lists the node's containers, and its images when asked.
+func (v *nodeView) list(ctx context.Context, images bool) (*viewData, error) {
 	// The two lists are asked for at once: the view is as old as the
 	// earlier of the two, and one round trip shorter.
 	var imgs []Image
@@ -224,31 +304,7 @@ func (v *nodeView) list(images bool) (*viewData, error) {
 	if ierr != nil {
 		return nil, fmt.Errorf("list images: %w", ierr)
 	}
-	d := &viewData{
-		users:     make(map[string]Container, len(cs)),
-		bySandbox: make(map[string]Container, len(cs)/2),
-		byID:      make(map[string]Container, len(cs)),
-		byPodUID:  make(map[string][]Container, len(cs)/2),
-		imageByID: make(map[string]Image, len(imgs)),
-	}
-	for _, c := range cs {
-		for _, ref := range [2]string{c.ImageID, c.ImageRef} {
-			if _, ok := d.users[ref]; ref != "" && !ok {
-				d.users[ref] = c
-			}
-		}
-		if _, ok := d.bySandbox[c.PodSandboxID]; !ok && c.PodSandboxID != "" {
-			d.bySandbox[c.PodSandboxID] = c
-		}
-		d.byID[c.ID] = c
-		if c.PodUID != "" {
-			d.byPodUID[c.PodUID] = append(d.byPodUID[c.PodUID], c)
-		}
-	}
-	for _, img := range imgs {
-		d.imageByID[img.ID] = img
-	}
-	return d, nil
+	return &viewData{containers: cs, imageList: imgs}, nil
 }
 
 // listContainers lists the containers the view holds.
@@ -267,6 +323,7 @@ func (v *nodeView) listContainers(ctx context.Context) ([]Container, error) {
 // digest, in any state: the same rule as ImagesInUse, with one map lookup
 // per reference.
 func (d *viewData) imageUser(img Image) (Container, bool) {
+	d.indexImages()
 	if c, ok := d.users[img.ID]; ok && img.ID != "" {
 		return c, true
 	}
