@@ -59,7 +59,7 @@ bench: build
 # RemoveImage calls over 200 images. OLD_NODEGC=<binary> times an older
 # build beside it.
 bench-gc:
-	$(GO) test -run '^$$' -bench GCPassVsRaw -benchtime 1x -timeout 30m ./engine/cri
+	$(GO) test -run '^$$' -bench GCPassVsRaw -benchtime 7x -timeout 30m ./engine/cri
 	NODEGC_BENCH_OLD_BIN=$(OLD_NODEGC) $(GO) test -run '^$$' -bench GCProcessVs8RawRemoveImage -benchtime 1x -timeout 30m ./test/integration
 
 demo: build
