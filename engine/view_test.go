@@ -292,6 +292,53 @@ func TestNodeViewUnderEventsAndErrors(t *testing.T) {
 	})
 }
 
+// hangingLister is a Reader whose first container listing hangs until its
+// context ends; the later ones answer at once.
+type hangingLister struct {
+	fakeRuntime
+	lists     atomic.Int32
+	cancelled chan struct{}
+}
+
+func (h *hangingLister) ListContainers(ctx context.Context) ([]Container, error) {
+	if h.lists.Add(1) == 1 {
+		<-ctx.Done()
+		close(h.cancelled)
+		return nil, ctx.Err()
+	}
+	return nil, nil
+}
+
+func TestNodeViewCancelsAListingItWillNotUse(t *testing.T) {
+	for _, end := range []struct {
+		name string
+		end  func(v *nodeView)
+	}{
+		{"at a phase boundary", (*nodeView).invalidate},
+		{"at the end of the pass", (*nodeView).close},
+	} {
+		t.Run(end.name, func(t *testing.T) {
+			var gen atomic.Uint64
+			l := &hangingLister{fakeRuntime: *newFakeRuntime(), cancelled: make(chan struct{})}
+			v := newNodeView(context.Background(), l, &gen, false)
+			v.prefetch(false)
+			end.end(v)
+			select {
+			case <-l.cancelled:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the listing of the view given up was not cancelled")
+			}
+			if _, err := v.fresh(false); err != nil {
+				t.Errorf("the next re-check: %v; want a new listing, not the cancelled one's error", err)
+			}
+			v.close()
+			if n := l.lists.Load(); n != 2 {
+				t.Errorf("%d listings, want 2: the cancelled one and the next re-check's", n)
+			}
+		})
+	}
+}
+
 // streamSource is an EventSource whose streams the test feeds.
 type streamSource struct {
 	opens  chan chan ContainerEvent
