@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -668,6 +669,73 @@ func TestStartReconcilesIntentsWithoutOutcome(t *testing.T) {
 	js, _ := ReadJournal(dir)
 	if len(js) != 2 || js[0].ID != "i0" || js[1].ID != "i1" {
 		t.Errorf("journal removals %+v, want i0 then i1", js)
+	}
+}
+
+// lateRemovalRuntime is a runtime that finishes removing the late images
+// only after it was first asked about them, as containerd can after the
+// process whose RemoveImage was in flight was killed.
+type lateRemovalRuntime struct {
+	*fakeRuntime
+	late map[string]bool
+}
+
+func (l *lateRemovalRuntime) ImageStatus(ctx context.Context, id string) (Image, error) {
+	img, err := l.fakeRuntime.ImageStatus(ctx, id)
+	l.mu.Lock()
+	if l.late[id] {
+		delete(l.late, id)
+		delete(l.images, id) // the removal in flight completes now
+	}
+	l.mu.Unlock()
+	return img, err
+}
+
+func TestReconcileWaitsForARemovalInFlightToSettle(t *testing.T) {
+	defer func(settle time.Duration) { reconcileSettle = settle }(reconcileSettle)
+	reconcileSettle = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		at   string // the intents' time
+		want map[string]JournalOp
+	}{
+		{"a recent intent's item that goes while asked about is removed", execNow.Add(-time.Second).Format(time.RFC3339Nano),
+			map[string]JournalOp{"late": JournalRemoved, "kept": JournalNotRemoved}},
+		{"an old intent's item is taken as the runtime shows it at once", execNow.Add(-time.Hour).Format(time.RFC3339Nano),
+			map[string]JournalOp{"late": JournalNotRemoved, "kept": JournalNotRemoved}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			lines := fmt.Sprintf(`{"op":"intent","time":%q,"pass":"r/3","kind":"image","id":"late","reason":"space"}
+{"op":"intent","time":%q,"pass":"r/3","kind":"image","id":"kept","reason":"space"}
+`, tc.at, tc.at)
+			if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(lines), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rt := &lateRemovalRuntime{fakeRuntime: newFakeRuntime(), late: map[string]bool{"late": true}}
+			addImages(rt.fakeRuntime, "late", "kept")
+			e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			if _, err := e.Snapshot(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			all, err := ReadJournalLines(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]JournalOp{}
+			for _, l := range all {
+				if l.Reconciled {
+					got[l.ID] = l.Op
+				}
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("reconciled %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

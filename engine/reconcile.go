@@ -5,6 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
+)
+
+// reconcileSettle is how long reconciliation keeps asking about the items
+// of recent intents (younger than CallTimeout, the bound of the call the
+// interrupted pass may have had in flight) that the runtime still shows,
+// every reconcilePoll, before it journals them not-removed. A removal in
+// flight when its process died can still complete in the runtime: a
+// killed nodegc's RemoveImage has been seen to delete the image in
+// containerd after the CRI cache, which ImageStatus reads, was asked.
+var (
+	reconcileSettle = 2 * time.Second
+	reconcilePoll   = 50 * time.Millisecond
 )
 
 // reconcileLocked settles the intents of an earlier, interrupted pass that
@@ -28,8 +41,16 @@ func (e *Engine) reconcileLocked(ctx context.Context) []string {
 		return nil
 	}
 	var removed, kept, unknown int
+	settleUntil := time.Now().Add(reconcileSettle)
 	for _, in := range open {
 		exists, err := e.exists(ctx, in)
+		// A removal the interrupted process had in flight can complete in
+		// the runtime after it died: ask again about a recent intent's
+		// item that is still shown, while the settle time lasts.
+		for exists && err == nil && e.now().Sub(in.Time) < CallTimeout && time.Now().Before(settleUntil) {
+			time.Sleep(reconcilePoll)
+			exists, err = e.exists(ctx, in)
+		}
 		if err != nil {
 			unknown++
 			e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", err)
