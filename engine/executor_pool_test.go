@@ -637,12 +637,33 @@ func TestStartReconcilesIntentsWithoutOutcome(t *testing.T) {
 {"op":"intent","pass":3,"kind":"image","id":"i0","reason":"space"}
 {"op":"removed","pass":3,"kind":"image","id":"i0","reason":"space"}
 `
+	rt := newFakeRuntime()
+	addImages(rt, "i2")
+	all, got := startWithJournal(t, dir, lines, rt, rt.statfs)
+	if len(OpenIntents(all)) != 0 {
+		t.Errorf("open intents %+v after the start, want none", OpenIntents(all))
+	}
+	if len(got) != 2 || got["i1"] != JournalRemoved || got["i2"] != JournalNotRemoved {
+		t.Errorf("reconciled %v, want i1 removed and i2 still there", got)
+	}
+	js, _ := ReadJournal(dir)
+	if len(js) != 2 || js[0].ID != "i0" || js[1].ID != "i1" {
+		t.Errorf("journal removals %+v, want i0 then i1", js)
+	}
+}
+
+// startWithJournal starts a deleting engine over rt in dir, which holds
+// the journal lines, and takes a snapshot (which reconciles); it returns
+// the journal's lines after it and the ops of the reconciled ones by ID.
+func startWithJournal(t *testing.T, dir, lines string, rt interface {
+	Reader
+	Remover
+}, statfs func(string) (FsStats, error)) ([]JournalEntry, map[string]JournalOp) {
+	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rt := newFakeRuntime()
-	addImages(rt, "i2")
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+	e, err := New(Options{Reader: rt, Statfs: statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -654,22 +675,13 @@ func TestStartReconcilesIntentsWithoutOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(OpenIntents(all)) != 0 {
-		t.Errorf("open intents %+v after the start, want none", OpenIntents(all))
-	}
-	got := map[string]JournalOp{}
+	reconciled := map[string]JournalOp{}
 	for _, l := range all {
 		if l.Reconciled {
-			got[l.ID] = l.Op
+			reconciled[l.ID] = l.Op
 		}
 	}
-	if len(got) != 2 || got["i1"] != JournalRemoved || got["i2"] != JournalNotRemoved {
-		t.Errorf("reconciled %v, want i1 removed and i2 still there", got)
-	}
-	js, _ := ReadJournal(dir)
-	if len(js) != 2 || js[0].ID != "i0" || js[1].ID != "i1" {
-		t.Errorf("journal removals %+v, want i0 then i1", js)
-	}
+	return all, reconciled
 }
 
 // lateRemovalRuntime is a runtime that finishes removing the late images
@@ -709,30 +721,9 @@ func TestReconcileWaitsForARemovalInFlightToSettle(t *testing.T) {
 			lines := fmt.Sprintf(`{"op":"intent","time":%q,"pass":"r/3","kind":"image","id":"late","reason":"space"}
 {"op":"intent","time":%q,"pass":"r/3","kind":"image","id":"kept","reason":"space"}
 `, tc.at, tc.at)
-			if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(lines), 0o600); err != nil {
-				t.Fatal(err)
-			}
 			rt := &lateRemovalRuntime{fakeRuntime: newFakeRuntime(), late: map[string]bool{"late": true}}
 			addImages(rt.fakeRuntime, "late", "kept")
-			e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			if _, err := e.Snapshot(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			all, err := ReadJournalLines(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]JournalOp{}
-			for _, l := range all {
-				if l.Reconciled {
-					got[l.ID] = l.Op
-				}
-			}
-			if !maps.Equal(got, tc.want) {
+			if _, got := startWithJournal(t, dir, lines, rt, rt.statfs); !maps.Equal(got, tc.want) {
 				t.Errorf("reconciled %v, want %v", got, tc.want)
 			}
 		})
