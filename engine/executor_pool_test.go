@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -427,15 +428,23 @@ func TestJournalRefusesAPassWithoutRoom(t *testing.T) {
 	}
 }
 
-func TestJournalGroupCommit(t *testing.T) {
-	dir := t.TempDir()
-	j, _, err := openJournal(dir)
+// blockedJournal opens a journal in a new dir whose first write blocks
+// until release is closed; writes counts the writes.
+func blockedJournal(t *testing.T) (j *journal, release chan struct{}, writes *atomic.Int32) {
+	t.Helper()
+	j, _, err := openJournal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
+	release, writes = make(chan struct{}), new(atomic.Int32)
 	var once sync.Once
-	j.w = &blockingWriter{f: j.f, first: func() { once.Do(func() { <-release }) }}
+	j.w = &blockingWriter{f: j.f, first: func() { writes.Add(1); once.Do(func() { <-release }) }}
+	return j, release, writes
+}
+
+func TestJournalGroupCommit(t *testing.T) {
+	j, release, _ := blockedJournal(t)
+	dir := j.dir
 	const writers = 10
 	var wg sync.WaitGroup
 	for i := range writers {
@@ -475,21 +484,8 @@ func TestJournalGroupCommit(t *testing.T) {
 // outcome lines: the lines that arrive while one is being written go out
 // in one write after it (here at sync), and none is lost.
 func TestOutcomeLinesQueuedBehindAWriteGoOutTogether(t *testing.T) {
-	dir := t.TempDir()
-	j, _, err := openJournal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := make(chan struct{})
-	var once sync.Once
-	var mu sync.Mutex
-	writes := 0
-	j.w = &blockingWriter{f: j.f, first: func() {
-		mu.Lock()
-		writes++
-		mu.Unlock()
-		once.Do(func() { <-release })
-	}}
+	j, release, writes := blockedJournal(t)
+	dir := j.dir
 	const writers = 10
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -497,13 +493,7 @@ func TestOutcomeLinesQueuedBehindAWriteGoOutTogether(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	for { // the first write is in flight
-		mu.Lock()
-		n := writes
-		mu.Unlock()
-		if n == 1 {
-			break
-		}
+	for writes.Load() != 1 { // the first write is in flight
 		time.Sleep(time.Millisecond)
 	}
 	for i := 1; i < writers; i++ {
@@ -534,8 +524,8 @@ func TestOutcomeLinesQueuedBehindAWriteGoOutTogether(t *testing.T) {
 	if err := j.close(); err != nil {
 		t.Fatal(err)
 	}
-	if writes != 2 {
-		t.Errorf("%d writes for %d lines, want 2 (one, then one for the lines queued behind it)", writes, writers)
+	if n := writes.Load(); n != 2 {
+		t.Errorf("%d writes for %d lines, want 2 (one, then one for the lines queued behind it)", n, writers)
 	}
 	lines, err := ReadJournalLines(dir)
 	if err != nil || len(lines) != writers {
