@@ -261,7 +261,10 @@ func (j *journal) put(buf []byte) error {
 // start's reconciliation asks the runtime. Lines that arrive while another
 // write is in flight are queued and go out with the next write (a group
 // write, one syscall), or at sync; a write error (a full disk) is seen by
-// the caller that wrote, and by every writer after it.
+// the caller that wrote, and by every writer after it (and failed). A nil
+// return therefore does not say the lines reached the file: a queued line
+// is lost when a later write fails, and the executor, which then sees
+// failed, leaves its intent to the next pass's reconciliation.
 func (j *journal) writeLazy(entries ...JournalEntry) error {
 	if j == nil || len(entries) == 0 {
 		return nil

@@ -173,6 +173,7 @@ func newNodeView(ctx context.Context, r Reader, gen *atomic.Uint64, running bool
 func (v *nodeView) invalidate() {
 	v.mu.Lock()
 	v.cur = nil
+	v.err = nil // the phase before's error is not this phase's
 	v.epoch++
 	if v.listing {
 		v.cancel()

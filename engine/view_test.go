@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -337,6 +338,40 @@ func TestNodeViewCancelsAListingItWillNotUse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// errThenHang is a Reader whose first container listing fails and whose
+// second hangs until cancelled (and returns a little after).
+type errThenHang struct {
+	fakeRuntime
+	lists atomic.Int32
+}
+
+func (h *errThenHang) ListContainers(ctx context.Context) ([]Container, error) {
+	switch h.lists.Add(1) {
+	case 1:
+		return nil, errors.New("phase-1 listing failed")
+	case 2:
+		<-ctx.Done()
+		time.Sleep(50 * time.Millisecond)
+		return nil, ctx.Err()
+	}
+	return nil, nil
+}
+
+func TestNodeViewPhaseErrorDoesNotCrossABoundary(t *testing.T) {
+	var gen atomic.Uint64
+	l := &errThenHang{fakeRuntime: *newFakeRuntime()}
+	v := newNodeView(context.Background(), l, &gen, false)
+	if _, err := v.fresh(false); err == nil {
+		t.Fatal("want the first listing's error")
+	}
+	v.prefetch(false) // a listing of phase 1 in flight at the boundary
+	v.invalidate()
+	if _, err := v.fresh(false); err != nil {
+		t.Errorf("phase 2's first re-check failed with phase 1's error: %v", err)
+	}
+	v.close()
 }
 
 // streamSource is an EventSource whose streams the test feeds.
