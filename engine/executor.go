@@ -71,6 +71,7 @@ type executor struct {
 	// group's intents are written in the background.
 	written, closed []bool
 	writingAhead    bool
+	ahead           sync.WaitGroup // the write-ahead goroutine
 	// work sends the feeder's tasks to the pool's workers.
 	work chan task
 }
@@ -258,8 +259,13 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	stopWorkers()
 	x.view.close() // a background listing does not outlive the pass
 	x.running.close()
-	// The outcome lines were written without waiting for their fsync.
+	// The outcome lines were written (or queued) without waiting for
+	// their fsync. When sync fails, queued lines are lost: the pass's
+	// intents are then settled by the next pass's reconciliation.
 	if err := e.journal.sync(); err != nil {
+		x.mu.Lock()
+		x.journalFailedLocked(err)
+		x.mu.Unlock()
 		x.halt(fmt.Sprintf("journal write failed (%v)", err), true)
 	}
 	removedImages := map[string]bool{}

@@ -428,6 +428,59 @@ func TestJournalRefusesAPassWithoutRoom(t *testing.T) {
 	}
 }
 
+// queueThenFailWriter is a journal file whose second write waits until a
+// line is queued behind it and whose third write (sync's group write of
+// that line) fails.
+type queueThenFailWriter struct {
+	f      *os.File
+	j      *journal
+	writes atomic.Int32
+}
+
+func (w *queueThenFailWriter) Write(b []byte) (int, error) {
+	switch w.writes.Add(1) {
+	case 1:
+	case 2:
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			w.j.mu.Lock()
+			queued := len(w.j.buf)
+			w.j.mu.Unlock()
+			if queued > 0 {
+				break
+			}
+		}
+	default:
+		return 0, errors.New("no space left on device")
+	}
+	return w.f.Write(b)
+}
+func (w *queueThenFailWriter) Sync() error { return w.f.Sync() }
+
+func TestAnOutcomeLostAtTheEndOfAPassIsReconciledByTheNext(t *testing.T) {
+	rt := newFakeRuntime()
+	addImages(rt, "i1", "i2")
+	e := newPoolEngine(t, rt, 2)
+	e.journal.w = &queueThenFailWriter{f: e.journal.f, j: e.journal}
+	r, err := e.Apply(context.Background(), reclaimPlan("i1", "i2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Error, "journal write failed") {
+		t.Errorf("pass error %q, want the failed journal write", r.Error)
+	}
+	e.journal.w = e.journal.f
+	if _, err := e.Apply(context.Background(), reclaimPlan()); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := ReadJournalLines(e.o.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open := OpenIntents(lines); len(open) != 0 {
+		t.Errorf("after the next pass %d intents are still open (%s): the outcome lost by the end-of-pass sync was not reconciled", len(open), open[0].ID)
+	}
+}
+
 // blockedJournal opens a journal in a new dir whose first write blocks
 // until release is closed; writes counts the writes.
 func blockedJournal(t *testing.T) (j *journal, release chan struct{}, writes *atomic.Int32) {

@@ -73,12 +73,16 @@ feed:
 			ahead += len(next)
 			window = min(2*window, maxIntentWindow)
 			x.writingAhead = true
-			go x.writeAhead(next)
+			lines := x.intentLines(next)
+			x.ahead.Go(func() { x.writeAhead(next, lines) })
 		}
 	}
 	for x.inflight > 0 || x.writingAhead {
 		x.cond.Wait()
 	}
+	x.mu.Unlock()
+	x.ahead.Wait() // the write-ahead goroutine has returned, not only woken us
+	x.mu.Lock()
 	// Close the intents of the tasks that never reached the runtime.
 	for _, t := range tasks {
 		if x.written[t.idx] && !x.closed[t.idx] {
@@ -87,13 +91,19 @@ feed:
 	}
 }
 
-// writeIntents writes the tasks' intent lines in one group and waits for
-// them to be on disk; x.mu is held and released meanwhile.
-func (x *executor) writeIntents(tasks []task) {
+// intentLines are the tasks' intent lines; x.mu is held.
+func (x *executor) intentLines(tasks []task) []JournalEntry {
 	lines := make([]JournalEntry, len(tasks))
 	for i, t := range tasks {
 		lines[i] = x.stamp(JournalIntent, *t.intent)
 	}
+	return lines
+}
+
+// writeIntents writes the tasks' intent lines in one group and waits for
+// them to be on disk; x.mu is held and released meanwhile.
+func (x *executor) writeIntents(tasks []task) {
+	lines := x.intentLines(tasks)
 	x.mu.Unlock()
 	err := x.e.journal.write(lines...)
 	x.mu.Lock()
@@ -106,13 +116,19 @@ func (x *executor) writeIntents(tasks []task) {
 	}
 }
 
-// writeAhead writes the intents of a group the feeder has not reached
-// yet, and wakes it.
-func (x *executor) writeAhead(tasks []task) {
+// writeAhead writes the intent lines of a group the feeder has not
+// reached yet, marks them written, and wakes the feeder. A pass that stops
+// meanwhile closes the intents the group wrote, as any other.
+func (x *executor) writeAhead(tasks []task, lines []JournalEntry) {
+	err := x.e.journal.write(lines...)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if !x.stoppingLocked() {
-		x.writeIntents(tasks)
+	if err != nil {
+		x.journalFailedLocked(err)
+	} else {
+		for _, t := range tasks {
+			x.written[t.idx] = true
+		}
 	}
 	x.writingAhead = false
 	x.cond.Broadcast()

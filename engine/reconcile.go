@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 )
 
 // reconcileSettle is how long reconciliation keeps asking about the items
 // of recent intents (younger than CallTimeout, the bound of the call the
-// interrupted pass may have had in flight) that the runtime still shows,
-// every reconcilePoll, before it journals them not-removed. A removal in
+// interrupted pass may have had in flight) of an earlier run that the
+// runtime still shows, every reconcilePoll, before it journals them
+// not-removed (see Engine.settle). A removal in
 // flight when its process died can still complete in the runtime: a
 // killed nodegc's RemoveImage has been seen to delete the image in
 // containerd after the CRI cache, which ImageStatus reads, was asked.
@@ -41,24 +44,21 @@ func (e *Engine) reconcileLocked(ctx context.Context) []string {
 		return nil
 	}
 	var removed, kept, unknown int
-	settleUntil := time.Now().Add(reconcileSettle)
-	for _, in := range open {
-		exists, err := e.exists(ctx, in)
-		// A removal the interrupted process had in flight can complete in
-		// the runtime after it died: ask again about a recent intent's
-		// item that is still shown, while the settle time lasts.
-		for exists && err == nil && e.now().Sub(in.Time) < CallTimeout && time.Now().Before(settleUntil) {
-			time.Sleep(reconcilePoll)
-			exists, err = e.exists(ctx, in)
-		}
-		if err != nil {
+	exists := make([]bool, len(open))
+	errs := make([]error, len(open))
+	for i, in := range open {
+		exists[i], errs[i] = e.exists(ctx, in)
+	}
+	e.settle(ctx, open, exists, errs)
+	for i, in := range open {
+		if errs[i] != nil {
 			unknown++
-			e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", err)
+			e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", errs[i])
 			continue
 		}
 		out := in
 		out.Time, out.Reconciled, out.Op = e.now(), true, JournalRemoved
-		if exists {
+		if exists[i] {
 			out.Op = JournalNotRemoved
 			kept++
 		} else {
@@ -75,6 +75,35 @@ func (e *Engine) reconcileLocked(ctx context.Context) []string {
 	}
 	e.log.Warn(note)
 	return []string{note}
+}
+
+// settle asks again, in rounds every reconcilePoll for up to
+// reconcileSettle, about the items the runtime still shows whose intent is
+// recent (younger than CallTimeout) and was written by an earlier run of
+// nodegc: a removal that run had in flight when it died can still complete
+// in the runtime. (This run's passes waited for their calls.) It updates
+// exists and errs in place, and returns early when ctx ends or nothing is
+// left to ask about.
+func (e *Engine) settle(ctx context.Context, open []JournalEntry, exists []bool, errs []error) {
+	var pending []int
+	for i, in := range open {
+		if exists[i] && errs[i] == nil && e.now().Sub(in.Time) < CallTimeout && !strings.HasPrefix(string(in.Pass), e.run+"/") {
+			pending = append(pending, i)
+		}
+	}
+	t := time.NewTicker(reconcilePoll)
+	defer t.Stop()
+	for deadline := time.Now().Add(reconcileSettle); len(pending) > 0 && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pending = slices.DeleteFunc(pending, func(i int) bool {
+			exists[i], errs[i] = e.exists(ctx, open[i])
+			return !exists[i] || errs[i] != nil
+		})
+	}
 }
 
 // exists asks whether the item of a journal intent still exists.
