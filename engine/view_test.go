@@ -415,9 +415,14 @@ func TestFollowEvents(t *testing.T) {
 		e.followEvents(context.Background(), src)
 	}()
 	ch := <-src.opens
+	// The source hands over the stream just before ContainerEvents
+	// returns it; the follower signals the open after that.
 	opened := e.containerGen.Load()
+	for deadline := time.Now().Add(10 * time.Second); opened == 0 && time.Now().Before(deadline); opened = e.containerGen.Load() {
+		time.Sleep(time.Millisecond)
+	}
 	if opened == 0 {
-		t.Error("opening the stream did not make the next re-check list again")
+		t.Fatal("opening the stream did not make the next re-check list again")
 	}
 	ch <- ContainerEvent{Type: ContainerStoppedEvent}
 	ch <- ContainerEvent{Type: ContainerCreatedEvent}
