@@ -77,11 +77,11 @@ feed:
 			x.ahead.Go(func() { x.writeAhead(next, lines) })
 		}
 	}
-	for x.inflight > 0 || x.writingAhead {
+	for x.inflight > 0 {
 		x.cond.Wait()
 	}
 	x.mu.Unlock()
-	x.ahead.Wait() // the write-ahead goroutine has returned, not only woken us
+	x.ahead.Wait() // a group still being written ahead
 	x.mu.Lock()
 	// Close the intents of the tasks that never reached the runtime.
 	for _, t := range tasks {

@@ -10,14 +10,11 @@ import (
 	"time"
 )
 
-// reconcileSettle is how long reconciliation keeps asking about the items
-// of recent intents (younger than CallTimeout, the bound of the call the
-// interrupted pass may have had in flight) of an earlier run that the
-// runtime still shows, every reconcilePoll, before it journals them
-// not-removed (see Engine.settle). A removal in
-// flight when its process died can still complete in the runtime: a
-// killed nodegc's RemoveImage has been seen to delete the image in
-// containerd after the CRI cache, which ImageStatus reads, was asked.
+// reconcileSettle and reconcilePoll bound Engine.settle: how long, and
+// how often, reconciliation asks again about an item a recent intent of an
+// earlier run names before it journals it not-removed. A killed nodegc's
+// RemoveImage has been seen to delete the image in containerd after the
+// CRI cache, which ImageStatus reads, was asked.
 var (
 	reconcileSettle = 2 * time.Second
 	reconcilePoll   = 50 * time.Millisecond
