@@ -681,18 +681,9 @@ func parseGoTime(s string) time.Time {
 // evaluation time and never used) and returns its path.
 func withKubeletRecords(t *testing.T, file string, recs map[string]kubeletRecord) string {
 	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("decode %s: %v", file, err)
-	}
-	var s imageSnapDoc
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatalf("decode %s: %v", file, err)
-	}
+	readJSON(t, file, &doc)
+	s := readImageSnapshot(t, file)
 	var out []map[string]any
 	for _, im := range s.Images {
 		r, ok := recs[im.ID]
@@ -709,7 +700,7 @@ func withKubeletRecords(t *testing.T, file string, recs map[string]kubeletRecord
 		out = append(out, rec)
 	}
 	doc["imageRecords"] = out
-	b, err = json.Marshal(doc)
+	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
