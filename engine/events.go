@@ -1,6 +1,11 @@
 package engine
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+)
 
 // The kubelet's event messages, worded as kubelet v1.36.3 words them, so
 // that an operator who greps the kubelet's events finds nodegc's too.
@@ -69,17 +74,17 @@ func imageGCFailedMessage(r PassReport, err error) string {
 	if err != nil {
 		return err.Error()
 	}
-	failed := func(reason ImageRemoveReason) []string {
-		var errs []string
+	failed := func(reason ImageRemoveReason) []error {
+		var errs []error
 		for _, it := range r.Items {
 			if it.Kind == ItemImage && it.Outcome == OutcomeFailed && it.Reason == string(reason) {
-				errs = append(errs, it.Error)
+				errs = append(errs, errors.New(it.Error))
 			}
 		}
 		return errs
 	}
 	if errs := failed(RemoveForAge); len(errs) > 0 {
-		return fmt.Sprintf("wanted to free images older than %v, encountered errors in image deletion: %s", r.Plan.Policy.Image.MaxAge, aggregate(errs))
+		return fmt.Sprintf("wanted to free images older than %v, encountered errors in image deletion: %s", r.Plan.Policy.Image.MaxAge, utilerrors.NewAggregate(errs))
 	}
 	for _, ev := range r.Events {
 		if ev.Reason == EventInvalidDiskCapacity {
@@ -87,7 +92,7 @@ func imageGCFailedMessage(r PassReport, err error) string {
 		}
 	}
 	if errs := failed(RemoveForSpace); len(errs) > 0 {
-		return fmt.Sprintf("wanted to free %d bytes, but freed %d bytes space with errors in image deletion: %s", r.Plan.ImageGC.BytesToFree, spaceFreed(r), aggregate(errs))
+		return fmt.Sprintf("wanted to free %d bytes, but freed %d bytes space with errors in image deletion: %s", r.Plan.ImageGC.BytesToFree, spaceFreed(r), utilerrors.NewAggregate(errs))
 	}
 	for _, ev := range r.Events {
 		if ev.Reason == EventFreeDiskSpaceFailed {
@@ -95,25 +100,9 @@ func imageGCFailedMessage(r PassReport, err error) string {
 		}
 	}
 	if errs := failed(RemoveForReclaim); len(errs) > 0 {
-		return "errors in image deletion: " + aggregate(errs)
+		return "errors in image deletion: " + utilerrors.NewAggregate(errs).Error()
 	}
 	return "image garbage collection failed"
-}
-
-// aggregate formats errors as k8s.io/apimachinery's errors.NewAggregate
-// does: one error alone, several as [e1, e2].
-func aggregate(errs []string) string {
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	s := "["
-	for i, e := range errs {
-		if i > 0 {
-			s += ", "
-		}
-		s += e
-	}
-	return s + "]"
 }
 
 // imageDeletionFailed reports whether an image removal of the MaxAge or

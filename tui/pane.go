@@ -42,7 +42,7 @@ type pane interface {
 }
 
 // component is what a pane package provides: a value model whose Update
-// returns its own type (STYLE.md: the parent never type-asserts a child).
+// returns its own type, so the parent never type-asserts a child.
 // adapt turns one into a pane.
 type component[M any] interface {
 	Title() string
