@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // image re-checks and removes one image: it must still exist, be unpinned,
@@ -87,12 +89,22 @@ func (x *executor) container(rm ContainerRemoval, en *JournalEntry) []ItemResult
 			return []ItemResult{it}
 		}
 	}
-	it = x.call(it, "remove container", func(ctx context.Context) error { return x.e.o.Remover.RemoveContainer(ctx, rm.ID) })
-	if it.Outcome != OutcomeRemoved {
-		return []ItemResult{it}
+	// The logs go first, as the kubelet's removeContainer does
+	// (pkg/kubelet/kuberuntime/kuberuntime_container.go): a crash between
+	// the two then leaves a container whose next removal finds no log,
+	// never a log no pass will find again.
+	logs := x.containerLogs(cur, rm)
+	for _, l := range logs {
+		if l.Outcome == OutcomeFailed {
+			it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: its log was not removed first (%s)", l.Error)
+			return append([]ItemResult{it}, logs...)
+		}
 	}
-	x.e.log.Info("removed container", "container", rm.ID, "pod", cur.PodUID, "name", cur.Name, "reason", rm.Reason, "pass", x.passID)
-	return append([]ItemResult{it}, x.containerLogs(cur, rm)...)
+	it = x.call(it, "remove container", func(ctx context.Context) error { return x.e.o.Remover.RemoveContainer(ctx, rm.ID) })
+	if it.Outcome == OutcomeRemoved {
+		x.e.log.Info("removed container", "container", rm.ID, "pod", cur.PodUID, "name", cur.Name, "reason", rm.Reason, "pass", x.passID)
+	}
+	return append([]ItemResult{it}, logs...)
 }
 
 // mayHaveLogFile reports whether a removed container can leave a log
@@ -124,56 +136,59 @@ func (x *executor) mayHaveLogFile(rm ContainerRemoval) bool {
 // with their container.
 const ReasonContainerRemoved = "container-removed"
 
-// containerLogs removes a removed container's log file and its
-// /var/log/containers link, as the kubelet's removeContainerLog
-// (pkg/kubelet/kuberuntime/kuberuntime_container.go) does. Unlike the
-// kubelet it acts only on an absolute log path inside podLogsDir that is a
-// regular file reached through no symlink, and on a link that is a
-// symlink; the kubelet removes them
-// before the container, nodegc after, so a container the runtime keeps
-// keeps its logs.
+// containerLogs removes a container's log file and its
+// /var/log/containers link before the container, as the kubelet's
+// removeContainerLog (pkg/kubelet/kuberuntime/kuberuntime_container.go)
+// does, each journalled with an intent and an outcome of its own. Unlike
+// the kubelet it removes only a log path in the kubelet's layout
+// (containerLogLayout) under its own pod's and container's directories,
+// and a link that is a symlink; everything is reached from a directory
+// handle without following symlinks. An absolute log path outside the
+// layout is reported skipped and left alone.
 func (x *executor) containerLogs(c Container, rm ContainerRemoval) []ItemResult {
 	var out []ItemResult
-	if p := c.LogPath; p != "" && WithinDir(x.e.o.Policy.PodLogsDir, p) {
-		if realFileUnder(x.e.o.Policy.PodLogsDir, p) {
-			it := ItemResult{Kind: ItemLog, ID: p, Reason: ReasonContainerRemoved, Detail: "log file of container " + c.ID}
-			out = append(out, x.removeLogged(it, JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name},
-				"remove container log", func(context.Context) error { return removeLog(p, false) }))
+	en := JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name}
+	if p := c.LogPath; p != "" && filepath.IsAbs(p) {
+		it := ItemResult{Kind: ItemLog, ID: p, Reason: ReasonContainerRemoved, Detail: "log file of container " + c.ID}
+		root := x.e.o.Policy.PodLogsDir
+		podDir, ctr, file, ok := containerLogLayout(root, p)
+		switch {
+		case !ok:
+			out = append(out, skipped(it, "not in the kubelet's layout "+filepath.Join(root, "<namespace>_<name>_<uid>/<container>/<N>.log")))
+		case !ownLogDir(podDir, ctr, c, rm):
+			out = append(out, skipped(it, "not in its own pod's and container's log directory"))
+		default:
+			out = append(out, x.removeLogged(it, en, "remove container log",
+				func(context.Context) error { return removeContainerLogFile(root, podDir, ctr, file) }))
 		}
 	}
 	if rm.PodName == "" || rm.PodNamespace == "" || c.Name == "" {
 		return out
 	}
-	link := containerLogLink(x.e.containerLogsDir(), rm.PodName, rm.PodNamespace, c.Name, c.ID)
-	if fi, err := os.Lstat(link); err == nil && fi.Mode()&os.ModeSymlink != 0 && WithinDir(x.e.containerLogsDir(), link) {
-		it := ItemResult{Kind: ItemLog, ID: link, Reason: ReasonContainerRemoved, Detail: "log link of container " + c.ID}
-		out = append(out, x.removeLogged(it, JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name},
-			"remove container log link", func(context.Context) error { return removeLog(link, false) }))
+	dir := x.e.containerLogsDir()
+	name := filepath.Base(containerLogLink(dir, rm.PodName, rm.PodNamespace, c.Name, c.ID))
+	d, err := openLogDir(dir)
+	if err != nil {
+		return out // no links dir, or one log GC must not touch
+	}
+	defer d.close()
+	if st, err := d.lstat(name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		it := ItemResult{Kind: ItemLog, ID: filepath.Join(dir, name), Reason: ReasonContainerRemoved, Detail: "log link of container " + c.ID}
+		out = append(out, x.removeLogged(it, en, "remove container log link",
+			func(context.Context) error { return d.unlink(name) }))
 	}
 	return out
 }
 
-// realFileUnder reports whether path, inside dir, is a regular file reached
-// through real directories only: no component between dir and the file is
-// a symlink, which could lead anywhere on the node.
-func realFileUnder(dir, path string) bool {
-	rel, err := filepath.Rel(filepath.Clean(dir), path)
-	if err != nil {
+// ownLogDir reports whether a log in <podDir>/<ctr> belongs to container
+// c, by what the runtime and the plan say of it: the pod directory names
+// its pod's UID (and namespace and name, when the plan has them), the
+// container directory its name.
+func ownLogDir(podDir, ctr string, c Container, rm ContainerRemoval) bool {
+	if c.PodUID != "" && podUIDFromLogDir(podDir) != c.PodUID || c.Name != "" && ctr != c.Name {
 		return false
 	}
-	cur := filepath.Clean(dir)
-	parts := strings.Split(rel, string(filepath.Separator))
-	for i, part := range parts {
-		cur = filepath.Join(cur, part)
-		fi, err := os.Lstat(cur)
-		if err != nil {
-			return false
-		}
-		if i < len(parts)-1 && !fi.IsDir() || i == len(parts)-1 && !fi.Mode().IsRegular() {
-			return false
-		}
-	}
-	return true
+	return rm.PodNamespace == "" || rm.PodName == "" || c.PodUID == "" || podDir == rm.PodNamespace+"_"+rm.PodName+"_"+c.PodUID
 }
 
 // containerLogLink is the kubelet's logSymlink
@@ -222,22 +237,29 @@ func (x *executor) sandbox(rm SandboxRemoval, en *JournalEntry) ItemResult {
 	return it
 }
 
-// logPath re-checks and removes one log path. Only absolute paths strictly
-// inside the pod logs directory or /var/log/containers are ever touched;
-// a pod directory whose pod runs a container again, a symlink whose target
-// exists again or whose container has not exited, is skipped.
+// logPath re-checks and removes one log path: a pod log directory
+// directly inside the pod logs directory, or a symlink directly inside
+// /var/log/containers, reached from the directory's handle without
+// following symlinks. A pod directory whose pod runs a container again, a
+// symlink whose target exists or whose container has not exited, is
+// skipped.
 func (x *executor) logPath(rm LogRemoval) ItemResult {
 	it := ItemResult{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason}
 	podDir, linkDir := x.e.o.Policy.PodLogsDir, x.e.containerLogsDir()
 	// Only direct children: a nested path could pass through a symlinked
 	// subdirectory to anywhere on the node.
-	parent := filepath.Dir(rm.Path)
+	parent, name := filepath.Dir(rm.Path), filepath.Base(rm.Path)
 	inPods := WithinDir(podDir, rm.Path) && parent == filepath.Clean(podDir)
 	inLinks := WithinDir(linkDir, rm.Path) && parent == filepath.Clean(linkDir)
 	if !inPods && !inLinks {
 		return skipped(it, fmt.Sprintf("not directly inside %s or %s", podDir, linkDir))
 	}
-	fi, err := os.Lstat(rm.Path)
+	d, err := openLogDir(parent)
+	if err != nil {
+		return recheckFailed(it, notFound(err))
+	}
+	defer d.close()
+	st, err := d.lstat(name)
 	if errors.Is(err, os.ErrNotExist) {
 		it.Outcome = OutcomeGone
 		return it
@@ -250,43 +272,27 @@ func (x *executor) logPath(rm LogRemoval) ItemResult {
 		return viewFailed(it, err)
 	}
 	if inLinks {
-		if fi.Mode()&os.ModeSymlink == 0 {
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
 			return skipped(it, "not a symlink")
 		}
-		if _, err := os.Stat(rm.Path); !errors.Is(err, os.ErrNotExist) {
-			return skipped(it, "its target exists again")
+		if d.exists(name) {
+			return skipped(it, "its target exists")
 		}
 		if c, ok := v.container(containerIDFromLink(rm.Path)); ok && c.State != ContainerExited {
 			return skipped(it, "its container has not exited")
 		}
-		return x.call(it, "remove log symlink", func(context.Context) error { return removeLog(rm.Path, false) })
+		return x.call(it, "remove log symlink", func(context.Context) error { return d.unlink(name) })
 	}
-	if filepath.Dir(filepath.Clean(rm.Path)) != filepath.Clean(podDir) || !fi.IsDir() {
+	uid := podUIDFromLogDir(name)
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || uid == "" {
 		return skipped(it, "not a pod log directory")
 	}
-	name := filepath.Base(rm.Path)
-	uid := name[strings.LastIndexByte(name, '_')+1:]
 	for _, c := range v.podContainers(uid) {
 		if !isDead(c.State) {
 			return skipped(it, fmt.Sprintf("pod runs container %s again", c.Name))
 		}
 	}
-	return x.call(it, "remove pod log directory", func(context.Context) error { return removeLog(rm.Path, true) })
-}
-
-// removeLog removes a symlink or a whole directory; a path already gone
-// wraps ErrNotFound.
-func removeLog(path string, dir bool) error {
-	var err error
-	if dir {
-		err = os.RemoveAll(path)
-	} else {
-		err = os.Remove(path)
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%s: %w", path, ErrNotFound)
-	}
-	return err
+	return x.call(it, "remove pod log directory", func(context.Context) error { return d.removeAll(name) })
 }
 
 // WithinDir reports whether path is an absolute, clean path strictly inside
