@@ -164,6 +164,15 @@ func New(o Options) (*Engine, error) {
 	if err := o.Policy.Validate(); err != nil {
 		return nil, err
 	}
+	if o.Remover != nil {
+		dir := o.Policy.PodLogsDir
+		if dir == "" {
+			dir = DefaultPodLogsDir
+		}
+		if err := CheckPodLogsDirOnDisk(dir); err != nil {
+			return nil, &PolicyError{"pod-logs-dir", fmt.Sprintf("%v; log GC removes as root only from a directory no one else can write", err)}
+		}
+	}
 	e := &Engine{o: o, now: o.Now, statfs: o.Statfs, log: o.Logger, records: map[string]ImageRecord{}}
 	if e.now == nil {
 		e.now = time.Now

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -182,17 +185,64 @@ func (p Policy) Validate() error {
 }
 
 // CheckPodLogsDir rejects a pod logs directory that log GC must not scan:
-// a relative path (relative to whatever directory nodegc was started in)
-// or the root directory, whose every entry log GC would take for a pod's.
-// Policy.Validate applies it; a reader of the kubelet's config applies it
-// to the podLogsDir field, to name the field in its error.
+// a relative path (relative to whatever directory nodegc was started in),
+// or a system directory (see systemDir), whose entries log GC would take
+// for pods' and whose files for their logs. Policy.Validate applies it; a
+// reader of the kubelet's config applies it to the podLogsDir field, to
+// name the field in its error. CheckPodLogsDirOnDisk checks the directory
+// itself.
 func CheckPodLogsDir(dir string) error {
 	switch {
 	case !filepath.IsAbs(dir):
 		return fmt.Errorf("must be an absolute path, got %q", dir)
 	case filepath.Clean(dir) == "/":
 		return fmt.Errorf("must not be the root directory, got %q", dir)
+	case systemDir(filepath.Clean(dir)):
+		return fmt.Errorf("must not be a system directory, got %q", dir)
 	}
+	return nil
+}
+
+// systemDirs are directories that hold the node's own files and are never
+// a pod logs directory, nor is anything inside the ones marked true.
+var systemDirs = map[string]bool{
+	"/etc": true, "/usr": true, "/bin": true, "/sbin": true, "/boot": true, "/dev": true,
+	"/proc": true, "/sys": true, "/root": true,
+	"/var": false, "/var/lib": false, "/var/log": false, "/var/tmp": false, "/var/run": false,
+	"/var/lib/kubelet": false, "/var/lib/containerd": false, "/home": false, "/run": false,
+	"/tmp": false, "/opt": false, "/srv": false, "/mnt": false, "/media": false,
+}
+
+// systemDir reports whether a clean, absolute dir is a system directory:
+// one of systemDirs, inside one marked true, or in /lib* (lib32, lib64,
+// libexec...).
+func systemDir(dir string) bool {
+	if _, ok := systemDirs[dir]; ok {
+		return true
+	}
+	top := dir
+	if i := strings.IndexByte(dir[1:], '/'); i >= 0 {
+		top = dir[:i+1]
+	}
+	return systemDirs[top] || strings.HasPrefix(top, "/lib")
+}
+
+// CheckPodLogsDirOnDisk checks the pod logs directory a deleting engine
+// removes from: it and every directory above it, opened without following
+// symlinks, must be owned by root (or by the user nodegc runs as) and not
+// writable by group or others (a directory above may be sticky, as /tmp
+// is). A directory anyone else could write to lets them plant what log GC
+// then removes as root. A missing directory passes: there is nothing to
+// collect.
+func CheckPodLogsDirOnDisk(dir string) error {
+	d, err := openLogDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d.close()
 	return nil
 }
 
