@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,13 +112,32 @@ func plannedItems(p Plan) []ItemResult {
 	for _, s := range p.SandboxGC.Remove {
 		out = append(out, ItemResult{Kind: ItemSandbox, ID: s.ID, Reason: s.Reason})
 	}
-	for _, l := range p.LogGC.Remove {
+	for _, l := range logsInOrder(p.LogGC) {
 		out = append(out, ItemResult{Kind: ItemLog, ID: l.Path, Reason: l.Reason})
 	}
 	for _, i := range p.ImageGC.Remove {
 		out = append(out, ItemResult{Kind: ItemImage, ID: i.ID, Reason: string(i.Reason), Detail: i.Detail, SizeBytes: i.SizeBytes})
 	}
 	return out
+}
+
+// logsInOrder is the log plan in execution order: the links into the pod
+// log directories the pass removes go last, after those directories (the
+// planner lists them so; a plan from elsewhere may not).
+func logsInOrder(p LogPlan) []LogRemoval {
+	out := slices.Clone(p.Remove)
+	slices.SortStableFunc(out, func(a, b LogRemoval) int {
+		return cmp.Compare(b2i(a.Reason == LogPodDirRemoved), b2i(b.Reason == LogPodDirRemoved))
+	})
+	return out
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // planEvents copies the plan's events, stamped with its evaluation time.
@@ -133,14 +153,15 @@ func planEvents(p Plan) []Event {
 }
 
 // phases groups the plan's items into the phases the pool runs one after
-// another: containers, sandboxes, logs, the images removed for age (or
-// reclaim), then the images removed for space. Within a phase items start
+// another: containers, sandboxes, logs, the log links into the pod log
+// directories just removed, the images removed for age (or reclaim), then
+// the images removed for space. Within a phase items start
 // in plan order.
 func (x *executor) phases(p Plan) [][]task {
 	var out [][]task
 	idx := 0
 	next := func() int { idx++; return idx - 1 }
-	var cs, ss, ls, ia, is []task
+	var cs, ss, ls, ll, ia, is []task
 	for _, c := range p.ContainerGC.Remove {
 		en := &JournalEntry{Kind: ItemContainer, ID: c.ID, Reason: string(c.Reason), PodUID: c.PodUID, Name: c.Name}
 		cs = append(cs, task{idx: next(), kind: ItemContainer, run: func() []ItemResult { return x.container(c, en) }, intent: en})
@@ -149,9 +170,14 @@ func (x *executor) phases(p Plan) [][]task {
 		en := &JournalEntry{Kind: ItemSandbox, ID: s.ID, Reason: s.Reason, PodUID: s.PodUID}
 		ss = append(ss, task{idx: next(), kind: ItemSandbox, run: func() []ItemResult { return []ItemResult{x.sandbox(s, en)} }, intent: en})
 	}
-	for _, l := range p.LogGC.Remove {
-		ls = append(ls, task{idx: next(), kind: ItemLog, run: func() []ItemResult { return []ItemResult{x.logPath(l)} },
-			intent: &JournalEntry{Kind: ItemLog, ID: l.Path, Reason: l.Reason}})
+	for _, l := range logsInOrder(p.LogGC) {
+		t := task{idx: next(), kind: ItemLog, run: func() []ItemResult { return []ItemResult{x.logPath(l)} },
+			intent: &JournalEntry{Kind: ItemLog, ID: l.Path, Reason: l.Reason}}
+		if l.Reason == LogPodDirRemoved {
+			ll = append(ll, t) // re-checked once the pod directories are gone
+		} else {
+			ls = append(ls, t)
+		}
 	}
 	for _, i := range p.ImageGC.Remove {
 		en := &JournalEntry{Kind: ItemImage, ID: i.ID, RepoTags: i.RepoTags, RepoDigests: i.RepoDigests, SizeBytes: i.SizeBytes, Reason: string(i.Reason)}
@@ -163,7 +189,7 @@ func (x *executor) phases(p Plan) [][]task {
 			ia = append(ia, t)
 		}
 	}
-	for _, ph := range [][]task{cs, ss, ls, ia, is} {
+	for _, ph := range [][]task{cs, ss, ls, ll, ia, is} {
 		if len(ph) > 0 {
 			out = append(out, ph)
 		}

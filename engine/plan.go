@@ -197,8 +197,10 @@ type LogPlan struct {
 // LogRemoval is one pod log directory or dangling symlink to remove.
 type LogRemoval struct {
 	Path string `json:"path"`
-	// Reason is "pod-removable" (a pod log directory) or "dangling" (a
-	// /var/log/containers symlink whose container is gone or exited).
+	// Reason is "pod-removable" (a pod log directory), "dangling" (a
+	// /var/log/containers symlink whose container is gone or exited), or
+	// "pod-dir-removed" (such a symlink into a pod log directory this
+	// pass removes).
 	Reason string `json:"reason"`
 }
 
@@ -206,6 +208,9 @@ type LogRemoval struct {
 const (
 	LogPodRemovable = "pod-removable"
 	LogDangling     = "dangling"
+	// LogPodDirRemoved is a /var/log/containers symlink into a pod log
+	// directory the same pass removes: dangling once it has run.
+	LogPodDirRemoved = "pod-dir-removed"
 )
 
 // DiskReserve is the old diskSpaceManager's verdict: a filesystem with less

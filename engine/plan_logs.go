@@ -12,7 +12,11 @@ import (
 //     removable pods (ready pod source) that have no running container;
 //   - the dangling /var/log/containers/*.log symlinks (their target is
 //     gone) whose container is gone, is removed by this pass (it is not
-//     among survivors) or has exited.
+//     among survivors) or has exited;
+//   - after them, the symlinks that a pod directory's removal leaves
+//     dangling, by the same container rule: the kubelet's pass removes the
+//     pod directories first, then globs the links and stats each, so a
+//     link into a directory it just removed goes in the same pass.
 //
 // podLogsDir is the policy's (default /var/log/pods when empty); when the
 // snapshot scanned a different directory, no pod directory is planned.
@@ -38,12 +42,19 @@ func planLogs(s Snapshot, survivors []Container, podLogsDir, containerLogsDir st
 		podLogsDir = DefaultPodLogsDir
 	}
 	emitted := make(map[string]bool)
+	var afterDirs []LogRemoval // links into the pod directories removed
 	emit := func(path, reason string) {
 		if !emitted[path] {
 			emitted[path] = true
-			plan.Remove = append(plan.Remove, LogRemoval{Path: path, Reason: reason})
+			r := LogRemoval{Path: path, Reason: reason}
+			if reason == LogPodDirRemoved {
+				afterDirs = append(afterDirs, r)
+			} else {
+				plan.Remove = append(plan.Remove, r)
+			}
 		}
 	}
+	removedDirs := make(map[string]bool)
 
 	base, baseOK := cleanDir(podLogsDir)
 	if scanned := s.Logs.PodLogsDir; scanned != "" && filepath.Clean(scanned) != base {
@@ -63,6 +74,7 @@ func planLogs(s Snapshot, survivors []Container, podLogsDir, containerLogsDir st
 			}
 			if p, ok := childPath(base, name); ok {
 				emit(p, LogPodRemovable)
+				removedDirs[name] = true
 			}
 		}
 	}
@@ -78,8 +90,12 @@ func planLogs(s Snapshot, survivors []Container, podLogsDir, containerLogsDir st
 			if !ok {
 				continue
 			}
+			reason := LogDangling
 			if !l.Dangling {
-				continue // its log is still there: not the kubelet's to remove
+				if !removedDirs[podDirOf(base, l.Target)] {
+					continue // its log is still there: not the kubelet's to remove
+				}
+				reason = LogPodDirRemoved
 			}
 			id := l.ContainerID
 			if id == "" {
@@ -93,10 +109,22 @@ func planLogs(s Snapshot, survivors []Container, podLogsDir, containerLogsDir st
 			if st, alive := state[id]; alive && st != ContainerExited {
 				continue
 			}
-			emit(p, LogDangling)
+			emit(p, reason)
 		}
 	}
+	plan.Remove = append(plan.Remove, afterDirs...)
 	return plan
+}
+
+// podDirOf is the name of the pod directory under base that an absolute
+// link target lies in, or "" when it lies in none.
+func podDirOf(base, target string) string {
+	if base == "" || !filepath.IsAbs(target) || !WithinDir(base, filepath.Clean(target)) {
+		return ""
+	}
+	rel, _ := filepath.Rel(base, filepath.Clean(target))
+	dir, _, _ := strings.Cut(rel, "/")
+	return dir
 }
 
 // podUIDFromLogDir is the kubelet's parsePodUIDFromLogsDirectory: the

@@ -20,6 +20,7 @@ func TestPlanLogs(t *testing.T) {
 		return LogLink{Path: "/var/log/containers/web_shop_c-" + id + ".log", Target: "/var/log/pods/shop_web_uid/c/0.log", ContainerID: id, Dangling: true}
 	}
 	live := func(id string) LogLink { l := link(id); l.Dangling = false; return l }
+	into := func(id, target string) LogLink { l := live(id); l.Target = target; return l }
 	tests := []struct {
 		name       string
 		logs       *LogFiles
@@ -104,6 +105,36 @@ func TestPlanLogs(t *testing.T) {
 				"/var/log/containers/web_shop_c-gone.log:dangling",
 				"/var/log/containers/web_shop_c-exited.log:dangling",
 			},
+		},
+		{
+			name: "a link into a removed pod's log directory goes in the same pass, after the directory",
+			logs: &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web_uid-gone"}, ContainerLinks: []LogLink{
+				into("gone", "/var/log/pods/shop_web_uid-gone/c/0.log"), link("dangling"),
+			}},
+			podSource: ready,
+			want: []string{
+				"/var/log/pods/shop_web_uid-gone:pod-removable",
+				"/var/log/containers/web_shop_c-dangling.log:dangling",
+				"/var/log/containers/web_shop_c-gone.log:pod-dir-removed",
+			},
+		},
+		{
+			name: "a link into a removed pod's log directory whose container has not exited stays",
+			logs: &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web_uid-gone"}, ContainerLinks: []LogLink{
+				into("created", "/var/log/pods/shop_web_uid-gone/c/0.log"),
+			}},
+			survivors: []Container{{ID: "created", PodUID: "uid-gone", Name: "c", State: ContainerCreated, CreatedAt: ago(time.Hour)}},
+			podSource: ready,
+			want:      []string{"/var/log/pods/shop_web_uid-gone:pod-removable"},
+		},
+		{
+			name: "a link into a pod log directory that stays, a relative target or one outside, stays",
+			logs: &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web_uid-gone", "shop_api_uid-live"}, ContainerLinks: []LogLink{
+				into("a", "/var/log/pods/shop_api_uid-live/c/0.log"), into("b", "shop_web_uid-gone/c/0.log"),
+				into("c", "/var/log/pods/../pods/x/shop_web_uid-gone/0.log"), into("d", "/var/log/podsx/shop_web_uid-gone/c/0.log"),
+			}},
+			podSource: ready,
+			want:      []string{"/var/log/pods/shop_web_uid-gone:pod-removable"},
 		},
 		{
 			name: "a link without a container ID takes it from its name",
