@@ -28,7 +28,12 @@ type attack struct {
 }
 
 func TestAttacks(t *testing.T) {
-	for _, a := range attacks {
+	runAttacks(t, attacks)
+}
+
+// runAttacks runs each row as a subtest named by its item and behaviour.
+func runAttacks(t *testing.T, rows []attack) {
+	for _, a := range rows {
 		t.Run(fmt.Sprintf("%02d %s", a.item, a.name), func(t *testing.T) {
 			if err := a.run(t); err != nil {
 				t.Error(err)

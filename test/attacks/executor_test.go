@@ -19,13 +19,7 @@ import (
 // TestAttacksExecutor holds the rows of issue 8 items 7 and 10 that attack
 // the executor's pool and its write-ahead journal.
 func TestAttacksExecutor(t *testing.T) {
-	for _, a := range executorAttacks {
-		t.Run(fmt.Sprintf("%02d %s", a.item, a.name), func(t *testing.T) {
-			if err := a.run(t); err != nil {
-				t.Error(err)
-			}
-		})
-	}
+	runAttacks(t, executorAttacks)
 }
 
 // removals counts the node's Remove* calls.

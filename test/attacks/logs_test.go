@@ -28,13 +28,7 @@ import (
 // and its log's leaks the log) and the links a pod log dir's removal
 // leaves dangling.
 func TestAttacksLogs(t *testing.T) {
-	for _, a := range logAttacks {
-		t.Run(fmt.Sprintf("%02d %s", a.item, a.name), func(t *testing.T) {
-			if err := a.run(t); err != nil {
-				t.Error(err)
-			}
-		})
-	}
+	runAttacks(t, logAttacks)
 }
 
 const (
