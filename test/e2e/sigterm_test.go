@@ -13,25 +13,35 @@ import (
 )
 
 // TestDashboardEndsAfterSessionKillAndSIGTERM pins issue 23 item 22: the
-// dashboard run as `make demo` runs it (the built binary with --demo, once
-// straight in the pane and once under a shell, as make runs it), its tmux
-// session killed (what an SSH drop does) and SIGTERM sent a moment later
-// to what ran in the session. Bubble Tea v2.0.10's signal handler could
-// then block forever, and the process outlived its terminal deaf to
-// SIGTERM. Every run, whatever the delays, leaves no nodegc process after
-// 5 s.
+// dashboard run as `make demo` runs it (the built binary with --demo:
+// straight in the pane, under a parent as make runs it, and under a parent
+// that ignores SIGHUP and does not pass it on, as a shell without job
+// control, so that only the hung-up terminal tells), its tmux session
+// killed (what an SSH drop does) and SIGTERM sent a moment later to what
+// ran in the session. Bubble Tea v2.0.10's signal handler could then block
+// forever sending its QuitMsg to an event loop that had gone, and the
+// process outlived its terminal deaf to SIGTERM. Every run, whatever the
+// delays, leaves no nodegc process after 5 s.
 func TestDashboardEndsAfterSessionKillAndSIGTERM(t *testing.T) {
 	requireTmux(t)
 	bin := buildNodegc(t)
 	const runs = 24
+	parents := []struct {
+		name string
+		argv []string
+	}{
+		{"in the pane", nil},
+		{"under a parent that ignores SIGHUP", []string{"sh", "-c", `trap "" HUP; "$@"; exit $?`, "sh"}},
+		{"under a parent, as make runs it", []string{"sh", "-c", `"$@"; exit $?`, "sh"}},
+	}
 	for i := range runs {
 		// The delay before the kill walks through the first frames and the
 		// demo's first second; the delay between the kill and SIGTERM
 		// walks 0-1.15 s, where the dashboard is on its way out.
 		settle := time.Duration(i%4) * 300 * time.Millisecond
 		term := time.Duration(i%6*230) * time.Millisecond
-		underShell := i%2 == 1
-		name := fmt.Sprintf("run %d: kill %s after the first frame, SIGTERM %s later, under a shell %v", i, settle, term, underShell)
+		parent := parents[i%len(parents)]
+		name := fmt.Sprintf("run %d: kill %s after the first frame, SIGTERM %s later, %s", i, settle, term, parent.name)
 		t.Run(name, func(t *testing.T) {
 			// A short TMPDIR: the demo's socket path must fit in 108 bytes.
 			tmp, err := os.MkdirTemp("", "ngc-term-")
@@ -39,12 +49,7 @@ func TestDashboardEndsAfterSessionKillAndSIGTERM(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { os.RemoveAll(tmp) })
-			args := []string{"env", "TMPDIR=" + tmp, bin, "--demo"}
-			if underShell {
-				// A parent that stays, as make does: nodegc is its child.
-				args = []string{"sh", "-c", `"$@"; exit $?`, "sh", "env", "TMPDIR=" + tmp, bin, "--demo"}
-			}
-			s := startSession(t, 100, 30, args...)
+			s := startSession(t, 100, 30, append(parent.argv, "env", "TMPDIR="+tmp, bin, "--demo")...)
 			t.Cleanup(func() { killAll(bin) })
 			s.waitText(t, "the Overview pane", overview...)
 			time.Sleep(settle)
