@@ -57,6 +57,9 @@ type rootOptions struct {
 	Policy   policyFlags
 	// runTUI runs the dashboard; tests replace it.
 	runTUI func(context.Context, tui.Options) error
+	// stateDir is the engine's state dir, whose journal the dashboard
+	// names.
+	stateDir string
 	// guard ends the process when the dashboard's way out outlives
 	// shutdownDeadline; runRoot disarms it once everything is closed.
 	guard *exitGuard
@@ -211,6 +214,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	if cfg != nil {
 		cg = cgroupfs.Config{CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver, SystemReserved: cfg.SystemReserved, KubeReserved: cfg.KubeReserved}
 	}
+	opts.stateDir = opts.Global.StateDir
 	return dashboard(ctx, opts, e, tui.CgroupsFrom(cg), nil, engine.SchedulerOptions{})
 }
 
@@ -243,6 +247,10 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	if opts.Events {
 		events = opts.eventSource
 	}
+	journal := ""
+	if !e.ReadOnly() {
+		journal = filepath.Join(opts.stateDir, "journal.jsonl")
+	}
 	err := opts.runTUI(ctx, tui.Options{
 		Events:          events,
 		Controller:      s,
@@ -253,6 +261,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Policy:          e.Policy(),
 		Cgroups:         cgroups,
 		ReadOnly:        e.ReadOnly(),
+		JournalPath:     journal,
 		RefreshInterval: opts.Refresh,
 		Version:         version,
 		Now:             now,
@@ -374,6 +383,7 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 		return err
 	}
 	opts.eventSource = d.client
+	opts.stateDir = eo.StateDir
 	// The first snapshot records every image as first seen at start; the
 	// workload then runs for the warm-up, so that images age past the
 	// minimum TTL, pods die and the disk fills, as on a node that has
