@@ -125,3 +125,32 @@ func lineWith(s, sub string) string {
 	}
 	return ""
 }
+
+// Issue 23 item 19: a Containers filter that matches nothing says so,
+// not that the node has no dead containers.
+func TestContainersFilterWithoutMatchSaysSo(t *testing.T) {
+	m, _ := fixtureModel(t, 120, 30)
+	m = press(m, "3", "/", "z", "z", "q", "enter")
+	s := screen(m)
+	if strings.Contains(s, "no dead containers") || !strings.Contains(s, "no match") {
+		t.Errorf("Containers with a filter that matches nothing:\n%s\nwant no match", s)
+	}
+}
+
+// Issue 23 item 5: passes that finished at the same time each count on
+// the freed-per-pass chart.
+func TestPassesWithEqualFinishTimesAllCount(t *testing.T) {
+	m, _ := fixtureModel(t, 120, 30)
+	for id := int64(1); id <= 3; id++ {
+		r := stoppedReclaim()
+		r.ID, r.Stopped, r.Undone = id, "", 0
+		r.FinishedAt = fixedNow // the same finish time
+		m = applied(m, r)
+	}
+	if n := len(m.history.Freed); n != 3 {
+		t.Errorf("the chart holds %d passes, want 3", n)
+	}
+	if s := screen(press(m, "1")); !strings.Contains(s, "3 passes") {
+		t.Errorf("Overview:\n%s\nwant 3 passes", s)
+	}
+}
