@@ -43,12 +43,7 @@ func TestDashboardEndsAfterSessionKillAndSIGTERM(t *testing.T) {
 		parent := parents[i%len(parents)]
 		name := fmt.Sprintf("run %d: kill %s after the first frame, SIGTERM %s later, %s", i, settle, term, parent.name)
 		t.Run(name, func(t *testing.T) {
-			// A short TMPDIR: the demo's socket path must fit in 108 bytes.
-			tmp, err := os.MkdirTemp("", "ngc-term-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(tmp) })
+			tmp := shortTempDir(t)
 			s := startSession(t, 100, 30, append(parent.argv, "env", "TMPDIR="+tmp, bin, "--demo")...)
 			t.Cleanup(func() { killAll(bin) })
 			s.waitText(t, "the Overview pane", overview...)
