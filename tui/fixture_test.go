@@ -242,10 +242,11 @@ func fixtureOptions(c Controller, now *time.Time) Options {
 			cpu += uint64(500 * time.Millisecond)
 			return fixtureTree(cpu), nil
 		},
-		Self:     func() (SelfSample, error) { return SelfSample{CPU: time.Second, RSSBytes: 21 * mib}, nil },
-		HideSelf: true,
-		Version:  "v0.1.0-test",
-		Now:      func() time.Time { return *now },
+		Self:        func() (SelfSample, error) { return SelfSample{CPU: time.Second, RSSBytes: 21 * mib}, nil },
+		HideSelf:    true,
+		Version:     "v0.1.0-test",
+		JournalPath: "/var/lib/nodegc/journal.jsonl",
+		Now:         func() time.Time { return *now },
 	}
 }
 

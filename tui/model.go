@@ -224,7 +224,19 @@ func (m Model) Close() {
 }
 
 // Update routes a message; a status message that has expired goes first.
+// A quit question whose pass has ended by then goes too: it would say a
+// pass is in flight when none is.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	nm, cmd := m.update(msg)
+	if m, ok := nm.(Model); ok && m.modal != nil && m.modal.kind == modalQuit && m.inFlight() == "" {
+		m.modal = nil
+		m.setFlash("the pass has ended: q quits now", false)
+		return m, cmd
+	}
+	return nm, cmd
+}
+
+func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.expireFlash()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:

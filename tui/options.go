@@ -87,6 +87,9 @@ type Options struct {
 	ReadOnly bool
 	// RefreshInterval is the time between snapshots; 0 means 2s.
 	RefreshInterval time.Duration
+	// JournalPath is the deletion journal's path, named in a pass's
+	// details; "" when the dashboard cannot delete.
+	JournalPath string
 	// Version is shown on the Overview.
 	Version string
 	// Now is the clock; nil means time.Now. Tests fix it.

@@ -132,6 +132,6 @@ func defaultPanes(o Options, k keys.KeyMap, st style.Styles) []pane {
 		adapt(images.New(k, st)),
 		adapt(containers.New(k, st)),
 		adapt(cgroups.New(k, st, o.Cgroups != nil)),
-		adapt(events.New(k, st)),
+		adapt(events.New(k, st).WithJournal(o.JournalPath)),
 	}
 }

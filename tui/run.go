@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -12,28 +14,96 @@ import (
 )
 
 // Run runs the dashboard in the terminal's alternate screen until the user
-// quits, ctx is done, or the terminal goes away (an SSH drop, a closed tmux
-// session): then it ends as q does, so the caller cleans up.
+// quits, ctx is done, a signal arrives (SIGHUP, SIGTERM, SIGINT) or the
+// terminal goes away (an SSH drop, a closed tmux session): then it ends as
+// q does, so the caller cleans up.
+//
+// Run owns the signals (Bubble Tea's own handler is off): Bubble Tea
+// v2.0.10's handler could block forever sending its QuitMsg to an event
+// loop that had already gone, and Program.shutdown waits for it, so a
+// dashboard whose terminal went away then ignored SIGTERM for good
+// (charmbracelet/bubbletea pull request 1806). Every wait on the way out is
+// bounded: Run asks the program to quit, kills it after quitGrace, and
+// returns after killGrace more whether or not it has let go.
 func Run(ctx context.Context, o Options) error {
 	if o.Snapshot == nil {
 		return errors.New("tui: Options.Snapshot is required")
 	}
 	m := New(o)
 	m.ctx = ctx
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(m.o.FPS))
-	stop := watchTerminal(ctx, os.Stdout, p.Quit)
-	defer stop()
-	final, err := p.Run()
+	stop, cancel := signal.NotifyContext(ctx, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	stop, gone := context.WithCancel(stop)
+	defer gone()
+	p := tea.NewProgram(m, tea.WithoutSignalHandler(), tea.WithFPS(m.o.FPS))
+	defer watchTerminal(stop, os.Stdout, gone)()
+	final, err := runUntil(stop, p, quitGrace, killGrace)
 	if fm, ok := final.(Model); ok {
 		fm.Close()
 	}
-	if err != nil {
-		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-			return nil // the caller cancelled: a normal end
-		}
-		return fmt.Errorf("run dashboard: %w", err)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, tea.ErrProgramKilled) && stop.Err() != nil:
+		return nil // a signal, the caller or the terminal ended it: a normal end
 	}
-	return nil
+	return fmt.Errorf("run dashboard: %w", err)
+}
+
+// quitGrace is how long a dashboard asked to stop has to quit as q does
+// before it is killed; killGrace how long the kill has before Run returns
+// without it. Together they stay well under the 5 s a supervisor (or an
+// operator) waits after SIGTERM.
+const (
+	quitGrace = time.Second
+	killGrace = time.Second
+)
+
+// errStuck is what runUntil returns when the program did not let go.
+var errStuck = errors.New("the terminal did not let go of the dashboard; leaving it")
+
+// program is what runUntil needs of a tea.Program.
+type program interface {
+	Run() (tea.Model, error)
+	Quit()
+	Kill()
+}
+
+// runUntil runs p until it ends by itself, or until stop is done: then it
+// asks p to quit, kills it after quit, and gives up waiting after kill
+// more (errStuck). Quit and Kill are called on their own goroutines: either
+// may block on a program that is stuck.
+func runUntil(stop context.Context, p program, quit, kill time.Duration) (tea.Model, error) {
+	type result struct {
+		m   tea.Model
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := p.Run()
+		done <- result{m, err}
+	}()
+	select {
+	case r := <-done:
+		return r.m, r.err
+	case <-stop.Done():
+	}
+	go p.Quit()
+	t := time.NewTimer(quit)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.m, r.err
+	case <-t.C:
+	}
+	go p.Kill()
+	t.Reset(kill)
+	select {
+	case r := <-done:
+		return r.m, r.err
+	case <-t.C:
+		return nil, errStuck
+	}
 }
 
 // terminalCheckInterval is how often Run checks that its terminal is still

@@ -163,9 +163,6 @@ func (m Model) Screen() string {
 	if age := m.o.Now().Sub(m.freshAt()); m.haveSnap && !m.eventsLive && age > m.o.RefreshInterval {
 		badges = append(badges, st.BadgeWarn.Render("data "+age.Truncate(time.Second).String()+" old"))
 	}
-	if m.o.ReadOnly {
-		badges = append(badges, st.BadgeWarn.Render("read-only"))
-	}
 	right := strings.Join(badges, " ")
 	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
 	bar := left + strings.Repeat(" ", max(gap, 1)) + right

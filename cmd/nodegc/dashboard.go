@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -54,6 +57,12 @@ type rootOptions struct {
 	Policy   policyFlags
 	// runTUI runs the dashboard; tests replace it.
 	runTUI func(context.Context, tui.Options) error
+	// stateDir is the engine's state dir, whose journal the dashboard
+	// names.
+	stateDir string
+	// guard ends the process when the dashboard's way out outlives
+	// shutdownDeadline; runRoot disarms it once everything is closed.
+	guard *exitGuard
 }
 
 // newCmdDashboard builds the root command. runF, when set, replaces
@@ -155,6 +164,10 @@ func runRoot(ctx context.Context, opts *rootOptions) error {
 		return err
 	}
 	headless := opts.Headless || !opts.IO.IsTerminal() || !opts.IO.OutIsTerminal()
+	if !headless {
+		opts.guard = &exitGuard{errw: opts.IO.Err}
+		defer opts.guard.disarm()
+	}
 	switch {
 	case opts.Demo:
 		return runDemo(ctx, opts, headless)
@@ -201,6 +214,7 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	if cfg != nil {
 		cg = cgroupfs.Config{CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver, SystemReserved: cfg.SystemReserved, KubeReserved: cfg.KubeReserved}
 	}
+	opts.stateDir = opts.Global.StateDir
 	return dashboard(ctx, opts, e, tui.CgroupsFrom(cg), nil, engine.SchedulerOptions{})
 }
 
@@ -233,6 +247,10 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	if opts.Events {
 		events = opts.eventSource
 	}
+	journal := ""
+	if !e.ReadOnly() {
+		journal = filepath.Join(opts.stateDir, "journal.jsonl")
+	}
 	err := opts.runTUI(ctx, tui.Options{
 		Events:          events,
 		Controller:      s,
@@ -243,17 +261,23 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Policy:          e.Policy(),
 		Cgroups:         cgroups,
 		ReadOnly:        e.ReadOnly(),
+		JournalPath:     journal,
 		RefreshInterval: opts.Refresh,
 		Version:         version,
 		Now:             now,
 	})
 	// Quitting (q, a signal, the terminal gone) cancels ctx: a pass in
-	// flight stops after its item in flight, and the process waits for it.
+	// flight stops after its item in flight, and the process waits for it,
+	// then releases the state dir, all within shutdownDeadline.
+	opts.guard.arm(shutdownDeadline)
 	before := s.Status().Passes
 	cancel()
 	<-done
 	stopFollowing()
 	s.Wait()
+	if cerr := e.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close the state dir: %w", cerr)
+	}
 	if st := s.Status(); st.Passes > before && st.LastReport != nil && st.LastReport.Stopped != "" {
 		// The screen is gone: say on stderr what the quit left undone.
 		fmt.Fprintln(opts.IO.Err, stoppedLine(*st.LastReport))
@@ -324,6 +348,7 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	opts.guard.onExit(func() { os.RemoveAll(dir) })
 
 	// The simulated clock starts one warm-up before the wall clock, so that
 	// once warmed up the times on screen are wall-clock times.
@@ -358,6 +383,7 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 		return err
 	}
 	opts.eventSource = d.client
+	opts.stateDir = eo.StateDir
 	// The first snapshot records every image as first seen at start; the
 	// workload then runs for the warm-up, so that images age past the
 	// minimum TTL, pods die and the disk fills, as on a node that has
@@ -401,4 +427,112 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	// The demo runs image GC every minute rather than every 5, so that a
 	// person sees a real image pass soon after the disk fills.
 	return dashboard(ctx, opts, e, cgroups, d.node.Now, engine.SchedulerOptions{ImagePeriod: demoImagePeriod})
+}
+
+// shutdownDeadline bounds the dashboard's way out once its screen is
+// gone: the pass in flight stops after its item in flight, the scheduler
+// and the event stream end, the state dir is released and the demo's node
+// stops. That takes well under a second; a runtime call that hangs must
+// not keep the process (and the state-dir lock every later gc needs)
+// forever.
+const shutdownDeadline = 3 * time.Second
+
+// exitGuard ends the process when the dashboard's way out takes longer
+// than its deadline, or at a second signal (the first one started the way
+// out): os.Exit releases the state-dir lock, and a journal intent left
+// without its outcome is settled at the next start, as after kill -9.
+// A nil guard does nothing.
+type exitGuard struct {
+	// errw gets the one line saying why the process ended.
+	errw io.Writer
+	// exit ends the process; nil is os.Exit.
+	exit func(code int)
+
+	mu       sync.Mutex
+	cleanups []func()
+	done     chan struct{}
+	sig      chan os.Signal
+}
+
+// onExit adds f to what a forced exit still does (removing a temp dir).
+func (g *exitGuard) onExit(f func()) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cleanups = append(g.cleanups, f)
+}
+
+// arm starts the deadline, once.
+func (g *exitGuard) arm(d time.Duration) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done != nil {
+		return
+	}
+	g.done = make(chan struct{})
+	g.sig = make(chan os.Signal, 1)
+	signal.Notify(g.sig, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	go g.watch(d, g.done, g.sig)
+}
+
+// watch waits for disarm, the deadline or a signal, and ends the process
+// on either of the last two.
+func (g *exitGuard) watch(d time.Duration, done <-chan struct{}, sig <-chan os.Signal) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	var why string
+	select {
+	case <-done:
+		return
+	case s := <-sig:
+		why = fmt.Sprintf("%s while shutting down", s)
+	case <-t.C:
+		why = fmt.Sprintf("still shutting down after %s", d)
+	}
+	g.mu.Lock()
+	cleanups := g.cleanups
+	g.mu.Unlock()
+	for _, f := range cleanups {
+		f()
+	}
+	// The terminal may be gone or stuck: the line is best effort.
+	said := make(chan struct{})
+	go func() {
+		fmt.Fprintf(g.errw, "nodegc: %s: exiting now (an intent left without its outcome is settled at the next start)\n", why)
+		close(said)
+	}()
+	select {
+	case <-said:
+	case <-time.After(100 * time.Millisecond):
+	}
+	exit := g.exit
+	if exit == nil {
+		exit = os.Exit
+	}
+	exit(1)
+}
+
+// disarm stops the deadline: the way out is over.
+func (g *exitGuard) disarm() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done == nil {
+		g.done = make(chan struct{}) // a later arm does nothing
+		close(g.done)
+		return
+	}
+	select {
+	case <-g.done:
+	default:
+		signal.Stop(g.sig)
+		close(g.done)
+	}
 }

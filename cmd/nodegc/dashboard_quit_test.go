@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,5 +93,54 @@ func TestDashboardLogInTheStateDirIsNotFollowed(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
 		t.Errorf("the symlink's target was written: %q", b)
+	}
+}
+
+// TestExitGuard pins issue 23 item 22: once the dashboard's way out has
+// begun, it ends the process at its deadline or at a second signal, after
+// its cleanups, and never once disarmed.
+func TestExitGuard(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		disarm   bool
+		signal   bool
+		wantExit bool
+	}{
+		{"a way out past the deadline exits", false, false, true},
+		{"a second signal exits at once", false, true, true},
+		{"a way out that ends in time does not exit", true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exited := make(chan int, 1)
+			cleaned := make(chan struct{}, 1)
+			var errw strings.Builder
+			g := &exitGuard{errw: &errw, exit: func(code int) { exited <- code }}
+			g.onExit(func() { cleaned <- struct{}{} })
+			deadline := 200 * time.Millisecond
+			if tc.signal {
+				deadline = time.Hour
+			}
+			g.arm(deadline)
+			if tc.disarm {
+				g.disarm()
+			}
+			if tc.signal {
+				g.sig <- syscall.SIGTERM
+			}
+			select {
+			case code := <-exited:
+				if !tc.wantExit {
+					t.Fatalf("exited %d after disarm", code)
+				}
+				if len(cleaned) != 1 {
+					t.Error("exited without its cleanups")
+				}
+			case <-time.After(time.Second):
+				if tc.wantExit {
+					t.Fatal("no exit within a second")
+				}
+			}
+			g.disarm()
+		})
 	}
 }

@@ -29,12 +29,7 @@ func TestDashboardEndsWithItsTerminal(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// A short TMPDIR: the demo's socket path must fit in 108 bytes.
-			tmp, err := os.MkdirTemp("", "ngc-hup-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(tmp) })
+			tmp := shortTempDir(t)
 			args := append([]string{"env", "TMPDIR=" + tmp}, demoArgs(bin)...)
 			if w := tc.wrap(nil); w != nil {
 				args = append(w, args...)
@@ -73,4 +68,16 @@ func alive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// shortTempDir is a temp dir for the demo's TMPDIR, removed in t.Cleanup:
+// short, since the demo's socket path must fit in 108 bytes.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	tmp, err := os.MkdirTemp("", "ngc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	return tmp
 }

@@ -258,7 +258,11 @@ func (m Model) View() string {
 	}
 	parts := m.WithFilter([]string{m.Styles.Label.Render(ansi.Truncate(m.summary+" · sort: "+order, m.Width, "…"))})
 	if len(m.Grid.Rows()) == 0 {
-		parts = append(parts, m.Styles.Faint.Render("no dead containers"))
+		empty := "no dead containers"
+		if m.Filter.Active() {
+			empty = "no match for the filter · esc clears it"
+		}
+		parts = append(parts, m.Styles.Faint.Render(empty))
 		return lipgloss.JoinVertical(lipgloss.Left, parts...)
 	}
 	parts = append(parts, m.Grid.View())

@@ -32,10 +32,12 @@ func (m Model) Detail() (feed.Detail, bool) {
 	}
 	l := []string{
 		fmt.Sprintf("KIND      %s%s", p.Kind, map[bool]string{true: " (forced)"}[p.Forced]),
-		fmt.Sprintf("RAN       %s → %s (%s)", p.StartedAt.Format(time.DateTime), p.FinishedAt.Format(time.TimeOnly), format.Duration(p.FinishedAt.Sub(p.StartedAt).Round(10*time.Millisecond))),
+		fmt.Sprintf("RAN       %s %s → %s (%s)", p.StartedAt.Format(time.DateOnly), p.StartedAt.Format(clock), p.FinishedAt.Format(clock), took(*p)),
 	}
-	if id := p.PassID(); id != "" {
-		l = append(l, "JOURNAL   pass "+id+" in <state-dir>/journal.jsonl")
+	if id := p.PassID(); id != "" && m.journal != "" {
+		l = append(l, "JOURNAL   pass "+id+" in "+m.journal)
+	} else if id != "" {
+		l = append(l, "JOURNAL   pass "+id)
 	}
 	measured := "not measured"
 	if p.MeasuredBytesFreed != nil {
@@ -72,7 +74,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 		if len(items) == 0 {
 			continue
 		}
-		l = append(l, fmt.Sprintf("%sS (%d)", strings.ToUpper(string(kind)), len(items)))
+		l = append(l, fmt.Sprintf("%s (%d)", strings.ToUpper(plural(string(kind))), len(items)))
 		for _, it := range items {
 			s := fmt.Sprintf("  %-12s %-13s %s", it.Outcome, it.Reason, name(p.Plan, it))
 			if it.SizeBytes > 0 {
@@ -113,4 +115,29 @@ func name(p engine.Plan, it engine.ItemResult) string {
 		return it.ID
 	}
 	return format.ShortID(it.ID)
+}
+
+// clock is how a pass's start and end times show: to the hundredth of a
+// second, so that from, to and the time it took agree.
+const clock = "15:04:05.00"
+
+// took is how long a pass ran: "340ms" under a second, "1.37s" under a
+// minute, else minutes and seconds.
+func took(p engine.PassReport) string {
+	d := p.FinishedAt.Sub(p.StartedAt)
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return format.Duration(d)
+}
+
+// plural is an item kind's plural: "sandboxes", "images".
+func plural(kind string) string {
+	if strings.HasSuffix(kind, "x") || strings.HasSuffix(kind, "s") {
+		return kind + "es"
+	}
+	return kind + "s"
 }

@@ -36,13 +36,16 @@ type Model struct {
 	passes []engine.PassReport
 	// events are newest first.
 	events []engine.Event
+	// journal is the journal's path, named in a pass's details; "" when
+	// the dashboard cannot delete (it writes none).
+	journal string
 }
 
 var columns = []grid.Column{
 	{Title: "PASS", Width: 5, Right: true},
-	{Title: "KIND", Width: 11},
+	{Title: "KIND", Width: 12}, // reclaim-all plus the forced pass's *
 	{Title: "STARTED", Width: 8},
-	{Title: "TOOK", Width: 6, Right: true},
+	{Title: "TOOK", Width: 7, Right: true},
 	{Title: "REMOVED", Width: 7, Right: true},
 	{Title: "ESTIMATED", Width: 9, Right: true},
 	{Title: "MEASURED", Width: 9, Right: true},
@@ -54,6 +57,13 @@ var columns = []grid.Column{
 func New(k keys.KeyMap, st style.Styles) Model {
 	m := Model{Pane: grid.NewPane(k, st, columns, 0, 0)}
 	m.SortArrow(0, true) // newest first, the one order
+	return m
+}
+
+// WithJournal returns the pane naming path as the journal in a pass's
+// details.
+func (m Model) WithJournal(path string) Model {
+	m.journal = path
 	return m
 }
 
@@ -186,6 +196,8 @@ func passRow(p engine.PassReport) grid.Row {
 		result, k = "failed: "+p.Error, grid.Warn
 	case failed > 0:
 		result, k = fmt.Sprintf("%d failed", failed), grid.Warn
+	case p.Stopped != "":
+		result, k = fmt.Sprintf("stopped, %d not run", p.Undone), grid.Warn
 	case len(p.Items) == 0:
 		result, k = "nothing to do", grid.Dim
 	}
@@ -203,7 +215,7 @@ func passRow(p engine.PassReport) grid.Row {
 		ID: id,
 		Cells: []string{
 			fmt.Sprint(p.ID), kind, p.StartedAt.Format(time.TimeOnly),
-			format.Duration(p.FinishedAt.Sub(p.StartedAt).Round(10 * time.Millisecond)),
+			took(p),
 			fmt.Sprint(removed), format.Bytes(p.EstimatedBytesFreed), measured, fmt.Sprint(failed), result,
 		},
 		Kind: k,

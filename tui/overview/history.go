@@ -17,6 +17,8 @@ const MaxHistory = 720
 type History struct {
 	Usage []Sample
 	Freed []Sample
+	// lastPass is the last pass counted in Freed (its run, ID and start).
+	lastPass string
 }
 
 // Sample is one point of a series.
@@ -32,14 +34,17 @@ func (h *History) AddUsage(at time.Time, percent int) {
 
 // AddPass records the bytes a finished pass freed: measured when the
 // engine measured them, else its estimate. A pass seen twice (notice and
-// apply) counts once.
+// apply) counts once; two passes that finished at the same time count
+// twice.
 func (h *History) AddPass(r engine.PassReport) {
 	if r.DryRun {
 		return
 	}
-	if n := len(h.Freed); n > 0 && h.Freed[n-1].At.Equal(r.FinishedAt) {
+	key := fmt.Sprintf("%s/%d/%s", r.Run, r.ID, r.StartedAt.Format(time.RFC3339Nano))
+	if key == h.lastPass {
 		return
 	}
+	h.lastPass = key
 	v := r.EstimatedBytesFreed
 	if r.MeasuredBytesFreed != nil {
 		v = max(*r.MeasuredBytesFreed, 0)
