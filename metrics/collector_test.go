@@ -351,3 +351,40 @@ func get(t *testing.T, url string, status int) string {
 	}
 	return string(b)
 }
+
+// fakeEvents is an event source whose stream the test closes.
+type fakeEvents struct {
+	ch  chan engine.ContainerEvent
+	err error
+}
+
+func (f *fakeEvents) ContainerEvents(context.Context) (<-chan engine.ContainerEvent, error) {
+	return f.ch, f.err
+}
+
+func TestWatchEvents(t *testing.T) {
+	c := New(Options{})
+	if _, ok := value(t, c, "nodegc_event_stream_connected", nil); ok {
+		t.Error("a stream never opened has a state")
+	}
+	src := &fakeEvents{ch: make(chan engine.ContainerEvent, 1)}
+	out, err := c.WatchEvents(src).ContainerEvents(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, c, "nodegc_event_stream_connected", nil, 1)
+	src.ch <- engine.ContainerEvent{Type: engine.ContainerCreatedEvent}
+	if ev := <-out; ev.Type != engine.ContainerCreatedEvent {
+		t.Errorf("event %+v", ev)
+	}
+	close(src.ch)
+	for range out {
+	}
+	expect(t, c, "nodegc_event_stream_connected", nil, 0)
+	src.err = engine.ErrNoEventStream
+	c.ObserveEventStream(true)
+	if _, err := c.WatchEvents(src).ContainerEvents(context.Background()); err == nil {
+		t.Error("the open's error was lost")
+	}
+	expect(t, c, "nodegc_event_stream_connected", nil, 0)
+}
