@@ -22,11 +22,7 @@ func TestJournalStatsCountLinesAndFailures(t *testing.T) {
 	}
 
 	t.Run("a failed write counts as a failure and none of its lines", func(t *testing.T) {
-		f, err := os.Create(filepath.Join(t.TempDir(), "j"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
+		f := tempFile(t)
 		cw := &countingWriter{w: &failingWriter{f: f, ok: 0}}
 		if _, err := cw.Write([]byte("{\"op\":\"intent\"}\n")); err == nil {
 			t.Fatal("the write succeeded")
@@ -36,11 +32,7 @@ func TestJournalStatsCountLinesAndFailures(t *testing.T) {
 		}
 	})
 	t.Run("reconciled outcomes are counted by op", func(t *testing.T) {
-		f, err := os.Create(filepath.Join(t.TempDir(), "j"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
+		f := tempFile(t)
 		cw := &countingWriter{w: f}
 		if _, err := cw.Write([]byte("{\"op\":\"removed\",\"reconciled\":true}\n{\"op\":\"not-removed\",\"reconciled\":true}\n{\"op\":\"removed\"}\n")); err != nil {
 			t.Fatal(err)
@@ -75,4 +67,15 @@ func TestOnSnapshotSeesEverySnapshot(t *testing.T) {
 	if len(seen) != 2 || seen[0] != 1 {
 		t.Errorf("OnSnapshot saw %v, want two snapshots of one image", seen)
 	}
+}
+
+// tempFile creates a file in a temp dir, closed at cleanup.
+func tempFile(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "j"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
