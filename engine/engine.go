@@ -49,6 +49,12 @@ type Options struct {
 	// Parallel is how many removals a pass keeps in flight; 0 means
 	// DefaultParallel, 1 the kubelet's strict one at a time.
 	Parallel int
+	// OnSnapshot, when set, is given every snapshot the engine takes
+	// (those of passes and plans too), once its records are updated, so
+	// that an observer (the agent's metrics) sees what a pass saw
+	// without listing the node again. It runs with the engine's lock
+	// held and must not block or call the engine.
+	OnSnapshot func(Snapshot)
 }
 
 // MaxPlanAge is how old a plan may be when it is applied. The executor
@@ -297,6 +303,9 @@ func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, er
 		}
 	}
 	s.ImageRecords = sortedRecords(e.records)
+	if e.o.OnSnapshot != nil {
+		e.o.OnSnapshot(s)
+	}
 	return s, nil
 }
 

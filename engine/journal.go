@@ -100,7 +100,7 @@ func openJournal(dir string) (j *journal, repaired error, err error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("open journal: %w", err)
 	}
-	jr := &journal{dir: dir, f: f, w: f, batch: 1}
+	jr := &journal{dir: dir, f: f, w: &countingWriter{w: f}, batch: 1}
 	jr.cond = sync.NewCond(&jr.mu)
 	return jr, repaired, nil
 }

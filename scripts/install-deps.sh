@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what nodegc's real-runtime tests and tools need, when missing:
-# containerd, runc, tmux and etcd from Debian's packages. Safe to run again.
+# containerd, runc, tmux, etcd and promtool (prometheus) from Debian's
+# packages. Safe to run again.
 set -euo pipefail
 need=()
 command -v containerd >/dev/null 2>&1 || need+=(containerd)
@@ -8,6 +9,8 @@ command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 # etcd for the real kube-apiserver the parity suite (test/kubelet) runs.
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+# promtool lints the agent's /metrics (metrics tests).
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0
 fi

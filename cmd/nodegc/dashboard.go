@@ -180,42 +180,18 @@ func runRoot(ctx context.Context, opts *rootOptions) error {
 // runLiveDashboard opens the dashboard on this node's runtime, with a
 // scheduler running the kubelet's periodic passes.
 func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
-	f := opts.IO
-	cfg, err := loadConfig(f, opts.Global, true)
+	n, err := openLiveNode(ctx, opts.IO, opts.Global, liveNodeOptions{Policy: opts.Policy, ReadOnly: opts.ReadOnly, Parallel: opts.Parallel, LogToStateDir: true})
 	if err != nil {
 		return err
 	}
-	policy, _, err := resolvePolicy(opts.Policy, cfg)
-	if err != nil {
-		return err
-	}
-	if !opts.ReadOnly {
-		// The dashboard can remove: its journal must be writable before
-		// it connects.
-		if err := checkStateDir(opts.Global.StateDir); err != nil {
-			return err
-		}
-	}
-	opts.Global.dashboardLogFile(opts.Global.StateDir, !opts.ReadOnly)
-	conn, err := connect(ctx, f, opts.Global, cfg, opts.ReadOnly, true)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	e, err := newEngine(f, opts.Global, engine.Options{
-		Reader: conn.Reader, Remover: conn.Remover, Policy: policy, Statfs: conn.Statfs,
-		StateDir: opts.Global.StateDir, ScanLogs: conn.scanLogs(), Parallel: opts.Parallel, PodSource: conn.podSource(),
-	})
-	if err != nil {
-		return err
-	}
-	opts.eventSource, _ = conn.Reader.(engine.EventSource)
+	defer n.Close()
+	opts.eventSource = n.Events
 	cg := cgroupfs.Config{}
-	if cfg != nil {
+	if cfg := n.Config; cfg != nil {
 		cg = cgroupfs.Config{CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver, SystemReserved: cfg.SystemReserved, KubeReserved: cfg.KubeReserved}
 	}
 	opts.stateDir = opts.Global.StateDir
-	return dashboard(ctx, opts, e, tui.CgroupsFrom(cg), nil, engine.SchedulerOptions{})
+	return dashboard(ctx, opts, n.Engine, tui.CgroupsFrom(cg), nil, engine.SchedulerOptions{})
 }
 
 // dashboard runs the scheduler and the dashboard until the user quits.
@@ -228,21 +204,10 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	restore := quietLibraryLogs(opts.Global.logOut)
 	defer restore()
 	lightGC()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	so.Paused = opts.Paused
-	s := engine.NewScheduler(e, so)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx) // ends with ctx
-	}()
 	// The passes follow the runtime's event stream whatever --events says
 	// of the display: a container created on an image is seen at once.
-	stopFollowing := func() {}
-	if opts.eventSource != nil && !e.ReadOnly() {
-		stopFollowing = e.FollowEvents(ctx, opts.eventSource)
-	}
+	ctx, s, stop := startScheduler(ctx, e, so, opts.eventSource)
 	var events engine.EventSource
 	if opts.Events {
 		events = opts.eventSource
@@ -270,17 +235,13 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	// flight stops after its item in flight, and the process waits for it,
 	// then releases the state dir, all within shutdownDeadline.
 	opts.guard.arm(shutdownDeadline)
-	before := s.Status().Passes
-	cancel()
-	<-done
-	stopFollowing()
-	s.Wait()
+	r := stop()
 	if cerr := e.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close the state dir: %w", cerr)
 	}
-	if st := s.Status(); st.Passes > before && st.LastReport != nil && st.LastReport.Stopped != "" {
+	if r != nil {
 		// The screen is gone: say on stderr what the quit left undone.
-		fmt.Fprintln(opts.IO.Err, stoppedLine(*st.LastReport))
+		fmt.Fprintln(opts.IO.Err, stoppedLine(*r))
 	}
 	return err
 }

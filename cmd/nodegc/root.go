@@ -186,6 +186,7 @@ func newCmdRoot(f *factory) *cobra.Command {
 		newCmdGC(f, g, nil),
 		newCmdSnapshot(f, g, nil),
 		newCmdCgroups(f, g, nil),
+		newCmdAgent(f, g, nil),
 		newCmdSimnode(f, nil),
 		newCmdVersion(f),
 	)
@@ -304,6 +305,13 @@ func checkStateDir(dir string) error {
 	if err := engine.CheckStateDir(dir); err != nil {
 		return err
 	}
+	return probeStateDir(dir)
+}
+
+// probeStateDir returns nil when a file can be written in dir, else a
+// usage error naming --state-dir. The agent's /readyz asks it of the dir
+// it holds.
+func probeStateDir(dir string) error {
 	probe, err := os.CreateTemp(dir, ".nodegc-probe-*")
 	if err != nil {
 		return usageErrorf("--state-dir: %s is not writable (%v); every removal is journalled there", dir, ioCause(err))

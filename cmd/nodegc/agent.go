@@ -1,0 +1,328 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/metrics"
+)
+
+// defaultMetricsAddress is where the agent serves /metrics, /healthz and
+// /readyz: localhost only, on a port no Kubernetes component takes
+// (the kubelet has 10248 and 10250, kube-proxy 10249 and 10256, the
+// control plane 10257 to 10259).
+const defaultMetricsAddress = "127.0.0.1:10263"
+
+// agentOptions are nodegc agent's flags and dependencies.
+type agentOptions struct {
+	IO     *factory
+	Global *globalOptions
+	// MetricsAddress is --metrics-bind-address; "0" serves nothing.
+	MetricsAddress string
+	// LogLevel is --log-level: debug, info, warn or error.
+	LogLevel string
+	// Parallel is the passes' pool width (--parallel).
+	Parallel int
+	// ImagePeriod and ContainerPeriod are the periods of the passes: the
+	// kubelet's 5m and 1m (hidden flags, for tests).
+	ImagePeriod     time.Duration
+	ContainerPeriod time.Duration
+	Policy          policyFlags
+}
+
+// newCmdAgent builds `nodegc agent`. runF, when set, replaces runAgent.
+func newCmdAgent(f *factory, g *globalOptions, runF func(context.Context, *agentOptions) error) *cobra.Command {
+	opts := &agentOptions{IO: f, Global: g}
+	cmd := &cobra.Command{
+		Use:   "agent [--metrics-bind-address ADDR] [--log-level LEVEL]",
+		Short: "Run the GC engine without a screen, with Prometheus metrics",
+		Long: `nodegc agent runs the dashboard's engine and scheduler without a screen, as the
+kubelet runs its garbage collection: container GC every minute (dead
+containers, then sandboxes, then logs), image GC every 5 minutes. It uses
+the same policy sources (the kubelet's flags, its config, the kubelet's
+defaults; a flag given here wins), pod source, runtime event stream, image
+records and deletion journal as the dashboard and gc, and holds the state
+dir's lock, so no second engine runs on the node. Its image records never
+go stale, so a plan made beside it is the kubelet's plan.
+
+It logs JSON lines on stderr (log/slog): one per pass, one per deletion,
+one per kubelet-style event; --log-level debug adds every item evaluated.
+
+It serves, on --metrics-bind-address (default localhost only; 0 serves
+nothing):
+  /metrics   what its passes measured, for Prometheus: image GC attempts by
+             trigger, result and reason, their duration, bytes targeted and
+             freed (runtime sizes and statfs), deletions and removals by
+             reason and result, images kept by reason, the image fs against
+             the GC band, journal, pod source and event stream state. A
+             scrape reads no more than the state the passes left.
+  /healthz   200 while the agent runs.
+  /readyz    200 when the runtime answers, the state dir is usable, and the
+             pod source has synced (or is off); else 503 naming what is not.
+
+SIGTERM or SIGINT stops it: the items in flight finish and are journalled,
+no new item starts, and it exits 0 within seconds (a pod's grace period
+is 30 s).
+
+Exit status: 0 stopped by a signal; 1 the runtime cannot be reached;
+2 bad input (a flag, the kubelet config, the metrics address in use, the
+state dir locked by another nodegc or unusable).`,
+		Example: `  # On a node, as root: the kubelet's cadence, metrics on localhost
+  sudo nodegc agent
+
+  # Metrics for a Prometheus on the pod network, debug logs
+  sudo nodegc agent --metrics-bind-address 0.0.0.0:10263 --log-level debug
+
+  # Without the API server (container GC keeps to the limits), no metrics
+  sudo nodegc agent --pod-source off --metrics-bind-address 0
+
+  # What it measured
+  curl -s localhost:10263/metrics | grep '^nodegc_image_gc_attempts_total'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Policy.Changed = changedFlags(cmd)
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runAgent(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.MetricsAddress, "metrics-bind-address", defaultMetricsAddress, "host:port to serve /metrics, /healthz and /readyz on; 0 serves nothing")
+	fl.StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines written on stderr: debug, info, warn or error")
+	fl.DurationVar(&opts.ImagePeriod, "image-gc-period", engine.ImageGCPeriod, "period of image GC (the kubelet's is 5m)")
+	fl.DurationVar(&opts.ContainerPeriod, "container-gc-period", engine.ContainerGCPeriod, "period of container GC (the kubelet's is 1m)")
+	_ = fl.MarkHidden("image-gc-period")
+	_ = fl.MarkHidden("container-gc-period")
+	addParallelFlag(fl, &opts.Parallel)
+	addPolicyFlags(fl, &opts.Policy)
+	return cmd
+}
+
+// agentLogger is the agent's logger: JSON lines on stderr from level on.
+func agentLogger(opts *agentOptions) (*slog.Logger, error) {
+	if opts.Global.LogFile != "" || opts.Global.Debug {
+		return nil, usageErrorf("--log-file, --debug: the agent logs JSON lines on stderr; choose what with --log-level")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(opts.LogLevel)); err != nil {
+		return nil, usageErrorf("--log-level: must be debug, info, warn or error, got %q", opts.LogLevel)
+	}
+	return slog.New(slog.NewJSONHandler(opts.IO.Err, &slog.HandlerOptions{Level: level})), nil
+}
+
+// listenMetrics opens the metrics listener; nil for "0". An address that
+// cannot be listened on is bad input naming the flag.
+func listenMetrics(addr string) (net.Listener, error) {
+	if addr == "0" {
+		return nil, nil
+	}
+	l, err := net.Listen("tcp", addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, usageErrorf("--metrics-bind-address: %s is already in use (another agent, or another program); choose another address, or 0 for none", addr)
+	case err != nil:
+		return nil, usageErrorf("--metrics-bind-address: %v", err)
+	}
+	return l, nil
+}
+
+// runAgent runs the engine's periodic passes until a signal ends ctx.
+func runAgent(ctx context.Context, opts *agentOptions) error {
+	g := opts.Global
+	if err := checkParallel(opts.Parallel); err != nil {
+		return err
+	}
+	if opts.ImagePeriod <= 0 || opts.ContainerPeriod <= 0 {
+		return usageErrorf("--image-gc-period, --container-gc-period: must be greater than 0")
+	}
+	log, err := agentLogger(opts)
+	if err != nil {
+		return err
+	}
+	// The listener first: an address in use is refused before anything
+	// is opened, let alone removed.
+	l, err := listenMetrics(opts.MetricsAddress)
+	if err != nil {
+		return err
+	}
+	if l != nil {
+		defer l.Close()
+	}
+	// The engine, the pod source's client-go (klog) and the cgroup
+	// library (logrus) log through the same JSON handler.
+	g.log, g.logOut = log, slogWriter{log}
+	restore := quietLibraryLogs(g.logOut)
+	defer restore()
+	lightGC()
+
+	var col *metrics.Collector
+	n, err := openLiveNode(ctx, opts.IO, g, liveNodeOptions{Policy: opts.Policy, Parallel: opts.Parallel,
+		OnSnapshot: func(s engine.Snapshot) {
+			if col != nil { // set before the first pass
+				col.ObserveSnapshot(s)
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	col = metrics.New(metrics.Options{
+		Policy:    n.Engine.Policy(),
+		Version:   version,
+		Journal:   n.Engine.JournalStats,
+		PodSource: podSourceState(n.Conn.pods),
+	})
+	if w := n.Engine.Warning(); w != nil {
+		log.Warn("state dir", "err", w)
+	}
+
+	passCtx, s, stop := startScheduler(ctx, n.Engine, engine.SchedulerOptions{ImagePeriod: opts.ImagePeriod, ContainerPeriod: opts.ContainerPeriod}, col.WatchEvents(n.Events))
+	notices, unsubscribe := s.Subscribe()
+	var wg sync.WaitGroup
+	wg.Go(func() { followNotices(log, col, notices) })
+	var srv *http.Server
+	if l != nil {
+		srv = &http.Server{Handler: metrics.NewHandler(col, readyChecks(n, g)...), ReadHeaderTimeout: 5 * time.Second}
+		wg.Go(func() {
+			if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics listener", "err", err)
+			}
+		})
+	}
+	log.Info("agent started", "pid", os.Getpid(), "version", version,
+		"runtime", n.Conn.Endpoint, "stateDir", g.StateDir, "metrics", opts.MetricsAddress,
+		"podSource", describePods(n.Conn.pods), "imageGCPeriod", opts.ImagePeriod, "containerGCPeriod", opts.ContainerPeriod)
+
+	<-passCtx.Done()
+	log.Info("stopping: finishing the items in flight")
+	if r := stop(); r != nil {
+		log.Warn(stoppedLine(*r), "pass", r.PassID())
+	}
+	if srv != nil {
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		_ = srv.Shutdown(shutdown)
+		cancel()
+	}
+	unsubscribe()
+	wg.Wait()
+	log.Info("agent stopped")
+	return nil
+}
+
+// followNotices feeds the scheduler's notices to the collector and logs
+// each pass and event, until the channel closes.
+func followNotices(log *slog.Logger, col *metrics.Collector, notices <-chan engine.Notice) {
+	for n := range notices {
+		col.ObserveStatus(n.Status)
+		switch {
+		case n.Report != nil && !n.Report.DryRun:
+			col.ObserveReport(*n.Report)
+			logReport(log, *n.Report)
+		case n.Event != nil:
+			level := slog.LevelInfo
+			if n.Event.Warning {
+				level = slog.LevelWarn
+			}
+			log.Log(context.Background(), level, "event", "reason", n.Event.Reason, "message", n.Event.Message)
+		}
+	}
+}
+
+// logReport logs what the engine's own "pass done" line leaves out: a
+// pass that failed, and the notes of reconciliation.
+func logReport(log *slog.Logger, r engine.PassReport) {
+	for _, note := range r.Notes {
+		log.Warn(note, "pass", r.PassID())
+	}
+	if r.Error != "" {
+		log.Error("pass failed", "pass", r.PassID(), "kind", r.Kind, "err", r.Error)
+	}
+}
+
+// readyChecks are /readyz's conditions: the runtime answers (its image
+// fs, one small call), the state dir can hold the journal, and the pod
+// source has synced or is off.
+func readyChecks(n *liveNode, g *globalOptions) []metrics.Check {
+	return []metrics.Check{
+		{Name: "runtime", Fn: func(ctx context.Context) error {
+			_, err := n.Engine.ImageFs(ctx)
+			return err
+		}},
+		{Name: "state dir", Fn: func(context.Context) error { return probeStateDir(g.StateDir) }},
+		{Name: "pod source", Fn: func(context.Context) error {
+			ps := n.Conn.pods
+			switch {
+			case ps == nil || g.PodSource == podSourceOff:
+				return nil // a simulated node, or off by the operator's choice
+			case ps.src == nil:
+				return errors.New(ps.describe() + " (--pod-source=off runs without it)")
+			case !ps.src.Synced():
+				return errors.New(ps.describe())
+			}
+			return nil
+		}},
+	}
+}
+
+// describePods is the pod source's state in one line; "none" on a
+// simulated node.
+func describePods(ps *podSources) string {
+	if ps == nil {
+		return "none (simulated node)"
+	}
+	return ps.describe()
+}
+
+// podSourceState returns the pod source's state for the metrics. It
+// remembers when the source's current error was first seen.
+func podSourceState(ps *podSources) func() metrics.PodSourceState {
+	var (
+		mu      sync.Mutex
+		lastErr string
+		since   time.Time
+	)
+	return func() metrics.PodSourceState {
+		if ps == nil || ps.src == nil {
+			return metrics.PodSourceState{}
+		}
+		st := metrics.PodSourceState{Enabled: true, Synced: ps.src.Synced()}
+		if st.Synced {
+			st.Pods = len(ps.src.Pods())
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch err := ps.src.Err(); {
+		case err == nil:
+			lastErr, since = "", time.Time{}
+		case err.Error() != lastErr:
+			lastErr, since = err.Error(), time.Now()
+		}
+		st.LastError = since
+		return st
+	}
+}
+
+// slogWriter logs each line a library writes (klog, logrus) as one Info
+// record, so that stderr holds only JSON lines.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	for line := range strings.Lines(string(p)) {
+		if line = strings.TrimSpace(line); line != "" {
+			w.log.Info(line, "source", "library")
+		}
+	}
+	return len(p), nil
+}

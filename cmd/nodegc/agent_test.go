@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startProcess starts the binary with args and returns it with a channel
+// of its stderr lines (closed at EOF). The process is killed at cleanup
+// if the test did not end it.
+func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "CONTAINER_RUNTIME_ENDPOINT=")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(pipe)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, lines
+}
+
+// waitLine returns the first line for which match is true, failing the
+// test after timeout; seen collects every line read.
+func waitLine(t *testing.T, lines <-chan string, seen *[]string, timeout time.Duration, match func(string) bool) string {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("stderr ended before the line awaited; it was:\n%s", strings.Join(*seen, "\n"))
+			}
+			*seen = append(*seen, l)
+			if match(l) {
+				return l
+			}
+		case <-deadline:
+			t.Fatalf("no line awaited within %s; stderr so far:\n%s", timeout, strings.Join(*seen, "\n"))
+		}
+	}
+}
+
+// freeAddress returns a localhost address nothing listens on now.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// httpGet returns the status and body of GET url.
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// sample returns the value of the first sample of the exposition text
+// whose line starts with prefix (a name and, optionally, labels).
+func sample(body, prefix string) (float64, bool) {
+	for line := range strings.Lines(body) {
+		if strings.HasPrefix(line, prefix) {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+// TestAgentBinary runs `nodegc agent` on a simulated node served by
+// `nodegc simnode`: its periodic passes show in /metrics, it is ready,
+// a second engine on its state dir is refused, SIGTERM ends it with exit
+// 0, and a metrics address in use is one line and exit 2 with nothing
+// removed.
+func TestAgentBinary(t *testing.T) {
+	bin := buildBinary(t)
+	dir, err := os.MkdirTemp("", "nodegc-agent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ep := "unix://" + filepath.Join(dir, "sim.sock")
+	sim, simLines := startProcess(t, bin, "simnode", "--listen", ep, "--images", "20", "--pods", "4", "--dead-per-container", "2", "--seed", "3")
+	if l := <-simLines; !strings.Contains(l, "serving CRI on "+ep) {
+		t.Fatalf("simnode's first line %q", l)
+	}
+	defer func() {
+		sim.Process.Signal(syscall.SIGTERM)
+		sim.Wait()
+	}()
+	stateDir := filepath.Join(dir, "state")
+	common := []string{"--runtime-endpoint", ep, "--state-dir", stateDir, "--kubelet-config", os.DevNull, "--kubelet-pid", "-1"}
+
+	t.Run("a metrics address in use is one line and exit 2, and nothing is removed", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addr := l.Addr().String()
+		code, stdout, stderr := runBinary(t, bin, append([]string{"agent", "--metrics-bind-address", addr}, common...)...)
+		want := "nodegc: --metrics-bind-address: " + addr + " is already in use (another agent, or another program); choose another address, or 0 for none\n"
+		if code != 2 || stdout != "" || stderr != want {
+			t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q", code, stdout, stderr, want)
+		}
+		if _, err := os.Stat(filepath.Join(stateDir, "journal.jsonl")); !os.IsNotExist(err) {
+			t.Errorf("the refused agent opened a journal: %v", err)
+		}
+	})
+
+	addr := freeAddress(t)
+	agent, lines := startProcess(t, bin, append([]string{"agent", "--metrics-bind-address", addr,
+		"--image-gc-period", "1500ms", "--container-gc-period", "1s",
+		"--image-gc-high-threshold", "50", "--image-gc-low-threshold", "40", "--minimum-image-ttl-duration", "0"}, common...)...)
+	var seen []string
+	waitLine(t, lines, &seen, 30*time.Second, func(l string) bool {
+		return strings.Contains(l, `"msg":"pass done"`) && strings.Contains(l, `"kind":"images"`)
+	})
+
+	t.Run("metrics after a periodic image pass", func(t *testing.T) {
+		code, body := httpGet(t, "http://"+addr+"/metrics")
+		if code != http.StatusOK {
+			t.Fatalf("/metrics: %d", code)
+		}
+		if v, ok := sample(body, `nodegc_image_gc_attempts_total{reason="threshold",result="success",trigger="periodic"}`); !ok || v < 1 {
+			t.Errorf("no successful periodic image GC attempt above the threshold:\n%s", grepLines(body, "nodegc_image_gc_attempts_total"))
+		}
+		for _, s := range []string{
+			`nodegc_image_gc_freed_bytes_total{measure="statfs"}`,
+			`nodegc_image_gc_freed_bytes_total{measure="runtime"}`,
+			`nodegc_image_gc_deletions_total{reason="space",result="removed"}`,
+			`nodegc_container_gc_removals_total{reason="per-container-limit",result="removed"}`,
+			`nodegc_journal_lines_written_total{op="intent"}`,
+		} {
+			if v, ok := sample(body, s); !ok || v <= 0 {
+				t.Errorf("%s = %v (found %v), want > 0", s, v, ok)
+			}
+		}
+		if v, ok := sample(body, "nodegc_image_fs_usage_ratio "); !ok || v >= 0.5 {
+			t.Errorf("image fs usage after the pass %v (found %v), want below the high threshold", v, ok)
+		}
+		if promtool, err := exec.LookPath("promtool"); err == nil {
+			cmd := exec.Command(promtool, "check", "metrics")
+			cmd.Stdin = strings.NewReader(body)
+			if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
+				t.Errorf("promtool check metrics: %v\n%s", err, out)
+			}
+		}
+	})
+
+	t.Run("healthz and readyz", func(t *testing.T) {
+		if code, body := httpGet(t, "http://"+addr+"/healthz"); code != http.StatusOK {
+			t.Errorf("/healthz: %d %q", code, body)
+		}
+		if code, body := httpGet(t, "http://"+addr+"/readyz"); code != http.StatusOK {
+			t.Errorf("/readyz: %d %q", code, body)
+		}
+	})
+
+	t.Run("a second agent on the same state dir exits 2", func(t *testing.T) {
+		code, _, stderr := runBinary(t, bin, append([]string{"agent", "--metrics-bind-address", "0"}, common...)...)
+		if code != 2 || !strings.Contains(stderr, "in use") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+	})
+
+	t.Run("SIGTERM ends it with exit 0, every stderr line JSON", func(t *testing.T) {
+		start := time.Now()
+		agent.Process.Signal(syscall.SIGTERM)
+		for l := range lines {
+			seen = append(seen, l)
+		}
+		err := agent.Wait()
+		if err != nil {
+			t.Errorf("agent after SIGTERM: %v", err)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("the agent took %s to stop", took)
+		}
+		for _, l := range seen {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) != nil {
+				t.Errorf("stderr line not JSON: %q", l)
+			}
+		}
+		if last := seen[len(seen)-1]; !strings.Contains(last, `"msg":"agent stopped"`) {
+			t.Errorf("last line %q", last)
+		}
+	})
+}
+
+// grepLines returns the lines of body that contain s.
+func grepLines(body, s string) string {
+	var out []string
+	for line := range strings.Lines(body) {
+		if strings.Contains(line, s) {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return strings.Join(out, "\n")
+}

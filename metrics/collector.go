@@ -1,0 +1,493 @@
+package metrics
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nodegc/nodegc/engine"
+)
+
+// Triggers of an image GC attempt: the trigger label.
+const (
+	TriggerPeriodic   = "periodic"
+	TriggerForced     = "forced"
+	TriggerReclaimAll = "reclaim-all"
+)
+
+// Results of an image GC attempt: the result label.
+const (
+	// ResultSuccess: images were removed and nothing failed.
+	ResultSuccess = "success"
+	// ResultPartial: images were removed, but a deletion failed, the
+	// target was not met, or the pass was stopped.
+	ResultPartial = "partial"
+	// ResultNoop: nothing needed removing, and nothing failed.
+	ResultNoop = "noop"
+	// ResultError: nothing was removed and the attempt failed.
+	ResultError = "error"
+)
+
+// Reasons of an image GC attempt: the reason label says why it acted, or
+// why it failed.
+const (
+	// ReasonThreshold: usage reached the high threshold (the space pass).
+	ReasonThreshold = "threshold"
+	// ReasonAge: images idle longer than MaxAge went, below the threshold.
+	ReasonAge = "age"
+	// ReasonAllUnused: the eviction manager's reclaim of every unused image.
+	ReasonAllUnused = "all-unused"
+	// ReasonBelowThreshold: a noop below the threshold with nothing too idle.
+	ReasonBelowThreshold = "below-threshold"
+	// ReasonStatsError: the node could not be listed or measured, so
+	// nothing was planned (the kubelet's missing image fs stats).
+	ReasonStatsError = "stats-error"
+	// ReasonInvalidCapacity: the image fs reported capacity 0
+	// (InvalidDiskCapacity).
+	ReasonInvalidCapacity = "invalid-capacity"
+	// ReasonDeleteError: a deletion failed.
+	ReasonDeleteError = "delete-error"
+	// ReasonInsufficientFreed: the space pass ended below its target
+	// (FreeDiskSpaceFailed); with result error, nothing was eligible.
+	ReasonInsufficientFreed = "insufficient-freed"
+	// ReasonJournalError: the deletion journal could not be written, so
+	// the pass stopped before its next removal.
+	ReasonJournalError = "journal-error"
+	// ReasonStopped: the agent was stopped during the pass.
+	ReasonStopped = "stopped"
+)
+
+// Freed-bytes measures: the measure label.
+const (
+	// MeasureRuntime sums the runtime-reported sizes of the removed images
+	// (the kubelet's figure; shared layers make it an estimate).
+	MeasureRuntime = "runtime"
+	// MeasureStatfs is the image fs's available bytes after minus before.
+	MeasureStatfs = "statfs"
+)
+
+// durationBuckets are the pass duration histograms' buckets, in seconds:
+// from a no-op pass to a reclaim of thousands of images.
+var durationBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// keepReasons are every reason an image stays, so that the kept gauge has
+// a series for each (0 when none), and a query never finds no data.
+var keepReasons = []engine.ImageKeepReason{
+	engine.KeepInUse, engine.KeepPinned, engine.KeepSandboxImage,
+	engine.KeepTooYoung, engine.KeepNotNeeded, engine.KeepBadSize,
+}
+
+// PodSourceState is the pod source's state, as the agent reads it.
+type PodSourceState struct {
+	// Enabled is false when there is no pod source: --pod-source=off, no
+	// credentials, or a simulated node.
+	Enabled bool
+	// Synced reports whether its first list of pods completed.
+	Synced bool
+	// Pods is how many pods it holds.
+	Pods int
+	// LastError is when it last saw a list or watch error that is still
+	// its latest; zero when none.
+	LastError time.Time
+}
+
+// Options configure a Collector.
+type Options struct {
+	// Policy is the engine's effective policy: the GC band.
+	Policy engine.Policy
+	// Version is nodegc's version, for nodegc_build_info.
+	Version string
+	// Journal returns the journal's counts; nil means no journal.
+	Journal func() engine.JournalStats
+	// PodSource returns the pod source's state; nil means none. It is
+	// called at each scrape and must be cheap (no API call).
+	PodSource func() PodSourceState
+}
+
+// Collector keeps the latest state of the agent's passes and serves it.
+// Its Observe methods update it; Update sends it. It is safe for
+// concurrent use, and a scrape never reads the node.
+type Collector struct {
+	o Options
+
+	mu sync.Mutex
+	// Counters.
+	attempts  map[[3]string]uint64 // trigger, result, reason
+	passes    map[[3]string]uint64 // kind, trigger, result
+	items     map[[3]string]uint64 // item kind, reason, result
+	imageDur  map[string]*histogram
+	passDur   map[string]*histogram
+	targetSum uint64
+	freedSum  map[string]uint64
+	// Gauges of the latest attempt, pass and snapshot.
+	last        *attempt
+	lastPass    map[string]time.Time
+	kept        map[engine.ImageKeepReason]int
+	images      int
+	haveImages  bool
+	fs          *engine.FsStats
+	dead        int
+	haveDead    bool
+	inFlight    bool
+	paused      bool
+	streamKnown bool
+	stream      bool
+}
+
+// attempt is the latest image GC attempt's figures.
+type attempt struct {
+	at           time.Time
+	target       int64
+	runtimeFreed int64
+	statfsFreed  *int64
+}
+
+// New returns an empty Collector.
+func New(o Options) *Collector {
+	return &Collector{
+		o:        o,
+		attempts: map[[3]string]uint64{},
+		passes:   map[[3]string]uint64{},
+		items:    map[[3]string]uint64{},
+		imageDur: map[string]*histogram{},
+		passDur:  map[string]*histogram{},
+		freedSum: map[string]uint64{},
+		lastPass: map[string]time.Time{},
+	}
+}
+
+// ObserveSnapshot records what a snapshot saw: the image fs, the images
+// and the dead containers. It fits engine.Options.OnSnapshot.
+func (c *Collector) ObserveSnapshot(s engine.Snapshot) {
+	dead := 0
+	for _, ct := range s.Containers {
+		if ct.State != engine.ContainerRunning {
+			dead++
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fs := s.ImageFs
+	c.fs = &fs
+	c.images, c.haveImages = len(s.Images), true
+	c.dead, c.haveDead = dead, true
+}
+
+// ObserveStatus records the scheduler's status: the pass in flight and
+// whether the periodic passes are paused.
+func (c *Collector) ObserveStatus(st engine.Status) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inFlight = st.Running != ""
+	c.paused = st.Paused
+}
+
+// ObserveEventStream records whether the runtime's container event stream
+// is open.
+func (c *Collector) ObserveEventStream(connected bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.streamKnown, c.stream = true, connected
+}
+
+// ObserveReport records a finished real pass: its image GC attempt, its
+// items, its duration and the image fs after it. Dry runs are ignored.
+func (c *Collector) ObserveReport(r engine.PassReport) {
+	if r.DryRun {
+		return
+	}
+	trigger := passTrigger(r)
+	secs := max(r.FinishedAt.Sub(r.StartedAt).Seconds(), 0)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.passes[[3]string{string(r.Kind), trigger, passResult(r)}]++
+	observe(c.passDur, string(r.Kind), secs)
+	c.lastPass[string(r.Kind)] = r.FinishedAt
+	removedContainers := 0
+	for _, it := range r.Items {
+		c.items[[3]string{string(it.Kind), it.Reason, string(it.Outcome)}]++
+		if it.Kind == engine.ItemContainer && (it.Outcome == engine.OutcomeRemoved || it.Outcome == engine.OutcomeGone) {
+			removedContainers++
+		}
+	}
+	if c.haveDead {
+		c.dead = max(c.dead-removedContainers, 0)
+	}
+	if fs := cmpFs(r.ImageFsAfter, r.ImageFsBefore); fs != nil {
+		f := *fs
+		c.fs = &f
+	}
+	result, reason, ok := classify(r)
+	if !ok {
+		return
+	}
+	c.attempts[[3]string{trigger, result, reason}]++
+	observe(c.imageDur, trigger, secs)
+	a := &attempt{at: r.FinishedAt, target: r.Plan.ImageGC.BytesToFree, runtimeFreed: r.EstimatedBytesFreed, statfsFreed: r.MeasuredBytesFreed}
+	c.last = a
+	c.targetSum += uint64(max(a.target, 0))
+	c.freedSum[MeasureRuntime] += uint64(max(a.runtimeFreed, 0))
+	if a.statfsFreed != nil {
+		c.freedSum[MeasureStatfs] += uint64(max(*a.statfsFreed, 0))
+	}
+	if !r.Plan.EvaluatedAt.IsZero() {
+		c.kept = map[engine.ImageKeepReason]int{}
+		for _, k := range r.Plan.ImageGC.Keep {
+			c.kept[k.Reason]++
+		}
+	}
+}
+
+// cmpFs returns the first non-nil filesystem.
+func cmpFs(fss ...*engine.FsStats) *engine.FsStats {
+	for _, fs := range fss {
+		if fs != nil {
+			return fs
+		}
+	}
+	return nil
+}
+
+// passTrigger is what started the pass: the periodic schedule, an
+// operator, or the reclaim of everything unused.
+func passTrigger(r engine.PassReport) string {
+	switch {
+	case r.Kind == engine.PassReclaimAll:
+		return TriggerReclaimAll
+	case r.Forced:
+		return TriggerForced
+	}
+	return TriggerPeriodic
+}
+
+// passResult sums up a pass: ok, error (a pass-level error or a failed
+// item), or stopped.
+func passResult(r engine.PassReport) string {
+	switch {
+	case r.Error != "" || r.Count(engine.OutcomeFailed) > 0:
+		return "error"
+	case r.Stopped != "":
+		return "stopped"
+	}
+	return "ok"
+}
+
+// classify names the result and reason of the pass's image GC attempt;
+// ok is false for a pass without image GC (a container pass).
+func classify(r engine.PassReport) (result, reason string, ok bool) {
+	switch r.Kind {
+	case engine.PassImages, engine.PassFull, engine.PassReclaimAll:
+	default:
+		return "", "", false
+	}
+	var removed, failed int
+	for _, it := range r.Items {
+		if it.Kind != engine.ItemImage {
+			continue
+		}
+		switch it.Outcome {
+		case engine.OutcomeRemoved:
+			removed++
+		case engine.OutcomeFailed:
+			failed++
+		}
+	}
+	someOr := func(some, none string) string {
+		if removed > 0 {
+			return some
+		}
+		return none
+	}
+	has := func(reason string) bool {
+		for _, ev := range r.Events {
+			if ev.Reason == reason {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case r.Plan.EvaluatedAt.IsZero() && r.Error != "":
+		return ResultError, ReasonStatsError, true
+	case has(engine.EventInvalidDiskCapacity):
+		return ResultError, ReasonInvalidCapacity, true
+	case r.Error != "":
+		return someOr(ResultPartial, ResultError), ReasonJournalError, true
+	case failed > 0:
+		return someOr(ResultPartial, ResultError), ReasonDeleteError, true
+	case has(engine.EventFreeDiskSpaceFailed):
+		return someOr(ResultPartial, ResultError), ReasonInsufficientFreed, true
+	case r.Stopped != "":
+		return someOr(ResultPartial, ResultNoop), ReasonStopped, true
+	}
+	why := ReasonAge
+	switch {
+	case r.Kind == engine.PassReclaimAll:
+		why = ReasonAllUnused
+	case r.Plan.ImageGC.Triggered:
+		why = ReasonThreshold
+	case removed == 0:
+		why = ReasonBelowThreshold
+	}
+	return someOr(ResultSuccess, ResultNoop), why, true
+}
+
+// histogram is a cumulative histogram over durationBuckets.
+type histogram struct {
+	counts []uint64 // cumulative, one per bucket
+	sum    float64
+	n      uint64
+}
+
+// observe adds v to the histogram of key in m.
+func observe(m map[string]*histogram, key string, v float64) {
+	h := m[key]
+	if h == nil {
+		h = &histogram{counts: make([]uint64, len(durationBuckets))}
+		m[key] = h
+	}
+	for i, b := range durationBuckets {
+		if v <= b {
+			h.counts[i]++
+		}
+	}
+	h.sum += v
+	h.n++
+}
+
+// buckets is the histogram's buckets as client_golang wants them.
+func (h *histogram) buckets() map[float64]uint64 {
+	m := make(map[float64]uint64, len(durationBuckets))
+	for i, b := range durationBuckets {
+		m[b] = h.counts[i]
+	}
+	return m
+}
+
+// Describe sends nothing: the Collector is unchecked, as its series come
+// and go with what the passes saw.
+func (c *Collector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends the metrics (prometheus.Collector).
+func (c *Collector) Collect(ch chan<- prometheus.Metric) { _ = c.Update(ch) }
+
+// Update sends the current state as metrics: the one method of a
+// node_exporter collector. It copies state under the lock and reads
+// nothing else but the journal's counters and the pod source's state.
+func (c *Collector) Update(ch chan<- prometheus.Metric) error {
+	var js engine.JournalStats
+	if c.o.Journal != nil {
+		js = c.o.Journal()
+	}
+	var ps PodSourceState
+	if c.o.PodSource != nil {
+		ps = c.o.PodSource()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	counter := func(d *prometheus.Desc, v uint64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+	}
+	hist := func(d *prometheus.Desc, m map[string]*histogram) {
+		for k, h := range m {
+			ch <- prometheus.MustNewConstHistogram(d, h.n, h.sum, h.buckets(), k)
+		}
+	}
+	gauge(descBuildInfo, 1, c.o.Version, runtime.Version())
+
+	// Image GC.
+	for k, v := range c.attempts {
+		counter(descImageAttempts, v, k[0], k[1], k[2])
+	}
+	hist(descImageDuration, c.imageDur)
+	counter(descImageTargetTotal, c.targetSum)
+	for _, m := range []string{MeasureRuntime, MeasureStatfs} {
+		counter(descImageFreedTotal, c.freedSum[m], m)
+	}
+	if a := c.last; a != nil {
+		gauge(descImageLastAttempt, unixSeconds(a.at))
+		gauge(descImageTarget, float64(a.target))
+		gauge(descImageFreed, float64(a.runtimeFreed), MeasureRuntime)
+		if a.statfsFreed != nil {
+			gauge(descImageFreed, float64(*a.statfsFreed), MeasureStatfs)
+		}
+	}
+	if c.kept != nil {
+		for _, r := range keepReasons {
+			gauge(descImagesKept, float64(c.kept[r]), string(r))
+		}
+	}
+	if c.haveImages {
+		gauge(descImages, float64(c.images))
+	}
+	img := c.o.Policy.Image
+	gauge(descHighThreshold, float64(img.HighThresholdPercent)/100)
+	gauge(descLowThreshold, float64(img.LowThresholdPercent)/100)
+	if fs := c.fs; fs != nil {
+		gauge(descFsCapacity, float64(fs.CapacityBytes))
+		gauge(descFsAvailable, float64(fs.AvailableBytes))
+		if pct, err := engine.UsagePercent(*fs); err == nil {
+			gauge(descFsUsage, float64(pct)/100)
+		}
+	}
+
+	// Items: image deletions, container, sandbox and log removals.
+	for k, v := range c.items {
+		if d, ok := itemDescs[engine.ItemKind(k[0])]; ok {
+			counter(d, v, k[1], k[2])
+		}
+	}
+	if c.haveDead {
+		gauge(descDeadContainers, float64(c.dead))
+	}
+
+	// Passes.
+	for k, v := range c.passes {
+		counter(descPasses, v, k[0], k[1], k[2])
+	}
+	hist(descPassDuration, c.passDur)
+	for k, t := range c.lastPass {
+		gauge(descLastPass, unixSeconds(t), k)
+	}
+	gauge(descInFlight, boolValue(c.inFlight))
+	gauge(descPaused, boolValue(c.paused))
+
+	// The machinery.
+	if c.o.Journal != nil {
+		for op, v := range js.Lines {
+			counter(descJournalLines, uint64(v), string(op))
+		}
+		for _, op := range []engine.JournalOp{engine.JournalRemoved, engine.JournalNotRemoved} {
+			counter(descReconciled, uint64(js.Reconciled[op]), string(op))
+		}
+		counter(descJournalFailures, uint64(js.FailedWrites))
+	}
+	gauge(descPodSourceEnabled, boolValue(ps.Enabled))
+	if ps.Enabled {
+		gauge(descPodSourceSynced, boolValue(ps.Synced))
+		gauge(descPodSourcePods, float64(ps.Pods))
+		if !ps.LastError.IsZero() {
+			gauge(descPodSourceLastError, unixSeconds(ps.LastError))
+		}
+	}
+	if c.streamKnown {
+		gauge(descEventStream, boolValue(c.stream))
+	}
+	return nil
+}
+
+// unixSeconds is t as a Prometheus timestamp value.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// boolValue is 1 for true, 0 for false.
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
