@@ -227,7 +227,7 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globalOptions) {
 	pf.IntVar(&g.KubeletPID, "kubelet-pid", 0,
 		"the running kubelet whose command line to read settings from; -1 reads none (default: the only process named kubelet that runs as root from a root-owned executable no one else can write, since anyone can name a process kubelet; with --from, none unless given). Files its flags name are read only when they and every directory above them are root's alone")
 	pf.StringVar(&g.Kubeconfig, "kubeconfig", "",
-		"kubeconfig for the pod source, which asks the API server which pods were deleted (default: the kubelet's --kubeconfig, then "+defaultKubeletKubeconfig+", then the in-cluster config)")
+		"kubeconfig for the pod source, which asks the API server which pods were deleted; used as given (default: the kubelet's --kubeconfig, then "+defaultKubeletKubeconfig+", then the in-cluster config; a default is used only when it, and the certificates, token file and exec plugin it names, are root's alone, since nodegc, as root, would run the exec plugin a kubeconfig names)")
 	pf.StringVar(&g.NodeName, "node-name", "",
 		"the node whose pods the pod source watches (default: the kubelet's --hostname-override, else the hostname, lower-cased, as the kubelet names its node)")
 	pf.StringVar(&g.PodSource, "pod-source", podSourceAuto,
