@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodegc/nodegc/internal/critest"
 	"github.com/nodegc/nodegc/internal/simnode"
 )
 
@@ -364,18 +364,7 @@ exit $rc
 		"bash", "-c", script.String(), "onNode", binary(t)}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := run{stdout: stdout.String(), stderr: stderr.String(), hung: ctx.Err() != nil}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		r.code = -1
-	}
+	r := finish(ctx, cmd)
 	if r.code == 97 || r.code == 98 {
 		t.Fatalf("setting up the namespace failed (exit %d): %s", r.code, r.stderr)
 	}
@@ -402,16 +391,6 @@ func asRealRuntime(t *testing.T, ep string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { backend.Close() })
-	dir, err := os.MkdirTemp("", "nodegc-real-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "cri.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, ss grpc.ServerStream) error {
 		method, _ := grpc.MethodFromServerStream(ss)
 		cs, err := backend.NewStream(ss.Context(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method, grpc.ForceCodec(rawCodec{}))
@@ -452,9 +431,7 @@ func asRealRuntime(t *testing.T, ep string) string {
 			}
 		}
 	}))
-	go srv.Serve(l)
-	t.Cleanup(srv.Stop)
-	return "unix://" + sock
+	return critest.ServeGRPC(t, srv)
 }
 
 // rawCodec passes gRPC messages through as bytes.
