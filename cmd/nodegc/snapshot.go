@@ -40,8 +40,9 @@ containers, the pod source and the log files.
 plan can be reviewed, attached to a ticket, or replayed under another policy.
 Written to a regular file (or a new name), the document replaces it
 atomically, so a reader never sees half of it. A device or a FIFO is written
-in place (-o /dev/null discards the document); a symlink is refused, never
-replaced or followed: name the file it points to, or - for stdout.`,
+in place (-o /dev/null discards the document; a FIFO's reader must already
+be running); a symlink is refused, never replaced or followed: name the file
+it points to, or - for stdout.`,
 		Example: `  # Save this node's state
   sudo nodegc snapshot -o snap.json
 

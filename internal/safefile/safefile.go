@@ -13,6 +13,11 @@ import (
 // ErrSymlink is the error Write returns for a path that is a symlink.
 var ErrSymlink = errors.New("is a symlink; nodegc neither replaces nor follows it: name the file it points to")
 
+// ErrNoReader is the error Write returns for a FIFO that no one reads.
+// Waiting for one, as a shell's redirection does, would block in a system
+// call that no signal but SIGKILL ends.
+var ErrNoReader = errors.New("is a FIFO that no process is reading; start its reader first")
+
 // ErrDirectory is the error Write returns for a path that is a directory.
 var ErrDirectory = errors.New("is a directory")
 
@@ -29,8 +34,8 @@ func Check(path string) error {
 // Write writes data to path. A regular file or a missing name is replaced
 // atomically with a file of mode perm; a device or a FIFO is opened
 // write-only (never created, truncated or replaced) and written in place; a
-// symlink or a directory is refused (see Check). A FIFO's open waits for
-// its reader, as a shell's redirection does.
+// symlink or a directory is refused (see Check). A FIFO must already have
+// its reader (ErrNoReader).
 func Write(path string, data []byte, perm fs.FileMode) error {
 	inPlace, err := kind(path)
 	if err != nil {
@@ -69,13 +74,16 @@ func kind(path string) (inPlace bool, err error) {
 	return false, &fs.PathError{Op: "write", Path: path, Err: fmt.Errorf("is a %s, not a file, device or FIFO", typeName(fi.Mode()))}
 }
 
-// writeInPlace opens path write-only without following a symlink and
-// writes data. done is false when path turned out to be a regular file,
-// which the caller replaces instead.
+// writeInPlace opens path write-only without following a symlink or
+// waiting for a FIFO's reader, and writes data. done is false when path
+// turned out to be a regular file, which the caller replaces instead.
 func writeInPlace(path string, data []byte) (done bool, err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) {
 		return false, &fs.PathError{Op: "write", Path: path, Err: ErrSymlink}
+	}
+	if errors.Is(err, unix.ENXIO) {
+		return false, &fs.PathError{Op: "write", Path: path, Err: ErrNoReader}
 	}
 	if err != nil {
 		return false, err

@@ -2,6 +2,7 @@ package safefile
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -107,15 +108,16 @@ func TestWriteFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan string, 1)
-	go func() {
-		b, _ := os.ReadFile(path) // the reader the write waits for
-		got <- string(b)
-	}()
+	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // its reader, there first
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
 	if err := Write(path, []byte("through the pipe"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if s := <-got; s != "through the pipe" {
+	b, _ := io.ReadAll(r)
+	if s := string(b); s != "through the pipe" {
 		t.Errorf("reader got %q", s)
 	}
 	if fi, err := os.Lstat(path); err != nil || fi.Mode().Type() != fs.ModeNamedPipe {
@@ -127,5 +129,18 @@ func writeFile(t *testing.T, path, s string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestWriteFIFOWithoutReader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, []byte("x"), 0o644); !errors.Is(err, ErrNoReader) {
+		t.Errorf("Write = %v, want ErrNoReader at once, not a wait no signal ends", err)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode().Type() != fs.ModeNamedPipe {
+		t.Errorf("the FIFO was replaced: %v, %v", fi, err)
 	}
 }
