@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nodegc/nodegc/internal/safefile"
 )
 
 // recordsFile is the name of the image records file in the state dir.
@@ -66,16 +68,21 @@ func loadRecords(dir string, now time.Time, moveAside bool) (recs map[string]Ima
 	return recs, true, nil, nil
 }
 
-// saveRecords writes the records atomically: a temp file in the same
-// directory, fsync, rename, fsync of the directory. A crash at any point
-// leaves either the old file or the new one, never a torn one.
+// saveRecords writes the records atomically (safefile.Write: a temp file
+// in the same directory, fsync, rename, fsync of the directory). A crash at
+// any point leaves either the old file or the new one, never a torn one;
+// a symlink in its place is refused, never replaced.
 func saveRecords(dir string, recs map[string]ImageRecord, now time.Time) error {
 	doc := recordsDoc{APIVersion: APIVersion, Kind: "ImageRecords", SavedAt: now, Records: sortedRecords(recs)}
 	data, err := json.MarshalIndent(doc, "", " ")
 	if err != nil {
 		return fmt.Errorf("encode image records: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, recordsFile), data)
+	path := filepath.Join(dir, recordsFile)
+	if err := safefile.Write(path, data, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // sortedRecords returns the records ordered by image ID.
@@ -86,40 +93,6 @@ func sortedRecords(recs map[string]ImageRecord) []ImageRecord {
 	}
 	slices.SortFunc(out, func(a, b ImageRecord) int { return strings.Compare(a.ID, b.ID) })
 	return out
-}
-
-// writeFileAtomic replaces path with data (mode 0600) atomically.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // updateRecords applies one detection pass to the records, as the

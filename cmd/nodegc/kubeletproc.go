@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/nodegc/nodegc/internal/trust"
 )
 
 // defaultProcRoot is where the running kubelet is looked for.
@@ -86,11 +88,14 @@ func (c *kubeletConfig) node() kubeletNode {
 }
 
 // findKubelet returns the running kubelet: the process under procRoot
-// whose executable (argv[0]) is named kubelet. pid > 0 (--kubelet-pid)
-// selects that process, which must be a kubelet. No kubelet is nil, nil.
-// More than one without pid is a usage error naming them, since nodegc
-// cannot know which one runs this node's pods.
-func findKubelet(procRoot string, pid int) (*kubeletProcess, error) {
+// whose executable (argv[0]) is named kubelet and that checkKubelet
+// trusts. A process named kubelet that fails the check is ignored, not
+// counted, with a warning (warn) naming it: anyone can start `exec -a
+// kubelet sleep` with flags of their choosing. pid > 0 (--kubelet-pid)
+// selects that process, which must be a trusted kubelet. No kubelet is nil,
+// nil. More than one trusted kubelet without pid is a usage error naming
+// them, since nodegc cannot know which one runs this node's pods.
+func findKubelet(procRoot string, pid int, warn func(format string, a ...any)) (*kubeletProcess, error) {
 	if procRoot == "" {
 		return nil, nil
 	}
@@ -98,6 +103,9 @@ func findKubelet(procRoot string, pid int) (*kubeletProcess, error) {
 		args, err := readCmdline(procRoot, pid)
 		if err != nil || !isKubelet(args) {
 			return nil, usageErrorf("--kubelet-pid: process %d is not a running kubelet", pid)
+		}
+		if err := checkKubelet(procRoot, pid); err != nil {
+			return nil, usageErrorf("--kubelet-pid: process %d is not the kubelet: %v", pid, err)
 		}
 		return newKubeletProcess(procRoot, pid, args), nil
 	}
@@ -115,6 +123,10 @@ func findKubelet(procRoot string, pid int) (*kubeletProcess, error) {
 		if err != nil || !isKubelet(args) {
 			continue // gone since the listing, or not ours to read
 		}
+		if err := checkKubelet(procRoot, p); err != nil {
+			warn("process %d is named kubelet but is ignored: %v", p, err)
+			continue
+		}
 		found = append(found, newKubeletProcess(procRoot, p, args))
 	}
 	switch len(found) {
@@ -128,6 +140,55 @@ func findKubelet(procRoot string, pid int) (*kubeletProcess, error) {
 		pids[i] = strconv.Itoa(k.PID)
 	}
 	return nil, usageErrorf("--kubelet-pid: %d kubelets are running (pids %s); pass --kubelet-pid to say which one runs this node", len(found), strings.Join(pids, ", "))
+}
+
+// checkKubelet returns nil when process pid can be the kubelet: it runs
+// as root, its real and effective uid both 0 (/proc/PID/status), and its
+// executable is a root-owned regular file no one else can write. The
+// executable is stat'ed through /proc/PID/exe, which is the file the
+// process runs even if its name was replaced or removed since. Otherwise
+// the error says which check failed.
+func checkKubelet(procRoot string, pid int) error {
+	dir := filepath.Join(procRoot, strconv.Itoa(pid))
+	status, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return fmt.Errorf("its uid cannot be read: %w", ioCause(err))
+	}
+	real, effective, ok := statusUIDs(status)
+	switch {
+	case !ok:
+		return errors.New("its uid cannot be read: no Uid line in its status")
+	case real != "0" || effective != "0":
+		return fmt.Errorf("it runs as uid %s (effective %s), not root", real, effective)
+	}
+	exe, err := os.Stat(filepath.Join(dir, "exe"))
+	if err != nil {
+		return fmt.Errorf("its executable cannot be read: %w", ioCause(err))
+	}
+	if !exe.Mode().IsRegular() {
+		return errors.New("its executable is not a regular file")
+	}
+	if err := trust.Owner("its executable", exe); err != nil {
+		return err
+	}
+	return nil
+}
+
+// statusUIDs returns the real and effective uid from /proc/PID/status's
+// "Uid:\treal\teffective\tsaved\tfs" line.
+func statusUIDs(status []byte) (real, effective string, ok bool) {
+	for line := range strings.Lines(string(status)) {
+		rest, found := strings.CutPrefix(line, "Uid:")
+		if !found {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			return "", "", false
+		}
+		return f[0], f[1], true
+	}
+	return "", "", false
 }
 
 // readCmdline reads /proc/PID/cmdline as its NUL-separated arguments.

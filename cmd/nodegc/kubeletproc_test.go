@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,7 +12,9 @@ import (
 )
 
 // The fixture /proc trees under testdata/proc hold only what findKubelet
-// reads: <pid>/cmdline (NUL-separated) and <pid>/cwd (a symlink).
+// reads: <pid>/cmdline (NUL-separated), <pid>/cwd (a symlink), and for each
+// kubelet <pid>/status (uid 0) and <pid>/exe (a symlink to /bin/sh, a
+// root-owned executable no one else can write, as a kubelet's is).
 const (
 	procSingle  = "testdata/proc/single"  // one kubelet, pid 4242, among other processes
 	procTwo     = "testdata/proc/two"     // kubelets 100 and 200
@@ -119,7 +122,7 @@ func TestFindKubelet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k, err := findKubelet(tt.root, tt.pid)
+			k, err := findKubelet(tt.root, tt.pid, t.Logf)
 			if tt.wantErr != "" {
 				var ue *usageError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {
@@ -149,7 +152,7 @@ func TestFindKubelet(t *testing.T) {
 }
 
 func TestKubeletNode(t *testing.T) {
-	k, err := findKubelet(procSingle, 0)
+	k, err := findKubelet(procSingle, 0, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +239,7 @@ func TestResolvePolicyKubeletCommandLine(t *testing.T) {
 	}
 
 	t.Run("a malformed value on the kubelet's command line is a usage error naming the flag and the pid", func(t *testing.T) {
-		k, err := findKubelet(procBadFlag, 0)
+		k, err := findKubelet(procBadFlag, 0, t.Logf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,13 +297,7 @@ func TestPlanReadsTheKubelet(t *testing.T) {
 			t.Fatal(err)
 		}
 		root := filepath.Join(dir, "proc")
-		if err := os.MkdirAll(filepath.Join(root, "12"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		args := "/usr/bin/kubelet\x00--config\x00kubelet.yaml\x00"
-		if err := os.WriteFile(filepath.Join(root, "12", "cmdline"), []byte(args), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		fakeProcess(t, root, 12, 0, "/bin/sh", "/usr/bin/kubelet", "--config", "kubelet.yaml")
 		if err := os.Symlink(dir, filepath.Join(root, "12", "cwd")); err != nil {
 			t.Fatal(err)
 		}
@@ -343,4 +340,153 @@ func TestPlanReadsTheKubelet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakeProcess adds process pid to the /proc tree under root: its command
+// line, a status whose real and effective uid are uid, and an exe link to
+// exe.
+func fakeProcess(t *testing.T, root string, pid, uid int, exe string, args ...string) {
+	t.Helper()
+	dir := filepath.Join(root, strconv.Itoa(pid))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	status := fmt.Sprintf("Name:\t%s\nUid:\t%d\t%d\t%d\t%d\n", filepath.Base(args[0]), uid, uid, uid, uid)
+	for name, data := range map[string]string{"cmdline": strings.Join(args, "\x00") + "\x00", "status": status} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(exe, filepath.Join(dir, "exe")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeProc is a process named kubelet in a fake /proc tree.
+type fakeProc struct {
+	pid, uid int
+	exe      string
+}
+
+// TestFindKubeletTrustsOnlyRoot checks that a process is the kubelet only
+// when it runs as root from a root-owned executable no one else can write:
+// anything else named kubelet is ignored with a warning naming it, and
+// never counted as a second kubelet.
+func TestFindKubeletTrustsOnlyRoot(t *testing.T) {
+	dir := t.TempDir()
+	writable := filepath.Join(dir, "kubelet-0777")
+	if err := os.WriteFile(writable, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(writable, 0o777)
+	tests := []struct {
+		name string
+		// procs are the processes named kubelet.
+		procs    []fakeProc
+		pid      int
+		wantPID  int
+		wantErr  string
+		wantWarn string
+	}{
+		{
+			name:     "a non-root process named kubelet is ignored, not counted: the root one is the kubelet",
+			procs:    []fakeProc{{10, 0, "/bin/sh"}, {20, 65534, "/bin/sh"}},
+			wantPID:  10,
+			wantWarn: "process 20 is named kubelet but is ignored: it runs as uid 65534 (effective 65534), not root",
+		},
+		{
+			name:     "a non-root process named kubelet alone is no kubelet",
+			procs:    []fakeProc{{20, 65534, "/bin/sh"}},
+			wantWarn: "process 20 is named kubelet but is ignored",
+		},
+		{
+			name:     "a root process whose executable others can write is ignored",
+			procs:    []fakeProc{{30, 0, writable}},
+			wantWarn: "process 30 is named kubelet but is ignored: its executable: writable by others (mode 0777)",
+		},
+		{
+			name:    "--kubelet-pid of a non-root process named kubelet is refused, saying why",
+			procs:   []fakeProc{{10, 0, "/bin/sh"}, {20, 65534, "/bin/sh"}},
+			pid:     20,
+			wantErr: "--kubelet-pid: process 20 is not the kubelet: it runs as uid 65534 (effective 65534), not root",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, p := range tt.procs {
+				fakeProcess(t, root, p.pid, p.uid, p.exe, "/usr/bin/kubelet", "--v=2")
+			}
+			var warnings []string
+			k, err := findKubelet(root, tt.pid, func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) })
+			if tt.wantErr != "" {
+				var ue *usageError
+				if !errors.As(err, &ue) || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want usage error %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := 0; k != nil {
+				got = k.PID
+				if got != tt.wantPID {
+					t.Errorf("found pid %d, want %d", got, tt.wantPID)
+				}
+			} else if tt.wantPID != 0 {
+				t.Errorf("found none, want pid %d", tt.wantPID)
+			}
+			if len(warnings) != 1 || !strings.Contains(warnings[0], tt.wantWarn) {
+				t.Errorf("warnings %q, want one with %q", warnings, tt.wantWarn)
+			}
+		})
+	}
+}
+
+// TestKubeletFilesMustBeRootOwned checks the rule for the files a kubelet's
+// flags name: one that another user can write is not read (one warning
+// naming the process and the file), and nodegc does without it; the
+// operator's --kubelet-config is read as given.
+func TestKubeletFilesMustBeRootOwned(t *testing.T) {
+	snap := writeFile(t, "snap.json", snapshotJSON)
+	dir := t.TempDir()
+	eve := filepath.Join(dir, "eve")
+	if err := os.Mkdir(eve, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(eve, "kubelet.yaml")
+	if err := os.WriteFile(cfg, []byte("kind: KubeletConfiguration\nimageGCHighThresholdPercent: 1\nimageGCLowThresholdPercent: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(eve, 65534, 65534); err != nil {
+		t.Skipf("chown needs root: %v", err)
+	}
+	root := filepath.Join(dir, "proc")
+	fakeProcess(t, root, 12, 0, "/bin/sh", "/usr/bin/kubelet", "--config", cfg)
+
+	t.Run("the kubelet's --config in a directory another user owns is not read, with one warning", func(t *testing.T) {
+		c := newCLI("")
+		c.f.ProcRoot = root
+		if code := c.run("plan", "--from", snap, "--kubelet-pid", "12"); code != 0 {
+			t.Fatalf("exit %d: %s", code, c.err.String())
+		}
+		if strings.Contains(c.out.String(), "kubelet config "+cfg) {
+			t.Errorf("the plan took settings from %s:\n%s", cfg, c.out.String())
+		}
+		want := "nodegc: warning: the --config of the kubelet command line (pid 12) " + cfg + " is not used: " + eve + ": owned by uid 65534, not root"
+		if lines := c.stderrLines(); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+			t.Errorf("stderr %q, want one line starting %q", lines, want)
+		}
+	})
+	t.Run("the operator's --kubelet-config is read as given, wherever it is", func(t *testing.T) {
+		c := newCLI("")
+		c.f.ProcRoot = root
+		if code := c.run("plan", "--from", snap, "--kubelet-pid", "12", "--kubelet-config", cfg); code != 0 {
+			t.Fatalf("exit %d: %s", code, c.err.String())
+		}
+		if !strings.Contains(c.out.String(), "kubelet config "+cfg) || c.err.Len() > 0 {
+			t.Errorf("the operator's file was not read as given: stderr %q\n%s", c.err.String(), c.out.String())
+		}
+	})
 }

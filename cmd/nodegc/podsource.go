@@ -3,19 +3,26 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/podsource"
+	"github.com/nodegc/nodegc/internal/trust"
 )
 
 // defaultKubeletKubeconfig is where kubeadm puts the kubelet's kubeconfig;
@@ -46,9 +53,11 @@ type podSourceConfig struct {
 // resolvePodSource finds the API credentials and the node name:
 // --kubeconfig, else the running kubelet's --kubeconfig, else
 // defaultKubeletKubeconfig when it exists, else the in-cluster config
-// when nodegc runs in a pod. An unreadable --kubeconfig or an invalid
-// --pod-source is bad input (exit 2); anything else that fails leaves no
-// pod source, with the reason in Why.
+// when nodegc runs in a pod. Only the operator's --kubeconfig is used as
+// given; the others must pass loadKubeconfig's checks. An unreadable
+// --kubeconfig or an invalid --pod-source is bad input (exit 2); anything
+// else that fails, a refused credential among them, leaves no pod source,
+// with the reason in Why.
 func resolvePodSource(f *factory, g *globalOptions, cfg *kubeletConfig) (podSourceConfig, error) {
 	switch g.PodSource {
 	case podSourceAuto:
@@ -83,7 +92,7 @@ func resolvePodSource(f *factory, g *globalOptions, cfg *kubeletConfig) (podSour
 		pc.Why = "no kubeconfig (--kubeconfig, the kubelet's --kubeconfig, " + cmp.Or(f.DefaultKubeconfig, defaultKubeletKubeconfig) + ", in-cluster)"
 		return pc, nil
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", path)
+	rc, err := loadKubeconfig(path, g.Kubeconfig != "")
 	if err != nil {
 		if g.Kubeconfig != "" {
 			return podSourceConfig{}, usageErrorf("--kubeconfig: %v", oneLine(err.Error()))
@@ -93,6 +102,80 @@ func resolvePodSource(f *factory, g *globalOptions, cfg *kubeletConfig) (podSour
 	}
 	pc.Rest = rc
 	return pc, nil
+}
+
+// loadKubeconfig builds the API client config from the kubeconfig at
+// path. The operator's own file (asGiven) is used as given. Any other (the
+// kubelet's --kubeconfig, the default) is used only when trust.Path
+// accepts it, and every file it names for credentials too: the CA, client
+// certificates and keys, token files, and the binary of an exec credential
+// plugin, resolved on PATH as client-go would run it. A non-root user who
+// named their own kubeconfig on a process called kubelet would otherwise
+// have root run their plugin, or send a token file of their choosing. The
+// checks come first: client-go reads a token file while it builds the
+// config, and runs a plugin at the first request. A refusal is an error
+// saying which credential and why.
+func loadKubeconfig(path string, asGiven bool) (*rest.Config, error) {
+	if asGiven {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	if err := trust.Path(path); err != nil {
+		return nil, fmt.Errorf("not used: %w", err)
+	}
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := clientcmd.ResolveLocalPaths(cfg); err != nil {
+		return nil, err
+	}
+	if err := checkCredentials(cfg); err != nil {
+		return nil, err
+	}
+	return clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig()
+}
+
+// checkCredentials refuses a kubeconfig that names a credential file or an
+// exec plugin trust.Path does not accept, in any of its users and
+// clusters: nodegc does not guess which one client-go will use. An exec
+// plugin's command is replaced by the path that was checked, so the binary
+// that runs is the one that passed.
+func checkCredentials(cfg *clientcmdapi.Config) error {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Clusters)) {
+		if ca := cfg.Clusters[name].CertificateAuthority; ca != "" {
+			if err := trust.Path(ca); err != nil {
+				return fmt.Errorf("cluster %q: certificate-authority refused: %w", name, err)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
+		ai := cfg.AuthInfos[name]
+		for _, file := range []struct{ field, path string }{
+			{"client-certificate", ai.ClientCertificate}, {"client-key", ai.ClientKey}, {"tokenFile", ai.TokenFile},
+		} {
+			if file.path == "" {
+				continue
+			}
+			if err := trust.Path(file.path); err != nil {
+				return fmt.Errorf("user %q: %s refused: %w", name, file.field, err)
+			}
+		}
+		if ai.Exec == nil {
+			continue
+		}
+		bin, err := exec.LookPath(ai.Exec.Command)
+		if err == nil && !filepath.IsAbs(bin) {
+			err = errors.New("not an absolute path")
+		}
+		if err == nil {
+			err = trust.Path(bin)
+		}
+		if err != nil {
+			return fmt.Errorf("user %q: exec credential plugin %s refused: %w", name, ai.Exec.Command, err)
+		}
+		ai.Exec.Command = bin
+	}
+	return nil
 }
 
 // nodeName is the node's name as the kubelet computes it

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -186,5 +187,79 @@ func TestPodSourceWarnsOnceBesideAKubelet(t *testing.T) {
 		if !withKubelet && lines != 0 {
 			t.Errorf("without a kubelet: stderr %q, want nothing", errb.String())
 		}
+	}
+}
+
+// TestKubeconfigCredentialsMustBeTrusted checks that a kubeconfig nodegc
+// found (the kubelet's, the default) is used only when it, and the exec
+// plugin or token file its user names, are root's alone; the refusal says
+// which and why. The operator's --kubeconfig is used as given.
+func TestKubeconfigCredentialsMustBeTrusted(t *testing.T) {
+	dir := t.TempDir()
+	eve := filepath.Join(dir, "eve")
+	if err := os.Mkdir(eve, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := func(dir, name, content string, perm os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), perm); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	evePlugin := file(eve, "plugin", "#!/bin/sh\nexit 1\n", 0o755)
+	rootPlugin := file(dir, "plugin", "#!/bin/sh\nexit 1\n", 0o755)
+	eveToken := file(eve, "token", "t", 0o644)
+	withUser := func(user string) string {
+		return strings.Replace(kubeconfigYAML("https://kubelet:6443"), "    token: t\n", user, 1)
+	}
+	execUser := func(cmd string) string {
+		return "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n      command: " + cmd + "\n"
+	}
+	eveConf := file(eve, "kubelet.conf", kubeconfigYAML("https://kubelet:6443"), 0o644)
+	evePluginConf := file(dir, "plugin.conf", withUser(execUser(evePlugin)), 0o600)
+	rootPluginConf := file(dir, "root-plugin.conf", withUser(execUser("./plugin")), 0o600) // relative: beside the file
+	tokenConf := file(dir, "token.conf", withUser("    tokenFile: "+eveToken+"\n"), 0o600)
+	if err := os.Chown(eve, 65534, 65534); err != nil {
+		t.Skipf("chown needs root: %v", err)
+	}
+	tests := []struct {
+		name       string
+		g          globalOptions
+		kubeconfig string // the kubelet's --kubeconfig
+		wantWhy    string // "" means a pod source
+		wantExec   string // the exec plugin that would run
+	}{
+		{name: "the kubelet's kubeconfig in another user's directory is not used", kubeconfig: eveConf,
+			wantWhy: "kubelet command line (pid 77): " + eveConf + ": not used: " + eve + ": owned by uid 65534, not root"},
+		{name: "an exec plugin another user can replace is refused, even in root's kubeconfig", kubeconfig: evePluginConf,
+			wantWhy: `kubelet command line (pid 77): ` + evePluginConf + `: user "u": exec credential plugin ` + evePlugin + ` refused: ` + eve + `: owned by uid 65534, not root`},
+		{name: "a token file another user can replace is refused", kubeconfig: tokenConf,
+			wantWhy: `user "u": tokenFile refused: ` + eve + `: owned by uid 65534`},
+		{name: "root's exec plugin beside root's kubeconfig is used, by the path that was checked", kubeconfig: rootPluginConf, wantExec: rootPlugin},
+		{name: "the operator's --kubeconfig is used as given", g: globalOptions{Kubeconfig: evePluginConf}, wantExec: evePlugin},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.g.PodSource = podSourceAuto
+			f := &factory{Getenv: func(string) string { return "" }, Hostname: func() (string, error) { return "n", nil }}
+			cfg := &kubeletConfig{Proc: &kubeletProcess{PID: 77, Flags: map[string]string{kubeletFlagKubeconfig: tt.kubeconfig}}}
+			pc, err := resolvePodSource(f, &tt.g, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantWhy != "" {
+				if pc.Rest != nil || !strings.Contains(pc.Why, tt.wantWhy) {
+					t.Errorf("rest %v, why %q; want no pod source because %q", pc.Rest != nil, pc.Why, tt.wantWhy)
+				}
+				return
+			}
+			if pc.Rest == nil {
+				t.Fatalf("no pod source: %s", pc.Why)
+			}
+			if got := pc.Rest.ExecProvider; tt.wantExec != "" && (got == nil || got.Command != tt.wantExec) {
+				t.Errorf("exec provider %+v, want command %s", got, tt.wantExec)
+			}
+		})
 	}
 }

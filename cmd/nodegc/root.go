@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodegc/nodegc/engine/cri"
+	"github.com/nodegc/nodegc/internal/trust"
 )
 
 // factory holds the process's dependencies: the streams, the terminal
@@ -47,11 +48,36 @@ type factory struct {
 	// Hostname names the node when neither --node-name nor the kubelet's
 	// --hostname-override does; nil means os.Hostname.
 	Hostname func() (string, error)
+
+	// refused holds the files trusted has refused, so each is warned
+	// about once.
+	refused map[string]bool
 }
 
 // warnf prints a one-line warning on stderr.
 func (f *factory) warnf(format string, a ...any) {
 	fmt.Fprintf(f.Err, "nodegc: warning: "+format+"\n", a...)
+}
+
+// trusted reports whether path may be read: trust.Path accepts it (it and
+// every directory above it are root's alone). what says who named it ("the
+// --config of the kubelet command line (pid 7)"). A refused file is warned
+// about once, naming what and the file, and the caller does without it. A
+// missing file is not refused: the caller says it is missing (and no one
+// but root can create it, since the walk checked its directories).
+func (f *factory) trusted(what, path string) bool {
+	err := trust.Path(path)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if !f.refused[path] {
+		f.warnf("%s %s is not used: %v; nodegc reads only files that root alone can write", what, path, err)
+	}
+	if f.refused == nil {
+		f.refused = map[string]bool{}
+	}
+	f.refused[path] = true
+	return false
 }
 
 // globalOptions are the flags every runtime-facing command shares.
@@ -200,9 +226,9 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globalOptions) {
 	pf.StringVar(&g.KubeletConfig, "kubelet-config", "",
 		"KubeletConfiguration YAML to take defaults from (default: "+defaultKubeletConfigPath+" when it exists, in live mode)")
 	pf.IntVar(&g.KubeletPID, "kubelet-pid", 0,
-		"the running kubelet whose command line to read settings from; -1 reads none (default: the only process named kubelet; with --from, none unless given)")
+		"the running kubelet whose command line to read settings from; -1 reads none (default: the only process named kubelet that runs as root from a root-owned executable no one else can write, since anyone can name a process kubelet; with --from, none unless given). Files its flags name are read only when they and every directory above them are root's alone")
 	pf.StringVar(&g.Kubeconfig, "kubeconfig", "",
-		"kubeconfig for the pod source, which asks the API server which pods were deleted (default: the kubelet's --kubeconfig, then "+defaultKubeletKubeconfig+", then the in-cluster config)")
+		"kubeconfig for the pod source, which asks the API server which pods were deleted; used as given (default: the kubelet's --kubeconfig, then "+defaultKubeletKubeconfig+", then the in-cluster config; a default is used only when it, and the certificates, token file and exec plugin it names, are root's alone, since nodegc, as root, would run the exec plugin a kubeconfig names)")
 	pf.StringVar(&g.NodeName, "node-name", "",
 		"the node whose pods the pod source watches (default: the kubelet's --hostname-override, else the hostname, lower-cased, as the kubelet names its node)")
 	pf.StringVar(&g.PodSource, "pod-source", podSourceAuto,
@@ -240,7 +266,7 @@ func loadConfig(f *factory, g *globalOptions, live bool) (*kubeletConfig, error)
 			root = defaultProcRoot
 		}
 		var err error
-		if proc, err = findKubelet(root, g.KubeletPID); err != nil {
+		if proc, err = findKubelet(root, g.KubeletPID, f.warnf); err != nil {
 			return nil, err
 		}
 	}
@@ -259,7 +285,10 @@ func loadConfig(f *factory, g *globalOptions, live bool) (*kubeletConfig, error)
 }
 
 // loadConfigFile reads the kubelet config file loadConfig chose; nil means
-// none.
+// none. The operator's --kubelet-config is read as given; the kubelet's
+// --config and the default path are read only when f.trusted accepts them,
+// and the podLogsDir they name is used only when it is trusted too (else
+// the default applies).
 func loadConfigFile(f *factory, g *globalOptions, live bool, proc *kubeletProcess) (*kubeletConfig, error) {
 	if g.KubeletConfig != "" {
 		cfg, err := loadKubeletConfig(g.KubeletConfig)
@@ -269,16 +298,24 @@ func loadConfigFile(f *factory, g *globalOptions, live bool, proc *kubeletProces
 		return cfg, nil
 	}
 	path, fromProc := proc.flag(kubeletFlagConfig)
+	what := "the kubelet config"
 	switch {
 	case fromProc && path != "":
+		what = "the --" + kubeletFlagConfig + " of the " + proc.source()
 	case !live || f.DefaultKubeletConfig == "":
 		return nil, nil
 	default:
 		path = f.DefaultKubeletConfig
 	}
+	if !f.trusted(what, path) {
+		return nil, nil
+	}
 	cfg, err := loadKubeletConfig(path)
 	switch {
 	case err == nil:
+		if cfg.PodLogsDir != "" && !f.trusted("the podLogsDir of "+path, cfg.PodLogsDir) {
+			cfg.PodLogsDir = ""
+		}
 		return cfg, nil
 	case errors.Is(err, fs.ErrNotExist) && !fromProc:
 		return nil, nil

@@ -3,14 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/safefile"
 )
 
 // snapshotOptions are nodegc snapshot's flags and dependencies.
@@ -38,7 +38,11 @@ containers, the pod source and the log files.
 
 "nodegc plan --from FILE" plans from it, on this node or another machine, so a
 plan can be reviewed, attached to a ticket, or replayed under another policy.
-Written to a file, the document replaces the file atomically.`,
+Written to a regular file (or a new name), the document replaces it
+atomically, so a reader never sees half of it. A device or a FIFO is written
+in place (-o /dev/null discards the document; a FIFO's reader must already
+be running); a symlink is refused, never replaced or followed: name the file
+it points to, or - for stdout.`,
 		Example: `  # Save this node's state
   sudo nodegc snapshot -o snap.json
 
@@ -53,7 +57,7 @@ Written to a file, the document replaces the file atomically.`,
 			return runSnapshot(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "file to write (default: stdout)")
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "file to write, replaced atomically; a device or FIFO is written in place, a symlink refused (default: stdout)")
 	cmd.Flags().StringVar(&opts.PodLogsDir, flagPodLogsDir, engine.DefaultPodLogsDir, "the kubelet's podLogsDir, scanned for pod log directories")
 	return cmd
 }
@@ -61,6 +65,12 @@ Written to a file, the document replaces the file atomically.`,
 // runSnapshot takes a snapshot and writes it.
 func runSnapshot(ctx context.Context, opts *snapshotOptions) error {
 	f := opts.IO
+	toStdout := opts.Output == "" || opts.Output == "-"
+	if !toStdout {
+		if err := safefile.Check(opts.Output); err != nil {
+			return outputError(opts.Output, err)
+		}
+	}
 	cfg, err := loadConfig(f, opts.Global, true)
 	if err != nil {
 		return err
@@ -83,7 +93,6 @@ func runSnapshot(ctx context.Context, opts *snapshotOptions) error {
 		return fmt.Errorf("snapshot %s: %w", conn.Endpoint, err)
 	}
 	s = withEmptyLists(s)
-	toStdout := opts.Output == "" || opts.Output == "-"
 	var b bytes.Buffer
 	if err := writeJSON(&b, s, toStdout && f.OutIsTerminal()); err != nil {
 		return fmt.Errorf("encode snapshot: %w", err)
@@ -92,10 +101,19 @@ func runSnapshot(ctx context.Context, opts *snapshotOptions) error {
 		_, err := f.Out.Write(b.Bytes())
 		return err
 	}
-	if err := writeFileAtomic(opts.Output, b.Bytes(), 0o644); err != nil {
-		return &fileError{Path: opts.Output, Err: ioCause(err)}
+	if err := safefile.Write(opts.Output, b.Bytes(), 0o644); err != nil {
+		return outputError(opts.Output, err)
 	}
 	return nil
+}
+
+// outputError is the error for an -o file that cannot be written: a
+// symlink or a directory is bad input (exit 2), refused before any work.
+func outputError(path string, err error) error {
+	if errors.Is(err, safefile.ErrSymlink) {
+		return usageErrorf("--output: %s %v, or - for stdout", path, safefile.ErrSymlink)
+	}
+	return &fileError{Path: path, Err: ioCause(err)}
 }
 
 // withEmptyLists returns s with every nil list of the NodeSnapshot
@@ -134,30 +152,4 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-// writeFileAtomic writes data to a temporary file beside path, syncs it
-// and renames it over path, so a reader never sees half a document.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename this fails harmlessly
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

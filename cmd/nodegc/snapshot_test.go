@@ -2,8 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/simnode"
@@ -100,4 +105,83 @@ func TestWithEmptyLists(t *testing.T) {
 			t.Errorf("the input was modified: %+v %+v", in.Images[0], *in.Logs)
 		}
 	})
+}
+
+// TestSnapshotOutput checks that -o writes to what the operator named: a
+// symlink is refused before the runtime is asked (exit 2), a device is
+// written in place, a regular file is replaced.
+func TestSnapshotOutput(t *testing.T) {
+	tests := []struct {
+		name string
+		// make creates what -o names and returns it.
+		make     func(t *testing.T, dir string) string
+		wantCode int
+		// wantType is the file type -o names afterwards.
+		wantType fs.FileMode
+		// wantErr is in the one stderr line, for a refusal.
+		wantErr string
+	}{
+		{
+			name:     "a regular file is replaced by the document",
+			make:     func(t *testing.T, dir string) string { return writeFile(t, "old.json", "old") },
+			wantType: 0,
+		},
+		{
+			name: "a symlink is refused with exit 2, before the runtime is asked, and left as it is",
+			make: func(t *testing.T, dir string) string {
+				p := filepath.Join(dir, "link.json")
+				if err := os.WriteFile(filepath.Join(dir, "target.json"), []byte("keep"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink("target.json", p); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			},
+			wantCode: 2,
+			wantType: fs.ModeSymlink,
+			wantErr:  "is a symlink; nodegc neither replaces nor follows it: name the file it points to, or - for stdout",
+		},
+		{
+			name: "a character device (a null device made here) is written in place, not replaced",
+			make: func(t *testing.T, dir string) string {
+				p := filepath.Join(dir, "null")
+				if err := unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+					t.Skipf("mknod needs root: %v", err)
+				}
+				return p
+			},
+			wantType: fs.ModeDevice | fs.ModeCharDevice,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.make(t, t.TempDir())
+			_, ep := startSimnode(t, simnode.Options{Seed: 1})
+			if tt.wantCode != 0 {
+				ep = "unix:///nonexistent/nodegc.sock" // refused before it is dialled
+			}
+			c := newCLI("")
+			code := c.run("snapshot", "-o", path, "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--kubelet-pid", "-1", "--pod-source", "off")
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d: %s", code, tt.wantCode, c.err.String())
+			}
+			if lines := c.stderrLines(); tt.wantErr != "" && (len(lines) != 1 || !strings.Contains(lines[0], tt.wantErr)) {
+				t.Errorf("stderr %q, want one line with %q", lines, tt.wantErr)
+			}
+			fi, err := os.Lstat(path)
+			if err != nil || fi.Mode().Type() != tt.wantType {
+				t.Fatalf("afterwards %s: %v, %v; want type %v", path, fi, err, tt.wantType)
+			}
+			if tt.wantType == 0 {
+				var doc snapshotDoc
+				if b, _ := os.ReadFile(path); json.Unmarshal(b, &doc) != nil {
+					t.Errorf("%s holds no snapshot: %q", path, b)
+				}
+			}
+			if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "target.json")); err == nil && string(b) != "keep" {
+				t.Errorf("the symlink's target was written: %q", b)
+			}
+		})
+	}
 }

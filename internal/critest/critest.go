@@ -62,6 +62,16 @@ func (s *Sandboxes) PodSandboxStatus(_ context.Context, r *runtimeapi.PodSandbox
 // ends, and returns its endpoint.
 func Serve(t testing.TB, srv runtimeapi.RuntimeServiceServer) string {
 	t.Helper()
+	g := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(g, srv)
+	return ServeGRPC(t, g)
+}
+
+// ServeGRPC serves g on a unix socket in a short temp dir until the test
+// ends, and returns its endpoint: Serve for a server built with options
+// of its own (a proxy's codec and unknown-service handler).
+func ServeGRPC(t testing.TB, g *grpc.Server) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "critest-")
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +82,6 @@ func Serve(t testing.TB, srv runtimeapi.RuntimeServiceServer) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer()
-	runtimeapi.RegisterRuntimeServiceServer(g, srv)
 	go g.Serve(l)
 	t.Cleanup(g.Stop)
 	return "unix://" + sock

@@ -470,7 +470,12 @@ func nodegc(t *testing.T, args ...string) run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
+	return finish(ctx, exec.CommandContext(ctx, binary(t), args...))
+}
+
+// finish runs cmd, made with ctx, to its end and returns how it ended:
+// hung is set when ctx had to end it.
+func finish(ctx context.Context, cmd *exec.Cmd) run {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
