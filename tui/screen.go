@@ -196,7 +196,13 @@ func (m Model) Screen() string {
 		status = st.Faint.Render(m.eventsStatus)
 	}
 	helpView := m.fullHelpView()
-	if !m.help.ShowAll {
+	switch {
+	case m.capturing():
+		// Every key goes to the filter, q and ? too: the footer shows
+		// only the keys that work.
+		k := m.keys
+		helpView = ansi.Truncate(st.Faint.Render("typing a filter: ")+m.help.ShortHelpView([]key.Binding{k.FilterDone, k.ClearFilter, k.FilterBackspace, k.FilterErase}), m.width, "…")
+	case !m.help.ShowAll:
 		// The help and quit keys always show; the rest fit before them.
 		sb := m.ShortHelp()
 		tail := m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})

@@ -129,3 +129,19 @@ func TestImagesFilterMatchesFullReference(t *testing.T) {
 		t.Errorf("filter docker.io/library/redis:\n%s\nwant 1/10 match, redis:7.2", s)
 	}
 }
+
+// Issue 23 item 29: while a filter is typed, the footer shows the
+// filter's keys, not the global ones (q and ? go to the filter).
+func TestFooterWhileTypingAFilter(t *testing.T) {
+	m := press(longNamesModel(t, 120, 30), "2", "/")
+	lines := strings.Split(screen(m), "\n")
+	foot := lines[len(lines)-1]
+	for _, want := range []string{"enter keep filter", "esc clear filter", "backspace delete", "ctrl+u erase filter"} {
+		if !strings.Contains(foot, want) {
+			t.Errorf("footer %q lacks %q", foot, want)
+		}
+	}
+	if strings.Contains(foot, "q quit") {
+		t.Errorf("footer %q offers q quit while q types into the filter", foot)
+	}
+}
