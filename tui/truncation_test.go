@@ -145,3 +145,21 @@ func TestFooterWhileTypingAFilter(t *testing.T) {
 		t.Errorf("footer %q offers q quit while q types into the filter", foot)
 	}
 }
+
+// Issue 23 item 31: with periodic passes on, the first frame says, before
+// the first pass, when they start deleting and which key pauses them.
+func TestFirstFrameSaysWhenDeletingStarts(t *testing.T) {
+	c := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
+	c.status.Passes = 0
+	now := fixedNow
+	m := send(New(fixtureOptions(c, &now)), windowSize(120, 30)) // no snapshot yet
+	line := lineWith(screen(m), "will delete")
+	for _, want := range []string{"container GC in 40s", "image GC in 3m10s", "p pauses"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("first frame's warning %q lacks %q:\n%s", line, want, screen(m))
+		}
+	}
+	if s := screen(press(m, "p")); strings.Contains(s, "will delete") {
+		t.Errorf("paused, the dashboard still warns of deletion:\n%s", s)
+	}
+}
