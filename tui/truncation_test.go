@@ -163,3 +163,19 @@ func TestFirstFrameSaysWhenDeletingStarts(t *testing.T) {
 		t.Errorf("paused, the dashboard still warns of deletion:\n%s", s)
 	}
 }
+
+// Issue 23 item 14: a root filesystem whose used/capacity (df) differs
+// from the kubelet's percent (capacity − available) says which the gauge
+// shows.
+func TestFilesystemPercentIsLabelled(t *testing.T) {
+	snap := fixtureSnapshot()
+	snap.RootFs.CapacityBytes, snap.RootFs.UsedBytes, snap.RootFs.AvailableBytes = 252*gib, 17*gib+512*mib, 73*gib+614*mib
+	c := newFakeController(snap, engine.DefaultPolicy())
+	now := fixedNow
+	o := fixtureOptions(c, &now)
+	o.Snapshot = func(context.Context) (engine.Snapshot, error) { return snap, nil }
+	s := screen(refreshNow(t, send(New(o), windowSize(220, 50))))
+	if !strings.Contains(s, "71%") || !strings.Contains(s, "gauge 71% = capacity − available") || !strings.Contains(s, "df used/capacity 6%") {
+		t.Errorf("Overview:\n%s\nwant the 71%% gauge labelled as capacity − available beside df's 6%%", s)
+	}
+}

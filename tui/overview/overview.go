@@ -286,7 +286,24 @@ func reserveWord(st style.Styles, ok bool, thresholdMiB int64) string {
 	return st.Bad.Render(fmt.Sprintf("BELOW %d MiB", thresholdMiB))
 }
 
+// fsLine is a filesystem's sizes. When df's used/capacity differs from
+// the gauge's percent (capacity − available, the kubelet's usage: blocks
+// reserved for root, or used outside the runtime, count as used), a
+// second line says which is which.
 func fsLine(lbl func(string) string, fs engine.FsStats) string {
+	s := fsSizes(lbl, fs)
+	if fs.CapacityBytes <= 0 {
+		return s
+	}
+	df := int(fs.UsedBytes * 100 / fs.CapacityBytes)
+	if u := usage(fs); u-df > 1 || df-u > 1 {
+		s += "\n" + lbl(fmt.Sprintf("gauge %d%% = capacity − available (kubelet) · df used/capacity %d%% · %s reserved or not counted",
+			u, df, format.Bytes(fs.CapacityBytes-fs.AvailableBytes-fs.UsedBytes)))
+	}
+	return s
+}
+
+func fsSizes(lbl func(string) string, fs engine.FsStats) string {
 	s := fmt.Sprintf("%s %s  %s %s  %s %s", lbl("capacity"), format.Bytes(fs.CapacityBytes), lbl("used"), format.Bytes(fs.UsedBytes),
 		lbl("available"), format.Bytes(fs.AvailableBytes))
 	if fs.Inodes > 0 {
