@@ -27,6 +27,32 @@ type planView struct {
 	// it (the tail, the detail column, gives way) instead of wrapping.
 	// Piped output keeps its full width.
 	Width int
+	// RemovalsOnly lists only the images and containers the plan removes,
+	// and counts the kept ones by reason: gc on a terminal, whose prompt
+	// must not scroll 2,000 kept rows past the removals.
+	RemovalsOnly bool
+}
+
+// keptSummary counts the kept rows by reason: "kept: 1990 (not-needed
+// 1980, in-use 10)", in order of first appearance.
+func keptSummary(reasons []string) string {
+	if len(reasons) == 0 {
+		return "kept: none"
+	}
+	n := map[string]int{}
+	var order []string
+	for _, r := range reasons {
+		r = cmp.Or(r, "-")
+		if n[r] == 0 {
+			order = append(order, r)
+		}
+		n[r]++
+	}
+	parts := make([]string, len(order))
+	for i, r := range order {
+		parts[i] = fmt.Sprintf("%s %d", r, n[r])
+	}
+	return fmt.Sprintf("kept: %d (%s); nodegc plan lists them", len(reasons), strings.Join(parts, ", "))
 }
 
 // gaugeWidth is the number of cells in the image filesystem gauge; one
