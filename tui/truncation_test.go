@@ -179,3 +179,19 @@ func TestFilesystemPercentIsLabelled(t *testing.T) {
 		t.Errorf("Overview:\n%s\nwant the 71%% gauge labelled as capacity − available beside df's 6%%", s)
 	}
 }
+
+// Issue 23 item 15: a node without image records says on the dashboard
+// that every image counts as first seen now, and when the first become
+// eligible.
+func TestNoRecordsSaysFirstSeenNow(t *testing.T) {
+	snap := fixtureSnapshot()
+	snap.ImageRecords = nil
+	c := newFakeController(snap, engine.DefaultPolicy())
+	now := fixedNow
+	o := fixtureOptions(c, &now)
+	o.Snapshot = func(context.Context) (engine.Snapshot, error) { return snap, nil }
+	s := screen(refreshNow(t, send(New(o), windowSize(160, 40))))
+	if !strings.Contains(s, "every image counts as first seen at 12:00:00; none goes before 12:02:00 (in 2m0s)") {
+		t.Errorf("Overview:\n%s\nwant every image first seen at 12:00:00, eligible in 2m0s", s)
+	}
+}

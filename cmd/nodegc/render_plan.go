@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/firstseen"
 	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/internal/texttable"
 )
@@ -153,6 +154,11 @@ func renderHeader(b *bytes.Buffer, v planView) {
 		return
 	}
 	high, low := p.Policy.Image.HighThresholdPercent, p.Policy.Image.LowThresholdPercent
+	if since, eligible, ok := firstseen.Hold(s, p.Policy.Image.MinAge, p.EvaluatedAt); ok && includesImages(p.Pass) {
+		fmt.Fprintf(b, "Records:     no earlier record of these images: every one counts as first seen at %s,\n"+
+			"             so none is removed before %s (in %s, --minimum-image-ttl-duration %s)\n",
+			format.Time(since), format.Time(eligible), eligible.Sub(p.EvaluatedAt), p.Policy.Image.MinAge)
+	}
 	fmt.Fprintf(b, "Image fs:    %s  %s %d%% used  (low %d%% L, high %d%% H)\n",
 		mount, gauge(p.ImageGC.UsagePercent, low, high), p.ImageGC.UsagePercent, low, high)
 	fmt.Fprintf(b, "             %s available of %s\n", format.Bytes(fs.AvailableBytes), format.Bytes(fs.CapacityBytes))

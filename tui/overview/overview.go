@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/firstseen"
 	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
@@ -152,6 +153,10 @@ func (m Model) View() string {
 		add(st.Warn.Render(fmt.Sprintf("usage %d%% ≥ high %d%%: image GC frees %s to reach %d%%", u, pol.HighThresholdPercent, format.Bytes(g.BytesToFree), pol.LowThresholdPercent)))
 	default:
 		add(st.OK.Render(fmt.Sprintf("usage %d%% < high %d%%: no image GC needed", u, pol.HighThresholdPercent)))
+	}
+	if since, eligible, ok := firstseen.Hold(d.Snapshot, pol.MinAge, d.Now); ok {
+		add(st.Warn.Render(fmt.Sprintf("no earlier image records: every image counts as first seen at %s; none goes before %s (%s)",
+			since.Format(time.TimeOnly), eligible.Format(time.TimeOnly), format.In(eligible, d.Now))))
 	}
 	add("")
 	if r := d.Snapshot.RootFs; r != nil {
