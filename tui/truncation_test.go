@@ -22,9 +22,12 @@ func longNamesSnapshot() engine.Snapshot {
 }
 
 // longNamesModel is the dashboard over longNamesSnapshot at w×h.
-func longNamesModel(t *testing.T, w, h int) Model {
+func longNamesModel(t *testing.T, w, h int) Model { return modelOver(t, longNamesSnapshot(), w, h) }
+
+// modelOver is the dashboard over snap at w×h, after two refreshes two
+// seconds apart.
+func modelOver(t *testing.T, snap engine.Snapshot, w, h int) Model {
 	t.Helper()
-	snap := longNamesSnapshot()
 	c := newFakeController(snap, engine.DefaultPolicy())
 	now := fixedNow.Add(-2 * time.Second)
 	o := fixtureOptions(c, &now)
@@ -170,11 +173,7 @@ func TestFirstFrameSaysWhenDeletingStarts(t *testing.T) {
 func TestFilesystemPercentIsLabelled(t *testing.T) {
 	snap := fixtureSnapshot()
 	snap.RootFs.CapacityBytes, snap.RootFs.UsedBytes, snap.RootFs.AvailableBytes = 252*gib, 17*gib+512*mib, 73*gib+614*mib
-	c := newFakeController(snap, engine.DefaultPolicy())
-	now := fixedNow
-	o := fixtureOptions(c, &now)
-	o.Snapshot = func(context.Context) (engine.Snapshot, error) { return snap, nil }
-	s := screen(refreshNow(t, send(New(o), windowSize(220, 50))))
+	s := screen(modelOver(t, snap, 220, 50))
 	if !strings.Contains(s, "71%") || !strings.Contains(s, "gauge 71% = capacity − available") || !strings.Contains(s, "df used/capacity 6%") {
 		t.Errorf("Overview:\n%s\nwant the 71%% gauge labelled as capacity − available beside df's 6%%", s)
 	}
@@ -186,11 +185,7 @@ func TestFilesystemPercentIsLabelled(t *testing.T) {
 func TestNoRecordsSaysFirstSeenNow(t *testing.T) {
 	snap := fixtureSnapshot()
 	snap.ImageRecords = nil
-	c := newFakeController(snap, engine.DefaultPolicy())
-	now := fixedNow
-	o := fixtureOptions(c, &now)
-	o.Snapshot = func(context.Context) (engine.Snapshot, error) { return snap, nil }
-	s := screen(refreshNow(t, send(New(o), windowSize(160, 40))))
+	s := screen(modelOver(t, snap, 160, 40))
 	if !strings.Contains(s, "every image counts as first seen at 12:00:00; none goes before 12:02:00 (in 2m0s)") {
 		t.Errorf("Overview:\n%s\nwant every image first seen at 12:00:00, eligible in 2m0s", s)
 	}
