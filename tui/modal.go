@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/format"
+	"github.com/nodegc/nodegc/tui/internal/grid"
 	"github.com/nodegc/nodegc/tui/style"
 )
 
@@ -59,16 +60,35 @@ func passTitle(kind engine.PassKind, dryRun bool) string {
 	return "Run " + string(kind) + " pass"
 }
 
-// fit cuts s to at most n cells, marking the cut, so the columns after it
-// stay in place.
-func fit(s string, n int) string { return ansi.Truncate(s, n, "…") }
+// nameColumn is the width of a column of names on rows inner cells wide,
+// where the rest of the row takes rest cells and a reason: the names get
+// what the longest needs, less what the longest reason needs, and at
+// least 12. Reasons are never cut for padding beside a short name.
+func nameColumn(names, reasons []string, inner, rest int) int {
+	longest, reason := 0, 0
+	for _, n := range names {
+		longest = max(longest, ansi.StringWidth(n))
+	}
+	for _, r := range reasons {
+		reason = max(reason, ansi.StringWidth(r))
+	}
+	return max(min(longest, inner-rest-reason), 12)
+}
+
+// column maps a list of rows to one of their fields.
+func column[R any](rows []R, f func(R) string) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = f(r)
+	}
+	return out
+}
 
 // planLines lists every item of a plan with its size and reason, and the
 // totals (the last line), as the engine explains the plan over the
-// snapshot s (names, pods). Names get nameWidth columns (at least 40): a
-// wide terminal shows them whole.
-func planLines(s engine.Snapshot, p engine.Plan, nameWidth int) (lines []string, items int) {
-	nw := max(nameWidth, 40)
+// snapshot s (names, pods), for rows inner cells wide. Names get the room
+// the reasons leave, and are cut in the middle when they must be.
+func planLines(s engine.Snapshot, p engine.Plan, inner int) (lines []string, items int) {
 	g := p.ImageGC
 	if len(s.Images) == 0 {
 		// Before the first refresh: engine.ExplainImages panics on a
@@ -88,22 +108,28 @@ func planLines(s engine.Snapshot, p engine.Plan, nameWidth int) (lines []string,
 	}
 	if n := len(g.Remove); n > 0 {
 		lines = append(lines, fmt.Sprintf("IMAGES (%d, %s)", n, format.Bytes(g.BytesFreed)))
-		for _, r := range removals(x.Images, func(r engine.ImageRow) (engine.Action, int) { return r.Action, r.Step }) {
+		rows := removals(x.Images, func(r engine.ImageRow) (engine.Action, int) { return r.Action, r.Step })
+		nw := nameColumn(column(rows, func(r engine.ImageRow) string { return r.Name }), column(rows, func(r engine.ImageRow) string { return r.Reason }), inner, 20)
+		for _, r := range rows {
 			// The reason alone: its detail (the usage, the idle time) is
 			// on the Images pane, and would push the size off the row.
-			lines = append(lines, fmt.Sprintf("  %3d. %-*s %10s  %s", r.Step, nw, fit(r.Name, nw), format.Bytes(r.Image.SizeBytes), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %3d. %-*s %10s  %s", r.Step, nw, grid.Middle(r.Name, nw), format.Bytes(r.Image.SizeBytes), r.Reason))
 		}
 	}
 	if n := len(p.ContainerGC.Remove); n > 0 {
 		lines = append(lines, fmt.Sprintf("CONTAINERS (%d)", n))
-		for _, r := range removals(x.Containers, func(r engine.ContainerRow) (engine.Action, int) { return r.Action, r.Step }) {
-			lines = append(lines, fmt.Sprintf("  %-*s #%-3d %s  %s", nw+4, fit(r.Pod+"/"+r.Name, nw+4), r.Attempt, format.ShortID(r.ID), r.Reason))
+		rows := removals(x.Containers, func(r engine.ContainerRow) (engine.Action, int) { return r.Action, r.Step })
+		names := column(rows, func(r engine.ContainerRow) string { return r.Pod + "/" + r.Name })
+		nw := nameColumn(names, column(rows, func(r engine.ContainerRow) string { return r.Reason }), inner, 22)
+		for i, r := range rows {
+			lines = append(lines, fmt.Sprintf("  %-*s #%-3d %-12s  %s", nw, grid.Middle(names[i], nw), r.Attempt, format.ShortID(r.ID), r.Reason))
 		}
 	}
 	if n := len(x.Sandboxes); n > 0 {
 		lines = append(lines, fmt.Sprintf("SANDBOXES (%d)", n))
+		nw := nameColumn(column(x.Sandboxes, func(r engine.SandboxRow) string { return r.Pod }), column(x.Sandboxes, func(r engine.SandboxRow) string { return r.Reason }), inner, 17)
 		for _, r := range x.Sandboxes {
-			lines = append(lines, fmt.Sprintf("  %-*s %s  %s", nw+4, fit(r.Pod, nw+4), format.ShortID(r.ID), r.Reason))
+			lines = append(lines, fmt.Sprintf("  %-*s %-12s  %s", nw, grid.Middle(r.Pod, nw), format.ShortID(r.ID), r.Reason))
 		}
 	}
 	if n := len(x.Logs); n > 0 {
@@ -141,9 +167,9 @@ func removals[R any](rows []R, of func(R) (engine.Action, int)) []R {
 	return out
 }
 
-// previewNameWidth is the name column of the preview in a box for a
-// screen w wide: the rest of the row (number, size, reason) takes about 40.
-func previewNameWidth(w int) int { return boxWidth(w) - 4 - 40 }
+// previewWidth is the width of the preview's rows in a box for a screen w
+// wide (the box less its border and padding).
+func previewWidth(w int) int { return boxWidth(w) - 4 }
 
 // boxWidth is the modal's width on a screen w wide: all of it but a margin,
 // so a wide terminal shows whole names.
@@ -157,13 +183,43 @@ func (d *modal) body() []string {
 	return d.lines
 }
 
+// shown is the scrolling part as drawn in a box inner cells wide: a
+// detail line too long for it wraps under itself, never cut, so no value
+// of the details is lost beside blank cells; a preview row is a table row
+// sized to fit (planLines).
+func (d *modal) shown(inner int) []string {
+	body := d.body()
+	if d.kind != modalDetail {
+		return body
+	}
+	var out []string
+	for _, l := range body {
+		if ansi.StringWidth(l) <= inner {
+			out = append(out, l)
+			continue
+		}
+		indent := len(l) - len(strings.TrimLeft(l, " ")) + 2
+		pad := strings.Repeat(" ", indent)
+		for i, w := range strings.Split(ansi.Hardwrap(ansi.Wordwrap(strings.TrimLeft(l, " "), inner-indent, " "), inner-indent, true), "\n") {
+			if i == 0 {
+				w = l[:indent-2] + w
+			} else {
+				w = pad + w
+			}
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // height is how many scrolling lines the modal shows at the screen height
 // h, leaving room for the pinned TOTAL line.
-func (d *modal) height(h int) int { return max(min(len(d.body()), h-9), 1) }
+func (d *modal) height(h, inner int) int { return max(min(len(d.shown(inner)), h-9), 1) }
 
 // scroll moves the visible lines.
 func (d *modal) scroll(msg tea.KeyPressMsg, m Model) {
-	page := d.height(m.height) - 1
+	inner := previewWidth(m.width)
+	page := d.height(m.height, inner) - 1
 	switch {
 	case key.Matches(msg, m.keys.Up):
 		d.offset--
@@ -178,7 +234,7 @@ func (d *modal) scroll(msg tea.KeyPressMsg, m Model) {
 	case key.Matches(msg, m.keys.Bottom):
 		d.offset = len(d.lines)
 	}
-	d.offset = min(max(d.offset, 0), max(len(d.body())-d.height(m.height), 0))
+	d.offset = min(max(d.offset, 0), max(len(d.shown(inner))-d.height(m.height, inner), 0))
 }
 
 // render draws the modal box for a screen of w×h.
@@ -194,7 +250,7 @@ func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
 	case d.loading:
 		b = append(b, st.Faint.Render("planning…"), "", st.Label.Render("esc cancel"))
 	case d.kind == modalDetail:
-		body, n := d.body(), d.height(h)
+		body, n := d.shown(inner), d.height(h, inner)
 		start := min(d.offset, max(len(body)-n, 0))
 		end := min(start+n, len(body))
 		for _, l := range body[start:end] {
@@ -208,7 +264,7 @@ func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
 	case d.err != "":
 		b = append(b, st.Bad.Render("preview failed: "+d.err), "", st.Label.Render("esc/enter close"))
 	default:
-		body, n := d.body(), d.height(h)
+		body, n := d.shown(inner), d.height(h, inner)
 		start := min(d.offset, max(len(body)-n, 0))
 		end := min(start+n, len(body))
 		for _, l := range body[start:end] {

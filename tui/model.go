@@ -244,7 +244,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.resize()
 		if d := m.modal; d != nil && d.kind == modalPreview && !d.loading && d.err == "" {
 			dd := *d
-			dd.lines, dd.items = planLines(m.snap, dd.plan, previewNameWidth(m.width))
+			dd.lines, dd.items = planLines(m.snap, dd.plan, previewWidth(m.width))
 			m.modal = &dd
 		}
 		return m, nil
@@ -355,7 +355,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.modal.plan = msg.report.Plan
-		m.modal.lines, m.modal.items = planLines(m.snap, msg.report.Plan, previewNameWidth(m.width))
+		m.modal.lines, m.modal.items = planLines(m.snap, msg.report.Plan, previewWidth(m.width))
 		return m, nil
 	case appliedMsg:
 		m.busy, m.progress = "", nil

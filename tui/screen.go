@@ -194,9 +194,17 @@ func (m Model) Screen() string {
 		status = st.FlashError.Render(m.lastErr)
 	case m.eventsStatus != "":
 		status = st.Faint.Render(m.eventsStatus)
+	case m.firstRun() != "":
+		status = st.Warn.Render(m.firstRun())
 	}
 	helpView := m.fullHelpView()
-	if !m.help.ShowAll {
+	switch {
+	case m.capturing():
+		// Every key goes to the filter, q and ? too: the footer shows
+		// only the keys that work.
+		k := m.keys
+		helpView = ansi.Truncate(st.Faint.Render("typing a filter: ")+m.help.ShortHelpView([]key.Binding{k.FilterDone, k.ClearFilter, k.FilterBackspace, k.FilterErase}), m.width, "…")
+	case !m.help.ShowAll:
 		// The help and quit keys always show; the rest fit before them.
 		sb := m.ShortHelp()
 		tail := m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
@@ -210,6 +218,23 @@ func (m Model) Screen() string {
 		screen = overlay(screen, m.modal.render(st, m.width, m.height, m.o.ReadOnly), m.width, m.height)
 	}
 	return screen
+}
+
+// firstRun warns, until the first pass, that periodic passes will delete
+// and when, with the key that pauses them: a dashboard opened to look
+// starts deleting on its own. "" once a pass ran, or when none will.
+func (m Model) firstRun() string {
+	s := m.status
+	if m.o.Controller == nil || m.o.ReadOnly || s.ReadOnly || s.Paused || s.Running != "" || s.Passes > 0 || s.LastReport != nil {
+		return ""
+	}
+	now := m.o.Now()
+	when := fmt.Sprintf("container GC %s", format.In(s.NextContainerPass, now))
+	if !s.ImageGCDisabled {
+		when += fmt.Sprintf(", image GC %s", format.In(s.NextImagePass, now))
+	}
+	p := m.keys.Pause.Help().Key
+	return fmt.Sprintf("periodic passes are on and will delete: %s · %s pauses them · d previews", when, p)
 }
 
 // View renders the screen in the alternate screen.

@@ -156,6 +156,8 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 		return fmt.Errorf("snapshot %s: %w", conn.Endpoint, err)
 	}
 	view := planView{Snapshot: s, Plan: p, Settings: prov, EndpointSource: conn.Source}
+	// On a terminal the prompt follows the removals, not every kept row.
+	view.RemovalsOnly = f.OutIsTerminal != nil && f.OutIsTerminal()
 	if f.OutWidth != nil {
 		view.Width = f.OutWidth()
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/firstseen"
 	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/internal/texttable"
 )
@@ -27,6 +28,32 @@ type planView struct {
 	// it (the tail, the detail column, gives way) instead of wrapping.
 	// Piped output keeps its full width.
 	Width int
+	// RemovalsOnly lists only the images and containers the plan removes,
+	// and counts the kept ones by reason: gc on a terminal, whose prompt
+	// must not scroll 2,000 kept rows past the removals.
+	RemovalsOnly bool
+}
+
+// keptSummary counts the kept rows by reason: "kept: 1990 (not-needed
+// 1980, in-use 10)", in order of first appearance.
+func keptSummary(reasons []string) string {
+	if len(reasons) == 0 {
+		return "kept: none"
+	}
+	n := map[string]int{}
+	var order []string
+	for _, r := range reasons {
+		r = cmp.Or(r, "-")
+		if n[r] == 0 {
+			order = append(order, r)
+		}
+		n[r]++
+	}
+	parts := make([]string, len(order))
+	for i, r := range order {
+		parts[i] = fmt.Sprintf("%s %d", r, n[r])
+	}
+	return fmt.Sprintf("kept: %d (%s); nodegc plan lists them", len(reasons), strings.Join(parts, ", "))
 }
 
 // gaugeWidth is the number of cells in the image filesystem gauge; one
@@ -127,6 +154,11 @@ func renderHeader(b *bytes.Buffer, v planView) {
 		return
 	}
 	high, low := p.Policy.Image.HighThresholdPercent, p.Policy.Image.LowThresholdPercent
+	if since, eligible, ok := firstseen.Hold(s, p.Policy.Image.MinAge, p.EvaluatedAt); ok && includesImages(p.Pass) {
+		fmt.Fprintf(b, "Records:     no earlier record of these images: every one counts as first seen at %s,\n"+
+			"             so none is removed before %s (in %s, --minimum-image-ttl-duration %s)\n",
+			format.Time(since), format.Time(eligible), eligible.Sub(p.EvaluatedAt), p.Policy.Image.MinAge)
+	}
 	fmt.Fprintf(b, "Image fs:    %s  %s %d%% used  (low %d%% L, high %d%% H)\n",
 		mount, gauge(p.ImageGC.UsagePercent, low, high), p.ImageGC.UsagePercent, low, high)
 	fmt.Fprintf(b, "             %s available of %s\n", format.Bytes(fs.AvailableBytes), format.Bytes(fs.CapacityBytes))

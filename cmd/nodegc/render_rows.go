@@ -16,7 +16,16 @@ import (
 func renderImages(b *bytes.Buffer, v planView) {
 	rows, cut := engine.ExplainImages(v.Snapshot, v.Plan)
 	at := v.Plan.EvaluatedAt
-	fmt.Fprintf(b, "Images (%d, in eviction order: least recently used first):\n", len(rows))
+	if v.RemovalsOnly {
+		fmt.Fprintf(b, "Images (%d) to remove, in order (least recently used first), %s:\n", len(v.Plan.ImageGC.Remove), keptSummary(keptReasons(rows, func(r engine.ImageRow) (engine.Action, string) { return r.Action, r.Reason })))
+		rows = slices.DeleteFunc(rows, func(r engine.ImageRow) bool { return r.Action != engine.ActionRemove })
+		cut.Row = len(rows)
+		if len(rows) == 0 {
+			return
+		}
+	} else {
+		fmt.Fprintf(b, "Images (%d, in eviction order: least recently used first):\n", len(rows))
+	}
 	g := texttable.NewGrid(8, len(rows)+2)
 	for _, h := range []string{"  #", "IMAGE", "ID", "SIZE", "LAST USED", "FIRST SEEN", "STATUS", "DETAIL"} {
 		g.Cell(h)
@@ -78,6 +87,14 @@ func renderImages(b *bytes.Buffer, v planView) {
 func renderContainers(b *bytes.Buffer, v planView) {
 	rows := engine.ExplainContainers(v.Snapshot, v.Plan)
 	at := v.Plan.EvaluatedAt
+	if v.RemovalsOnly {
+		fmt.Fprintf(b, "Dead containers to remove (%d of %d dead), %s:\n", len(v.Plan.ContainerGC.Remove), len(rows),
+			keptSummary(keptReasons(rows, func(r engine.ContainerRow) (engine.Action, string) { return r.Action, r.Reason })))
+		rows = slices.DeleteFunc(rows, func(r engine.ContainerRow) bool { return r.Action != engine.ActionRemove })
+		if len(rows) == 0 {
+			return
+		}
+	}
 	finishedCol, pods := false, 0 // FINISHED only when the runtime gave exit details
 	for i, r := range rows {
 		finishedCol = finishedCol || r.FinishedAt != nil
@@ -85,7 +102,9 @@ func renderContainers(b *bytes.Buffer, v planView) {
 			pods++
 		}
 	}
-	fmt.Fprintf(b, "Dead containers (%d, %d to remove), by pod and container, newest first:\n", len(rows), len(v.Plan.ContainerGC.Remove))
+	if !v.RemovalsOnly {
+		fmt.Fprintf(b, "Dead containers (%d, %d to remove), by pod and container, newest first:\n", len(rows), len(v.Plan.ContainerGC.Remove))
+	}
 	if len(rows) == 0 {
 		fmt.Fprintln(b, "  none")
 		return
@@ -138,6 +157,17 @@ func renderContainers(b *bytes.Buffer, v planView) {
 		g.Cell(r.Detail)
 	}
 	g.WriteTo(b)
+}
+
+// keptReasons are the reasons of the rows the plan keeps.
+func keptReasons[R any](rows []R, of func(R) (engine.Action, string)) []string {
+	var out []string
+	for _, r := range rows {
+		if a, reason := of(r); a != engine.ActionRemove {
+			out = append(out, reason)
+		}
+	}
+	return out
 }
 
 // renderSandboxes prints the sandboxes the plan stops and removes.

@@ -192,8 +192,15 @@ func (m *Model) rebuild() {
 		slices.Reverse(groups)
 	}
 	// The sort arrow: pods by name on their column; the counts are in
-	// each pod's header, so their arrow marks the same column.
+	// each pod's header, so their arrow marks the same column, whose
+	// title says which count.
+	title := "POD / CONTAINER"
+	if m.sort != ByPod {
+		title = "POD BY " + strings.ToUpper(m.sort.String())
+	}
+	m.Grid.SetTitle(0, title)
 	m.SortArrow(0, m.sort != ByPod)
+	m.Order = m.sort.String()
 	var rows []grid.Row
 	matched, total := 0, 0
 	for _, g := range groups {
@@ -252,11 +259,7 @@ func (m Model) View() string {
 	if !m.loaded {
 		return m.Styles.Faint.Render("waiting for the first snapshot…")
 	}
-	order := m.sort.String()
-	if m.Reversed {
-		order += ", reversed"
-	}
-	parts := m.WithFilter([]string{m.Styles.Label.Render(ansi.Truncate(m.summary+" · sort: "+order, m.Width, "…"))})
+	parts := m.WithFilter([]string{m.Styles.Label.Render(ansi.Truncate(m.summary, m.Width, "…"))})
 	if len(m.Grid.Rows()) == 0 {
 		empty := "no dead containers"
 		if m.Filter.Active() {

@@ -69,13 +69,13 @@ type Model struct {
 
 var columns = []grid.Column{
 	{Title: "#", Width: 4, Right: true},
-	{Title: "IMAGE", Width: 4, Flex: true},
-	{Title: "ID", Width: 12, MinTable: 110},
+	{Title: "IMAGE", Width: 5, Flex: true, Middle: true},
+	{Title: "ID", Width: 12, MinTable: 140},
 	{Title: "SIZE", Width: 9, Right: true},
 	{Title: "LAST USED", Width: 9},
 	{Title: "FIRST SEEN", Width: 10, MinTable: 84},
 	{Title: "STATUS", Width: 18},
-	{Title: "DETAIL", Width: 6, Flex: true},
+	{Title: "DETAIL", Width: 5, Flex: true},
 }
 
 // New returns an empty pane.
@@ -180,6 +180,7 @@ func (m *Model) rebuild() {
 		})
 	}
 	m.SortArrow(sortColumn[m.sort], m.sort == BySize || m.sort == ByLastUsed)
+	m.Order = m.sort.String()
 	if m.Reversed {
 		items = slices.Clone(items)
 		slices.Reverse(items)
@@ -192,7 +193,7 @@ func (m *Model) rebuild() {
 	cutRow := grid.Row{Cells: []string{m.cut.Text}, Kind: grid.Cut, Key: "cut"}
 	for _, it := range items {
 		id := it.row.Image.ID
-		if !m.Filter.Match(it.name) && !m.Filter.Match(id) && !m.Filter.Match(it.status) && !m.Filter.Match(it.row.Detail) {
+		if !m.matches(it) {
 			continue
 		}
 		if !cutDone && it.row.Rank > m.cut.Row {
@@ -207,6 +208,17 @@ func (m *Model) rebuild() {
 	}
 	m.Matched, m.Total = matched, len(m.items)
 	m.Grid.SetRows(rows)
+}
+
+// matches reports whether the filter matches the image: its name as shown,
+// and every full reference (docker.io/library/redis:7.2 where the column
+// shows redis:7.2), ID, status or detail.
+func (m *Model) matches(it item) bool {
+	if m.Filter.Match(it.name) || m.Filter.Match(it.row.Name) || m.Filter.Match(it.row.Image.ID) ||
+		m.Filter.Match(it.status) || m.Filter.Match(it.row.Detail) {
+		return true
+	}
+	return slices.ContainsFunc(it.row.Image.RepoTags, m.Filter.Match) || slices.ContainsFunc(it.row.Image.RepoDigests, m.Filter.Match)
 }
 
 // sortColumn is the column each order sorts by.
@@ -243,11 +255,7 @@ func (m Model) View() string {
 	if !m.loaded {
 		return m.Styles.Faint.Render("waiting for the first snapshot…")
 	}
-	order := m.sort.String()
-	if m.Reversed {
-		order += ", reversed"
-	}
-	head := m.Styles.Label.Render(ansi.Truncate(m.summary+" · sort: "+order, m.Width, "…"))
+	head := m.Styles.Label.Render(ansi.Truncate(m.summary, m.Width, "…"))
 	parts := m.WithFilter([]string{head})
 	parts = append(parts, m.Grid.View())
 	return lipgloss.JoinVertical(lipgloss.Left, parts...)

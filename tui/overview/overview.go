@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/firstseen"
 	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
@@ -153,6 +154,10 @@ func (m Model) View() string {
 	default:
 		add(st.OK.Render(fmt.Sprintf("usage %d%% < high %d%%: no image GC needed", u, pol.HighThresholdPercent)))
 	}
+	if since, eligible, ok := firstseen.Hold(d.Snapshot, pol.MinAge, d.Now); ok {
+		add(st.Warn.Render(fmt.Sprintf("no earlier image records: every image counts as first seen at %s; none goes before %s (%s)",
+			since.Format(time.TimeOnly), eligible.Format(time.TimeOnly), format.In(eligible, d.Now))))
+	}
 	add("")
 	if r := d.Snapshot.RootFs; r != nil {
 		add(st.Header.Render("ROOT FILESYSTEM")+"  "+lbl(r.Mountpoint),
@@ -286,7 +291,24 @@ func reserveWord(st style.Styles, ok bool, thresholdMiB int64) string {
 	return st.Bad.Render(fmt.Sprintf("BELOW %d MiB", thresholdMiB))
 }
 
+// fsLine is a filesystem's sizes. When df's used/capacity differs from
+// the gauge's percent (capacity − available, the kubelet's usage: blocks
+// reserved for root, or used outside the runtime, count as used), a
+// second line says which is which.
 func fsLine(lbl func(string) string, fs engine.FsStats) string {
+	s := fsSizes(lbl, fs)
+	if fs.CapacityBytes <= 0 {
+		return s
+	}
+	df := int(fs.UsedBytes * 100 / fs.CapacityBytes)
+	if u := usage(fs); u-df > 1 || df-u > 1 {
+		s += "\n" + lbl(fmt.Sprintf("gauge %d%% = capacity − available (kubelet) · df used/capacity %d%% · %s reserved or not counted",
+			u, df, format.Bytes(fs.CapacityBytes-fs.AvailableBytes-fs.UsedBytes)))
+	}
+	return s
+}
+
+func fsSizes(lbl func(string) string, fs engine.FsStats) string {
 	s := fmt.Sprintf("%s %s  %s %s  %s %s", lbl("capacity"), format.Bytes(fs.CapacityBytes), lbl("used"), format.Bytes(fs.UsedBytes),
 		lbl("available"), format.Bytes(fs.AvailableBytes))
 	if fs.Inodes > 0 {

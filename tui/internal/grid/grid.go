@@ -7,6 +7,7 @@ package grid
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -44,6 +45,9 @@ type Column struct {
 	Width int
 	Flex  bool
 	Right bool
+	// Middle cuts a value too long for the column in its middle, not at
+	// its end: a reference keeps its registry and its name and tag.
+	Middle bool
 	// MinTable hides the column when the table is narrower.
 	MinTable int
 }
@@ -118,6 +122,7 @@ func (m *Model) SetSize(w, h int) {
 func (m *Model) SetRows(rows []Row) {
 	if !m.moved {
 		m.rows, m.cursor, m.offset = rows, 0, 0
+		m.layout()
 		m.clamp()
 		return
 	}
@@ -126,6 +131,7 @@ func (m *Model) SetRows(rows []Row) {
 		key = m.rows[m.cursor].Key
 	}
 	m.rows = rows
+	m.layout()
 	if key != "" {
 		for i := range rows {
 			if rows[i].Key == key {
@@ -138,9 +144,22 @@ func (m *Model) SetRows(rows []Row) {
 	m.clamp()
 }
 
+// SetTitle renames column col: a header that says what the rows are
+// sorted by when the arrow alone cannot.
+func (m *Model) SetTitle(col int, title string) {
+	if col >= 0 && col < len(m.cols) && m.cols[col].Title != title {
+		m.cols = slices.Clone(m.cols)
+		m.cols[col].Title = title
+		m.layout()
+	}
+}
+
 // SetSort marks column col (-1: none) as the sort column, with an arrow:
 // ▼ when desc, else ▲.
-func (m *Model) SetSort(col int, desc bool) { m.sortCol, m.desc = col, desc }
+func (m *Model) SetSort(col int, desc bool) {
+	m.sortCol, m.desc = col, desc
+	m.layout()
+}
 
 // Position says which rows are on screen: "41-60 of 340", or "0 rows".
 func (m Model) Position() string {
@@ -235,40 +254,108 @@ func (m *Model) clamp() {
 	m.offset = min(max(m.offset, 0), max(len(m.rows)-h, 0))
 }
 
-// layout gives every column its width: fixed columns as declared, flexible
-// ones a share of the rest in proportion to their declared Width, with one
-// space between columns. Columns whose MinTable exceeds the width get 0.
+// layout gives every column its width, with one space between columns.
+// A fixed column gets its declared width, and at least its title (with the
+// sort arrow on the sort column: an arrow never costs a header its name). Flexible columns
+// share what is left (see share). Columns whose MinTable exceeds the width
+// get 0.
 func (m *Model) layout() {
 	m.widths = make([]int, len(m.cols))
-	fixed, weight, shown := 0, 0, 0
+	fixed, shown := 0, 0
+	var flex []int
 	for i, c := range m.cols {
 		if c.MinTable > m.inner() {
 			continue
 		}
 		shown++
 		if c.Flex {
-			weight += max(c.Width, 1)
+			flex = append(flex, i)
 			continue
 		}
-		m.widths[i] = c.Width
-		fixed += c.Width
+		m.widths[i] = max(c.Width, m.titleWidth(i))
+		fixed += m.widths[i]
 	}
 	fixed += max(shown-1, 0)
-	rest := max(m.inner()-fixed, 0)
-	left := rest
-	for i, c := range m.cols {
-		if !c.Flex || c.MinTable > m.inner() {
+	m.share(flex, max(m.inner()-fixed, 0))
+}
+
+// titleWidth is the room column i's header needs: its title, and the
+// sort arrow on the sort column.
+func (m *Model) titleWidth(i int) int {
+	w := ansi.StringWidth(m.cols[i].Title)
+	if i == m.sortCol {
+		w++
+	}
+	return w
+}
+
+// share gives the flexible columns cols the rest of the row. Each wants
+// its widest cell (and its title with an arrow); a column that wants less
+// than its share (in proportion to its declared Width) gets what it wants,
+// and the others split what it leaves, so a value is cut only when every
+// flexible column is full. What nobody wants goes to the last column.
+func (m *Model) share(cols []int, rest int) {
+	if len(cols) == 0 {
+		return
+	}
+	want := make(map[int]int, len(cols))
+	for _, i := range cols {
+		want[i] = m.titleWidth(i)
+	}
+	for _, r := range m.rows {
+		if r.Span || r.Kind == Cut {
 			continue
 		}
-		w := max(c.Width, 1)
-		share := rest * w / weight
-		weight -= w
-		if weight == 0 {
-			share = left
+		for _, i := range cols {
+			if i < len(r.Cells) {
+				want[i] = max(want[i], cellWidth(r.Cells[i]))
+			}
 		}
-		left -= share
-		m.widths[i] = max(share, 1)
 	}
+	open := cols
+	for len(open) > 0 {
+		weight := 0
+		for _, i := range open {
+			weight += max(m.cols[i].Width, 1)
+		}
+		var still []int
+		left := rest
+		for _, i := range open {
+			if want[i]*weight <= rest*max(m.cols[i].Width, 1) {
+				m.widths[i] = want[i]
+				left -= want[i]
+				continue
+			}
+			still = append(still, i)
+		}
+		if len(still) == len(open) {
+			// Every column wants more than its share: split by weight.
+			for n, i := range open {
+				w := max(m.cols[i].Width, 1)
+				s := rest * w / weight
+				weight -= w
+				if n == len(open)-1 {
+					s = rest
+				}
+				rest -= s
+				m.widths[i] = max(s, 1)
+			}
+			return
+		}
+		open, rest = still, left
+	}
+	m.widths[cols[len(cols)-1]] += max(rest, 0)
+}
+
+// cellWidth is the width of a cell, fast for plain ASCII (most cells):
+// share measures every cell of every row on each refresh.
+func cellWidth(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 || s[i] < 0x20 {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
 }
 
 // View renders the header and the rows that fit, and nothing else: the
@@ -332,6 +419,9 @@ func (m Model) line(cells []string) string {
 		if i < len(cells) {
 			c = cells[i]
 		}
+		if m.cols[i].Middle {
+			c = Middle(c, w)
+		}
 		b.WriteString(fit(c, w, m.cols[i].Right))
 	}
 	return fit(b.String(), m.inner(), false)
@@ -352,6 +442,24 @@ func fit(s string, w int, right bool) string {
 		return pad + s
 	}
 	return s + pad
+}
+
+// Middle cuts s to w cells in its middle, marked with …, keeping its
+// start and its end: a reference keeps its registry and as much of its
+// last part (name and tag) as fits.
+func Middle(s string, w int) string {
+	if cellWidth(s) <= w || w < 5 {
+		return s
+	}
+	r := []rune(s)
+	tail := (w - 1) * 2 / 3
+	if i := strings.LastIndex(s, "/"); i >= 0 {
+		if last := len([]rune(s[i+1:])); last <= w-4 {
+			tail = max(tail, last) // name:tag whole, and 3 cells of the start
+		}
+	}
+	head := w - 1 - tail
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
 
 func cutLine(label string, w int) string {

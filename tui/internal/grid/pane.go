@@ -34,6 +34,9 @@ type Pane struct {
 	// Matched and Total are the items the filter lets through and all of
 	// them, for the info line.
 	Matched, Total int
+	// Order names the sort order for the info line ("" for a pane with
+	// one order): a summary too long for the row cannot cut it off.
+	Order string
 }
 
 // NewPane returns a pane with an empty table of the columns, chrome lines
@@ -102,6 +105,13 @@ func (p *Pane) HandleKey(k tea.KeyPressMsg, rebuild, sort func(), own func(tea.K
 func (p Pane) Info() string {
 	left := p.Filter.View(p.Styles.Label)
 	right := p.Grid.Position()
+	if p.Order != "" {
+		order := p.Order
+		if p.Reversed {
+			order += ", reversed"
+		}
+		right = "sort: " + order + " · " + right
+	}
 	if p.Filter.Active() {
 		right = fmt.Sprintf("%d/%d match · %s", p.Matched, p.Total, right)
 	}

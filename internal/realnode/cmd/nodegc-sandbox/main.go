@@ -117,7 +117,7 @@ func alive(s state) bool {
 func up(o options, out, errOut io.Writer) error {
 	if s, err := readState(o.dir); err == nil && alive(s) {
 		fmt.Fprintf(out, "nodegc sandbox is already up (containerd pid %d).\n", s.ContainerdPID)
-		printEndpoint(out, s)
+		printCommand(out, o.dir, s)
 		return nil
 	}
 	if _, err := os.Stat(o.dir); err == nil {
@@ -153,15 +153,22 @@ func up(o options, out, errOut io.Writer) error {
 	for _, w := range s.Workload {
 		fmt.Fprintln(out, "  "+w)
 	}
-	printEndpoint(out, s)
+	printCommand(out, o.dir, s)
 	return nil
 }
 
-func printEndpoint(out io.Writer, s state) {
+// printCommand prints the whole nodegc command that stays inside the
+// sandbox: its socket, its own state dir and pod logs dir, no kubelet
+// config or process of the host (their policy and paths), and no pod
+// source (the host's API server knows nothing of the sandbox's pods).
+// A user who copies only --runtime-endpoint would garbage-collect the
+// host's /var/log/pods and write /var/lib/nodegc.
+func printCommand(out io.Writer, dir string, s state) {
 	fmt.Fprintf(out, "Pod logs are under %s; the image filesystem is %s.\n", s.PodLogsDir, s.ImageFs)
-	fmt.Fprintln(out, "Run nodegc against it with:")
-	fmt.Fprintf(out, "  --runtime-endpoint %s\n", s.Endpoint)
-	fmt.Fprintln(out, "Stop it with: make sandbox-down")
+	fmt.Fprintln(out, "Run nodegc against it (and nothing of the host) with:")
+	fmt.Fprintf(out, "  sudo ./bin/nodegc --runtime-endpoint %s --state-dir %s --pod-logs-dir %s --kubelet-config /dev/null --kubelet-pid -1 --pod-source off\n",
+		s.Endpoint, filepath.Join(dir, "nodegc-state"), s.PodLogsDir)
+	fmt.Fprintln(out, "(make build first; add a subcommand such as plan or gc after it.) Stop it with: make sandbox-down")
 }
 
 // usagePercent is the kubelet's: 100 - floor(available*100/capacity).
@@ -277,7 +284,7 @@ func status(o options, out io.Writer) error {
 		u := realnode.FsUsage{Capacity: int64(st.Blocks) * st.Bsize, Available: int64(st.Bavail) * st.Bsize}
 		fmt.Fprintf(out, "nodegc sandbox is up (%s, pid %d), image fs %d%% used.\n", cmp.Or(s.Runtime, realnode.Containerd16.Name), s.ContainerdPID, usagePercent(u))
 	}
-	printEndpoint(out, s)
+	printCommand(out, o.dir, s)
 	return nil
 }
 

@@ -86,3 +86,17 @@ func TestUnknownCommand(t *testing.T) {
 		t.Errorf("run(sideways) = %v, want an unknown command error", err)
 	}
 }
+
+// Issue 23 item 20: the sandbox prints a whole command that stays inside
+// it, not only the endpoint.
+func TestPrintCommandStaysInside(t *testing.T) {
+	var out bytes.Buffer
+	s := state{Endpoint: "unix:///tmp/sb/containerd.sock", PodLogsDir: "/tmp/sb/pods", ImageFs: "/tmp/sb/root"}
+	printCommand(&out, "/tmp/sb", s)
+	for _, want := range []string{"--runtime-endpoint unix:///tmp/sb/containerd.sock", "--state-dir /tmp/sb/nodegc-state",
+		"--pod-logs-dir /tmp/sb/pods", "--kubelet-config /dev/null", "--kubelet-pid -1", "--pod-source off"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the printed command lacks %q:\n%s", want, out.String())
+		}
+	}
+}
