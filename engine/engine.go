@@ -79,6 +79,8 @@ type Engine struct {
 	// run names this engine's run, so that pass IDs are unique across
 	// runs (runID).
 	run string
+	// boot is the machine's boot ID (bootID), written on intent lines.
+	boot string
 	// containerGen counts container events; a pass's view of the node
 	// is listed again when it changes.
 	containerGen atomic.Uint64
@@ -179,6 +181,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e.started = e.now()
 	e.run = runID(e.started)
+	e.boot = bootID()
 	e.fresh = true
 	if o.StateDir == "" {
 		return e, nil

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -29,24 +30,35 @@ type JournalOp string
 
 // Journal operations. Every item the executor sends to the runtime has an
 // intent line on disk before the call and exactly one outcome line after
-// it (or, after a crash, from the next start's reconciliation).
+// it (or, after a crash, from the next start's reconciliation). Between
+// them, a started line is written (not synced) just before the removal
+// call is sent; see reconcileOp for what its presence or absence proves.
 const (
 	// JournalIntent: the item is about to go to the runtime.
 	JournalIntent JournalOp = "intent"
+	// JournalStarted: the item's removal call is being sent. Only
+	// reconciliation reads it; ReadJournalLines leaves it out.
+	JournalStarted JournalOp = "started"
 	// JournalRemoved: the runtime removed it (or, Reconciled, an intent
-	// whose outcome was lost and whose item the runtime no longer has).
+	// whose outcome was lost, whose removal call was sent, and whose item
+	// the runtime no longer has).
 	JournalRemoved JournalOp = "removed"
+	// JournalUnknown: reconciliation cannot tell whether nodegc removed
+	// the item; Error says why (the call was sent and the item exists
+	// again, or a reboot may have lost the started line).
+	JournalUnknown JournalOp = "unknown"
 	// JournalGone: the runtime said it was already gone.
 	JournalGone JournalOp = "already-gone"
 	// JournalFailed: the runtime refused; Error says why.
 	JournalFailed JournalOp = "failed"
 	// JournalNotRemoved: reconciliation found the item of an intent still
-	// there.
+	// there, and it cannot have been removed and created again (container
+	// and sandbox IDs are never reused).
 	JournalNotRemoved JournalOp = "not-removed"
 	// JournalSkipped: the re-check just before the call kept the item.
 	JournalSkipped JournalOp = "skipped"
 	// JournalNotRun: the pass stopped (or reached its target) before the
-	// item's turn.
+	// item's turn; or, Reconciled, its removal call was never sent.
 	JournalNotRun JournalOp = "not-run"
 )
 
@@ -78,6 +90,8 @@ type journal struct {
 	buf      []byte // lines waiting for the next group
 	batch    uint64 // the group now filling
 	flushed  uint64 // the last group on disk
+	appended uint64 // appends to buf so far
+	written  uint64 // the appends handed to write(2) (not necessarily synced)
 	flushing bool
 	err      error // the failed write; sticky until reset
 	syncs    int   // groups written (tests)
@@ -198,7 +212,7 @@ func (j *journal) write(entries ...JournalEntry) error {
 	if j.err != nil {
 		return j.err
 	}
-	j.buf = append(j.buf, enc.Bytes()...)
+	j.appendLocked(enc.Bytes())
 	mine := j.batch
 	for j.flushed < mine {
 		if j.err != nil {
@@ -210,8 +224,9 @@ func (j *journal) write(entries ...JournalEntry) error {
 		}
 		// Lead the group: write everything queued so far.
 		j.flushing = true
-		buf, n := j.buf, j.batch
-		j.buf, j.batch = nil, j.batch+1
+		n := j.batch
+		buf, upto := j.takeLocked()
+		j.batch++
 		j.mu.Unlock()
 		err := j.flush(buf)
 		j.mu.Lock()
@@ -220,11 +235,27 @@ func (j *journal) write(entries ...JournalEntry) error {
 		if err != nil {
 			j.err = err
 		} else {
-			j.flushed = n
+			j.flushed, j.written = n, max(j.written, upto)
 		}
 		j.cond.Broadcast()
 	}
 	return nil
+}
+
+// appendLocked queues encoded lines and returns their append number;
+// j.mu is held.
+func (j *journal) appendLocked(b []byte) uint64 {
+	j.buf = append(j.buf, b...)
+	j.appended++
+	return j.appended
+}
+
+// takeLocked hands the queued lines to the caller, which writes them, with
+// the append number they reach; j.mu is held.
+func (j *journal) takeLocked() ([]byte, uint64) {
+	buf := j.buf
+	j.buf = nil
+	return buf, j.appended
 }
 
 // flush writes and syncs one group; j.mu is not held.
@@ -278,26 +309,67 @@ func (j *journal) writeLazy(entries ...JournalEntry) error {
 	if j.err != nil {
 		return j.err
 	}
-	j.buf = append(j.buf, enc.Bytes()...)
+	j.appendLocked(enc.Bytes())
 	j.dirty = true
 	if j.flushing {
 		return nil
 	}
-	// Lead a group write of everything queued, without an fsync; the
-	// group's batch stays open, so a durable writer queued in it still
-	// leads its own fsync.
+	j.putQueuedLocked()
+	return j.err
+}
+
+// putQueuedLocked leads a group write of everything queued, without an
+// fsync; the group's batch stays open, so a durable writer queued in it
+// still leads its own fsync. j.mu is held and released meanwhile; the
+// caller has checked that no write is in flight.
+func (j *journal) putQueuedLocked() {
 	j.flushing = true
-	buf := j.buf
-	j.buf = nil
+	buf, upto := j.takeLocked()
 	j.mu.Unlock()
-	err = j.put(buf)
+	err := j.put(buf)
 	j.mu.Lock()
 	j.flushing = false
 	if err != nil && j.err == nil {
 		j.err = err
 	}
+	if err == nil {
+		j.written = max(j.written, upto)
+	}
 	j.cond.Broadcast()
-	return j.err
+}
+
+// writeOut writes the entries and returns once they were handed to the
+// kernel (write(2)), without waiting for an fsync: for the started line
+// before a removal call. A line written so survives the process being
+// killed (the page cache keeps it), not a crash of the machine; the intent
+// line's boot ID lets reconciliation tell the two apart. Lines other
+// goroutines queue meanwhile go out in the same write.
+func (j *journal) writeOut(entries ...JournalEntry) error {
+	if j == nil || len(entries) == 0 {
+		return nil
+	}
+	enc, err := encodeLines(entries)
+	if err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
+	mine := j.appendLocked(enc.Bytes())
+	j.dirty = true
+	for j.written < mine {
+		switch {
+		case j.err != nil:
+			return j.err
+		case j.flushing:
+			j.cond.Wait()
+		default:
+			j.putQueuedLocked()
+		}
+	}
+	return nil
 }
 
 // sync makes every line written so far durable, writing the queued ones
@@ -315,12 +387,12 @@ func (j *journal) sync() error {
 	if j.err != nil || !j.dirty {
 		return j.err
 	}
-	buf := j.buf
-	j.buf = nil
+	buf, upto := j.takeLocked()
 	if err := j.flush(buf); err != nil {
 		j.err = err
 		return j.err
 	}
+	j.written = max(j.written, upto)
 	j.dirty = false
 	return nil
 }
@@ -391,9 +463,17 @@ func ReadJournal(stateDir string) ([]JournalEntry, error) {
 	return out, err
 }
 
-// ReadJournalLines returns every line of the journal in stateDir, oldest
-// first. A missing journal is empty.
+// ReadJournalLines returns the intent and outcome lines of the journal in
+// stateDir, oldest first; the started lines, which only reconciliation
+// reads, are left out. A missing journal is empty.
 func ReadJournalLines(stateDir string) ([]JournalEntry, error) {
+	all, err := readJournalAll(stateDir)
+	return slices.DeleteFunc(all, func(e JournalEntry) bool { return e.Op == JournalStarted }), err
+}
+
+// readJournalAll returns every line of the journal in stateDir, oldest
+// first. A missing journal is empty.
+func readJournalAll(stateDir string) ([]JournalEntry, error) {
 	data, err := readStateFile(stateDir, journalFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -21,9 +23,9 @@ func TestJournalWriteFailureStopsThePass(t *testing.T) {
 	e := newTestEngine(t, rt, false)
 	writes := 0
 	e.journal.fail = func() error {
-		// Write 1: the intents of all three; 2: the outcome of i1; 3:
-		// the outcome of i2 fails.
-		if writes++; writes == 3 {
+		// Write 1: the intents of all three; 2 and 3: i1's started and
+		// outcome lines; 4: i2's started line; 5: the outcome of i2 fails.
+		if writes++; writes == 5 {
 			return errors.New("no space left on device")
 		}
 		return nil
@@ -93,5 +95,47 @@ func TestCancelStopsAfterTheItemInFlight(t *testing.T) {
 	}
 	if js, err := ReadJournal(e.o.StateDir); err != nil || len(js) != 1 || js[0].ID != "i1" {
 		t.Errorf("journal %+v (%v), want i1", js, err)
+	}
+}
+
+func TestEveryRemovalCallFollowsItsStartedLine(t *testing.T) {
+	for _, parallel := range []int{1, 4} {
+		t.Run(fmt.Sprintf("parallel %d: the file holds an item's started line when its call is sent, and no other item's", parallel), func(t *testing.T) {
+			rt := newFakeRuntime()
+			ids := []string{"i1", "i2", "i3", "i4", "i5", "i6"}
+			addImages(rt, ids...)
+			e := newPoolEngine(t, rt, parallel)
+			var mu sync.Mutex
+			var bad []string
+			rt.before = func(method, id string) {
+				all, err := readJournalAll(e.o.StateDir)
+				has := false
+				for _, l := range all {
+					has = has || l.Op == JournalStarted && l.ID == id
+				}
+				if err != nil || !has {
+					mu.Lock()
+					bad = append(bad, id)
+					mu.Unlock()
+				}
+			}
+			if _, err := e.Apply(context.Background(), reclaimPlan(ids...)); err != nil {
+				t.Fatal(err)
+			}
+			if len(bad) > 0 {
+				t.Errorf("calls sent before their started line reached the file: %v", bad)
+			}
+			all, _ := readJournalAll(e.o.StateDir)
+			started := 0
+			for _, l := range all {
+				if l.Op == JournalStarted {
+					started++
+				}
+			}
+			lines, _ := ReadJournalLines(e.o.StateDir)
+			if started != len(ids) || len(lines) != 2*len(ids) {
+				t.Errorf("%d started lines and %d intent and outcome lines for %d removals, want one started line each, left out of ReadJournalLines", started, len(lines), len(ids))
+			}
+		})
 	}
 }

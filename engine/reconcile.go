@@ -7,81 +7,153 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
 // reconcileSettle and reconcilePoll bound Engine.settle: how long, and
-// how often, reconciliation asks again about an item a recent intent of an
-// earlier run names before it journals it not-removed. A killed nodegc's
-// RemoveImage has been seen to delete the image in containerd after the
-// CRI cache, which ImageStatus reads, was asked.
+// how often, reconciliation asks again about an item whose removal call an
+// earlier run may have had in flight before it journals it. A killed
+// nodegc's RemoveImage has been seen to delete the image in containerd
+// after the CRI cache, which ImageStatus reads, was asked.
 var (
 	reconcileSettle = 2 * time.Second
 	reconcilePoll   = 50 * time.Millisecond
 )
 
+// bootID is the machine's boot ID, or "" where it cannot be read (then no
+// started line's absence is trusted).
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
+
+// openIntent is an intent without an outcome, and whether its started
+// line was found.
+type openIntent struct {
+	JournalEntry
+	started bool
+}
+
+// reconcileOpen returns the intents of lines (every line, started ones
+// included) that have no outcome, oldest first.
+func reconcileOpen(lines []JournalEntry) []openIntent {
+	started := map[journalKey]bool{}
+	for _, e := range lines {
+		if e.Op == JournalStarted {
+			started[journalKey{e.Pass, e.Kind, e.ID}] = true
+		}
+	}
+	var out []openIntent
+	for _, in := range OpenIntents(slices.DeleteFunc(slices.Clone(lines), func(e JournalEntry) bool { return e.Op == JournalStarted })) {
+		out = append(out, openIntent{in, started[journalKey{in.Pass, in.Kind, in.ID}]})
+	}
+	return out
+}
+
+// callNeverSent reports whether the journal proves that the intent's
+// removal call was never sent: the started line is written (handed to the
+// kernel) before the call, so its absence is proof for a process that was
+// killed, since the kernel keeps what it was handed; a crash of the
+// machine can lose it, so only within the boot that wrote the intent.
+func callNeverSent(in openIntent, boot string) bool {
+	return !in.started && in.Boot != "" && in.Boot == boot
+}
+
+// reusable reports whether an item of the kind can exist again after its
+// removal: an image (pulled again, under the same ID) or a log path. A
+// container or sandbox ID is never reused.
+func reusable(k ItemKind) bool { return k == ItemImage || k == ItemLog }
+
+// reconcileOp is the outcome reconciliation journals for an open intent
+// whose item exists or not (when the call may have been sent), with the
+// reason in words: never removed for an item whose call may not have been
+// sent, never not-removed for one the call may have removed.
+func reconcileOp(in openIntent, neverSent, exists bool) (JournalOp, string) {
+	switch {
+	case neverSent:
+		return JournalNotRun, "its removal call was never sent"
+	case in.started && !exists:
+		return JournalRemoved, ""
+	case !exists:
+		return JournalUnknown, "gone, but the machine restarted since its intent, which may have lost the line saying whether its removal call was sent"
+	case !reusable(in.Kind):
+		return JournalNotRemoved, ""
+	case in.started:
+		return JournalUnknown, "still there, but its removal call was sent: it may have removed the item, which was then created again"
+	default:
+		return JournalUnknown, "still there, but the machine restarted since its intent: its removal call may have been sent, and the item created again"
+	}
+}
+
 // reconcileLocked settles the intents of an earlier, interrupted pass that
-// have no outcome: it asks the runtime (or the filesystem, for logs)
-// whether each item still exists and journals what happened, so that every
-// item the runtime no longer has is in the journal. An item it cannot ask
-// about stays open for the next try. A deleting engine runs it before its
-// first snapshot, and again after a pass whose journal write failed. It
-// returns notes for the next report; e.mu is held.
+// have no outcome: an intent whose removal call was never sent is closed
+// not-run; for the others it asks the runtime (or the filesystem, for
+// logs) whether the item still exists and journals what that proves (see
+// reconcileOp). An item it cannot ask about stays open for the next try.
+// A deleting engine runs it before its first snapshot, and again after a
+// pass whose journal write failed. It returns notes for the next report;
+// e.mu is held.
 func (e *Engine) reconcileLocked(ctx context.Context) []string {
 	if e.journal == nil || e.o.Remover == nil || e.reconciled {
 		return nil
 	}
-	lines, err := ReadJournalLines(e.o.StateDir)
+	lines, err := readJournalAll(e.o.StateDir)
 	if err != nil {
 		return []string{fmt.Sprintf("journal not reconciled: %v", err)}
 	}
-	open := OpenIntents(lines)
+	open := reconcileOpen(lines)
 	if len(open) == 0 {
 		e.reconciled = true
 		return nil
 	}
-	var removed, kept, unknown int
+	counts := map[JournalOp]int{}
+	unchecked := 0
+	neverSent := make([]bool, len(open))
 	exists := make([]bool, len(open))
 	errs := make([]error, len(open))
 	for i, in := range open {
-		exists[i], errs[i] = e.exists(ctx, in)
+		if neverSent[i] = callNeverSent(in, e.boot); !neverSent[i] {
+			exists[i], errs[i] = e.exists(ctx, in.JournalEntry)
+		}
 	}
 	e.settle(ctx, open, exists, errs)
 	for i, in := range open {
 		if errs[i] != nil {
-			unknown++
+			unchecked++
 			e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", errs[i])
 			continue
 		}
-		out := in
-		out.Time, out.Reconciled, out.Op = e.now(), true, JournalRemoved
-		if exists[i] {
-			out.Op = JournalNotRemoved
-			kept++
-		} else {
-			removed++
-		}
+		out := in.JournalEntry
+		out.Boot = ""
+		out.Time, out.Reconciled = e.now(), true
+		out.Op, out.Error = reconcileOp(in, neverSent[i], exists[i])
+		counts[out.Op]++
 		if err := e.journal.write(out); err != nil {
 			return []string{fmt.Sprintf("journal not reconciled: %v", err)}
 		}
 	}
-	e.reconciled = unknown == 0
-	note := fmt.Sprintf("journal: reconciled %d intents an interrupted pass left without outcome: %d removed, %d still there", removed+kept, removed, kept)
-	if unknown > 0 {
-		note += fmt.Sprintf(", %d could not be checked (left for the next try)", unknown)
+	e.reconciled = unchecked == 0
+	note := fmt.Sprintf("journal: reconciled %d intents an interrupted pass left without outcome: %d removed, %d still there, %d never sent, %d unknown",
+		len(open)-unchecked, counts[JournalRemoved], counts[JournalNotRemoved], counts[JournalNotRun], counts[JournalUnknown])
+	if unchecked > 0 {
+		note += fmt.Sprintf(", %d could not be checked (left for the next try)", unchecked)
 	}
 	e.log.Warn(note)
 	return []string{note}
 }
 
 // settle asks again, in rounds every reconcilePoll for up to
-// reconcileSettle, about the items the runtime still shows whose intent is
-// recent (younger than CallTimeout) and was written by an earlier run of
-// nodegc: a removal that run had in flight when it died can still complete
-// in the runtime. (This run's passes waited for their calls.) It updates
-// exists and errs in place, and returns early when ctx ends or nothing is
-// left to ask about.
-func (e *Engine) settle(ctx context.Context, open []JournalEntry, exists []bool, errs []error) {
+// reconcileSettle, about the items the runtime still shows whose removal
+// call may have been sent by an earlier run of nodegc in the last
+// CallTimeout: a removal that run had in flight when it died can still
+// complete in the runtime. (This run's passes waited for their calls.) It
+// updates exists and errs in place, and returns early when ctx ends or
+// nothing is left to ask about.
+func (e *Engine) settle(ctx context.Context, open []openIntent, exists []bool, errs []error) {
 	var pending []int
 	for i, in := range open {
 		if exists[i] && errs[i] == nil && e.now().Sub(in.Time) < CallTimeout && !strings.HasPrefix(string(in.Pass), e.run+"/") {
@@ -97,7 +169,7 @@ func (e *Engine) settle(ctx context.Context, open []JournalEntry, exists []bool,
 		case <-t.C:
 		}
 		pending = slices.DeleteFunc(pending, func(i int) bool {
-			exists[i], errs[i] = e.exists(ctx, open[i])
+			exists[i], errs[i] = e.exists(ctx, open[i].JournalEntry)
 			return !exists[i] || errs[i] != nil
 		})
 	}
