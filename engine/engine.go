@@ -108,6 +108,9 @@ type Engine struct {
 	// notes says what that found, for the next pass's report.
 	reconciled bool
 	notes      []string
+	// reconcileAfter is when a reconciliation that left intents open may
+	// be tried again (reconcileRetry).
+	reconcileAfter time.Time
 }
 
 // ContainerEvent tells the engine that a container was created or started

@@ -286,7 +286,8 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if x.jerr != nil {
-		e.reconciled = false // its open intents are settled at the next pass
+		// Its open intents are settled at the next pass.
+		e.reconciled, e.reconcileAfter = false, time.Time{}
 	}
 	if after, err := e.imageFs(x.calls); err == nil {
 		r.ImageFsAfter = &after

@@ -830,3 +830,68 @@ func TestSchedulerPublishesProgress(t *testing.T) {
 		t.Errorf("last progress %+v: want a notice with every planned item done", last)
 	}
 }
+
+// hangingRuntime never answers ImageStatus until its context ends.
+type hangingRuntime struct {
+	*fakeRuntime
+	asked atomic.Int32
+}
+
+func (h *hangingRuntime) ImageStatus(ctx context.Context, id string) (Image, error) {
+	h.asked.Add(1)
+	<-ctx.Done()
+	return Image{}, ctx.Err()
+}
+
+func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
+	defer func(b time.Duration) { reconcileBudget = b }(reconcileBudget)
+	reconcileBudget = 300 * time.Millisecond
+	// An intent whose call was sent: only the runtime can settle it.
+	lines := `{"op":"intent","pass":"r/3","kind":"image","id":"i1","reason":"space"}
+{"op":"started","pass":"r/3","kind":"image","id":"i1","reason":""}
+`
+	for _, tc := range []struct {
+		name   string
+		cancel bool // the snapshot's context is cancelled (a signal) after 50 ms
+		max    time.Duration
+	}{
+		{"a runtime that hangs holds the first snapshot back no longer than the budget", false, 2 * time.Second},
+		{"a signal ends it at once", true, 250 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(lines), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rt := &hangingRuntime{fakeRuntime: newFakeRuntime()}
+			e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				time.AfterFunc(50*time.Millisecond, cancel)
+			}
+			start := time.Now()
+			e.Snapshot(ctx)
+			if took := time.Since(start); took > tc.max {
+				t.Errorf("the snapshot took %v, want at most %v", took, tc.max)
+			}
+			all, _ := ReadJournalLines(dir)
+			if len(OpenIntents(all)) != 1 {
+				t.Errorf("open intents %+v, want i1 left open for the next try", OpenIntents(all))
+			}
+			// The next snapshot does not ask again before reconcileRetry.
+			asked := rt.asked.Load()
+			start = time.Now()
+			if _, err := e.Snapshot(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if rt.asked.Load() != asked || time.Since(start) > tc.max {
+				t.Errorf("the next snapshot asked the hanging runtime again (took %v)", time.Since(start))
+			}
+		})
+	}
+}

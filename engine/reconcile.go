@@ -21,6 +21,16 @@ var (
 	reconcilePoll   = 50 * time.Millisecond
 )
 
+// reconcileBudget bounds one reconciliation, its settling included: a
+// runtime that hangs must not hold back the first snapshot (the dashboard
+// shows nothing until it has one) or a quit. What it could not ask about
+// stays open, and is tried again after reconcileRetry, or at once after a
+// pass whose journal write failed.
+var (
+	reconcileBudget = 5 * time.Second
+	reconcileRetry  = time.Minute
+)
+
 // bootID is the machine's boot ID, or "" where it cannot be read (then no
 // started line's absence is trusted).
 var bootID = sync.OnceValue(func() string {
@@ -95,12 +105,25 @@ func reconcileOp(in openIntent, neverSent, exists bool) (JournalOp, string) {
 // logs) whether the item still exists and journals what that proves (see
 // reconcileOp). An item it cannot ask about stays open for the next try.
 // A deleting engine runs it before its first snapshot, and again after a
-// pass whose journal write failed. It returns notes for the next report;
-// e.mu is held.
+// pass whose journal write failed. It ends with ctx (a signal) and after
+// reconcileBudget, and a round that left intents open is not tried again
+// before reconcileRetry. It returns notes for the next report; e.mu is
+// held.
 func (e *Engine) reconcileLocked(ctx context.Context) []string {
-	if e.journal == nil || e.o.Remover == nil || e.reconciled {
+	if e.journal == nil || e.o.Remover == nil || e.reconciled || time.Now().Before(e.reconcileAfter) {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, reconcileBudget)
+	defer cancel()
+	notes := e.reconcileRound(ctx)
+	if !e.reconciled {
+		e.reconcileAfter = time.Now().Add(reconcileRetry)
+	}
+	return notes
+}
+
+// reconcileRound is one round of reconcileLocked, bounded by ctx.
+func (e *Engine) reconcileRound(ctx context.Context) []string {
 	lines, err := readJournalAll(e.o.StateDir)
 	if err != nil {
 		return []string{fmt.Sprintf("journal not reconciled: %v", err)}
@@ -112,19 +135,26 @@ func (e *Engine) reconcileLocked(ctx context.Context) []string {
 	}
 	counts := map[JournalOp]int{}
 	unchecked := 0
+	var outs []JournalEntry
 	neverSent := make([]bool, len(open))
 	exists := make([]bool, len(open))
 	errs := make([]error, len(open))
 	for i, in := range open {
-		if neverSent[i] = callNeverSent(in, e.boot); !neverSent[i] {
+		switch neverSent[i] = callNeverSent(in, e.boot); {
+		case neverSent[i]:
+		case ctx.Err() != nil:
+			// Out of time (or stopped): the rest waits for the next round.
+			errs[i] = ctx.Err()
+		default:
 			exists[i], errs[i] = e.exists(ctx, in.JournalEntry)
 		}
 	}
 	e.settle(ctx, open, exists, errs)
 	for i, in := range open {
 		if errs[i] != nil {
-			unchecked++
-			e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", errs[i])
+			if unchecked++; unchecked <= 3 {
+				e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", errs[i])
+			}
 			continue
 		}
 		out := in.JournalEntry
@@ -132,9 +162,11 @@ func (e *Engine) reconcileLocked(ctx context.Context) []string {
 		out.Time, out.Reconciled = e.now(), true
 		out.Op, out.Error = reconcileOp(in, neverSent[i], exists[i])
 		counts[out.Op]++
-		if err := e.journal.write(out); err != nil {
-			return []string{fmt.Sprintf("journal not reconciled: %v", err)}
-		}
+		outs = append(outs, out)
+	}
+	// One group, one fsync.
+	if err := e.journal.write(outs...); err != nil {
+		return []string{fmt.Sprintf("journal not reconciled: %v", err)}
 	}
 	e.reconciled = unchecked == 0
 	note := fmt.Sprintf("journal: reconciled %d intents an interrupted pass left without outcome: %d removed, %d still there, %d never sent, %d unknown",
@@ -175,10 +207,9 @@ func (e *Engine) settle(ctx context.Context, open []openIntent, exists []bool, e
 	}
 }
 
-// exists asks whether the item of a journal intent still exists.
+// exists asks whether the item of a journal intent still exists, within
+// ctx.
 func (e *Engine) exists(ctx context.Context, in JournalEntry) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CallTimeout)
-	defer cancel()
 	var err error
 	switch in.Kind {
 	case ItemImage:
