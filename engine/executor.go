@@ -223,11 +223,15 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	for _, it := range planned {
 		x.prog.Bytes += max(it.SizeBytes, 0)
 	}
+	// clean is set when no intent of an earlier pass is open: the pass
+	// then ends on a checkpoint when all of its own are closed.
+	clean := false
 	if !x.halted() {
 		e.mu.Lock()
 		r.Notes = append(r.Notes, e.notes...)
 		r.Notes = append(r.Notes, e.reconcileLocked(ctx)...)
 		e.notes = nil
+		clean = e.reconciled
 		e.mu.Unlock()
 	}
 	if before, err := e.imageFs(x.calls); err == nil {
@@ -261,12 +265,22 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	x.running.close()
 	// The outcome lines were written (or queued) without waiting for
 	// their fsync. When sync fails, queued lines are lost: the pass's
-	// intents are then settled by the next pass's reconciliation.
+	// intents are then settled by the next pass's reconciliation. A pass
+	// that closed every intent it wrote ends on a checkpoint, in the same
+	// fsync, and the journal is rotated there when it is large.
+	x.mu.Lock()
+	closedAll := clean && x.jerr == nil
+	x.mu.Unlock()
+	if closedAll && e.journal.needsCheckpoint() {
+		closedAll = e.journal.writeLazy(checkpointLine(e.now())) == nil
+	}
 	if err := e.journal.sync(); err != nil {
 		x.mu.Lock()
 		x.journalFailedLocked(err)
 		x.mu.Unlock()
 		x.halt(fmt.Sprintf("journal write failed (%v)", err), true)
+	} else if closedAll {
+		r.Notes = append(r.Notes, e.rotateJournal()...)
 	}
 	removedImages := map[string]bool{}
 	for _, its := range x.results {

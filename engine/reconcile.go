@@ -48,22 +48,6 @@ type openIntent struct {
 	started bool
 }
 
-// reconcileOpen returns the intents of lines (every line, started ones
-// included) that have no outcome, oldest first.
-func reconcileOpen(lines []JournalEntry) []openIntent {
-	started := map[journalKey]bool{}
-	for _, e := range lines {
-		if e.Op == JournalStarted {
-			started[journalKey{e.Pass, e.Kind, e.ID}] = true
-		}
-	}
-	var out []openIntent
-	for _, in := range OpenIntents(slices.DeleteFunc(slices.Clone(lines), func(e JournalEntry) bool { return e.Op == JournalStarted })) {
-		out = append(out, openIntent{in, started[journalKey{in.Pass, in.Kind, in.ID}]})
-	}
-	return out
-}
-
 // callNeverSent reports whether the journal proves that the intent's
 // removal call was never sent: the started line is written (handed to the
 // kernel) before the call, so its absence is proof for a process that was
@@ -124,14 +108,21 @@ func (e *Engine) reconcileLocked(ctx context.Context) []string {
 
 // reconcileRound is one round of reconcileLocked, bounded by ctx.
 func (e *Engine) reconcileRound(ctx context.Context) []string {
-	lines, err := readJournalAll(e.o.StateDir)
+	open, tail, err := readOpenIntents(e.o.StateDir)
 	if err != nil {
 		return []string{fmt.Sprintf("journal not reconciled: %v", err)}
 	}
-	open := reconcileOpen(lines)
 	if len(open) == 0 {
+		// A tail of closed lines (a journal an older nodegc wrote, or a
+		// pass that ended without its checkpoint) gets one, so the next
+		// start need not read it.
+		if tail > 0 || e.journal.needsCheckpoint() {
+			if err := e.journal.write(checkpointLine(e.now())); err != nil {
+				return []string{fmt.Sprintf("journal not reconciled: %v", err)}
+			}
+		}
 		e.reconciled = true
-		return nil
+		return e.rotateJournal()
 	}
 	counts := map[JournalOp]int{}
 	unchecked := 0
@@ -164,18 +155,32 @@ func (e *Engine) reconcileRound(ctx context.Context) []string {
 		counts[out.Op]++
 		outs = append(outs, out)
 	}
+	e.reconciled = unchecked == 0
+	if e.reconciled {
+		outs = append(outs, checkpointLine(e.now()))
+	}
 	// One group, one fsync.
 	if err := e.journal.write(outs...); err != nil {
+		e.reconciled = false
 		return []string{fmt.Sprintf("journal not reconciled: %v", err)}
 	}
-	e.reconciled = unchecked == 0
 	note := fmt.Sprintf("journal: reconciled %d intents an interrupted pass left without outcome: %d removed, %d still there, %d never sent, %d unknown",
 		len(open)-unchecked, counts[JournalRemoved], counts[JournalNotRemoved], counts[JournalNotRun], counts[JournalUnknown])
 	if unchecked > 0 {
 		note += fmt.Sprintf(", %d could not be checked (left for the next try)", unchecked)
 	}
 	e.log.Warn(note)
-	return []string{note}
+	return append([]string{note}, e.rotateJournal()...)
+}
+
+// rotateJournal rotates the journal after a checkpoint when it is large
+// (journal.rotate), and returns a note when that failed.
+func (e *Engine) rotateJournal() []string {
+	if err := e.journal.rotate(); err != nil {
+		e.log.Error("rotate journal", "err", err)
+		return []string{fmt.Sprintf("journal not rotated: %v", err)}
+	}
+	return nil
 }
 
 // settle asks again, in rounds every reconcilePoll for up to
