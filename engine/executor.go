@@ -40,8 +40,9 @@ type executor struct {
 	kind   PassKind
 	// view is the node's containers (and images) for the re-checks;
 	// running holds the running containers alone, for the container
+	// phase, and active the created and running ones, for the image
 	// phase. See ViewWindow.
-	view, running *nodeView
+	view, running, active *nodeView
 	// sandboxRefs are the runtime's sandbox image references, read once
 	// per pass; infoErr is set when they could not be read, and then no
 	// image is removed (the sandbox-image guard must not fail open).
@@ -190,8 +191,9 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 		parallel = DefaultParallel
 	}
 	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: &r, passID: r.PassID(), kind: p.Pass, parallel: parallel}
-	x.view = newNodeView(x.calls, e.o.Reader, &e.containerGen, false)
-	x.running = newNodeView(x.calls, e.o.Reader, &e.containerGen, true)
+	x.view = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewAll)
+	x.running = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewRunning)
+	x.active = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewActive)
 	x.cond = sync.NewCond(&x.mu)
 	if note, err := e.journal.reset(); err != nil {
 		x.halt(err.Error(), true)
@@ -213,6 +215,7 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 			x.running.prefetch(false)
 		case ItemImage:
 			x.view.prefetch(true)
+			x.active.prefetch(false)
 		default:
 			x.view.prefetch(false)
 		}
@@ -257,12 +260,14 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 		if i > 0 {
 			x.view.invalidate() // the phase before removed what the view holds
 			x.running.invalidate()
+			x.active.invalidate()
 		}
 		x.runPhase(ph)
 	}
 	stopWorkers()
 	x.view.close() // a background listing does not outlive the pass
 	x.running.close()
+	x.active.close()
 	// The outcome lines were written (or queued) without waiting for
 	// their fsync. When sync fails, queued lines are lost: the pass's
 	// intents are then settled by the next pass's reconciliation. A pass

@@ -48,3 +48,35 @@ func TestListRunningContainersAsksForTheRunningOnes(t *testing.T) {
 		t.Errorf("calls %v, want one filtered ListContainers", calls)
 	}
 }
+
+func TestListActiveContainersAsksForTheCreatedAndRunningOnes(t *testing.T) {
+	_, ep := serve(t, simnode.Options{Seed: 3, Images: 10, Pods: 6, DeadPerContainer: 2})
+	c := dial(t, ep, Options{})
+	ctx := context.Background()
+	all, err := c.ListContainers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, ct := range all {
+		if ct.State == engine.ContainerRunning || ct.State == engine.ContainerCreated {
+			want++
+		}
+	}
+	al, ok := c.ReadOnly().(engine.ActiveLister)
+	if !ok {
+		t.Fatal("the read-only view does not list the active containers alone")
+	}
+	got, err := al.ListActiveContainers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != want || want == len(all) {
+		t.Errorf("%d containers, want the %d created or running of %d", len(got), want, len(all))
+	}
+	for _, ct := range got {
+		if ct.State != engine.ContainerRunning && ct.State != engine.ContainerCreated {
+			t.Errorf("%s is %s", ct.ID, ct.State)
+		}
+	}
+}
