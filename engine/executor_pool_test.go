@@ -386,10 +386,7 @@ func TestJournalFailureStopsThePass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, j := range js {
-		got = append(got, j.ID)
-	}
+	got := journalIDs(js)
 	if !slices.Equal(got, []string{"i1", "i2"}) || !js[1].Reconciled {
 		t.Errorf("journal removals %v: want i1 and i2 (reconciled)", got)
 	}

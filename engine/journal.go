@@ -231,15 +231,25 @@ func encodeLines(entries []JournalEntry) (*bytes.Buffer, error) {
 	return &enc, nil
 }
 
+// encode encodes the entries as JSON lines; nil (and no error) for a nil
+// journal or no entries, which the writers accept and drop.
+func (j *journal) encode(entries []JournalEntry) ([]byte, error) {
+	if j == nil || len(entries) == 0 {
+		return nil, nil
+	}
+	enc, err := encodeLines(entries)
+	if err != nil {
+		return nil, err
+	}
+	return enc.Bytes(), nil
+}
+
 // write appends the entries and returns once they are on disk (synced),
 // sharing the write and the fsync with every line other goroutines add
 // meanwhile. A nil journal accepts and drops entries.
 func (j *journal) write(entries ...JournalEntry) error {
-	if j == nil || len(entries) == 0 {
-		return nil
-	}
-	enc, err := encodeLines(entries)
-	if err != nil {
+	b, err := j.encode(entries)
+	if b == nil {
 		return err
 	}
 	j.mu.Lock()
@@ -247,7 +257,7 @@ func (j *journal) write(entries ...JournalEntry) error {
 	if j.err != nil {
 		return j.err
 	}
-	j.appendLocked(enc.Bytes(), entries)
+	j.appendLocked(b, entries)
 	mine := j.batch
 	for j.flushed < mine {
 		if j.err != nil {
@@ -397,11 +407,8 @@ func (j *journal) rotate() error {
 // is lost when a later write fails, and the executor, which then sees
 // failed, leaves its intent to the next pass's reconciliation.
 func (j *journal) writeLazy(entries ...JournalEntry) error {
-	if j == nil || len(entries) == 0 {
-		return nil
-	}
-	enc, err := encodeLines(entries)
-	if err != nil {
+	b, err := j.encode(entries)
+	if b == nil {
 		return err
 	}
 	j.mu.Lock()
@@ -409,7 +416,7 @@ func (j *journal) writeLazy(entries ...JournalEntry) error {
 	if j.err != nil {
 		return j.err
 	}
-	j.appendLocked(enc.Bytes(), entries)
+	j.appendLocked(b, entries)
 	j.dirty = true
 	if j.flushing {
 		return nil
@@ -445,11 +452,8 @@ func (j *journal) putQueuedLocked() {
 // line's boot ID lets reconciliation tell the two apart. Lines other
 // goroutines queue meanwhile go out in the same write.
 func (j *journal) writeOut(entries ...JournalEntry) error {
-	if j == nil || len(entries) == 0 {
-		return nil
-	}
-	enc, err := encodeLines(entries)
-	if err != nil {
+	b, err := j.encode(entries)
+	if b == nil {
 		return err
 	}
 	j.mu.Lock()
@@ -457,7 +461,7 @@ func (j *journal) writeOut(entries ...JournalEntry) error {
 	if j.err != nil {
 		return j.err
 	}
-	mine := j.appendLocked(enc.Bytes(), entries)
+	mine := j.appendLocked(b, entries)
 	j.dirty = true
 	for j.written < mine {
 		switch {

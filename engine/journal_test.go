@@ -217,10 +217,7 @@ func TestTheJournalRotatesAtACheckpointAndKeepsABoundedHistory(t *testing.T) {
 	}
 	// The current segment is empty (rotated at the last checkpoint); the
 	// kept ones hold the last journalSegments passes, oldest first.
-	var got []string
-	for _, j := range js {
-		got = append(got, j.ID)
-	}
+	got := journalIDs(js)
 	want := []string{}
 	for i := passes - journalSegments; i < passes; i++ {
 		want = append(want, fmt.Sprintf("i%d", i))
@@ -236,4 +233,13 @@ func TestTheJournalRotatesAtACheckpointAndKeepsABoundedHistory(t *testing.T) {
 	if js, _ := ReadJournal(e.o.StateDir); len(js) == 0 || js[len(js)-1].ID != "last" {
 		t.Errorf("the pass after the rotation is not in the journal")
 	}
+}
+
+// journalIDs lists the IDs of journal lines, in order.
+func journalIDs(js []JournalEntry) []string {
+	var out []string
+	for _, j := range js {
+		out = append(out, j.ID)
+	}
+	return out
 }
