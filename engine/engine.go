@@ -85,6 +85,8 @@ type Engine struct {
 	// run names this engine's run, so that pass IDs are unique across
 	// runs (runID).
 	run string
+	// boot is the machine's boot ID (bootID), written on intent lines.
+	boot string
 	// containerGen counts container events; a pass's view of the node
 	// is listed again when it changes.
 	containerGen atomic.Uint64
@@ -112,6 +114,9 @@ type Engine struct {
 	// notes says what that found, for the next pass's report.
 	reconciled bool
 	notes      []string
+	// reconcileAfter is when a reconciliation that left intents open may
+	// be tried again (reconcileRetry).
+	reconcileAfter time.Time
 }
 
 // ContainerEvent tells the engine that a container was created or started
@@ -194,6 +199,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e.started = e.now()
 	e.run = runID(e.started)
+	e.boot = bootID()
 	e.fresh = true
 	if o.StateDir == "" {
 		return e, nil

@@ -41,8 +41,9 @@ type executor struct {
 	kind   PassKind
 	// view is the node's containers (and images) for the re-checks;
 	// running holds the running containers alone, for the container
+	// phase, and active the created and running ones, for the image
 	// phase. See ViewWindow.
-	view, running *nodeView
+	view, running, active *nodeView
 	// sandboxRefs are the runtime's sandbox image references, read once
 	// per pass; infoErr is set when they could not be read, and then no
 	// image is removed (the sandbox-image guard must not fail open).
@@ -216,8 +217,9 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 		parallel = DefaultParallel
 	}
 	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: &r, passID: r.PassID(), kind: p.Pass, parallel: parallel}
-	x.view = newNodeView(x.calls, e.o.Reader, &e.containerGen, false)
-	x.running = newNodeView(x.calls, e.o.Reader, &e.containerGen, true)
+	x.view = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewAll)
+	x.running = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewRunning)
+	x.active = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewActive)
 	x.cond = sync.NewCond(&x.mu)
 	if note, err := e.journal.reset(); err != nil {
 		x.halt(err.Error(), true)
@@ -239,6 +241,7 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 			x.running.prefetch(false)
 		case ItemImage:
 			x.view.prefetch(true)
+			x.active.prefetch(false)
 		default:
 			x.view.prefetch(false)
 		}
@@ -249,11 +252,15 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	for _, it := range planned {
 		x.prog.Bytes += max(it.SizeBytes, 0)
 	}
+	// clean is set when no intent of an earlier pass is open: the pass
+	// then ends on a checkpoint when all of its own are closed.
+	clean := false
 	if !x.halted() {
 		e.mu.Lock()
 		r.Notes = append(r.Notes, e.notes...)
 		r.Notes = append(r.Notes, e.reconcileLocked(ctx)...)
 		e.notes = nil
+		clean = e.reconciled
 		e.mu.Unlock()
 	}
 	if before, err := e.imageFs(x.calls); err == nil {
@@ -279,20 +286,32 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 		if i > 0 {
 			x.view.invalidate() // the phase before removed what the view holds
 			x.running.invalidate()
+			x.active.invalidate()
 		}
 		x.runPhase(ph)
 	}
 	stopWorkers()
 	x.view.close() // a background listing does not outlive the pass
 	x.running.close()
+	x.active.close()
 	// The outcome lines were written (or queued) without waiting for
 	// their fsync. When sync fails, queued lines are lost: the pass's
-	// intents are then settled by the next pass's reconciliation.
+	// intents are then settled by the next pass's reconciliation. A pass
+	// that closed every intent it wrote ends on a checkpoint, in the same
+	// fsync, and the journal is rotated there when it is large.
+	x.mu.Lock()
+	closedAll := clean && x.jerr == nil
+	x.mu.Unlock()
+	if closedAll && e.journal.needsCheckpoint() {
+		closedAll = e.journal.writeLazy(checkpointLine(e.now())) == nil
+	}
 	if err := e.journal.sync(); err != nil {
 		x.mu.Lock()
 		x.journalFailedLocked(err)
 		x.mu.Unlock()
 		x.halt(fmt.Sprintf("journal write failed (%v)", err), true)
+	} else if closedAll {
+		r.Notes = append(r.Notes, e.rotateJournal()...)
 	}
 	removedImages := map[string]bool{}
 	for _, its := range x.results {
@@ -312,7 +331,8 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if x.jerr != nil {
-		e.reconciled = false // its open intents are settled at the next pass
+		// Its open intents are settled at the next pass.
+		e.reconciled, e.reconcileAfter = false, time.Time{}
 	}
 	if after, err := e.imageFs(x.calls); err == nil {
 		r.ImageFsAfter = &after

@@ -359,9 +359,10 @@ func TestJournalFailureStopsThePass(t *testing.T) {
 	ids := []string{"i1", "i2", "i3", "i4", "i5", "i6"}
 	addImages(rt, ids...)
 	e := newPoolEngine(t, rt, 1)
-	// The intents of all six, the outcome of i1, then the disk is full:
-	// the outcome of i2 cannot be written.
-	e.journal.w = &failingWriter{f: e.journal.f, ok: 2}
+	// The intents of all six, i1's started and outcome lines, i2's
+	// started line, then the disk is full: the outcome of i2 cannot be
+	// written.
+	e.journal.w = &failingWriter{f: e.journal.f, ok: 4}
 	r, err := e.Apply(context.Background(), reclaimPlan(ids...))
 	if err != nil {
 		t.Fatal(err)
@@ -385,10 +386,7 @@ func TestJournalFailureStopsThePass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, j := range js {
-		got = append(got, j.ID)
-	}
+	got := journalIDs(js)
 	if !slices.Equal(got, []string{"i1", "i2"}) || !js[1].Reconciled {
 		t.Errorf("journal removals %v: want i1 and i2 (reconciled)", got)
 	}
@@ -671,27 +669,53 @@ func TestApplyPublishesProgress(t *testing.T) {
 	}
 }
 
-func TestStartReconcilesIntentsWithoutOutcome(t *testing.T) {
-	dir := t.TempDir()
-	// A pass killed after i1's and i2's intents reached the disk: the
-	// runtime removed i1, never got to i2.
-	lines := `{"op":"intent","pass":3,"kind":"image","id":"i1","reason":"space"}
-{"op":"intent","pass":3,"kind":"image","id":"i2","reason":"space"}
-{"op":"intent","pass":3,"kind":"image","id":"i0","reason":"space"}
-{"op":"removed","pass":3,"kind":"image","id":"i0","reason":"space"}
-`
-	rt := newFakeRuntime()
-	addImages(rt, "i2")
-	all, got := startWithJournal(t, dir, lines, rt, rt.statfs)
-	if len(OpenIntents(all)) != 0 {
-		t.Errorf("open intents %+v after the start, want none", OpenIntents(all))
+func TestReconciliationJournalsOnlyWhatItKnows(t *testing.T) {
+	boot := bootID()
+	if boot == "" {
+		t.Skip("no boot ID on this system")
 	}
-	if len(got) != 2 || got["i1"] != JournalRemoved || got["i2"] != JournalNotRemoved {
-		t.Errorf("reconciled %v, want i1 removed and i2 still there", got)
-	}
-	js, _ := ReadJournal(dir)
-	if len(js) != 2 || js[0].ID != "i0" || js[1].ID != "i1" {
-		t.Errorf("journal removals %+v, want i0 then i1", js)
+	const sameBoot, otherBoot, noBoot = "same", "other", "none"
+	for _, tc := range []struct {
+		name    string
+		kind    ItemKind
+		boot    string // the intent's boot: this one, another, or none (an older nodegc)
+		started bool   // a started line follows the intent
+		exists  bool   // the runtime still has the item
+		want    JournalOp
+	}{
+		{"an image whose call was never sent is not-run though it is gone", ItemImage, sameBoot, false, false, JournalNotRun},
+		{"an image whose call was never sent and that is still there is not-run", ItemImage, sameBoot, false, true, JournalNotRun},
+		{"an image whose call was sent and that is gone is removed", ItemImage, sameBoot, true, false, JournalRemoved},
+		{"an image whose call was sent and that is there again is unknown", ItemImage, sameBoot, true, true, JournalUnknown},
+		{"a container whose call was sent and that is still there is not-removed", ItemContainer, sameBoot, true, true, JournalNotRemoved},
+		{"a container whose call was sent and that is gone is removed", ItemContainer, sameBoot, true, false, JournalRemoved},
+		{"after a reboot a gone image without a started line is unknown", ItemImage, otherBoot, false, false, JournalUnknown},
+		{"after a reboot an image still there without a started line is unknown", ItemImage, otherBoot, false, true, JournalUnknown},
+		{"after a reboot a container still there is not-removed", ItemContainer, otherBoot, false, true, JournalNotRemoved},
+		{"an intent of an older nodegc, without a boot ID, whose image is gone is unknown", ItemImage, noBoot, false, false, JournalUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := map[string]string{sameBoot: boot, otherBoot: "another-boot", noBoot: ""}[tc.boot]
+			lines := fmt.Sprintf(`{"op":"intent","time":%q,"pass":"r/3","kind":%q,"id":"x","reason":"space","boot":%q}`+"\n",
+				execNow.Add(-time.Hour).Format(time.RFC3339Nano), tc.kind, b)
+			if tc.started {
+				lines += fmt.Sprintf(`{"op":"started","pass":"r/3","kind":%q,"id":"x","reason":""}`+"\n", tc.kind)
+			}
+			rt := newFakeRuntime()
+			if tc.exists && tc.kind == ItemImage {
+				addImages(rt, "x")
+			}
+			if tc.exists && tc.kind == ItemContainer {
+				rt.containers["x"] = Container{ID: "x", State: ContainerExited}
+			}
+			all, got := startWithJournal(t, t.TempDir(), lines, rt, rt.statfs)
+			if len(OpenIntents(all)) != 0 {
+				t.Errorf("open intents %+v after the start, want none", OpenIntents(all))
+			}
+			if got["x"] != tc.want {
+				t.Errorf("reconciled %q, want %q", got["x"], tc.want)
+			}
+		})
 	}
 }
 
@@ -755,14 +779,16 @@ func TestReconcileWaitsForARemovalInFlightToSettle(t *testing.T) {
 		want map[string]JournalOp
 	}{
 		{"a recent intent's item that goes while asked about is removed", execNow.Add(-time.Second).Format(time.RFC3339Nano),
-			map[string]JournalOp{"late": JournalRemoved, "kept": JournalNotRemoved}},
+			map[string]JournalOp{"late": JournalRemoved, "kept": JournalUnknown}},
 		{"an old intent's item is taken as the runtime shows it at once", execNow.Add(-time.Hour).Format(time.RFC3339Nano),
-			map[string]JournalOp{"late": JournalNotRemoved, "kept": JournalNotRemoved}},
+			map[string]JournalOp{"late": JournalUnknown, "kept": JournalUnknown}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			lines := fmt.Sprintf(`{"op":"intent","time":%q,"pass":"r/3","kind":"image","id":"late","reason":"space"}
 {"op":"intent","time":%q,"pass":"r/3","kind":"image","id":"kept","reason":"space"}
+{"op":"started","pass":"r/3","kind":"image","id":"late","reason":""}
+{"op":"started","pass":"r/3","kind":"image","id":"kept","reason":""}
 `, tc.at, tc.at)
 			rt := &lateRemovalRuntime{fakeRuntime: newFakeRuntime(), late: map[string]bool{"late": true}}
 			addImages(rt.fakeRuntime, "late", "kept")
@@ -799,5 +825,70 @@ func TestSchedulerPublishesProgress(t *testing.T) {
 	}
 	if last == nil || last.ItemsDone != last.Items || last.Items == 0 {
 		t.Errorf("last progress %+v: want a notice with every planned item done", last)
+	}
+}
+
+// hangingRuntime never answers ImageStatus until its context ends.
+type hangingRuntime struct {
+	*fakeRuntime
+	asked atomic.Int32
+}
+
+func (h *hangingRuntime) ImageStatus(ctx context.Context, id string) (Image, error) {
+	h.asked.Add(1)
+	<-ctx.Done()
+	return Image{}, ctx.Err()
+}
+
+func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
+	defer func(b time.Duration) { reconcileBudget = b }(reconcileBudget)
+	reconcileBudget = 300 * time.Millisecond
+	// An intent whose call was sent: only the runtime can settle it.
+	lines := `{"op":"intent","pass":"r/3","kind":"image","id":"i1","reason":"space"}
+{"op":"started","pass":"r/3","kind":"image","id":"i1","reason":""}
+`
+	for _, tc := range []struct {
+		name   string
+		cancel bool // the snapshot's context is cancelled (a signal) after 50 ms
+		max    time.Duration
+	}{
+		{"a runtime that hangs holds the first snapshot back no longer than the budget", false, 2 * time.Second},
+		{"a signal ends it at once", true, 250 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(lines), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rt := &hangingRuntime{fakeRuntime: newFakeRuntime()}
+			e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				time.AfterFunc(50*time.Millisecond, cancel)
+			}
+			start := time.Now()
+			e.Snapshot(ctx)
+			if took := time.Since(start); took > tc.max {
+				t.Errorf("the snapshot took %v, want at most %v", took, tc.max)
+			}
+			all, _ := ReadJournalLines(dir)
+			if len(OpenIntents(all)) != 1 {
+				t.Errorf("open intents %+v, want i1 left open for the next try", OpenIntents(all))
+			}
+			// The next snapshot does not ask again before reconcileRetry.
+			asked := rt.asked.Load()
+			start = time.Now()
+			if _, err := e.Snapshot(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if rt.asked.Load() != asked || time.Since(start) > tc.max {
+				t.Errorf("the next snapshot asked the hanging runtime again (took %v)", time.Since(start))
+			}
+		})
 	}
 }

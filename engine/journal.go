@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -8,13 +9,36 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// journalFile is the name of the deletion journal in the state dir.
+// journalFile is the name of the deletion journal in the state dir; its
+// older segments are journalFile.1 (the newest) to
+// journalFile.<journalSegments>.
 const journalFile = "journal.jsonl"
+
+// journalSegments is how many old segments the journal keeps. The journal
+// is rotated at a checkpoint (no intent open) once it is larger than
+// journalSegmentLimit, so its history is bounded, and the segment being
+// written holds every open intent: a start reads only its tail.
+const journalSegments = 4
+
+// journalSegmentLimit is the size past which the journal is rotated at
+// its next checkpoint (8 MiB, about 25,000 lines); tests lower it.
+var journalSegmentLimit int64 = 8 << 20
+
+// segmentName is the file of the journal's segment k (0: the current
+// one).
+func segmentName(k int) string {
+	if k == 0 {
+		return journalFile
+	}
+	return fmt.Sprintf("%s.%d", journalFile, k)
+}
 
 // journalReserve is the free space a pass wants in the state dir's
 // filesystem before it starts, per planned item (a journal line is about
@@ -29,25 +53,40 @@ type JournalOp string
 
 // Journal operations. Every item the executor sends to the runtime has an
 // intent line on disk before the call and exactly one outcome line after
-// it (or, after a crash, from the next start's reconciliation).
+// it (or, after a crash, from the next start's reconciliation). Between
+// them, a started line is written (not synced) just before the removal
+// call is sent; see reconcileOp for what its presence or absence proves.
 const (
 	// JournalIntent: the item is about to go to the runtime.
 	JournalIntent JournalOp = "intent"
+	// JournalStarted: the item's removal call is being sent. Only
+	// reconciliation reads it; ReadJournalLines leaves it out.
+	JournalStarted JournalOp = "started"
 	// JournalRemoved: the runtime removed it (or, Reconciled, an intent
-	// whose outcome was lost and whose item the runtime no longer has).
+	// whose outcome was lost, whose removal call was sent, and whose item
+	// the runtime no longer has).
 	JournalRemoved JournalOp = "removed"
+	// JournalUnknown: reconciliation cannot tell whether nodegc removed
+	// the item; Error says why (the call was sent and the item exists
+	// again, or a reboot may have lost the started line).
+	JournalUnknown JournalOp = "unknown"
 	// JournalGone: the runtime said it was already gone.
 	JournalGone JournalOp = "already-gone"
 	// JournalFailed: the runtime refused; Error says why.
 	JournalFailed JournalOp = "failed"
 	// JournalNotRemoved: reconciliation found the item of an intent still
-	// there.
+	// there, and it cannot have been removed and created again (container
+	// and sandbox IDs are never reused).
 	JournalNotRemoved JournalOp = "not-removed"
 	// JournalSkipped: the re-check just before the call kept the item.
 	JournalSkipped JournalOp = "skipped"
 	// JournalNotRun: the pass stopped (or reached its target) before the
-	// item's turn.
+	// item's turn; or, Reconciled, its removal call was never sent.
 	JournalNotRun JournalOp = "not-run"
+	// JournalCheckpoint: no intent before it is open, so reconciliation
+	// reads only the lines after the last one. ReadJournalLines leaves it
+	// out.
+	JournalCheckpoint JournalOp = "checkpoint"
 )
 
 // syncWriter is where the journal's lines go: the file, or in tests a
@@ -78,6 +117,11 @@ type journal struct {
 	buf      []byte // lines waiting for the next group
 	batch    uint64 // the group now filling
 	flushed  uint64 // the last group on disk
+	appended uint64 // appends to buf so far
+	written  uint64 // the appends handed to write(2) (not necessarily synced)
+	size     int64  // the current segment's bytes; changed only by the writer holding flushing
+	// since counts the lines appended after the last checkpoint.
+	since    int
 	flushing bool
 	err      error // the failed write; sticky until reset
 	syncs    int   // groups written (tests)
@@ -100,7 +144,12 @@ func openJournal(dir string) (j *journal, repaired error, err error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("open journal: %w", err)
 	}
-	jr := &journal{dir: dir, f: f, w: &countingWriter{w: f}, batch: 1}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("open journal: %w", err)
+	}
+	jr := &journal{dir: dir, f: f, w: &countingWriter{w: f}, batch: 1, size: fi.Size()}
 	jr.cond = sync.NewCond(&jr.mu)
 	return jr, repaired, nil
 }
@@ -182,15 +231,25 @@ func encodeLines(entries []JournalEntry) (*bytes.Buffer, error) {
 	return &enc, nil
 }
 
+// encode encodes the entries as JSON lines; nil (and no error) for a nil
+// journal or no entries, which the writers accept and drop.
+func (j *journal) encode(entries []JournalEntry) ([]byte, error) {
+	if j == nil || len(entries) == 0 {
+		return nil, nil
+	}
+	enc, err := encodeLines(entries)
+	if err != nil {
+		return nil, err
+	}
+	return enc.Bytes(), nil
+}
+
 // write appends the entries and returns once they are on disk (synced),
 // sharing the write and the fsync with every line other goroutines add
 // meanwhile. A nil journal accepts and drops entries.
 func (j *journal) write(entries ...JournalEntry) error {
-	if j == nil || len(entries) == 0 {
-		return nil
-	}
-	enc, err := encodeLines(entries)
-	if err != nil {
+	b, err := j.encode(entries)
+	if b == nil {
 		return err
 	}
 	j.mu.Lock()
@@ -198,7 +257,7 @@ func (j *journal) write(entries ...JournalEntry) error {
 	if j.err != nil {
 		return j.err
 	}
-	j.buf = append(j.buf, enc.Bytes()...)
+	j.appendLocked(b, entries)
 	mine := j.batch
 	for j.flushed < mine {
 		if j.err != nil {
@@ -210,8 +269,9 @@ func (j *journal) write(entries ...JournalEntry) error {
 		}
 		// Lead the group: write everything queued so far.
 		j.flushing = true
-		buf, n := j.buf, j.batch
-		j.buf, j.batch = nil, j.batch+1
+		n := j.batch
+		buf, upto := j.takeLocked()
+		j.batch++
 		j.mu.Unlock()
 		err := j.flush(buf)
 		j.mu.Lock()
@@ -220,11 +280,34 @@ func (j *journal) write(entries ...JournalEntry) error {
 		if err != nil {
 			j.err = err
 		} else {
-			j.flushed = n
+			j.flushed, j.written = n, max(j.written, upto)
 		}
 		j.cond.Broadcast()
 	}
 	return nil
+}
+
+// appendLocked queues the encoded lines of entries and returns their
+// append number; j.mu is held.
+func (j *journal) appendLocked(b []byte, entries []JournalEntry) uint64 {
+	j.buf = append(j.buf, b...)
+	j.appended++
+	for _, e := range entries {
+		if e.Op == JournalCheckpoint {
+			j.since = 0
+		} else {
+			j.since++
+		}
+	}
+	return j.appended
+}
+
+// takeLocked hands the queued lines to the caller, which writes them, with
+// the append number they reach; j.mu is held.
+func (j *journal) takeLocked() ([]byte, uint64) {
+	buf := j.buf
+	j.buf = nil
+	return buf, j.appended
 }
 
 // flush writes and syncs one group; j.mu is not held.
@@ -249,9 +332,71 @@ func (j *journal) put(buf []byte) error {
 			return fmt.Errorf("append to journal: %w", err)
 		}
 	}
-	if _, err := j.w.Write(buf); err != nil {
+	n, err := j.w.Write(buf)
+	j.size += int64(n)
+	if err != nil {
 		return fmt.Errorf("append to journal: %w", err)
 	}
+	return nil
+}
+
+// checkpointLine is the line that says no intent before it is open.
+func checkpointLine(now time.Time) JournalEntry {
+	return JournalEntry{Time: now, Op: JournalCheckpoint}
+}
+
+// needsCheckpoint reports whether lines were written since the last
+// checkpoint.
+func (j *journal) needsCheckpoint() bool {
+	if j == nil {
+		return false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.since > 0
+}
+
+// rotate starts a new segment when the current one is larger than
+// journalSegmentLimit and ends on a checkpoint (its caller just synced
+// one, with no writer left): no intent is open, so the new segment needs
+// nothing of the old. The segments shift by one, and the oldest beyond
+// journalSegments is dropped.
+func (j *journal) rotate() error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil || j.flushing || j.since > 0 || len(j.buf) > 0 || j.size <= journalSegmentLimit {
+		return j.err
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("rotate journal: %w", err)
+	}
+	for k := journalSegments; k >= 1; k-- {
+		err := os.Rename(filepath.Join(j.dir, segmentName(k-1)), filepath.Join(j.dir, segmentName(k)))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("rotate journal: %w", err)
+		}
+	}
+	f, err := openStateFile(j.dir, journalFile, os.O_RDWR|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		j.err = fmt.Errorf("rotate journal: %w", err)
+		return j.err
+	}
+	if d, err := os.Open(j.dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	// The writer follows the file (through the counts, when they wrap
+	// it); a test's writer stays. No write is in flight here.
+	if cw, ok := j.w.(*countingWriter); ok && cw.w == syncWriter(j.f) {
+		cw.w = f
+	} else if j.w == syncWriter(j.f) {
+		j.w = f
+	}
+	j.f.Close()
+	j.f, j.size = f, 0
 	return nil
 }
 
@@ -266,11 +411,8 @@ func (j *journal) put(buf []byte) error {
 // is lost when a later write fails, and the executor, which then sees
 // failed, leaves its intent to the next pass's reconciliation.
 func (j *journal) writeLazy(entries ...JournalEntry) error {
-	if j == nil || len(entries) == 0 {
-		return nil
-	}
-	enc, err := encodeLines(entries)
-	if err != nil {
+	b, err := j.encode(entries)
+	if b == nil {
 		return err
 	}
 	j.mu.Lock()
@@ -278,26 +420,64 @@ func (j *journal) writeLazy(entries ...JournalEntry) error {
 	if j.err != nil {
 		return j.err
 	}
-	j.buf = append(j.buf, enc.Bytes()...)
+	j.appendLocked(b, entries)
 	j.dirty = true
 	if j.flushing {
 		return nil
 	}
-	// Lead a group write of everything queued, without an fsync; the
-	// group's batch stays open, so a durable writer queued in it still
-	// leads its own fsync.
+	j.putQueuedLocked()
+	return j.err
+}
+
+// putQueuedLocked leads a group write of everything queued, without an
+// fsync; the group's batch stays open, so a durable writer queued in it
+// still leads its own fsync. j.mu is held and released meanwhile; the
+// caller has checked that no write is in flight.
+func (j *journal) putQueuedLocked() {
 	j.flushing = true
-	buf := j.buf
-	j.buf = nil
+	buf, upto := j.takeLocked()
 	j.mu.Unlock()
-	err = j.put(buf)
+	err := j.put(buf)
 	j.mu.Lock()
 	j.flushing = false
 	if err != nil && j.err == nil {
 		j.err = err
 	}
+	if err == nil {
+		j.written = max(j.written, upto)
+	}
 	j.cond.Broadcast()
-	return j.err
+}
+
+// writeOut writes the entries and returns once they were handed to the
+// kernel (write(2)), without waiting for an fsync: for the started line
+// before a removal call. A line written so survives the process being
+// killed (the page cache keeps it), not a crash of the machine; the intent
+// line's boot ID lets reconciliation tell the two apart. Lines other
+// goroutines queue meanwhile go out in the same write.
+func (j *journal) writeOut(entries ...JournalEntry) error {
+	b, err := j.encode(entries)
+	if b == nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
+	mine := j.appendLocked(b, entries)
+	j.dirty = true
+	for j.written < mine {
+		switch {
+		case j.err != nil:
+			return j.err
+		case j.flushing:
+			j.cond.Wait()
+		default:
+			j.putQueuedLocked()
+		}
+	}
+	return nil
 }
 
 // sync makes every line written so far durable, writing the queued ones
@@ -315,12 +495,12 @@ func (j *journal) sync() error {
 	if j.err != nil || !j.dirty {
 		return j.err
 	}
-	buf := j.buf
-	j.buf = nil
+	buf, upto := j.takeLocked()
 	if err := j.flush(buf); err != nil {
 		j.err = err
 		return j.err
 	}
+	j.written = max(j.written, upto)
 	j.dirty = false
 	return nil
 }
@@ -391,26 +571,142 @@ func ReadJournal(stateDir string) ([]JournalEntry, error) {
 	return out, err
 }
 
-// ReadJournalLines returns every line of the journal in stateDir, oldest
-// first. A missing journal is empty.
+// ReadJournalLines returns the intent and outcome lines of the journal in
+// stateDir, its kept old segments first, oldest first; the started and
+// checkpoint lines, which only reconciliation reads, are left out. A
+// missing journal is empty.
 func ReadJournalLines(stateDir string) ([]JournalEntry, error) {
-	data, err := readStateFile(stateDir, journalFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read journal %s: %w", filepath.Join(stateDir, journalFile), err)
-	}
+	all, err := readJournalAll(stateDir)
+	return slices.DeleteFunc(all, func(e JournalEntry) bool { return e.Op == JournalStarted || e.Op == JournalCheckpoint }), err
+}
+
+// readJournalAll returns every line of the journal's segments in
+// stateDir, oldest first. A missing journal is empty.
+func readJournalAll(stateDir string) ([]JournalEntry, error) {
 	var out []JournalEntry
-	dec := json.NewDecoder(bytes.NewReader(data))
-	for dec.More() {
-		var e JournalEntry
-		if err := dec.Decode(&e); err != nil {
-			return out, fmt.Errorf("read journal line %d: %w", len(out)+1, err)
+	for k := journalSegments; k >= 0; k-- {
+		name := segmentName(k)
+		f, err := openStateFile(stateDir, name, os.O_RDONLY)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
 		}
-		out = append(out, e)
+		if err != nil {
+			return out, fmt.Errorf("read journal %s: %w", filepath.Join(stateDir, name), err)
+		}
+		err = decodeLines(f, func(e JournalEntry) { out = append(out, e) })
+		f.Close()
+		if err != nil {
+			return out, fmt.Errorf("read journal %s: %w", filepath.Join(stateDir, name), err)
+		}
 	}
 	return out, nil
+}
+
+// decodeLines calls fn with each line of r, streaming.
+func decodeLines(r io.Reader, fn func(JournalEntry)) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 64<<10))
+	for n := 1; dec.More(); n++ {
+		var e JournalEntry
+		if err := dec.Decode(&e); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+		fn(e)
+	}
+	return nil
+}
+
+// checkpointMark is how a checkpoint line reads in the file; a quote in
+// an ID or a reason is escaped, so nothing else can read so.
+var checkpointMark = []byte(`"op":"checkpoint"`)
+
+// readOpenIntents returns the open intents of the journal in stateDir
+// (with whether each has a started line) and how many lines follow its
+// last checkpoint. It reads only the current segment (rotation happens at
+// a checkpoint) from the start of its last checkpoint line, streaming, so
+// its time is the tail's and its memory the open intents'.
+func readOpenIntents(stateDir string) ([]openIntent, int, error) {
+	f, err := openStateFile(stateDir, journalFile, os.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read journal: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, fmt.Errorf("read journal: %w", err)
+	}
+	from, err := lastCheckpoint(f, fi.Size())
+	if err != nil {
+		return nil, 0, fmt.Errorf("read journal: %w", err)
+	}
+	type entry struct {
+		openIntent
+		seq int
+	}
+	open := map[journalKey]*entry{}
+	tail := 0
+	err = decodeLines(io.NewSectionReader(f, from, fi.Size()-from), func(e JournalEntry) {
+		k := journalKey{e.Pass, e.Kind, e.ID}
+		switch e.Op {
+		case JournalCheckpoint:
+			clear(open)
+			tail = 0
+			return
+		case JournalIntent:
+			open[k] = &entry{openIntent{JournalEntry: e}, tail}
+		case JournalStarted:
+			if in, ok := open[k]; ok {
+				in.started = true
+			}
+		case "":
+		default:
+			delete(open, k)
+		}
+		tail++
+	})
+	if err != nil {
+		return nil, tail, fmt.Errorf("read journal %s: %w", filepath.Join(stateDir, journalFile), err)
+	}
+	sorted := make([]*entry, 0, len(open))
+	for _, in := range open {
+		sorted = append(sorted, in)
+	}
+	slices.SortFunc(sorted, func(a, b *entry) int { return a.seq - b.seq })
+	out := make([]openIntent, len(sorted))
+	for i, in := range sorted {
+		out[i] = in.openIntent
+	}
+	return out, tail, nil
+}
+
+// lastCheckpoint returns the offset of the start of the last checkpoint
+// line of f (size bytes), or 0; it reads backwards in blocks.
+func lastCheckpoint(f *os.File, size int64) (int64, error) {
+	const block = 64 << 10
+	buf := make([]byte, block+len(checkpointMark))
+	for end := size; end > 0; {
+		start := max(end-block, 0)
+		// Overlap the next block by the mark's length, so a mark across
+		// the boundary is found.
+		b := buf[:min(end+int64(len(checkpointMark)), size)-start]
+		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndex(b, checkpointMark); i >= 0 {
+			at := start + int64(i)
+			// The line starts at the newline before the mark: a
+			// checkpoint line holds no more than a time before it.
+			head := make([]byte, min(at, 256))
+			if _, err := f.ReadAt(head, at-int64(len(head))); err != nil {
+				return 0, err
+			}
+			return at - int64(len(head)) + int64(bytes.LastIndexByte(head, '\n')+1), nil
+		}
+		end = start
+	}
+	return 0, nil
 }
 
 // journalKey identifies an item within a pass, to match an intent with its

@@ -3,9 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -21,9 +24,9 @@ func TestJournalWriteFailureStopsThePass(t *testing.T) {
 	e := newTestEngine(t, rt, false)
 	writes := 0
 	e.journal.fail = func() error {
-		// Write 1: the intents of all three; 2: the outcome of i1; 3:
-		// the outcome of i2 fails.
-		if writes++; writes == 3 {
+		// Write 1: the intents of all three; 2 and 3: i1's started and
+		// outcome lines; 4: i2's started line; 5: the outcome of i2 fails.
+		if writes++; writes == 5 {
 			return errors.New("no space left on device")
 		}
 		return nil
@@ -94,4 +97,149 @@ func TestCancelStopsAfterTheItemInFlight(t *testing.T) {
 	if js, err := ReadJournal(e.o.StateDir); err != nil || len(js) != 1 || js[0].ID != "i1" {
 		t.Errorf("journal %+v (%v), want i1", js, err)
 	}
+}
+
+func TestEveryRemovalCallFollowsItsStartedLine(t *testing.T) {
+	for _, parallel := range []int{1, 4} {
+		t.Run(fmt.Sprintf("parallel %d: the file holds an item's started line when its call is sent, and no other item's", parallel), func(t *testing.T) {
+			rt := newFakeRuntime()
+			ids := []string{"i1", "i2", "i3", "i4", "i5", "i6"}
+			addImages(rt, ids...)
+			e := newPoolEngine(t, rt, parallel)
+			var mu sync.Mutex
+			var bad []string
+			rt.before = func(method, id string) {
+				all, err := readJournalAll(e.o.StateDir)
+				has := false
+				for _, l := range all {
+					has = has || l.Op == JournalStarted && l.ID == id
+				}
+				if err != nil || !has {
+					mu.Lock()
+					bad = append(bad, id)
+					mu.Unlock()
+				}
+			}
+			if _, err := e.Apply(context.Background(), reclaimPlan(ids...)); err != nil {
+				t.Fatal(err)
+			}
+			if len(bad) > 0 {
+				t.Errorf("calls sent before their started line reached the file: %v", bad)
+			}
+			all, _ := readJournalAll(e.o.StateDir)
+			started := 0
+			for _, l := range all {
+				if l.Op == JournalStarted {
+					started++
+				}
+			}
+			lines, _ := ReadJournalLines(e.o.StateDir)
+			if started != len(ids) || len(lines) != 2*len(ids) {
+				t.Errorf("%d started lines and %d intent and outcome lines for %d removals, want one started line each, left out of ReadJournalLines", started, len(lines), len(ids))
+			}
+		})
+	}
+}
+
+func TestAStartReadsOnlyTheJournalAfterItsLastCheckpoint(t *testing.T) {
+	intent := func(id string) string {
+		return fmt.Sprintf(`{"op":"intent","pass":"r/1","kind":"image","id":%q,"reason":"space"}`+"\n", id)
+	}
+	outcome := func(id string) string {
+		return fmt.Sprintf(`{"op":"removed","pass":"r/1","kind":"image","id":%q,"reason":"space"}`+"\n", id)
+	}
+	started := func(id string) string {
+		return fmt.Sprintf(`{"op":"started","pass":"r/1","kind":"image","id":%q,"reason":""}`+"\n", id)
+	}
+	const checkpoint = `{"time":"2026-11-01T12:00:00Z","op":"checkpoint","pass":"","passKind":"","kind":"","id":"","reason":""}` + "\n"
+	closed := strings.Repeat(intent("old")+outcome("old"), 20000)
+	for _, tc := range []struct {
+		name      string
+		journal   string
+		wantOpen  []string
+		wantStart []bool
+		wantTail  int
+	}{
+		{"an intent after the checkpoint is open, with its started line", closed + checkpoint + intent("a") + started("a"), []string{"a"}, []bool{true}, 2},
+		{"a journal that ends on a checkpoint has no tail", closed + intent("x") + checkpoint, nil, nil, 0},
+		{"a journal without a checkpoint (an older nodegc's) is read whole", intent("a") + intent("b") + outcome("a"), []string{"b"}, []bool{false}, 3},
+		{"a checkpoint mark inside an ID is not a checkpoint", intent(`"op":"checkpoint"`) + intent("b"), []string{`"op":"checkpoint"`, "b"}, []bool{false, false}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(tc.journal), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			open, tail, err := readOpenIntents(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			var st []bool
+			for _, in := range open {
+				ids, st = append(ids, in.ID), append(st, in.started)
+			}
+			if !slices.Equal(ids, tc.wantOpen) || !slices.Equal(st, tc.wantStart) || tail != tc.wantTail {
+				t.Errorf("open %q started %v tail %d, want %q %v %d", ids, st, tail, tc.wantOpen, tc.wantStart, tc.wantTail)
+			}
+			if strings.HasPrefix(tc.journal, closed) {
+				// Its cost is the tail's, not the 40,000 closed lines'.
+				if allocs := testing.AllocsPerRun(3, func() { readOpenIntents(dir) }); allocs > 500 {
+					t.Errorf("reading the tail took %.0f allocations: it must not decode the history", allocs)
+				}
+			}
+		})
+	}
+}
+
+func TestTheJournalRotatesAtACheckpointAndKeepsABoundedHistory(t *testing.T) {
+	defer func(l int64) { journalSegmentLimit = l }(journalSegmentLimit)
+	journalSegmentLimit = 1 // every pass's checkpoint rotates
+	rt := newFakeRuntime()
+	e := newPoolEngine(t, rt, 2)
+	passes := journalSegments + 3
+	for i := range passes {
+		id := fmt.Sprintf("i%d", i)
+		addImages(rt, id)
+		if _, err := e.Apply(context.Background(), reclaimPlan(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := 0; k <= journalSegments+1; k++ {
+		_, err := os.Stat(filepath.Join(e.o.StateDir, segmentName(k)))
+		if exists := err == nil; exists != (k <= journalSegments) {
+			t.Errorf("segment %s exists: %v, want %v", segmentName(k), exists, k <= journalSegments)
+		}
+	}
+	js, err := ReadJournal(e.o.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The current segment is empty (rotated at the last checkpoint); the
+	// kept ones hold the last journalSegments passes, oldest first.
+	got := journalIDs(js)
+	want := []string{}
+	for i := passes - journalSegments; i < passes; i++ {
+		want = append(want, fmt.Sprintf("i%d", i))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("journal removals %v, want %v", got, want)
+	}
+	// A pass after the rotation still writes into the new segment.
+	addImages(rt, "last")
+	if r, err := e.Apply(context.Background(), reclaimPlan("last")); err != nil || !r.OK() {
+		t.Fatalf("pass after rotation: %v %+v", err, r)
+	}
+	if js, _ := ReadJournal(e.o.StateDir); len(js) == 0 || js[len(js)-1].ID != "last" {
+		t.Errorf("the pass after the rotation is not in the journal")
+	}
+}
+
+// journalIDs lists the IDs of journal lines, in order.
+func journalIDs(js []JournalEntry) []string {
+	var out []string
+	for _, j := range js {
+		out = append(out, j.ID)
+	}
+	return out
 }

@@ -163,9 +163,13 @@ func (x *executor) outcomeLine(t task, its []ItemResult) JournalEntry {
 	return x.stamp(op, en)
 }
 
-// stamp fills a journal line's op, time and pass.
+// stamp fills a journal line's op, time and pass, and an intent's boot
+// ID.
 func (x *executor) stamp(op JournalOp, en JournalEntry) JournalEntry {
 	en.Op, en.Time, en.Pass, en.PassKind = op, x.e.now(), JournalPass(x.passID), x.kind
+	if op == JournalIntent {
+		en.Boot = x.e.boot
+	}
 	return en
 }
 
@@ -333,8 +337,17 @@ func (x *executor) journal(op JournalOp, en JournalEntry, lazy bool) error {
 }
 
 // call makes a removal's runtime call; the task's intent is on disk, and
-// the pool writes its outcome.
+// the pool writes its outcome. The item's started line is handed to the
+// kernel first: without it, reconciliation may take the call for never
+// sent, so the call is not made when that write fails.
 func (x *executor) call(it ItemResult, what string, call func(ctx context.Context) error) ItemResult {
+	if err := x.e.journal.writeOut(x.stamp(JournalStarted, JournalEntry{Kind: it.Kind, ID: it.ID})); err != nil {
+		x.mu.Lock()
+		x.journalFailedLocked(err)
+		x.mu.Unlock()
+		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
+		return it
+	}
 	ctx, cancel := context.WithTimeout(x.calls, CallTimeout)
 	defer cancel()
 	return outcome(it, what, call(ctx))

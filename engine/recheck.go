@@ -13,7 +13,8 @@ import (
 
 // image re-checks and removes one image: it must still exist, be unpinned,
 // not be a sandbox image and be used by no container in any state, by the
-// view of the node (see ViewWindow).
+// view of the node, nor by a created or running container of a listing
+// begun at most ViewWindow before the check (see ViewWindow).
 func (x *executor) image(rm ImageRemoval, en *JournalEntry) ItemResult {
 	it := ItemResult{Kind: ItemImage, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail, SizeBytes: rm.SizeBytes}
 	if x.infoErr != nil {
@@ -38,8 +39,14 @@ func (x *executor) image(rm ImageRemoval, en *JournalEntry) ItemResult {
 	if IsSandboxImage(img, x.sandboxRefs) {
 		return skipped(it, "sandbox image")
 	}
-	if c, used := v.imageUser(img); used {
-		return skipped(it, fmt.Sprintf("in use since planning by container %s (%s)", c.Name, c.ID))
+	a, err := x.active.fresh(false)
+	if err != nil {
+		return viewFailed(it, err)
+	}
+	for _, v := range [2]*viewData{v, a} {
+		if c, used := v.imageUser(img); used {
+			return skipped(it, fmt.Sprintf("in use since planning by container %s (%s)", c.Name, c.ID))
+		}
 	}
 	it = x.call(it, "remove image", func(ctx context.Context) error { return x.e.o.Remover.RemoveImage(ctx, rm.ID) })
 	if it.Outcome == OutcomeRemoved {

@@ -7,81 +7,190 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
 // reconcileSettle and reconcilePoll bound Engine.settle: how long, and
-// how often, reconciliation asks again about an item a recent intent of an
-// earlier run names before it journals it not-removed. A killed nodegc's
-// RemoveImage has been seen to delete the image in containerd after the
-// CRI cache, which ImageStatus reads, was asked.
+// how often, reconciliation asks again about an item whose removal call an
+// earlier run may have had in flight before it journals it. A killed
+// nodegc's RemoveImage has been seen to delete the image in containerd
+// after the CRI cache, which ImageStatus reads, was asked.
 var (
 	reconcileSettle = 2 * time.Second
 	reconcilePoll   = 50 * time.Millisecond
 )
 
+// reconcileBudget bounds one reconciliation, its settling included: a
+// runtime that hangs must not hold back the first snapshot (the dashboard
+// shows nothing until it has one) or a quit. What it could not ask about
+// stays open, and is tried again after reconcileRetry, or at once after a
+// pass whose journal write failed.
+var (
+	reconcileBudget = 5 * time.Second
+	reconcileRetry  = time.Minute
+)
+
+// bootID is the machine's boot ID, or "" where it cannot be read (then no
+// started line's absence is trusted).
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
+
+// openIntent is an intent without an outcome, and whether its started
+// line was found.
+type openIntent struct {
+	JournalEntry
+	started bool
+}
+
+// callNeverSent reports whether the journal proves that the intent's
+// removal call was never sent: the started line is written (handed to the
+// kernel) before the call, so its absence is proof for a process that was
+// killed, since the kernel keeps what it was handed; a crash of the
+// machine can lose it, so only within the boot that wrote the intent.
+func callNeverSent(in openIntent, boot string) bool {
+	return !in.started && in.Boot != "" && in.Boot == boot
+}
+
+// reusable reports whether an item of the kind can exist again after its
+// removal: an image (pulled again, under the same ID) or a log path. A
+// container or sandbox ID is never reused.
+func reusable(k ItemKind) bool { return k == ItemImage || k == ItemLog }
+
+// reconcileOp is the outcome reconciliation journals for an open intent
+// whose item exists or not (when the call may have been sent), with the
+// reason in words: never removed for an item whose call may not have been
+// sent, never not-removed for one the call may have removed.
+func reconcileOp(in openIntent, neverSent, exists bool) (JournalOp, string) {
+	switch {
+	case neverSent:
+		return JournalNotRun, "its removal call was never sent"
+	case in.started && !exists:
+		return JournalRemoved, ""
+	case !exists:
+		return JournalUnknown, "gone, but the machine restarted since its intent, which may have lost the line saying whether its removal call was sent"
+	case !reusable(in.Kind):
+		return JournalNotRemoved, ""
+	case in.started:
+		return JournalUnknown, "still there, but its removal call was sent: it may have removed the item, which was then created again"
+	default:
+		return JournalUnknown, "still there, but the machine restarted since its intent: its removal call may have been sent, and the item created again"
+	}
+}
+
 // reconcileLocked settles the intents of an earlier, interrupted pass that
-// have no outcome: it asks the runtime (or the filesystem, for logs)
-// whether each item still exists and journals what happened, so that every
-// item the runtime no longer has is in the journal. An item it cannot ask
-// about stays open for the next try. A deleting engine runs it before its
-// first snapshot, and again after a pass whose journal write failed. It
-// returns notes for the next report; e.mu is held.
+// have no outcome: an intent whose removal call was never sent is closed
+// not-run; for the others it asks the runtime (or the filesystem, for
+// logs) whether the item still exists and journals what that proves (see
+// reconcileOp). An item it cannot ask about stays open for the next try.
+// A deleting engine runs it before its first snapshot, and again after a
+// pass whose journal write failed. It ends with ctx (a signal) and after
+// reconcileBudget, and a round that left intents open is not tried again
+// before reconcileRetry. It returns notes for the next report; e.mu is
+// held.
 func (e *Engine) reconcileLocked(ctx context.Context) []string {
-	if e.journal == nil || e.o.Remover == nil || e.reconciled {
+	if e.journal == nil || e.o.Remover == nil || e.reconciled || time.Now().Before(e.reconcileAfter) {
 		return nil
 	}
-	lines, err := ReadJournalLines(e.o.StateDir)
+	ctx, cancel := context.WithTimeout(ctx, reconcileBudget)
+	defer cancel()
+	notes := e.reconcileRound(ctx)
+	if !e.reconciled {
+		e.reconcileAfter = time.Now().Add(reconcileRetry)
+	}
+	return notes
+}
+
+// reconcileRound is one round of reconcileLocked, bounded by ctx.
+func (e *Engine) reconcileRound(ctx context.Context) []string {
+	open, tail, err := readOpenIntents(e.o.StateDir)
 	if err != nil {
 		return []string{fmt.Sprintf("journal not reconciled: %v", err)}
 	}
-	open := OpenIntents(lines)
 	if len(open) == 0 {
+		// A tail of closed lines (a journal an older nodegc wrote, or a
+		// pass that ended without its checkpoint) gets one, so the next
+		// start need not read it.
+		if tail > 0 || e.journal.needsCheckpoint() {
+			if err := e.journal.write(checkpointLine(e.now())); err != nil {
+				return []string{fmt.Sprintf("journal not reconciled: %v", err)}
+			}
+		}
 		e.reconciled = true
-		return nil
+		return e.rotateJournal()
 	}
-	var removed, kept, unknown int
+	counts := map[JournalOp]int{}
+	unchecked := 0
+	var outs []JournalEntry
+	neverSent := make([]bool, len(open))
 	exists := make([]bool, len(open))
 	errs := make([]error, len(open))
 	for i, in := range open {
-		exists[i], errs[i] = e.exists(ctx, in)
+		switch neverSent[i] = callNeverSent(in, e.boot); {
+		case neverSent[i]:
+		case ctx.Err() != nil:
+			// Out of time (or stopped): the rest waits for the next round.
+			errs[i] = ctx.Err()
+		default:
+			exists[i], errs[i] = e.exists(ctx, in.JournalEntry)
+		}
 	}
 	e.settle(ctx, open, exists, errs)
 	for i, in := range open {
 		if errs[i] != nil {
-			unknown++
-			e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", errs[i])
+			if unchecked++; unchecked <= 3 {
+				e.log.Warn("reconcile journal intent", "kind", in.Kind, "id", in.ID, "err", errs[i])
+			}
 			continue
 		}
-		out := in
-		out.Time, out.Reconciled, out.Op = e.now(), true, JournalRemoved
-		if exists[i] {
-			out.Op = JournalNotRemoved
-			kept++
-		} else {
-			removed++
-		}
-		if err := e.journal.write(out); err != nil {
-			return []string{fmt.Sprintf("journal not reconciled: %v", err)}
-		}
+		out := in.JournalEntry
+		out.Boot = ""
+		out.Time, out.Reconciled = e.now(), true
+		out.Op, out.Error = reconcileOp(in, neverSent[i], exists[i])
+		counts[out.Op]++
+		outs = append(outs, out)
 	}
-	e.reconciled = unknown == 0
-	note := fmt.Sprintf("journal: reconciled %d intents an interrupted pass left without outcome: %d removed, %d still there", removed+kept, removed, kept)
-	if unknown > 0 {
-		note += fmt.Sprintf(", %d could not be checked (left for the next try)", unknown)
+	e.reconciled = unchecked == 0
+	if e.reconciled {
+		outs = append(outs, checkpointLine(e.now()))
+	}
+	// One group, one fsync.
+	if err := e.journal.write(outs...); err != nil {
+		e.reconciled = false
+		return []string{fmt.Sprintf("journal not reconciled: %v", err)}
+	}
+	note := fmt.Sprintf("journal: reconciled %d intents an interrupted pass left without outcome: %d removed, %d still there, %d never sent, %d unknown",
+		len(open)-unchecked, counts[JournalRemoved], counts[JournalNotRemoved], counts[JournalNotRun], counts[JournalUnknown])
+	if unchecked > 0 {
+		note += fmt.Sprintf(", %d could not be checked (left for the next try)", unchecked)
 	}
 	e.log.Warn(note)
-	return []string{note}
+	return append([]string{note}, e.rotateJournal()...)
+}
+
+// rotateJournal rotates the journal after a checkpoint when it is large
+// (journal.rotate), and returns a note when that failed.
+func (e *Engine) rotateJournal() []string {
+	if err := e.journal.rotate(); err != nil {
+		e.log.Error("rotate journal", "err", err)
+		return []string{fmt.Sprintf("journal not rotated: %v", err)}
+	}
+	return nil
 }
 
 // settle asks again, in rounds every reconcilePoll for up to
-// reconcileSettle, about the items the runtime still shows whose intent is
-// recent (younger than CallTimeout) and was written by an earlier run of
-// nodegc: a removal that run had in flight when it died can still complete
-// in the runtime. (This run's passes waited for their calls.) It updates
-// exists and errs in place, and returns early when ctx ends or nothing is
-// left to ask about.
-func (e *Engine) settle(ctx context.Context, open []JournalEntry, exists []bool, errs []error) {
+// reconcileSettle, about the items the runtime still shows whose removal
+// call may have been sent by an earlier run of nodegc in the last
+// CallTimeout: a removal that run had in flight when it died can still
+// complete in the runtime. (This run's passes waited for their calls.) It
+// updates exists and errs in place, and returns early when ctx ends or
+// nothing is left to ask about.
+func (e *Engine) settle(ctx context.Context, open []openIntent, exists []bool, errs []error) {
 	var pending []int
 	for i, in := range open {
 		if exists[i] && errs[i] == nil && e.now().Sub(in.Time) < CallTimeout && !strings.HasPrefix(string(in.Pass), e.run+"/") {
@@ -97,16 +206,15 @@ func (e *Engine) settle(ctx context.Context, open []JournalEntry, exists []bool,
 		case <-t.C:
 		}
 		pending = slices.DeleteFunc(pending, func(i int) bool {
-			exists[i], errs[i] = e.exists(ctx, open[i])
+			exists[i], errs[i] = e.exists(ctx, open[i].JournalEntry)
 			return !exists[i] || errs[i] != nil
 		})
 	}
 }
 
-// exists asks whether the item of a journal intent still exists.
+// exists asks whether the item of a journal intent still exists, within
+// ctx.
 func (e *Engine) exists(ctx context.Context, in JournalEntry) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CallTimeout)
-	defer cancel()
 	var err error
 	switch in.Kind {
 	case ItemImage:

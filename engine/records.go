@@ -63,9 +63,26 @@ func loadRecords(dir string, now time.Time, moveAside bool) (recs map[string]Ima
 	}
 	recs = make(map[string]ImageRecord, len(doc.Records))
 	for _, r := range doc.Records {
-		recs[r.ID] = r
+		recs[r.ID], _ = clampRecord(r, now)
 	}
 	return recs, true, nil, nil
+}
+
+// clampRecord moves a record's times that lie after now back to now, and
+// reports whether it moved one. Records written while the clock ran ahead
+// (a wrong NTP step, a VM restored from a later snapshot) would otherwise
+// keep every image too young, and every image idle, until the clock caught
+// up: a year ahead is a year without image GC.
+func clampRecord(r ImageRecord, now time.Time) (ImageRecord, bool) {
+	moved := false
+	if r.FirstDetected.After(now) {
+		r.FirstDetected, moved = now, true
+	}
+	if r.LastUsed != nil && r.LastUsed.After(now) {
+		t := now
+		r.LastUsed, moved = &t, true
+	}
+	return r, moved
 }
 
 // saveRecords writes the records atomically (safefile.Write: a temp file
@@ -98,7 +115,9 @@ func sortedRecords(recs map[string]ImageRecord) []ImageRecord {
 // updateRecords applies one detection pass to the records, as the
 // kubelet's detectImages does: a new image is first detected now, an image
 // in use is last used now, and records of vanished images are dropped.
-// changed reports whether an image appeared or vanished.
+// A time after now (the clock stepped back since it was recorded) is
+// clamped to now. changed reports whether an image appeared or vanished,
+// or a time was clamped.
 func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string]bool, now time.Time) (next map[string]ImageRecord, changed bool) {
 	next = make(map[string]ImageRecord, len(images))
 	for _, img := range images {
@@ -107,6 +126,8 @@ func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string
 			r = ImageRecord{ID: img.ID, FirstDetected: now}
 			changed = true
 		}
+		r, moved := clampRecord(r, now)
+		changed = changed || moved
 		if inUse[img.ID] {
 			t := now
 			r.LastUsed = &t

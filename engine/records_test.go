@@ -164,3 +164,44 @@ func TestSnapshotsPersistNewImagesAndPlansPersistLastUsed(t *testing.T) {
 		t.Errorf("a vanished image is still persisted: %s", read())
 	}
 }
+
+func TestRecordTimesAfterNowAreClamped(t *testing.T) {
+	ahead := execNow.Add(365 * 24 * time.Hour)
+	past := execNow.Add(-time.Hour)
+	tests := []struct {
+		name          string
+		rec           ImageRecord
+		wantFirst     time.Time
+		wantLastUsed  *time.Time
+		wantRewritten bool
+	}{
+		{"a first-detected time a year ahead is now", ImageRecord{ID: "a", FirstDetected: ahead}, execNow, nil, true},
+		{"a last-used time a year ahead is now", ImageRecord{ID: "a", FirstDetected: past, LastUsed: &ahead}, past, &execNow, true},
+		{"times in the past are kept", ImageRecord{ID: "a", FirstDetected: past, LastUsed: &past}, past, &past, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			check := func(how string, r ImageRecord) {
+				t.Helper()
+				if !r.FirstDetected.Equal(tc.wantFirst) || (r.LastUsed == nil) != (tc.wantLastUsed == nil) || r.LastUsed != nil && !r.LastUsed.Equal(*tc.wantLastUsed) {
+					t.Errorf("%s: %+v, want first detected %v, last used %v", how, r, tc.wantFirst, tc.wantLastUsed)
+				}
+			}
+			dir := t.TempDir()
+			if err := saveRecords(dir, map[string]ImageRecord{"a": tc.rec}, ahead); err != nil {
+				t.Fatal(err)
+			}
+			recs, _, _, err := loadRecords(dir, execNow, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("loaded", recs["a"])
+			// On use: records already in memory when the clock steps back.
+			next, changed := updateRecords(map[string]ImageRecord{"a": tc.rec}, []Image{{ID: "a"}}, nil, execNow)
+			check("updated", next["a"])
+			if changed != tc.wantRewritten {
+				t.Errorf("changed = %v, want %v (a clamped record is persisted again)", changed, tc.wantRewritten)
+			}
+		})
+	}
+}

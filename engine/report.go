@@ -163,6 +163,9 @@ type JournalEntry struct {
 	// Reconciled marks an outcome written at a later start for an intent
 	// whose outcome a crash lost.
 	Reconciled bool `json:"reconciled,omitempty"`
+	// Boot is the machine's boot ID on an intent line: reconciliation
+	// trusts the absence of a started line only within the same boot.
+	Boot string `json:"boot,omitempty"`
 }
 
 // JournalPass is a journal line's pass ID (PassReport.PassID). Journals

@@ -9,42 +9,40 @@ import (
 	"time"
 )
 
-// ViewWindow is the shortest time a pass trusts its view of the node. The
-// executor re-checks each item against that view (the containers, and for
-// images the image list), not against a fresh list per item, which made a
-// pass cost removals times containers.
+// ViewWindow is how long a pass trusts its view of the node's active
+// containers (created and running), and the shortest time it trusts its
+// whole view (every container, and for images the image list). The
+// executor re-checks each item against these views, not against a fresh
+// list per item, which made a pass cost removals times containers.
 //
-// The contract: the view an item is checked against was taken (its
-// listing began) at most max(ViewWindow, twice the last listing's
-// duration) before the check began, and after the last container event
-// reported (Engine.ContainerEvent) before the check began. Between the
-// check and the removal lie only the item's own runtime calls: a
-// sandbox's stop, an UNKNOWN container's stop, and the status call that
-// gives a container's log path. On a node whose listing takes longer than
-// ViewWindow/2 the window grows with it: a fresh list per item could not
-// give a newer view than one listing old either. A new listing starts in
-// the background once the view is about to expire, so re-checks rarely
-// wait for one.
-//
-// Without an event stream, a container created on an image inside that
-// window can be missed, and containerd then removes an image a created
-// container names. The window is kept short so that gap is small; where
-// the runtime serves its container event stream, the engine follows it
-// (Engine.FollowEvents) and a created or started container makes the next
-// re-check list the node again, which closes the gap.
+// The contract: an image is re-checked against a listing of the created
+// and running containers (the CRI state filter keeps it small) that began
+// at most ViewWindow before the check, and after the last container event
+// reported (Engine.ContainerEvent) before the check began, however long a
+// listing takes: a slow listing makes the check wait for one, never
+// widens the window. A container that can newly use an image is created
+// or running, so a container created on an image before the check began
+// is seen, with or without an event stream. The whole view (the image
+// list, exited users, the sandboxes' and pods' containers) may be up to
+// max(ViewWindow, twice the last whole listing's duration) old: what it
+// adds can only change in that time through a container that was created
+// and also exited within it. Between the check and the removal lie only
+// the item's own runtime calls: a sandbox's stop, an UNKNOWN container's
+// stop, and the status call that gives a container's log path. A new
+// listing starts in the background once a view is about to expire, so
+// re-checks rarely wait for one. Where the runtime serves its container
+// event stream, the engine follows it (Engine.FollowEvents) and a created
+// or started container makes the next re-check list again.
 const ViewWindow = 100 * time.Millisecond
 
 // nodeView is the executor's cached list of containers (and, for the image
 // phase, images), refreshed in the background; see ViewWindow.
 type nodeView struct {
-	r Reader
-	// running lists only the running containers (and no images): the
-	// container phase's view, whose re-check asks only whether a planned
-	// container runs.
-	running bool
-	ctx     context.Context  // for the listings: the pass's uncancelled calls
-	clock   func() time.Time // the wall clock, never the engine's fake one
-	gen     *atomic.Uint64   // bumped by every container event
+	r     Reader
+	kind  viewKind
+	ctx   context.Context  // for the listings: the pass's uncancelled calls
+	clock func() time.Time // the wall clock, never the engine's fake one
+	gen   *atomic.Uint64   // bumped by every container event
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -150,6 +148,29 @@ func (d *viewData) indexContainers() {
 	})
 }
 
+// viewKind says which containers a view lists.
+type viewKind int
+
+const (
+	// viewAll lists every container (and the images when asked).
+	viewAll viewKind = iota
+	// viewRunning lists the running containers alone: the container
+	// phase's view, whose re-check asks only whether a planned container
+	// runs.
+	viewRunning
+	// viewActive lists the created and running containers: the image
+	// re-check's view of the containers that can newly use an image,
+	// trusted for ViewWindow alone.
+	viewActive
+)
+
+// ActiveLister is a Reader that can list the created and running
+// containers alone (the CRI state filter). The image re-check uses it
+// where a Reader has it, and filters the whole list otherwise.
+type ActiveLister interface {
+	ListActiveContainers(ctx context.Context) ([]Container, error)
+}
+
 // RunningLister is a Reader that can list the running containers alone
 // (the CRI state filter), which is far cheaper than the whole list on a
 // node with many dead containers. The executor uses it where a Reader has
@@ -159,10 +180,10 @@ type RunningLister interface {
 }
 
 // newNodeView returns an empty view that lists at its first use; ctx is
-// the context of its listings (each bounded by CallTimeout). A running
-// view holds only the running containers.
-func newNodeView(ctx context.Context, r Reader, gen *atomic.Uint64, running bool) *nodeView {
-	v := &nodeView{r: r, ctx: ctx, clock: time.Now, gen: gen, running: running}
+// the context of its listings (each bounded by CallTimeout); kind says
+// which containers it holds.
+func newNodeView(ctx context.Context, r Reader, gen *atomic.Uint64, kind viewKind) *nodeView {
+	v := &nodeView{r: r, ctx: ctx, clock: time.Now, gen: gen, kind: kind}
 	v.cond = sync.NewCond(&v.mu)
 	return v
 }
@@ -209,19 +230,25 @@ func (v *nodeView) prefetch(images bool) {
 	}
 }
 
-// window is how long a view is trusted: ViewWindow, or twice the last
-// listing's duration on a node where listing takes longer. v.mu is held.
+// window is how long a view is trusted: ViewWindow for the active
+// containers; for the others ViewWindow, or twice the last listing's
+// duration on a node where listing takes longer. v.mu is held.
 func (v *nodeView) window() time.Duration {
+	if v.kind == viewActive {
+		return ViewWindow
+	}
 	return max(ViewWindow, 2*v.took)
 }
 
-// usable reports whether a check that began at generation since may use
-// d now: d's listing began after every container event reported before
-// the check began, and within the window; v.mu is held. (An event that
+// usable reports whether a check that began at began, at generation
+// since, may use d: d's listing began after every container event
+// reported before the check began, and at most the window before it (a
+// listing that began after the check always serves, however long it
+// took); v.mu is held. (An event that
 // comes during the check does not make it wait again, or a steady stream
 // of events would starve it.)
-func (v *nodeView) usable(d *viewData, now time.Time, since uint64) bool {
-	return d != nil && d.gen >= since && (d.images || !v.withImages) && now.Sub(d.at) <= v.window()
+func (v *nodeView) usable(d *viewData, began time.Time, since uint64) bool {
+	return d != nil && d.gen >= since && (d.images || !v.withImages) && began.Sub(d.at) <= v.window()
 }
 
 // fresh returns a view no older than the window, taken after the last
@@ -230,13 +257,13 @@ func (v *nodeView) usable(d *viewData, now time.Time, since uint64) bool {
 // about to expire starts the next listing in the background. The returned
 // view must not be modified.
 func (v *nodeView) fresh(images bool) (*viewData, error) {
-	since := v.gen.Load()
+	since, began := v.gen.Load(), v.clock()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.withImages = v.withImages || images
 	for {
 		now := v.clock()
-		if d := v.cur; v.usable(d, now, since) {
+		if d := v.cur; v.usable(d, began, since) {
 			if !v.listing && now.Sub(d.at)+v.took >= v.window() {
 				v.startLocked()
 			}
@@ -249,7 +276,7 @@ func (v *nodeView) fresh(images bool) (*viewData, error) {
 		for v.done == seen {
 			v.cond.Wait()
 		}
-		if v.err != nil && !v.usable(v.cur, v.clock(), since) {
+		if v.err != nil && !v.usable(v.cur, began, since) {
 			return nil, v.err
 		}
 	}
@@ -310,14 +337,24 @@ func (v *nodeView) list(ctx context.Context, images bool) (*viewData, error) {
 
 // listContainers lists the containers the view holds.
 func (v *nodeView) listContainers(ctx context.Context) ([]Container, error) {
-	if !v.running {
-		return v.r.ListContainers(ctx)
-	}
-	if rl, ok := v.r.(RunningLister); ok {
-		return rl.ListRunningContainers(ctx)
+	switch v.kind {
+	case viewRunning:
+		if rl, ok := v.r.(RunningLister); ok {
+			return rl.ListRunningContainers(ctx)
+		}
+	case viewActive:
+		if al, ok := v.r.(ActiveLister); ok {
+			return al.ListActiveContainers(ctx)
+		}
 	}
 	cs, err := v.r.ListContainers(ctx)
-	return slices.DeleteFunc(cs, func(c Container) bool { return c.State != ContainerRunning }), err
+	switch v.kind {
+	case viewRunning:
+		cs = slices.DeleteFunc(cs, func(c Container) bool { return c.State != ContainerRunning })
+	case viewActive:
+		cs = slices.DeleteFunc(cs, func(c Container) bool { return c.State != ContainerRunning && c.State != ContainerCreated })
+	}
+	return cs, err
 }
 
 // imageUser returns a container that uses img by its ID, a tag or a

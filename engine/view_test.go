@@ -56,7 +56,7 @@ func TestNodeViewWindow(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var gen atomic.Uint64
-			v := newNodeView(context.Background(), newFakeRuntime(), &gen, false)
+			v := newNodeView(context.Background(), newFakeRuntime(), &gen, viewAll)
 			v.took = tc.took
 			d := &viewData{at: execNow}
 			if got := v.usable(d, execNow.Add(tc.age), 0); got != tc.same {
@@ -68,7 +68,7 @@ func TestNodeViewWindow(t *testing.T) {
 		clk := &stepClock{t: execNow}
 		r := &slowLister{fakeRuntime: *newFakeRuntime(), clock: clk, took: 10 * time.Millisecond}
 		var gen atomic.Uint64
-		v := newNodeView(context.Background(), r, &gen, false)
+		v := newNodeView(context.Background(), r, &gen, viewAll)
 		v.clock = clk.now
 		first, _ := v.fresh(false) // listed: 10 ms
 		v.wait()
@@ -85,7 +85,7 @@ func TestNodeViewWindow(t *testing.T) {
 		clk := &stepClock{t: execNow}
 		r := &slowLister{fakeRuntime: *newFakeRuntime(), clock: clk, took: time.Millisecond}
 		var gen atomic.Uint64
-		v := newNodeView(context.Background(), r, &gen, false)
+		v := newNodeView(context.Background(), r, &gen, viewAll)
 		v.clock = clk.now
 		first, _ := v.fresh(false)
 		gen.Add(1)
@@ -255,7 +255,7 @@ func TestNodeViewUnderEventsAndErrors(t *testing.T) {
 	t.Run("events during every listing do not starve a re-check", func(t *testing.T) {
 		var gen atomic.Uint64
 		l := &eventfulLister{fakeRuntime: *newFakeRuntime(), gen: &gen}
-		v := newNodeView(context.Background(), l, &gen, false)
+		v := newNodeView(context.Background(), l, &gen, viewAll)
 		if _, err := v.fresh(false); err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestNodeViewUnderEventsAndErrors(t *testing.T) {
 	t.Run("an event before the check began is never missed", func(t *testing.T) {
 		var gen atomic.Uint64
 		l := &eventfulLister{fakeRuntime: *newFakeRuntime(), gen: &gen}
-		v := newNodeView(context.Background(), l, &gen, false)
+		v := newNodeView(context.Background(), l, &gen, viewAll)
 		first, _ := v.fresh(false)
 		v.wait()
 		gen.Add(1) // a container created before the next check
@@ -281,7 +281,7 @@ func TestNodeViewUnderEventsAndErrors(t *testing.T) {
 		var gen atomic.Uint64
 		l := &eventfulLister{fakeRuntime: *newFakeRuntime(), gen: &gen}
 		l.fail.Store(true)
-		v := newNodeView(context.Background(), l, &gen, false)
+		v := newNodeView(context.Background(), l, &gen, viewAll)
 		v.prefetch(false)
 		v.wait() // it failed
 		v.invalidate()
@@ -321,7 +321,7 @@ func TestNodeViewCancelsAListingItWillNotUse(t *testing.T) {
 		t.Run(end.name, func(t *testing.T) {
 			var gen atomic.Uint64
 			l := &hangingLister{fakeRuntime: *newFakeRuntime(), cancelled: make(chan struct{})}
-			v := newNodeView(context.Background(), l, &gen, false)
+			v := newNodeView(context.Background(), l, &gen, viewAll)
 			v.prefetch(false)
 			end.end(v)
 			select {
@@ -362,7 +362,7 @@ func (h *errThenHang) ListContainers(ctx context.Context) ([]Container, error) {
 func TestNodeViewPhaseErrorDoesNotCrossABoundary(t *testing.T) {
 	var gen atomic.Uint64
 	l := &errThenHang{fakeRuntime: *newFakeRuntime()}
-	v := newNodeView(context.Background(), l, &gen, false)
+	v := newNodeView(context.Background(), l, &gen, viewAll)
 	if _, err := v.fresh(false); err == nil {
 		t.Fatal("want the first listing's error")
 	}
@@ -442,5 +442,50 @@ func TestFollowEventsStops(t *testing.T) {
 	stop()      // returns only once the follower has ended
 	if n := src.calls.Load(); n != 1 {
 		t.Errorf("the stream was opened %d times, want once", n)
+	}
+}
+
+// slowListRuntime takes its time over every container listing.
+type slowListRuntime struct {
+	*fakeRuntime
+	took time.Duration
+}
+
+func (s *slowListRuntime) ListContainers(ctx context.Context) ([]Container, error) {
+	time.Sleep(s.took)
+	return s.fakeRuntime.ListContainers(ctx)
+}
+
+func TestTheImageRecheckWindowDoesNotGrowWithASlowListing(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		state ContainerState
+	}{
+		{"a container created on an image after a slow listing keeps the image", ContainerCreated},
+		{"a container started on an image after a slow listing keeps the image", ContainerRunning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := newFakeRuntime()
+			addImages(rt, "i1", "i2")
+			slow := &slowListRuntime{fakeRuntime: rt, took: 300 * time.Millisecond}
+			e := newTestEngine(t, rt, false)
+			e.o.Reader, e.o.Parallel = slow, 1
+			rt.before = func(method, id string) {
+				if id == "i1" {
+					// Well inside twice the listing's duration, past ViewWindow.
+					rt.mu.Lock()
+					rt.containers["c"] = Container{ID: "c", Name: "new", ImageID: "i2", State: tc.state}
+					rt.mu.Unlock()
+					time.Sleep(ViewWindow + 50*time.Millisecond)
+				}
+			}
+			r, err := e.Apply(context.Background(), reclaimPlan("i1", "i2"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rt.mutatingCalls(); !slices.Equal(got, []string{"RemoveImage i1"}) || r.Items[1].Outcome != OutcomeSkipped {
+				t.Errorf("calls %v, i2 %s: the image a new container uses must be kept", got, r.Items[1].Outcome)
+			}
+		})
 	}
 }
