@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -60,8 +61,8 @@ func (c *Client) StatusInfo(ctx context.Context) (map[string]string, error) {
 
 // Info names the runtime and its sandbox images: the ones its verbose
 // Status config names, and the one every READY sandbox runs, learned from
-// its verbose status (cached by sandbox ID, so only new sandboxes cost a
-// call). It fails closed: when the image of a READY sandbox cannot be
+// its verbose status (cached by sandbox ID and seeded from
+// Options.SandboxImages, so only sandboxes no run has seen cost a call). It fails closed: when the image of a READY sandbox cannot be
 // learned, Info returns an error, and no image is removed on its word.
 func (c *Client) Info(ctx context.Context) (engine.RuntimeInfo, error) {
 	v, err := c.version(ctx)
@@ -89,6 +90,16 @@ func (c *Client) Info(ctx context.Context) (engine.RuntimeInfo, error) {
 	}
 	ri.SandboxImages = images
 	return ri, nil
+}
+
+// SandboxImages returns the image of each READY sandbox Info has seen, by
+// sandbox ID, and reports whether it changed since Dial (a sandbox was
+// learned or went away): what Options.SandboxImages of a later run
+// takes.
+func (c *Client) SandboxImages() (images map[string]string, changed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.sandboxImages), c.sandboxLearnt
 }
 
 // sandboxStatusWorkers bounds the sandbox status calls Info has in flight
@@ -125,6 +136,7 @@ func (c *Client) runningSandboxImages(ctx context.Context) (images []string, sil
 	for id := range c.sandboxImages {
 		if !present[id] {
 			delete(c.sandboxImages, id)
+			c.sandboxLearnt = true
 		}
 	}
 	c.mu.Unlock()

@@ -370,6 +370,7 @@ func (c *Client) sandboxStatus(ctx context.Context, id string) (*runtimeapi.PodS
 	}
 	c.mu.Lock()
 	c.sandboxImages[resp.GetStatus().GetId()] = info.Image
+	c.sandboxLearnt = true
 	c.mu.Unlock()
 	return resp, info, nil
 }

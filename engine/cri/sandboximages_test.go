@@ -69,3 +69,73 @@ func TestInfoLearnsEveryReadySandboxImage(t *testing.T) {
 		}
 	})
 }
+
+// TestSandboxImageLearnedOncePerID pins issue 22 item 1: a sandbox's image
+// never changes, so Info asks each READY sandbox once, and a client seeded
+// with what an earlier one learned (Options.SandboxImages) asks only about
+// sandboxes it was not given.
+func TestSandboxImageLearnedOncePerID(t *testing.T) {
+	srv := &critest.Sandboxes{Config: `{"sandboxImage":"registry.k8s.io/pause:3.9"}`, Images: map[string]string{}}
+	for i := range 10 {
+		id := fmt.Sprintf("sb%02d", i)
+		srv.IDs = append(srv.IDs, id)
+		srv.Images[id] = "registry.k8s.io/pause:3.6"
+	}
+	ep := critest.Serve(t, srv)
+	ctx := context.Background()
+	first, err := Dial(ctx, ep, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	for range 3 {
+		if _, err := first.Info(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.StatusCalls.Load(); n != 10 {
+		t.Errorf("three Info calls made %d status calls, want 10 (one per sandbox)", n)
+	}
+	learned, changed := first.SandboxImages()
+	if !changed || len(learned) != 10 {
+		t.Fatalf("SandboxImages = %v, %v; want the 10 sandboxes, changed", learned, changed)
+	}
+
+	t.Run("a seeded client asks only about new sandboxes", func(t *testing.T) {
+		srv.StatusCalls.Store(0)
+		srv.IDs = append(srv.IDs, "sb-new")
+		srv.Images["sb-new"] = "registry.k8s.io/pause:3.10"
+		c, err := Dial(ctx, ep, Options{SandboxImages: learned})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		got, err := c.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := srv.StatusCalls.Load(); n != 1 {
+			t.Errorf("%d status calls, want 1 (sb-new)", n)
+		}
+		if want := []string{"registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.6", "registry.k8s.io/pause:3.9"}; !slices.Equal(got.SandboxImages, want) {
+			t.Errorf("sandbox images %v, want %v", got.SandboxImages, want)
+		}
+	})
+	t.Run("an unchanged node leaves the seed unchanged", func(t *testing.T) {
+		seed := learned
+		for i := range 2 {
+			c, err := Dial(ctx, ep, Options{SandboxImages: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Info(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var changed bool
+			if seed, changed = c.SandboxImages(); i == 1 && changed {
+				t.Error("changed, want unchanged: nothing needs saving")
+			}
+		}
+	})
+}
