@@ -66,8 +66,8 @@ func (c *runtimeConn) Close() error {
 // containerRuntimeEndpoint, then the first well-known socket that answers)
 // and dials it. exitDetails asks the runtime for each dead container's
 // finished time and exit code (one status call per dead container the
-// first time it is seen: the dashboard, snapshot and gc show them; plan
-// does without, to stay fast on very large nodes). The image each sandbox
+// first time it is seen; the dashboard and snapshot show them; plan and
+// gc plan without them, so that a plan costs one listing). The image each sandbox
 // runs is learned once per sandbox and kept in the state dir, so a
 // one-shot command asks only about sandboxes new since the last run. An
 // unreachable runtime is an error wrapping engine.ErrUnavailable (exit 1);
