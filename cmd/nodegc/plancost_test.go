@@ -77,6 +77,11 @@ func TestPlanMakesNoStatusCall(t *testing.T) {
 			t.Errorf("%d PodSandboxStatus calls the next time, want none", n)
 		}
 	})
+	t.Run("the sandboxes are listed once", func(t *testing.T) {
+		if n := count(plan(), "ListPodSandbox"); n != 1 {
+			t.Errorf("%d ListPodSandbox calls, want 1", n)
+		}
+	})
 	t.Run("listings only", func(t *testing.T) {
 		calls := plan()
 		slices.Sort(calls)

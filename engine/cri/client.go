@@ -103,7 +103,11 @@ type Client struct {
 	runtimeVersion string
 }
 
-var _ engine.Runtime = (*Client)(nil)
+var (
+	_ engine.Runtime           = (*Client)(nil)
+	_ engine.SandboxInfoReader = (*Client)(nil)
+	_ engine.SandboxInfoReader = readOnly{}
+)
 
 // Dial connects to the runtime at endpoint ("unix:///path" or a bare path)
 // and checks that it answers a CRI Version call. It fails fast: a missing

@@ -28,6 +28,9 @@ func (c *Client) ReadOnly() engine.Reader { return readOnly{c: c} }
 type readOnly struct{ c *Client }
 
 func (r readOnly) Info(ctx context.Context) (engine.RuntimeInfo, error) { return r.c.Info(ctx) }
+func (r readOnly) InfoFor(ctx context.Context, sandboxes []engine.Sandbox) (engine.RuntimeInfo, error) {
+	return r.c.InfoFor(ctx, sandboxes)
+}
 func (r readOnly) ListImages(ctx context.Context) ([]engine.Image, error) {
 	return r.c.ListImages(ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/critest"
 )
 
@@ -101,6 +102,30 @@ func TestSandboxImageLearnedOncePerID(t *testing.T) {
 		t.Fatalf("SandboxImages = %v, %v; want the 10 sandboxes, changed", learned, changed)
 	}
 
+	t.Run("InfoFor learns the READY sandboxes of the caller's listing, and fails closed", func(t *testing.T) {
+		srv.StatusCalls.Store(0)
+		c, err := Dial(ctx, ep, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		listed := []engine.Sandbox{{ID: "sb00", State: engine.SandboxReady}, {ID: "sb01", State: engine.SandboxNotReady}}
+		got, err := c.InfoFor(ctx, listed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := srv.StatusCalls.Load(); n != 1 {
+			t.Errorf("%d status calls, want 1 (the READY sb00)", n)
+		}
+		if !slices.Contains(got.SandboxImages, "registry.k8s.io/pause:3.6") {
+			t.Errorf("sandbox images %v lack sb00's pause:3.6", got.SandboxImages)
+		}
+		srv.FailID = "sb02"
+		defer func() { srv.FailID = "" }()
+		if _, err := c.InfoFor(ctx, []engine.Sandbox{{ID: "sb02", State: engine.SandboxReady}}); err == nil {
+			t.Error("InfoFor = nil error for a READY sandbox whose image cannot be read; want an error")
+		}
+	})
 	t.Run("a seeded client asks only about new sandboxes", func(t *testing.T) {
 		srv.StatusCalls.Store(0)
 		srv.IDs = append(srv.IDs, "sb-new")
