@@ -84,11 +84,7 @@ func TestSandboxImageLearnedOncePerID(t *testing.T) {
 	}
 	ep := critest.Serve(t, srv)
 	ctx := context.Background()
-	first, err := Dial(ctx, ep, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
+	first := dial(t, ep, Options{})
 	for range 3 {
 		if _, err := first.Info(ctx); err != nil {
 			t.Fatal(err)
@@ -104,11 +100,7 @@ func TestSandboxImageLearnedOncePerID(t *testing.T) {
 
 	t.Run("InfoFor learns the READY sandboxes of the caller's listing, and fails closed", func(t *testing.T) {
 		srv.StatusCalls.Store(0)
-		c, err := Dial(ctx, ep, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, ep, Options{})
 		listed := []engine.Sandbox{{ID: "sb00", State: engine.SandboxReady}, {ID: "sb01", State: engine.SandboxNotReady}}
 		got, err := c.InfoFor(ctx, listed)
 		if err != nil {
@@ -130,11 +122,7 @@ func TestSandboxImageLearnedOncePerID(t *testing.T) {
 		srv.StatusCalls.Store(0)
 		srv.IDs = append(srv.IDs, "sb-new")
 		srv.Images["sb-new"] = "registry.k8s.io/pause:3.10"
-		c, err := Dial(ctx, ep, Options{SandboxImages: learned})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, ep, Options{SandboxImages: learned})
 		got, err := c.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -149,11 +137,7 @@ func TestSandboxImageLearnedOncePerID(t *testing.T) {
 	t.Run("an unchanged node leaves the seed unchanged", func(t *testing.T) {
 		seed := learned
 		for i := range 2 {
-			c, err := Dial(ctx, ep, Options{SandboxImages: seed})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dial(t, ep, Options{SandboxImages: seed})
 			if _, err := c.Info(ctx); err != nil {
 				t.Fatal(err)
 			}
