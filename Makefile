@@ -5,7 +5,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build test deps kube bench bench-gc demo lint sandbox sandbox-down screenshots clean
+.PHONY: build test deps kube bench bench-cost bench-gc demo lint sandbox sandbox-down screenshots clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nodegc
@@ -47,9 +47,19 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./engine ./cgroupfs
 	$(GO) test -run '^$$' -bench 'BenchmarkListAll$$|BenchmarkPlan$$' -benchtime 3x -benchmem ./engine/cri
 	$(GO) test -run '^$$' -bench PlanScale -benchtime 3x -benchmem ./cmd/nodegc
+	$(GO) test -run '^$$' -bench PlanCost -benchtime 5x -timeout 60m ./cmd/nodegc
 	$(GO) test -run '^$$' -bench . -benchtime 20x -benchmem ./tui
 	$(GO) test -run '^$$' -bench 'RealGC50Images|CtrRm50Images' -benchtime 5x ./test/integration
 	$(GO) test -run '^$$' -bench ContainerDeathToScreen -benchtime 10x ./test/e2e
+
+# bench-cost measures issue 22's two plan figures side by side in one run,
+# each whole process against its bare baseline (internal/bare): `nodegc plan
+# -o json` against `nodegc simnode --images 10000 --pods 20000
+# --dead-per-container 5` vs the generated CRI clients listing the same
+# socket, and `nodegc plan --from` a snapshot of that node vs decoding the
+# file into typed structs. NODEGC_BENCH_SNAPSHOT=<file> reuses a snapshot.
+bench-cost:
+	$(GO) test -run '^$$' -bench PlanCost -benchtime 5x -timeout 60m ./cmd/nodegc
 
 # bench-gc measures a GC pass against the runtime's own speed, side by side
 # in one run (issue 14): on the simulated node (2,000 images; 1,000, 6,000

@@ -36,7 +36,16 @@ func Statfs(path string) (FsStats, error) {
 func (e *Engine) collect(ctx context.Context) (Snapshot, error) {
 	s := Snapshot{APIVersion: APIVersion, Kind: KindSnapshot, TakenAt: e.now()}
 	var err error
-	if s.Runtime, err = e.o.Reader.Info(ctx); err != nil {
+	// A reader that can learn the sandbox images from the snapshot's own
+	// sandbox listing is given it, listed first; others list again.
+	if r, ok := e.o.Reader.(SandboxInfoReader); ok {
+		if s.Sandboxes, err = e.o.Reader.ListSandboxes(ctx); err != nil {
+			return s, fmt.Errorf("list pod sandboxes: %w", err)
+		}
+		if s.Runtime, err = r.InfoFor(ctx, s.Sandboxes); err != nil {
+			return s, fmt.Errorf("runtime info: %w", err)
+		}
+	} else if s.Runtime, err = e.o.Reader.Info(ctx); err != nil {
 		return s, fmt.Errorf("runtime info: %w", err)
 	}
 	if s.Images, err = e.o.Reader.ListImages(ctx); err != nil {
@@ -45,8 +54,10 @@ func (e *Engine) collect(ctx context.Context) (Snapshot, error) {
 	if s.Containers, err = e.o.Reader.ListContainers(ctx); err != nil {
 		return s, fmt.Errorf("list containers: %w", err)
 	}
-	if s.Sandboxes, err = e.o.Reader.ListSandboxes(ctx); err != nil {
-		return s, fmt.Errorf("list pod sandboxes: %w", err)
+	if s.Sandboxes == nil {
+		if s.Sandboxes, err = e.o.Reader.ListSandboxes(ctx); err != nil {
+			return s, fmt.Errorf("list pod sandboxes: %w", err)
+		}
 	}
 	if s.ImageFs, err = e.ImageFs(ctx); err != nil {
 		return s, err

@@ -34,6 +34,15 @@ type Reader interface {
 	ImageFs(ctx context.Context) (ImageFsUsage, error)
 }
 
+// SandboxInfoReader is a Reader that can name the runtime and its sandbox
+// images from a sandbox listing the caller already has, instead of listing
+// the READY sandboxes again: collect uses it, so that a snapshot lists the
+// sandboxes once (issue 22: a plan costs one listing). Info's rules hold:
+// every READY sandbox of the listing has its image learned, or it fails.
+type SandboxInfoReader interface {
+	InfoFor(ctx context.Context, sandboxes []Sandbox) (RuntimeInfo, error)
+}
+
 // ImageFsUsage is the runtime's ImageFsInfo: the engine measures the
 // filesystem at Mountpoint with Options.Statfs.
 type ImageFsUsage struct {

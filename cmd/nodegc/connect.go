@@ -32,6 +32,9 @@ type runtimeConn struct {
 	// server knows.
 	pods   *podSources
 	client *cri.Client
+	// stateDir keeps the sandbox images the client learns for the next
+	// run (engine.SaveSandboxImages).
+	stateDir string
 }
 
 // podSource is the engine's pod source for this connection; nil (not
@@ -47,9 +50,13 @@ func (c *runtimeConn) podSource() func(context.Context, engine.Snapshot) (engine
 // directories and /var/log/containers for log GC.
 func (c *runtimeConn) scanLogs() bool { return !c.Simulated }
 
-// Close stops the pod source and closes the connection.
+// Close stops the pod source, keeps the sandbox images the client learned
+// in the state dir when they changed, and closes the connection.
 func (c *runtimeConn) Close() error {
 	c.pods.Stop()
+	if images, changed := c.client.SandboxImages(); changed {
+		_ = engine.SaveSandboxImages(c.stateDir, images) // a cache: the next run asks again without it
+	}
 	return c.client.Close()
 }
 
@@ -59,16 +66,20 @@ func (c *runtimeConn) Close() error {
 // containerRuntimeEndpoint, then the first well-known socket that answers)
 // and dials it. exitDetails asks the runtime for each dead container's
 // finished time and exit code (one status call per dead container the
-// first time it is seen: the dashboard, snapshot and gc show them; plan
-// does without, to stay fast on very large nodes). An unreachable runtime is an error wrapping
-// engine.ErrUnavailable (exit 1); a malformed endpoint is bad input (exit 2).
+// first time it is seen; the dashboard and snapshot show them; plan and
+// gc plan without them, so that a plan costs one listing). The image each sandbox
+// runs is learned once per sandbox and kept in the state dir, so a
+// one-shot command asks only about sandboxes new since the last run. An
+// unreachable runtime is an error wrapping engine.ErrUnavailable (exit 1);
+// a malformed endpoint is bad input (exit 2).
 func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig, readOnly, exitDetails bool) (*runtimeConn, error) {
 	fromConfig, _, _ := cfg.runtimeEndpoint()
 	ep, src, err := cri.Discover(ctx, g.RuntimeEndpoint, f.Getenv("CONTAINER_RUNTIME_ENDPOINT"), fromConfig)
 	if err != nil {
 		return nil, endpointError(err)
 	}
-	c, err := cri.Dial(ctx, ep, cri.Options{ReadTimeout: g.Timeout, ExitDetails: exitDetails})
+	c, err := cri.Dial(ctx, ep, cri.Options{ReadTimeout: g.Timeout, ExitDetails: exitDetails,
+		SandboxImages: engine.LoadSandboxImages(g.StateDir)})
 	if err != nil {
 		if src == cri.SourceProbe {
 			return nil, endpointError(err)
@@ -76,7 +87,7 @@ func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConf
 		// Name what chose the endpoint, so the operator knows what to fix.
 		return nil, endpointError(fmt.Errorf("%s: %w", endpointOrigin(src, cfg), err))
 	}
-	conn := &runtimeConn{Reader: c.ReadOnly(), Endpoint: c.Endpoint(), Source: endpointSource(src, cfg), client: c}
+	conn := &runtimeConn{Reader: c.ReadOnly(), Endpoint: c.Endpoint(), Source: endpointSource(src, cfg), client: c, stateDir: g.StateDir}
 	if _, err := c.ImageFs(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("image filesystem of %s: %w", c.Endpoint(), err)

@@ -127,7 +127,7 @@ func runGC(ctx context.Context, opts *gcOptions) error {
 			return err
 		}
 	}
-	conn, err := connect(ctx, f, opts.Global, cfg, readOnly, true)
+	conn, err := connect(ctx, f, opts.Global, cfg, readOnly, false)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"strings"
@@ -61,6 +62,11 @@ type Options struct {
 	// StatusConcurrency bounds the ContainerStatus calls in flight for
 	// ExitDetails (default 8).
 	StatusConcurrency int
+	// SandboxImages seeds Info's cache of the image each sandbox runs, by
+	// sandbox ID, with what an earlier run learned (SandboxImages): a
+	// sandbox's image never changes, so only sandboxes missing from it
+	// cost a status call.
+	SandboxImages map[string]string
 }
 
 func (o Options) withDefaults() Options {
@@ -92,11 +98,16 @@ type Client struct {
 	mu             sync.Mutex
 	exits          map[string]exitDetails // by container ID, exited containers only
 	sandboxImages  map[string]string      // by sandbox ID; "" when the runtime does not say
+	sandboxLearnt  bool                   // sandboxImages changed since Dial
 	runtimeName    string
 	runtimeVersion string
 }
 
-var _ engine.Runtime = (*Client)(nil)
+var (
+	_ engine.Runtime           = (*Client)(nil)
+	_ engine.SandboxInfoReader = (*Client)(nil)
+	_ engine.SandboxInfoReader = readOnly{}
+)
 
 // Dial connects to the runtime at endpoint ("unix:///path" or a bare path)
 // and checks that it answers a CRI Version call. It fails fast: a missing
@@ -137,7 +148,10 @@ func Dial(ctx context.Context, endpoint string, o Options) (*Client, error) {
 		rt:            runtimeapi.NewRuntimeServiceClient(conn),
 		img:           runtimeapi.NewImageServiceClient(conn),
 		exits:         make(map[string]exitDetails),
-		sandboxImages: make(map[string]string),
+		sandboxImages: maps.Clone(o.SandboxImages),
+	}
+	if c.sandboxImages == nil {
+		c.sandboxImages = make(map[string]string)
 	}
 	v, err := c.version(ctx)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -60,10 +61,40 @@ func (c *Client) StatusInfo(ctx context.Context) (map[string]string, error) {
 
 // Info names the runtime and its sandbox images: the ones its verbose
 // Status config names, and the one every READY sandbox runs, learned from
-// its verbose status (cached by sandbox ID, so only new sandboxes cost a
-// call). It fails closed: when the image of a READY sandbox cannot be
-// learned, Info returns an error, and no image is removed on its word.
+// its verbose status (cached by sandbox ID and seeded from
+// Options.SandboxImages, so only sandboxes no run has seen cost a call).
+// It fails closed: when the image of a READY sandbox cannot be learned,
+// Info returns an error, and no image is removed on its word.
 func (c *Client) Info(ctx context.Context) (engine.RuntimeInfo, error) {
+	rctx, cancel := c.readContext(ctx)
+	resp, err := c.rt.ListPodSandbox(rctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+	}})
+	cancel()
+	if err != nil {
+		return engine.RuntimeInfo{}, c.mapError("list ready sandboxes", err)
+	}
+	ready := make([]string, len(resp.GetItems()))
+	for i, s := range resp.GetItems() {
+		ready[i] = s.GetId()
+	}
+	return c.info(ctx, ready)
+}
+
+// InfoFor is Info for the READY sandboxes of a listing the caller has just
+// made (engine.SandboxInfoReader), which it does not list again.
+func (c *Client) InfoFor(ctx context.Context, sandboxes []engine.Sandbox) (engine.RuntimeInfo, error) {
+	var ready []string
+	for _, s := range sandboxes {
+		if s.State == engine.SandboxReady {
+			ready = append(ready, s.ID)
+		}
+	}
+	return c.info(ctx, ready)
+}
+
+// info is Info for the READY sandboxes ready.
+func (c *Client) info(ctx context.Context, ready []string) (engine.RuntimeInfo, error) {
 	v, err := c.version(ctx)
 	if err != nil {
 		return engine.RuntimeInfo{}, err
@@ -74,7 +105,7 @@ func (c *Client) Info(ctx context.Context) (engine.RuntimeInfo, error) {
 		return engine.RuntimeInfo{}, err
 	}
 	configured := sandboxImagesFromConfig(info["config"])
-	running, silent, err := c.runningSandboxImages(ctx)
+	running, silent, err := c.runningSandboxImages(ctx, ready)
 	if err != nil {
 		return engine.RuntimeInfo{}, err
 	}
@@ -91,40 +122,43 @@ func (c *Client) Info(ctx context.Context) (engine.RuntimeInfo, error) {
 	return ri, nil
 }
 
+// SandboxImages returns the image of each READY sandbox Info has seen, by
+// sandbox ID, and reports whether it changed since Dial (a sandbox was
+// learned or went away): what Options.SandboxImages of a later run
+// takes.
+func (c *Client) SandboxImages() (images map[string]string, changed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.sandboxImages), c.sandboxLearnt
+}
+
 // sandboxStatusWorkers bounds the sandbox status calls Info has in flight
 // when it learns the images of new READY sandboxes.
 const sandboxStatusWorkers = 8
 
-// runningSandboxImages returns the images every READY sandbox runs. silent
-// names a READY sandbox whose verbose status gives no image (the runtime's
-// configured sandbox image is then the one it runs). A status call that
-// fails for any reason but NotFound fails the whole call.
-func (c *Client) runningSandboxImages(ctx context.Context) (images []string, silent string, err error) {
-	rctx, cancel := c.readContext(ctx)
-	resp, err := c.rt.ListPodSandbox(rctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
-		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
-	}})
-	cancel()
-	if err != nil {
-		return nil, "", c.mapError("list ready sandboxes", err)
-	}
+// runningSandboxImages returns the images the READY sandboxes ready run.
+// silent names a READY sandbox whose verbose status gives no image (the
+// runtime's configured sandbox image is then the one it runs). A status
+// call that fails for any reason but NotFound fails the whole call.
+func (c *Client) runningSandboxImages(ctx context.Context, ready []string) (images []string, silent string, err error) {
 	var unknown []string
 	c.mu.Lock()
-	present := make(map[string]bool, len(resp.GetItems()))
-	for _, s := range resp.GetItems() {
-		present[s.GetId()] = true
-		if im, ok := c.sandboxImages[s.GetId()]; ok {
+	present := make(map[string]bool, len(ready))
+	for _, id := range ready {
+		present[id] = true
+		if im, ok := c.sandboxImages[id]; ok {
 			images = append(images, im)
 			if im == "" && silent == "" {
-				silent = s.GetId()
+				silent = id
 			}
 		} else {
-			unknown = append(unknown, s.GetId())
+			unknown = append(unknown, id)
 		}
 	}
 	for id := range c.sandboxImages {
 		if !present[id] {
 			delete(c.sandboxImages, id)
+			c.sandboxLearnt = true
 		}
 	}
 	c.mu.Unlock()

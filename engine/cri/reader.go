@@ -28,6 +28,9 @@ func (c *Client) ReadOnly() engine.Reader { return readOnly{c: c} }
 type readOnly struct{ c *Client }
 
 func (r readOnly) Info(ctx context.Context) (engine.RuntimeInfo, error) { return r.c.Info(ctx) }
+func (r readOnly) InfoFor(ctx context.Context, sandboxes []engine.Sandbox) (engine.RuntimeInfo, error) {
+	return r.c.InfoFor(ctx, sandboxes)
+}
 func (r readOnly) ListImages(ctx context.Context) ([]engine.Image, error) {
 	return r.c.ListImages(ctx)
 }
@@ -370,6 +373,7 @@ func (c *Client) sandboxStatus(ctx context.Context, id string) (*runtimeapi.PodS
 	}
 	c.mu.Lock()
 	c.sandboxImages[resp.GetStatus().GetId()] = info.Image
+	c.sandboxLearnt = true
 	c.mu.Unlock()
 	return resp, info, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/critest"
 )
 
@@ -66,6 +67,84 @@ func TestInfoLearnsEveryReadySandboxImage(t *testing.T) {
 		s.Images["sb39"] = ""
 		if _, err := serveScripted(t, s).Info(context.Background()); err != nil {
 			t.Errorf("Info: %v", err)
+		}
+	})
+}
+
+// TestSandboxImageLearnedOncePerID pins issue 22 item 1: a sandbox's image
+// never changes, so Info asks each READY sandbox once, and a client seeded
+// with what an earlier one learned (Options.SandboxImages) asks only about
+// sandboxes it was not given.
+func TestSandboxImageLearnedOncePerID(t *testing.T) {
+	srv := &critest.Sandboxes{Config: `{"sandboxImage":"registry.k8s.io/pause:3.9"}`, Images: map[string]string{}}
+	for i := range 10 {
+		id := fmt.Sprintf("sb%02d", i)
+		srv.IDs = append(srv.IDs, id)
+		srv.Images[id] = "registry.k8s.io/pause:3.6"
+	}
+	ep := critest.Serve(t, srv)
+	ctx := context.Background()
+	first := dial(t, ep, Options{})
+	for range 3 {
+		if _, err := first.Info(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.StatusCalls.Load(); n != 10 {
+		t.Errorf("three Info calls made %d status calls, want 10 (one per sandbox)", n)
+	}
+	learned, changed := first.SandboxImages()
+	if !changed || len(learned) != 10 {
+		t.Fatalf("SandboxImages = %v, %v; want the 10 sandboxes, changed", learned, changed)
+	}
+
+	t.Run("InfoFor learns the READY sandboxes of the caller's listing, and fails closed", func(t *testing.T) {
+		srv.StatusCalls.Store(0)
+		c := dial(t, ep, Options{})
+		listed := []engine.Sandbox{{ID: "sb00", State: engine.SandboxReady}, {ID: "sb01", State: engine.SandboxNotReady}}
+		got, err := c.InfoFor(ctx, listed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := srv.StatusCalls.Load(); n != 1 {
+			t.Errorf("%d status calls, want 1 (the READY sb00)", n)
+		}
+		if !slices.Contains(got.SandboxImages, "registry.k8s.io/pause:3.6") {
+			t.Errorf("sandbox images %v lack sb00's pause:3.6", got.SandboxImages)
+		}
+		srv.FailID = "sb02"
+		defer func() { srv.FailID = "" }()
+		if _, err := c.InfoFor(ctx, []engine.Sandbox{{ID: "sb02", State: engine.SandboxReady}}); err == nil {
+			t.Error("InfoFor = nil error for a READY sandbox whose image cannot be read; want an error")
+		}
+	})
+	t.Run("a seeded client asks only about new sandboxes", func(t *testing.T) {
+		srv.StatusCalls.Store(0)
+		srv.IDs = append(srv.IDs, "sb-new")
+		srv.Images["sb-new"] = "registry.k8s.io/pause:3.10"
+		c := dial(t, ep, Options{SandboxImages: learned})
+		got, err := c.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := srv.StatusCalls.Load(); n != 1 {
+			t.Errorf("%d status calls, want 1 (sb-new)", n)
+		}
+		if want := []string{"registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.6", "registry.k8s.io/pause:3.9"}; !slices.Equal(got.SandboxImages, want) {
+			t.Errorf("sandbox images %v, want %v", got.SandboxImages, want)
+		}
+	})
+	t.Run("an unchanged node leaves the seed unchanged", func(t *testing.T) {
+		seed := learned
+		for i := range 2 {
+			c := dial(t, ep, Options{SandboxImages: seed})
+			if _, err := c.Info(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var changed bool
+			if seed, changed = c.SandboxImages(); i == 1 && changed {
+				t.Error("changed, want unchanged: nothing needs saving")
+			}
 		}
 	})
 }

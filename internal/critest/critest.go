@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -24,6 +25,8 @@ type Sandboxes struct {
 	IDs    []string          // READY sandbox IDs in list order
 	Images map[string]string // sandbox ID -> image in its verbose info ("" = none)
 	FailID string            // PodSandboxStatus of this ID fails
+	// StatusCalls counts the PodSandboxStatus calls served.
+	StatusCalls atomic.Int64
 }
 
 // Version names the scripted runtime.
@@ -48,6 +51,7 @@ func (s *Sandboxes) ListPodSandbox(context.Context, *runtimeapi.ListPodSandboxRe
 // PodSandboxStatus reports the sandbox's image from Images in its
 // verbose info, or fails for FailID.
 func (s *Sandboxes) PodSandboxStatus(_ context.Context, r *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
+	s.StatusCalls.Add(1)
 	if r.GetPodSandboxId() == s.FailID {
 		return nil, fmt.Errorf("scripted failure")
 	}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/internal/simnode"
+)
+
+// TestPlanMakesNoStatusCall pins issue 22 item 1: a plan costs one
+// listing. It asks no container for its exit details and, once the state
+// dir holds the images of the node's sandboxes, no sandbox for its image;
+// a sandbox new since the last run costs one status call.
+func TestPlanMakesNoStatusCall(t *testing.T) {
+	node, ep := startSimnode(t, simnode.Options{Images: 20, Pods: 6, DeadPerContainer: 2, DeletedPods: 2})
+	state := t.TempDir()
+	plan := func() []string {
+		t.Helper()
+		node.ResetCalls()
+		c := newCLI("")
+		if code := c.run("plan", "-o", "json", "--runtime-endpoint", ep, "--state-dir", state); code != 0 {
+			t.Fatalf("exit %d: %s", code, c.err.String())
+		}
+		return node.Calls()
+	}
+	count := func(calls []string, method string) int {
+		n := 0
+		for _, m := range calls {
+			if strings.HasSuffix(m, "/"+method) {
+				n++
+			}
+		}
+		return n
+	}
+
+	first := plan()
+	if n := count(first, "ContainerStatus"); n != 0 {
+		t.Errorf("the first plan made %d ContainerStatus calls, want none", n)
+	}
+	if n := count(first, "PodSandboxStatus"); n != 6 {
+		t.Errorf("the first plan made %d PodSandboxStatus calls, want one per READY sandbox (6)", n)
+	}
+	if _, err := os.Stat(state + "/sandbox-images.json"); err != nil {
+		t.Fatalf("the sandbox images are not kept in the state dir: %v", err)
+	}
+
+	t.Run("a later plan asks no status at all", func(t *testing.T) {
+		calls := plan()
+		for _, m := range []string{"ContainerStatus", "PodSandboxStatus"} {
+			if n := count(calls, m); n != 0 {
+				t.Errorf("%d %s calls, want none: %v", n, m, calls)
+			}
+		}
+	})
+	t.Run("a new sandbox costs one status call, once", func(t *testing.T) {
+		conn, err := grpc.NewClient(ep, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		md := &runtimeapi.PodSandboxMetadata{Name: "new-pod", Namespace: "default", Uid: "uid-new-pod"}
+		if _, err := runtimeapi.NewRuntimeServiceClient(conn).RunPodSandbox(context.Background(),
+			&runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{Metadata: md}}); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(plan(), "PodSandboxStatus"); n != 1 {
+			t.Errorf("%d PodSandboxStatus calls, want 1 (the new sandbox)", n)
+		}
+		if n := count(plan(), "PodSandboxStatus"); n != 0 {
+			t.Errorf("%d PodSandboxStatus calls the next time, want none", n)
+		}
+	})
+	t.Run("the sandboxes are listed once", func(t *testing.T) {
+		if n := count(plan(), "ListPodSandbox"); n != 1 {
+			t.Errorf("%d ListPodSandbox calls, want 1", n)
+		}
+	})
+	t.Run("listings only", func(t *testing.T) {
+		calls := plan()
+		slices.Sort(calls)
+		calls = slices.Compact(calls)
+		for _, m := range calls {
+			if strings.Contains(m, "Status") && !strings.HasSuffix(m, "/Status") && !strings.HasSuffix(m, "/ImageFsInfo") {
+				t.Errorf("the plan called %s", m)
+			}
+		}
+	})
+}
