@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/nodegc/nodegc/internal/safefile"
 )
 
 // sandboxImagesFile is the name, in the state dir, of the images that
@@ -43,8 +45,8 @@ func LoadSandboxImages(dir string) map[string]string {
 
 // SaveSandboxImages replaces the state dir's sandbox images with images,
 // atomically. It writes only into a state dir that already exists and is
-// usable (a read-only command never creates one), and does nothing when
-// dir is "".
+// usable, and does nothing when dir is "". Only a command that may write
+// the state dir calls it: read-only commands never write there.
 func SaveSandboxImages(dir string, images map[string]string) error {
 	if !usableStateDir(dir) {
 		return nil
@@ -53,7 +55,7 @@ func SaveSandboxImages(dir string, images map[string]string) error {
 	if err != nil {
 		return fmt.Errorf("encode sandbox images: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, sandboxImagesFile), data)
+	return safefile.Write(filepath.Join(dir, sandboxImagesFile), data, 0o600)
 }
 
 // usableStateDir reports whether dir exists and passes openStateDir's

@@ -33,7 +33,8 @@ type runtimeConn struct {
 	pods   *podSources
 	client *cri.Client
 	// stateDir keeps the sandbox images the client learns for the next
-	// run (engine.SaveSandboxImages).
+	// run (engine.SaveSandboxImages); "" for a read-only command, which
+	// never writes the state dir.
 	stateDir string
 }
 
@@ -67,9 +68,10 @@ func (c *runtimeConn) Close() error {
 // and dials it. exitDetails asks the runtime for each dead container's
 // finished time and exit code (one status call per dead container the
 // first time it is seen; the dashboard and snapshot show them; plan and
-// gc plan without them, so that a plan costs one listing). The image each sandbox
-// runs is learned once per sandbox and kept in the state dir, so a
-// one-shot command asks only about sandboxes new since the last run. An
+// gc plan without them, so that a plan costs one listing). The image each
+// sandbox runs is learned once per sandbox; a command that may write the
+// state dir keeps them there, so a later command, read-only too, asks only
+// about sandboxes new since. An
 // unreachable runtime is an error wrapping engine.ErrUnavailable (exit 1);
 // a malformed endpoint is bad input (exit 2).
 func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig, readOnly, exitDetails bool) (*runtimeConn, error) {
@@ -87,7 +89,10 @@ func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConf
 		// Name what chose the endpoint, so the operator knows what to fix.
 		return nil, endpointError(fmt.Errorf("%s: %w", endpointOrigin(src, cfg), err))
 	}
-	conn := &runtimeConn{Reader: c.ReadOnly(), Endpoint: c.Endpoint(), Source: endpointSource(src, cfg), client: c, stateDir: g.StateDir}
+	conn := &runtimeConn{Reader: c.ReadOnly(), Endpoint: c.Endpoint(), Source: endpointSource(src, cfg), client: c}
+	if !readOnly {
+		conn.stateDir = g.StateDir
+	}
 	if _, err := c.ImageFs(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("image filesystem of %s: %w", c.Endpoint(), err)
