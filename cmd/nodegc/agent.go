@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/metrics"
 )
@@ -151,6 +152,13 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	if err != nil {
 		return err
 	}
+	started := time.Now()
+	// A planted control socket is refused before anything is opened.
+	if g.StateDir != "" {
+		if err := control.CheckSocketPath(control.SocketPath(g.StateDir)); err != nil {
+			return err
+		}
+	}
 	// The listener first: an address in use is refused before anything
 	// is opened, let alone removed.
 	l, err := listenMetrics(opts.MetricsAddress)
@@ -189,6 +197,11 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	}
 
 	passCtx, s, stop := startScheduler(ctx, n.Engine, engine.SchedulerOptions{ImagePeriod: opts.ImagePeriod, ContainerPeriod: opts.ContainerPeriod}, col.WatchEvents(n.Events))
+	stopControl, err := serveControl(passCtx, log, g, n.Engine, s, started)
+	if err != nil {
+		stop()
+		return err
+	}
 	notices, unsubscribe := s.Subscribe()
 	var wg sync.WaitGroup
 	wg.Go(func() { followNotices(log, col, notices) })
@@ -202,11 +215,12 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 		})
 	}
 	log.Info("agent started", "pid", os.Getpid(), "version", version,
-		"runtime", n.Conn.Endpoint, "stateDir", g.StateDir, "metrics", opts.MetricsAddress,
+		"runtime", n.Conn.Endpoint, "stateDir", g.StateDir, "metrics", opts.MetricsAddress, "control", control.SocketPath(g.StateDir),
 		"podSource", describePods(n.Conn.pods), "imageGCPeriod", opts.ImagePeriod, "containerGCPeriod", opts.ContainerPeriod)
 
 	<-passCtx.Done()
 	log.Info("stopping: finishing the items in flight")
+	stopControl()
 	if r := stop(); r != nil {
 		log.Warn(stoppedLine(*r), "pass", r.PassID())
 	}
