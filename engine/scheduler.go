@@ -66,7 +66,7 @@ type Scheduler struct {
 	subs        map[int]chan Notice
 	nextSub     int
 	stopPass    context.CancelFunc // stops the pass in flight; nil when idle
-	imageFailed bool // the previous image pass failed (ImageGCFailed needs two in a row)
+	imageFailed bool               // the previous image pass failed (ImageGCFailed needs two in a row)
 }
 
 // NewScheduler returns a scheduler for the engine.
