@@ -195,6 +195,12 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	if w := n.Engine.Warning(); w != nil {
 		log.Warn("state dir", "err", w)
 	}
+	// Detect the images now, as the kubelet's image manager does at
+	// start: their records (first seen) begin with the agent, not with
+	// its first image pass.
+	if _, err := n.Engine.Snapshot(ctx); err != nil {
+		log.Warn("first snapshot", "err", err)
+	}
 
 	passCtx, s, stop := startScheduler(ctx, n.Engine, engine.SchedulerOptions{ImagePeriod: opts.ImagePeriod, ContainerPeriod: opts.ContainerPeriod}, col.WatchEvents(n.Events))
 	stopControl, err := serveControl(passCtx, log, g, n.Engine, s, started)
