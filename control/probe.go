@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -38,19 +37,15 @@ const probeTimeout = 3 * time.Second
 // lock), so the caller starts its own engine as before; an
 // *UnreachableError when the lock is held and the socket is there but
 // does not answer. A socket that cannot even be looked at (not root: the
-// state dir is 0700) is no agent either: the caller's own checks say why
-// it cannot go on.
+// state dir is 0700) or that no agent made is no agent either: the
+// caller's own checks say why it cannot go on.
 func Probe(ctx context.Context, stateDir string, readOnly bool) (*Client, Status, error) {
 	path := SocketPath(stateDir)
-	if err := CheckSocketPath(path); err != nil {
-		var se *SocketError
-		if errors.As(err, &se) && (errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EACCES)) {
-			return nil, Status{}, nil
-		}
-		return nil, Status{}, err
-	}
-	if _, err := os.Lstat(path); err != nil {
-		return nil, Status{}, nil // missing, or not ours to see
+	if _, err := os.Lstat(path); err != nil || CheckSocketPath(path) != nil {
+		// Missing, not ours to see, or nothing an agent made (an agent
+		// refuses to start on it): no agent. The caller's own checks of
+		// the state dir say what is wrong, if anything.
+		return nil, Status{}, nil
 	}
 	c := NewClient(path, readOnly)
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)

@@ -72,13 +72,18 @@ nothing):
   /readyz    200 when the runtime answers, the state dir is usable, and the
              pod source has synced (or is off); else 503 naming what is not.
 
+It serves a control socket, <state-dir>/control.sock (root only, HTTP and
+JSON): while it runs, the dashboard, plan and gc on the node attach to it
+and use its engine, records and passes instead of starting their own.
+
 SIGTERM or SIGINT stops it: the items in flight finish and are journalled,
 no new item starts, and it exits 0 within seconds (a pod's grace period
 is 30 s).
 
 Exit status: 0 stopped by a signal; 1 the runtime cannot be reached;
 2 bad input (a flag, the kubelet config, the metrics address in use, the
-state dir locked by another nodegc or unusable).`,
+state dir locked by another nodegc or unusable, a control socket path it
+did not create).`,
 		Example: `  # On a node, as root: the kubelet's cadence, metrics on localhost
   sudo nodegc agent
 
