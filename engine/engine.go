@@ -356,6 +356,11 @@ func (e *Engine) effectivePolicy(now time.Time) Policy {
 	return p
 }
 
+// EffectivePolicy is the policy the engine's passes and dry-runs use at
+// now (see PlanSnapshot): a client that plans over the engine's snapshot
+// elsewhere (the dashboard attached to an agent) plans with it.
+func (e *Engine) EffectivePolicy(now time.Time) Policy { return e.effectivePolicy(now) }
+
 // validPass reports whether kind is a known pass kind.
 func validPass(kind PassKind) bool {
 	switch kind {

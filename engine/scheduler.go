@@ -65,7 +65,8 @@ type Scheduler struct {
 	st          Status
 	subs        map[int]chan Notice
 	nextSub     int
-	imageFailed bool // the previous image pass failed (ImageGCFailed needs two in a row)
+	stopPass    context.CancelFunc // stops the pass in flight; nil when idle
+	imageFailed bool               // the previous image pass failed (ImageGCFailed needs two in a row)
 }
 
 // NewScheduler returns a scheduler for the engine.
@@ -159,24 +160,28 @@ func (s *Scheduler) Force(ctx context.Context, kind PassKind) (PassReport, error
 
 // pass runs one real pass and publishes its report and events.
 func (s *Scheduler) pass(ctx context.Context, kind PassKind, forced bool) (PassReport, error) {
-	return s.do(ctx, kind, func() (PassReport, error) { return s.e.Run(ctx, kind) }, forced)
+	return s.do(ctx, kind, func(ctx context.Context) (PassReport, error) { return s.e.Run(ctx, kind) }, forced)
 }
 
 // do runs fn as the one pass in flight, then records and publishes it.
-func (s *Scheduler) do(ctx context.Context, kind PassKind, fn func() (PassReport, error), forced bool) (PassReport, error) {
+func (s *Scheduler) do(ctx context.Context, kind PassKind, fn func(context.Context) (PassReport, error), forced bool) (PassReport, error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	s.mu.Lock()
 	s.st.Running = kind
+	s.stopPass = cancel
 	s.mu.Unlock()
 	s.publish(Notice{})
-	r, err := fn()
+	r, err := fn(ctx)
 	r.Forced = forced
 	if r.Kind == "" {
 		r.Kind = kind
 	}
 	s.mu.Lock()
 	s.st.Running = ""
+	s.stopPass = nil
 	if !r.DryRun {
 		s.st.Passes++
 		rc := r
@@ -246,7 +251,7 @@ func kindFailed(r PassReport, kind ItemKind) bool {
 // with Apply, and whose items are all OutcomePlanned. It makes no mutating
 // runtime call.
 func (s *Scheduler) Preview(ctx context.Context, kind PassKind) (PassReport, error) {
-	return s.do(ctx, kind, func() (PassReport, error) { return s.e.DryRun(ctx, kind) }, true)
+	return s.do(ctx, kind, func(ctx context.Context) (PassReport, error) { return s.e.DryRun(ctx, kind) }, true)
 }
 
 // Apply applies exactly the given plan (a previewed one), re-checking each
@@ -256,7 +261,21 @@ func (s *Scheduler) Apply(ctx context.Context, p Plan) (PassReport, error) {
 	if s.e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
 	}
-	return s.do(ctx, p.Pass, func() (PassReport, error) { return s.e.Apply(ctx, p) }, true)
+	return s.do(ctx, p.Pass, func(ctx context.Context) (PassReport, error) { return s.e.Apply(ctx, p) }, true)
+}
+
+// Stop stops the pass in flight, periodic or forced, as cancelling its
+// context does (Engine.Apply's stop contract: the items in flight finish
+// and are journalled, no new item starts). It reports whether a pass was
+// in flight. Whoever started the pass gets its report, Stopped set.
+func (s *Scheduler) Stop() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopPass == nil {
+		return false
+	}
+	s.stopPass()
+	return true
 }
 
 // Pause stops periodic passes; forced passes still run.

@@ -27,6 +27,12 @@ type Controller interface {
 	Subscribe() (<-chan engine.Notice, func())
 }
 
+// Agent names the nodegc agent a dashboard is attached to.
+type Agent struct {
+	PID       int
+	StartedAt time.Time
+}
+
 // SelfSample is one reading of nodegc's own resource use.
 type SelfSample struct {
 	// CPU is the process's cumulative user plus system CPU time.
@@ -92,6 +98,10 @@ type Options struct {
 	JournalPath string
 	// Version is shown on the Overview.
 	Version string
+	// Agent, when set, is the agent the dashboard is attached to: the
+	// Controller and the readers go through its control socket, and the
+	// engine line says "attached to agent (pid N, up 3h)".
+	Agent *Agent
 	// Now is the clock; nil means time.Now. Tests fix it.
 	Now func() time.Time
 	// FPS caps the frame rate; 0 means 15, which keeps an idle dashboard

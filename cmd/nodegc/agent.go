@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/metrics"
 )
@@ -71,13 +72,18 @@ nothing):
   /readyz    200 when the runtime answers, the state dir is usable, and the
              pod source has synced (or is off); else 503 naming what is not.
 
+It serves a control socket, <state-dir>/control.sock (root only, HTTP and
+JSON): while it runs, the dashboard, plan and gc on the node attach to it
+and use its engine, records and passes instead of starting their own.
+
 SIGTERM or SIGINT stops it: the items in flight finish and are journalled,
 no new item starts, and it exits 0 within seconds (a pod's grace period
 is 30 s).
 
 Exit status: 0 stopped by a signal; 1 the runtime cannot be reached;
 2 bad input (a flag, the kubelet config, the metrics address in use, the
-state dir locked by another nodegc or unusable).`,
+state dir locked by another nodegc or unusable, a control socket path it
+did not create).`,
 		Example: `  # On a node, as root: the kubelet's cadence, metrics on localhost
   sudo nodegc agent
 
@@ -151,6 +157,13 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	if err != nil {
 		return err
 	}
+	started := time.Now()
+	// A planted control socket is refused before anything is opened.
+	if g.StateDir != "" {
+		if err := control.CheckSocketPath(control.SocketPath(g.StateDir)); err != nil {
+			return err
+		}
+	}
 	// The listener first: an address in use is refused before anything
 	// is opened, let alone removed.
 	l, err := listenMetrics(opts.MetricsAddress)
@@ -187,8 +200,19 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	if w := n.Engine.Warning(); w != nil {
 		log.Warn("state dir", "err", w)
 	}
+	// Detect the images now, as the kubelet's image manager does at
+	// start: their records (first seen) begin with the agent, not with
+	// its first image pass.
+	if _, err := n.Engine.Snapshot(ctx); err != nil {
+		log.Warn("first snapshot", "err", err)
+	}
 
 	passCtx, s, stop := startScheduler(ctx, n.Engine, engine.SchedulerOptions{ImagePeriod: opts.ImagePeriod, ContainerPeriod: opts.ContainerPeriod}, col.WatchEvents(n.Events))
+	stopControl, err := serveControl(passCtx, log, g, n.Engine, s, started)
+	if err != nil {
+		stop()
+		return err
+	}
 	notices, unsubscribe := s.Subscribe()
 	var wg sync.WaitGroup
 	wg.Go(func() { followNotices(log, col, notices) })
@@ -202,11 +226,12 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 		})
 	}
 	log.Info("agent started", "pid", os.Getpid(), "version", version,
-		"runtime", n.Conn.Endpoint, "stateDir", g.StateDir, "metrics", opts.MetricsAddress,
+		"runtime", n.Conn.Endpoint, "stateDir", g.StateDir, "metrics", opts.MetricsAddress, "control", control.SocketPath(g.StateDir),
 		"podSource", describePods(n.Conn.pods), "imageGCPeriod", opts.ImagePeriod, "containerGCPeriod", opts.ContainerPeriod)
 
 	<-passCtx.Done()
 	log.Info("stopping: finishing the items in flight")
+	stopControl()
 	if r := stop(); r != nil {
 		log.Warn(stoppedLine(*r), "pass", r.PassID())
 	}

@@ -180,6 +180,11 @@ func runRoot(ctx context.Context, opts *rootOptions) error {
 // runLiveDashboard opens the dashboard on this node's runtime, with a
 // scheduler running the kubelet's periodic passes.
 func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
+	if c, st, err := probeAgent(ctx, opts.Global, opts.ReadOnly); err != nil {
+		return err
+	} else if c != nil {
+		return runAttachedDashboard(ctx, opts, c, st)
+	}
 	n, err := openLiveNode(ctx, opts.IO, opts.Global, liveNodeOptions{Policy: opts.Policy, ReadOnly: opts.ReadOnly, Parallel: opts.Parallel, LogToStateDir: true})
 	if err != nil {
 		return err

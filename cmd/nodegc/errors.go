@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
 )
 
@@ -86,9 +87,11 @@ func exitCode(err error) int {
 		fe *fileError
 		pe *engine.PolicyError
 		se *engine.StateDirError
+		ce *control.SocketError
+		ae *control.UnreachableError
 	)
 	switch {
-	case errors.As(err, &ue), errors.As(err, &fe), errors.As(err, &pe), errors.As(err, &se):
+	case errors.As(err, &ue), errors.As(err, &fe), errors.As(err, &pe), errors.As(err, &se), errors.As(err, &ce), errors.As(err, &ae):
 		return exitUsage
 	default:
 		return exitFailure

@@ -111,6 +111,14 @@ func runGC(ctx context.Context, opts *gcOptions) error {
 	if err != nil {
 		return err
 	}
+	readOnly := opts.DryRun || opts.ReadOnly
+	// An agent holds the node: it runs the pass.
+	if c, st, err := probeAgent(ctx, opts.Global, readOnly); err != nil {
+		return err
+	} else if c != nil {
+		defer c.Close()
+		return attachedGC(ctx, c, st, opts, kind)
+	}
 	cfg, err := loadConfig(f, opts.Global, true)
 	if err != nil {
 		return err
@@ -119,7 +127,6 @@ func runGC(ctx context.Context, opts *gcOptions) error {
 	if err != nil {
 		return err
 	}
-	readOnly := opts.DryRun || opts.ReadOnly
 	if !readOnly {
 		// The journal must be writable before anything is connected to,
 		// let alone removed.
@@ -161,6 +168,19 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 	if f.OutWidth != nil {
 		view.Width = f.OutWidth()
 	}
+	return showAndApply(ctx, f, opts, view, func(ctx context.Context, p engine.Plan) (engine.PassReport, error) {
+		show, endLine := progressLine(f.Err, isTerminal(f.Err))
+		unsubscribe := e.OnProgress(show)
+		defer endLine()
+		defer unsubscribe()
+		return e.Apply(ctx, p)
+	})
+}
+
+// showAndApply prints the plan, confirms, applies it with apply and
+// prints the report: gc's part after the plan, the same whether its own
+// engine or the agent's applies it.
+func showAndApply(ctx context.Context, f *factory, opts *gcOptions, view planView, apply func(context.Context, engine.Plan) (engine.PassReport, error)) error {
 	json := opts.Output == "json"
 	if !json {
 		if err := renderPlanTable(f.Out, view); err != nil {
@@ -204,11 +224,7 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 			return errDeclined
 		}
 	}
-	show, endLine := progressLine(f.Err, isTerminal(f.Err))
-	unsubscribe := e.OnProgress(show)
-	r, err := e.Apply(ctx, view.Plan)
-	unsubscribe()
-	endLine()
+	r, err := apply(ctx, view.Plan)
 	for _, n := range r.Notes {
 		f.warnf("%s", n)
 	}

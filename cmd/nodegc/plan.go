@@ -98,6 +98,22 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		return usageErrorf("--from: cannot be combined with --runtime-endpoint")
 	}
 	live := opts.From == ""
+	if live {
+		// An agent holds the node: its records make the kubelet's plan.
+		if c, st, err := probeAgent(ctx, opts.Global, true); err != nil {
+			return err
+		} else if c != nil {
+			defer c.Close()
+			view, err := attachedPlan(ctx, c, st, opts, kind, now)
+			if err != nil {
+				return err
+			}
+			if opts.IO.OutWidth != nil {
+				view.Width = opts.IO.OutWidth()
+			}
+			return writePlan(opts.IO.Out, opts.Output, view, opts.IO.OutIsTerminal())
+		}
+	}
 	cfg, err := loadConfig(opts.IO, opts.Global, live)
 	if err != nil {
 		return err

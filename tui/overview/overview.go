@@ -48,6 +48,15 @@ type Data struct {
 	ReadOnly bool
 	// History is the session's image fs usage and bytes freed per pass.
 	History History
+	// Agent is the agent the dashboard is attached to; nil when its
+	// engine is its own.
+	Agent *Agent
+}
+
+// Agent names the nodegc agent the dashboard is attached to.
+type Agent struct {
+	PID       int
+	StartedAt time.Time
 }
 
 // Model is the Overview pane.
@@ -343,6 +352,9 @@ func (m Model) evictionLine(ev []engine.EvictionLine) string {
 func (m Model) engineLine() string {
 	d, st := m.d, m.st
 	head := st.Header.Render("ENGINE") + "  "
+	if a := d.Agent; a != nil {
+		head += st.Accent.Render(fmt.Sprintf("attached to agent (pid %d, up %s)", a.PID, format.Duration(d.Now.Sub(a.StartedAt)))) + "  "
+	}
 	if !d.Controlled {
 		return head + st.Faint.Render("no scheduler: display only")
 	}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nodegc/nodegc/cgroupfs"
+	"github.com/nodegc/nodegc/control"
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui"
+)
+
+// serveControl serves the agent's control socket in the state dir until
+// the returned stop is called. The caller holds the state dir's lock
+// (the engine is open), so a root-owned socket left by a dead agent is
+// removed; anything else at the path is refused.
+func serveControl(ctx context.Context, log *slog.Logger, g *globalOptions, e *engine.Engine, s *engine.Scheduler, started time.Time) (func(), error) {
+	l, err := control.Listen(control.SocketPath(g.StateDir))
+	if err != nil {
+		return nil, err
+	}
+	cs := control.NewServer(control.Options{Scheduler: s, Engine: e, PID: os.Getpid(), StartedAt: started, Version: version, Context: ctx})
+	srv := control.HTTPServer(cs.Handler())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("control socket", "err", err)
+		}
+	}()
+	return func() {
+		// Streams (a dashboard's notices) never end by themselves: close
+		// them rather than wait.
+		srv.Close()
+		<-done
+		l.Close()
+		cs.Close()
+	}, nil
+}
+
+// probeAgent returns a client of the agent that holds the state dir, or
+// nil when none does.
+func probeAgent(ctx context.Context, g *globalOptions, readOnly bool) (*control.Client, control.Status, error) {
+	if g.StateDir == "" {
+		return nil, control.Status{}, nil
+	}
+	return control.Probe(ctx, g.StateDir, readOnly)
+}
+
+// agentSource names the agent in a plan's runtime line.
+func agentSource(st control.Status) string {
+	return fmt.Sprintf("through agent pid %d: its policy and image records", st.PID)
+}
+
+// givenPolicyFlag returns the first policy flag given on the command
+// line, "" when none was.
+func (p policyFlags) givenPolicyFlag() string {
+	for _, name := range []string{flagHighThreshold, flagLowThreshold, flagMinImageTTL, flagMaxImageAge,
+		flagMinContainerTTL, flagMaxPerContainer, flagMaxContainers, flagLowDiskMB, flagPodLogsDir} {
+		if p.Changed[name] {
+			return name
+		}
+	}
+	return ""
+}
+
+// attachedPlan is plan on a node with an agent: the agent's plan, made
+// with its records and policy, as its next pass would make it. A policy
+// flag plans the agent's snapshot (its records) with the flags' policy
+// instead.
+func attachedPlan(ctx context.Context, c *control.Client, st control.Status, opts *planOptions, kind engine.PassKind, now time.Time) (planView, error) {
+	if opts.Policy.givenPolicyFlag() == "" {
+		r, err := c.Plan(ctx, kind, now)
+		if err != nil {
+			return planView{}, err
+		}
+		return planView{Snapshot: r.Snapshot, Plan: r.Plan, EndpointSource: agentSource(st)}, nil
+	}
+	cfg, err := loadConfig(opts.IO, opts.Global, true)
+	if err != nil {
+		return planView{}, err
+	}
+	policy, prov, err := resolvePolicy(opts.Policy, cfg)
+	if err != nil {
+		return planView{}, err
+	}
+	r, err := c.Snapshot(ctx)
+	if err != nil {
+		return planView{}, err
+	}
+	at := r.Snapshot.TakenAt
+	if !now.IsZero() {
+		at = now
+	}
+	return planView{Snapshot: r.Snapshot, Plan: engine.PlanPass(r.Snapshot, policy, kind, at), Settings: prov,
+		EndpointSource: fmt.Sprintf("image records of agent pid %d", st.PID)}, nil
+}
+
+// attachedGC is gc on a node with an agent: the agent plans the pass, gc
+// shows it and asks as always, and the agent applies exactly that plan,
+// re-checking every item. A signal stops the agent's pass after its
+// items in flight, and gc prints what it did.
+func attachedGC(ctx context.Context, c *control.Client, st control.Status, opts *gcOptions, kind engine.PassKind) error {
+	f := opts.IO
+	if name := opts.Policy.givenPolicyFlag(); name != "" {
+		return usageErrorf("--%s: the agent (pid %d) holds this node and runs its passes with its own policy; drop the flag, or use plan to see what it would change", name, st.PID)
+	}
+	r, err := c.Plan(ctx, kind, time.Time{})
+	if err != nil {
+		return err
+	}
+	view := planView{Snapshot: r.Snapshot, Plan: r.Plan, EndpointSource: agentSource(st)}
+	if f.OutWidth != nil {
+		view.Width = f.OutWidth()
+	}
+	return showAndApply(ctx, f, opts, view, func(ctx context.Context, p engine.Plan) (engine.PassReport, error) {
+		return applyThroughAgent(ctx, c, f, p)
+	})
+}
+
+// applyThroughAgent has the agent apply p, with the progress line on
+// stderr. A signal (ctx done) asks the agent to stop the pass, and the
+// report of the stopped pass is still awaited.
+func applyThroughAgent(ctx context.Context, c *control.Client, f *factory, p engine.Plan) (engine.PassReport, error) {
+	detached := context.WithoutCancel(ctx)
+	show, endLine := progressLine(f.Err, isTerminal(f.Err))
+	defer endLine()
+	nctx, stopNotices := context.WithCancel(detached)
+	defer stopNotices()
+	if notices, err := c.Notices(nctx); err == nil {
+		go func() {
+			for n := range notices {
+				if n.Progress != nil {
+					show(*n.Progress)
+				}
+			}
+		}()
+	}
+	type result struct {
+		r   engine.PassReport
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := c.Apply(detached, p)
+		done <- result{r, err}
+	}()
+	select {
+	case res := <-done:
+		return res.r, res.err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(detached, shutdownDeadline)
+	defer cancel()
+	c.Stop(sctx)
+	res := <-done
+	return res.r, res.err
+}
+
+// runAttachedDashboard opens the dashboard on the agent's engine: its
+// snapshots, plans, passes and notices, through its control socket.
+// Nothing of the state dir is opened here.
+func runAttachedDashboard(ctx context.Context, opts *rootOptions, c *control.Client, st control.Status) error {
+	defer c.Close()
+	restore := quietLibraryLogs(nil)
+	defer restore()
+	lightGC()
+	cfg, err := loadConfig(opts.IO, opts.Global, true)
+	if err != nil {
+		return err
+	}
+	cg := cgroupfs.Config{}
+	if cfg != nil {
+		cg = cgroupfs.Config{CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver, SystemReserved: cfg.SystemReserved, KubeReserved: cfg.KubeReserved}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a := control.NewAttached(c, st)
+	go a.Run(ctx)
+	journal := ""
+	if !opts.ReadOnly {
+		journal = filepath.Join(opts.Global.StateDir, "journal.jsonl")
+	}
+	err = opts.runTUI(ctx, tui.Options{
+		Controller:      a,
+		Snapshot:        a.Snapshot,
+		Plan:            a.Plan,
+		ImageFs:         a.ImageFs,
+		Changed:         a.Changed,
+		Policy:          st.Policy,
+		Cgroups:         tui.CgroupsFrom(cg),
+		ReadOnly:        opts.ReadOnly,
+		JournalPath:     journal,
+		RefreshInterval: opts.Refresh,
+		Version:         version,
+		Agent:           &tui.Agent{PID: st.PID, StartedAt: st.StartedAt},
+	})
+	opts.guard.arm(shutdownDeadline)
+	return err
+}

@@ -1,0 +1,228 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/nodegc/nodegc/engine"
+)
+
+// Client talks to an agent's control socket.
+type Client struct {
+	hc       *http.Client
+	readOnly bool
+}
+
+// ErrServerNotRoot is a control socket served by a process that is not
+// root: not an agent of this node's.
+var ErrServerNotRoot = errors.New("the process serving it is not root")
+
+// NewClient returns a client of the socket at path. A read-only client
+// marks its connections read-only, so the agent refuses them any command
+// whatever they send.
+func NewClient(path string, readOnly bool) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				return nil, err
+			}
+			if uid, err := peerUID(c); err != nil || uid != 0 {
+				c.Close()
+				return nil, fmt.Errorf("%s: %w", path, ErrServerNotRoot)
+			}
+			return c, nil
+		},
+		MaxIdleConns:    4,
+		IdleConnTimeout: time.Minute,
+	}
+	return &Client{hc: &http.Client{Transport: tr}, readOnly: readOnly}
+}
+
+// ReadOnly reports whether the client sends no command.
+func (c *Client) ReadOnly() bool { return c.readOnly }
+
+// Close drops the client's idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// RemoteError is an error reply of the agent.
+type RemoteError struct {
+	Status int
+	Reply  Error
+}
+
+func (e *RemoteError) Error() string { return "agent: " + e.Reply.Error }
+
+// do sends a request and decodes a 200 reply into out.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// send sends a request and returns a 200 reply; any other is a
+// *RemoteError.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://agent"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if c.readOnly {
+		req.Header.Set(ReadOnlyHeader, "true")
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		re := &RemoteError{Status: resp.StatusCode}
+		if json.NewDecoder(resp.Body).Decode(&re.Reply) != nil || re.Reply.Error == "" {
+			re.Reply.Error = resp.Status
+		}
+		return nil, re
+	}
+	return resp, nil
+}
+
+// Status is GET /v1/status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var s Status
+	return s, c.do(ctx, http.MethodGet, "/v1/status", nil, &s)
+}
+
+// Snapshot is GET /v1/snapshot.
+func (c *Client) Snapshot(ctx context.Context) (SnapshotReply, error) {
+	var s SnapshotReply
+	return s, c.do(ctx, http.MethodGet, "/v1/snapshot", nil, &s)
+}
+
+// Plan is GET /v1/plan: the agent snapshots the node and plans a pass of
+// the kind at at (zero: the snapshot's time) with its records and its
+// effective policy, as its next pass would.
+func (c *Client) Plan(ctx context.Context, kind engine.PassKind, at time.Time) (PlanReply, error) {
+	q := url.Values{"kind": {string(kind)}}
+	if !at.IsZero() {
+		q.Set("at", at.Format(time.RFC3339Nano))
+	}
+	var p PlanReply
+	return p, c.do(ctx, http.MethodGet, "/v1/plan?"+q.Encode(), nil, &p)
+}
+
+// ImageFs is GET /v1/imagefs.
+func (c *Client) ImageFs(ctx context.Context) (engine.FsStats, error) {
+	var fs engine.FsStats
+	return fs, c.do(ctx, http.MethodGet, "/v1/imagefs", nil, &fs)
+}
+
+// Changed is GET /v1/changed: whether the containers differ from those
+// whose agent-side fingerprint is since.
+func (c *Client) Changed(ctx context.Context, since uint64) (bool, error) {
+	var r ChangedReply
+	return r.Changed, c.do(ctx, http.MethodGet, "/v1/changed?since="+strconv.FormatUint(since, 10), nil, &r)
+}
+
+// Reports is GET /v1/reports.
+func (c *Client) Reports(ctx context.Context) ([]engine.PassReport, error) {
+	var r []engine.PassReport
+	return r, c.do(ctx, http.MethodGet, "/v1/reports", nil, &r)
+}
+
+// pass sends a pass command and returns its report and the pass's error.
+func (c *Client) pass(ctx context.Context, path string, in any) (engine.PassReport, error) {
+	var r PassReply
+	if err := c.do(ctx, http.MethodPost, path, in, &r); err != nil {
+		return engine.PassReport{}, err
+	}
+	if r.Error != "" {
+		return r.Report, errors.New(r.Error)
+	}
+	return r.Report, nil
+}
+
+// Force asks the agent to run a pass of the kind now. Cancelling ctx
+// drops the connection, which stops the pass after its items in flight.
+func (c *Client) Force(ctx context.Context, kind engine.PassKind) (engine.PassReport, error) {
+	return c.pass(ctx, "/v1/force", PassRequest{Kind: kind})
+}
+
+// Preview asks the agent for a dry run of the kind.
+func (c *Client) Preview(ctx context.Context, kind engine.PassKind) (engine.PassReport, error) {
+	return c.pass(ctx, "/v1/preview", PassRequest{Kind: kind})
+}
+
+// Apply asks the agent to apply exactly p; it re-checks every item.
+func (c *Client) Apply(ctx context.Context, p engine.Plan) (engine.PassReport, error) {
+	return c.pass(ctx, "/v1/apply", ApplyRequest{Plan: p})
+}
+
+// Pause, Resume and Stop send those commands.
+func (c *Client) Pause(ctx context.Context) error {
+	var st engine.Status
+	return c.do(ctx, http.MethodPost, "/v1/pause", struct{}{}, &st)
+}
+
+// Resume restarts the agent's periodic passes.
+func (c *Client) Resume(ctx context.Context) error {
+	var st engine.Status
+	return c.do(ctx, http.MethodPost, "/v1/resume", struct{}{}, &st)
+}
+
+// Stop stops the agent's pass in flight; it reports whether one was.
+func (c *Client) Stop(ctx context.Context) (bool, error) {
+	var r StopReply
+	return r.Stopped, c.do(ctx, http.MethodPost, "/v1/stop", struct{}{}, &r)
+}
+
+// Notices opens GET /v1/notices. The channel closes when ctx ends or the
+// stream breaks; its first notice carries the status alone.
+func (c *Client) Notices(ctx context.Context) (<-chan engine.Notice, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/notices", nil)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan engine.Notice, 64)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), maxBody)
+		for sc.Scan() {
+			var n Notice
+			if json.Unmarshal(sc.Bytes(), &n) != nil {
+				return
+			}
+			select {
+			case ch <- fromWire(n):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch, nil
+}

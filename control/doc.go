@@ -1,0 +1,25 @@
+// Package control is the agent's control protocol: HTTP and JSON over a
+// unix socket in the state dir, so that the dashboard, plan and gc on the
+// node use the running agent instead of starting a second engine, and a
+// remote viewer (through the API server's pods proxy) can later use the
+// same handler on a TCP listener.
+//
+// Endpoints (all under /v1, JSON bodies, errors as {"error","code"}):
+//
+//	GET  /v1/status      pid, start time, version, policy, scheduler state
+//	GET  /v1/snapshot    a snapshot now, with the engine's image records
+//	GET  /v1/plan        ?kind=&at=: a snapshot and the engine's plan of it
+//	GET  /v1/imagefs     the image filesystem alone
+//	GET  /v1/changed     ?since=: whether the containers changed
+//	GET  /v1/reports     the latest pass reports, whoever started them
+//	GET  /v1/notices     a stream of notices, one JSON object a line
+//	POST /v1/force       {"kind"}: run a pass now
+//	POST /v1/preview     {"kind"}: a dry run
+//	POST /v1/apply       {"plan"}: apply exactly this plan, re-checked
+//	POST /v1/pause, /v1/resume, /v1/stop
+//
+// Commands (POST) are refused to a read-only connection: one whose
+// client said so (the Read-Only header, sticky for the connection), or
+// every connection of a read-only server. The unix listener serves only
+// peers whose SO_PEERCRED uid is root.
+package control
