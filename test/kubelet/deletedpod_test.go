@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodegc/nodegc/internal/realnode"
@@ -54,22 +55,10 @@ type removalsDoc struct {
 //   - The kubelet, started again, removes the same: its pass is the
 //     reference.
 func TestDeletedPodThroughTheAPIServer(t *testing.T) {
-	n := startNode(t, 0)
-	api := startAPIServer(t)
-	nodegc := build(t, "github.com/nodegc/nodegc/cmd/nodegc", "nodegc")
-	image := n.Must(t).ImportImages(1, 4<<20, "job")[0].Ref
-	kubeconfig := api.kubeconfig(t)
-	k := startKubelet(t, n, kubeletOptions{Kubeconfig: kubeconfig})
-	cs := api.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-
-	if !waitFor(2*time.Minute, func() bool {
-		_, err := cs.CoreV1().Nodes().Get(ctx, k.nodeName, metav1.GetOptions{})
-		return err == nil
-	}) {
-		t.Fatalf("the kubelet did not register node %s", k.nodeName)
-	}
+	c := startCluster(ctx, t, "job")
+	n, nodegc, image, kubeconfig, k, cs := c.n, c.nodegc, c.image, c.kubeconfig, c.k, c.cs
 	grace := int64(1)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "default"},
@@ -206,4 +195,35 @@ func runNodegc(t *testing.T, nodegc string, n *realnode.Node, v any, args ...str
 	if err := json.Unmarshal(out, v); err != nil {
 		t.Fatalf("decode the output of nodegc %v: %v", args, err)
 	}
+}
+
+// cluster is a real node, a real kube-apiserver and a real kubelet
+// registered with it, with nodegc built and one image imported.
+type cluster struct {
+	n          *realnode.Node
+	nodegc     string // the nodegc binary
+	image      string // the imported image's reference
+	kubeconfig string // the API server's, for the kubelet and nodegc
+	k          *kubelet
+	cs         *kubernetes.Clientset
+}
+
+// startCluster starts a cluster whose image is named after prefix and
+// waits until the kubelet has registered its node.
+func startCluster(ctx context.Context, t *testing.T, prefix string) cluster {
+	t.Helper()
+	c := cluster{n: startNode(t, 0)}
+	api := startAPIServer(t)
+	c.nodegc = build(t, "github.com/nodegc/nodegc/cmd/nodegc", "nodegc")
+	c.image = c.n.Must(t).ImportImages(1, 4<<20, prefix)[0].Ref
+	c.kubeconfig = api.kubeconfig(t)
+	c.k = startKubelet(t, c.n, kubeletOptions{Kubeconfig: c.kubeconfig})
+	c.cs = api.client(t)
+	if !waitFor(2*time.Minute, func() bool {
+		_, err := c.cs.CoreV1().Nodes().Get(ctx, c.k.nodeName, metav1.GetOptions{})
+		return err == nil
+	}) {
+		t.Fatalf("the kubelet did not register node %s", c.k.nodeName)
+	}
+	return c
 }

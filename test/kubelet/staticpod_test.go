@@ -39,21 +39,10 @@ type podSourceDoc struct {
 //     deleted, nodegc's plan removes nothing of the finished static pod,
 //     and the kubelet removes nothing of it either.
 func TestStaticPodWithoutMirrorPod(t *testing.T) {
-	n := startNode(t, 0)
-	api := startAPIServer(t)
-	nodegc := build(t, "github.com/nodegc/nodegc/cmd/nodegc", "nodegc")
-	image := n.Must(t).ImportImages(1, 4<<20, "static")[0].Ref
-	kubeconfig := api.kubeconfig(t)
-	k := startKubelet(t, n, kubeletOptions{Kubeconfig: kubeconfig})
-	cs := api.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if !waitFor(2*time.Minute, func() bool {
-		_, err := cs.CoreV1().Nodes().Get(ctx, k.nodeName, metav1.GetOptions{})
-		return err == nil
-	}) {
-		t.Fatalf("the kubelet did not register node %s", k.nodeName)
-	}
+	c := startCluster(ctx, t, "static")
+	n, nodegc, image, kubeconfig, k, cs := c.n, c.nodegc, c.image, c.kubeconfig, c.k, c.cs
 	k.writeManifest(t, "web", sleepPod("web", image))
 	k.writeManifest(t, "done", strings.Replace(staticPod("done", image, "work", "exit", "0"), "restartPolicy: Always", "restartPolicy: Never", 1))
 
