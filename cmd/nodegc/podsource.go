@@ -152,7 +152,7 @@ func startPodSource(ctx context.Context, f *factory, g *globalOptions, cfg *kube
 	var inconsistent sync.Once
 	ps.warnInconsistent = func(description string) {
 		inconsistent.Do(func() {
-			f.warnf("%s; no pod is removed as deleted, container GC keeps to the limits", description)
+			f.warnf("%s (no pod is removed as deleted until it agrees)", description)
 		})
 	}
 	if pc.Rest == nil {
