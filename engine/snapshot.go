@@ -141,6 +141,25 @@ type Sandbox struct {
 	// LogDirectory is the sandbox's log directory as the runtime reports it
 	// (optional; may be empty or relative when another CRI client made it).
 	LogDirectory string `json:"logDirectory,omitempty"`
+	// ConfigSource is where the kubelet got the sandbox's pod: its
+	// kubernetes.io/config.source annotation, which the kubelet sets on
+	// every pod it runs and copies to the sandbox (pkg/kubelet/config
+	// config.go, kuberuntime labels.go newPodAnnotations). ConfigSourceAPI
+	// for a pod from the API server; "file" or "http" for a static pod,
+	// which the API server cannot judge. Empty when the sandbox has none
+	// (another CRI client made it, or a snapshot without it).
+	ConfigSource string `json:"configSource,omitempty"`
+}
+
+// ConfigSourceAPI is the ConfigSource of a pod from the API server
+// (kubetypes.ApiserverSource).
+const ConfigSourceAPI = "api"
+
+// Static reports whether the sandbox belongs to a static pod: one the
+// kubelet has from a manifest file or URL, not from the API server
+// (kubetypes.IsStaticPod: a config source other than "api").
+func (sb Sandbox) Static() bool {
+	return sb.ConfigSource != "" && sb.ConfigSource != ConfigSourceAPI
 }
 
 // ContainerState is a CRI container state; the constants are the JSON values.

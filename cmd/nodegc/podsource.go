@@ -203,11 +203,15 @@ func nodeName(f *factory, flag, override string) (string, error) {
 // is an API server to ask, else a fixed "not ready" answer that says why.
 // Its first not-ready answer prints one warning, when a kubelet runs or
 // a kubeconfig was given: there, container GC without the API server
-// keeps what the kubelet would remove.
+// keeps what the kubelet would remove. The first answer that finds the
+// API server's list at odds with the node (a wrong node name) always
+// prints one.
 type podSources struct {
 	src  *podsource.Source
 	why  string
 	warn func()
+	// warnInconsistent prints the description of an inconsistent source.
+	warnInconsistent func(description string)
 }
 
 // startPodSource starts the informer the resolved config allows. It never
@@ -227,6 +231,12 @@ func startPodSource(ctx context.Context, f *factory, g *globalOptions, cfg *kube
 				f.warnf("pod source: %s; deleted pods are not detected, container GC keeps to the limits", ps.describe())
 			})
 		}
+	}
+	var inconsistent sync.Once
+	ps.warnInconsistent = func(description string) {
+		inconsistent.Do(func() {
+			f.warnf("%s (no pod is removed as deleted until it agrees)", description)
+		})
 	}
 	if pc.Rest == nil {
 		ps.why = pc.Why
@@ -264,13 +274,17 @@ func (ps *podSources) PodSource(ctx context.Context, s engine.Snapshot) (engine.
 		return engine.PodSource{RemovablePodUIDs: []string{}, Description: ps.describe()}, nil
 	}
 	p, err := ps.src.PodSource(ctx, s)
-	if err == nil && !p.Ready {
+	switch {
+	case err != nil || p.Ready:
+	case ps.src.Inconsistent() != nil:
+		ps.warnInconsistent(p.Description)
+	default:
 		ps.warn()
 	}
 	return p, err
 }
 
-// Stop stops the informer, if any.
+// Stop stops the informer, if any, without waiting for it.
 func (ps *podSources) Stop() {
 	if ps != nil && ps.src != nil {
 		ps.src.Stop()

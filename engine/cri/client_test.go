@@ -156,6 +156,21 @@ func TestConversions(t *testing.T) {
 			t.Errorf("got %+v", got)
 		}
 	})
+
+	t.Run("a sandbox carries its pod's config source from the annotation the kubelet sets, never from a label", func(t *testing.T) {
+		got := toSandbox(&runtimeapi.PodSandbox{
+			Id:          "s",
+			Metadata:    &runtimeapi.PodSandboxMetadata{Uid: "u"},
+			Labels:      map[string]string{annotationConfigSource: "api"},
+			Annotations: map[string]string{annotationConfigSource: "file"},
+		})
+		if got.ConfigSource != "file" || !got.Static() {
+			t.Errorf("config source %q (static %v), want file (static)", got.ConfigSource, got.Static())
+		}
+		if got := toSandbox(&runtimeapi.PodSandbox{Id: "s", Labels: map[string]string{annotationConfigSource: "file"}}); got.ConfigSource != "" || got.Static() {
+			t.Errorf("a label set the config source: %+v", got)
+		}
+	})
 }
 
 func equalContainer(a, b engine.Container) bool {

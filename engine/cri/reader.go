@@ -20,6 +20,11 @@ const (
 	labelPodNamespace = "io.kubernetes.pod.namespace"
 )
 
+// annotationConfigSource is the annotation the kubelet sets on every pod
+// it runs, and so on its sandbox, naming where the pod came from
+// (kubetypes.ConfigSourceAnnotationKey).
+const annotationConfigSource = "kubernetes.io/config.source"
+
 // ReadOnly returns a view of the client with only engine.Reader's
 // methods: a type assertion to engine.Remover on it fails, so code given
 // it cannot delete anything.
@@ -139,7 +144,9 @@ func (d exitDetails) apply(c *engine.Container) {
 }
 
 func toSandbox(s *runtimeapi.PodSandbox) engine.Sandbox {
-	return sandboxFrom(s.GetId(), s.GetMetadata(), s.GetLabels(), s.GetState(), s.GetCreatedAt())
+	sb := sandboxFrom(s.GetId(), s.GetMetadata(), s.GetLabels(), s.GetState(), s.GetCreatedAt())
+	sb.ConfigSource = s.GetAnnotations()[annotationConfigSource]
+	return sb
 }
 
 // sandboxFrom prefers the kubelet's labels for the pod and falls back on
@@ -387,6 +394,7 @@ func (c *Client) SandboxStatus(ctx context.Context, id string) (engine.Sandbox, 
 	}
 	s := resp.GetStatus()
 	sb := sandboxFrom(s.GetId(), s.GetMetadata(), s.GetLabels(), s.GetState(), s.GetCreatedAt())
+	sb.ConfigSource = s.GetAnnotations()[annotationConfigSource]
 	if info.Config != nil {
 		sb.LogDirectory = info.Config.LogDirectory
 	}

@@ -1,8 +1,13 @@
 package podsource
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodegc/nodegc/engine"
@@ -33,6 +40,7 @@ type podSpec struct {
 	reason     string
 	deleting   bool
 	mirrorOf   string                  // the static pod's UID
+	owner      *metav1.OwnerReference  // the controller; nil means the kubelet's (Node node) on a mirror pod
 	containers []corev1.ContainerState // regular container statuses
 	inits      []corev1.ContainerState
 }
@@ -54,6 +62,13 @@ func (s podSpec) pod() *corev1.Pod {
 	}
 	if s.mirrorOf != "" {
 		p.Annotations = map[string]string{MirrorPodAnnotation: s.mirrorOf}
+		owner := s.owner
+		if owner == nil {
+			owner = nodeOwner(p.Spec.NodeName)
+		}
+		p.OwnerReferences = []metav1.OwnerReference{*owner}
+	} else if s.owner != nil {
+		p.OwnerReferences = []metav1.OwnerReference{*s.owner}
 	}
 	for i, st := range s.containers {
 		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "c" + string(rune('0'+i)), State: st})
@@ -69,6 +84,40 @@ var (
 	waiting = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
 	exited  = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
 )
+
+// nodeOwner is the controller reference the kubelet puts on a mirror pod
+// (pkg/kubelet/pod/mirror_client.go CreateMirrorPod, v1.36.3).
+func nodeOwner(name string) *metav1.OwnerReference {
+	yes := true
+	return &metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: name, UID: "node-uid", Controller: &yes}
+}
+
+// nodePod is what one pod has on the node, with named fields.
+type nodePod struct {
+	uid    string
+	ready  bool   // a ready sandbox: the pod runs here now
+	source string // the sandbox's config source; "" means "api", "none" none
+}
+
+// nodeOf builds a snapshot holding one sandbox and one exited container
+// per pod.
+func nodeOf(pods ...nodePod) *engine.Snapshot {
+	var s engine.Snapshot
+	for _, p := range pods {
+		sb, c := deadPod(p.uid)
+		sb[0].ConfigSource = cmp.Or(p.source, engine.ConfigSourceAPI)
+		if p.source == "none" {
+			sb[0].ConfigSource = ""
+		}
+		sb[0].PodNamespace, sb[0].PodName = "default", "pod-"+p.uid
+		if p.ready {
+			sb[0].State = engine.SandboxReady
+		}
+		s.Sandboxes = append(s.Sandboxes, sb...)
+		s.Containers = append(s.Containers, c...)
+	}
+	return &s
+}
 
 // deadPod is what a pod leaves on the node after its containers died: an
 // exited container and a not-ready sandbox.
@@ -176,13 +225,45 @@ func TestRemovableRules(t *testing.T) {
 			want: []string{"p"},
 		},
 		{
-			name: "a static pod counts through its mirror pod (kubetypes.ConfigMirrorAnnotationKey holds the static pod's UID)",
-			pods: []podSpec{{uid: "mirror-1", mirrorOf: "p", containers: []corev1.ContainerState{waiting}}},
+			name: "a finished static pod whose mirror pod is missing keeps its content (kubetypes.IsStaticPod: config source file; the kubelet knows it from its manifest)",
+			snap: nodeOf(nodePod{uid: "p", source: "file"}),
 			want: []string{},
 		},
 		{
-			name: "a static pod whose mirror pod is being deleted and terminated is removable through it",
+			name: "a finished static pod from a URL keeps its content too (kubetypes.HTTPSource is not ApiserverSource)",
+			snap: nodeOf(nodePod{uid: "p", source: "http"}),
+			want: []string{},
+		},
+		{
+			name: "a static pod whose mirror pod is deleted and terminated keeps its content: the API server does not judge static pods",
 			pods: []podSpec{{uid: "mirror-1", mirrorOf: "p", deleting: true, containers: []corev1.ContainerState{exited}}},
+			snap: nodeOf(nodePod{uid: "p", source: "file"}),
+			want: []string{},
+		},
+		{
+			name: "a static pod whose mirror pod was evicted keeps its content",
+			pods: []podSpec{{uid: "mirror-1", mirrorOf: "p", phase: corev1.PodFailed, reason: "Evicted"}},
+			snap: nodeOf(nodePod{uid: "p", source: "file"}),
+			want: []string{},
+		},
+		{
+			name: "a pod's own UID is never shadowed by another pod's mirror annotation naming it (pod_workers.go keys pods by UID)",
+			pods: []podSpec{
+				{uid: "p", phase: corev1.PodSucceeded},
+				{uid: "fake-mirror", mirrorOf: "p", deleting: true, phase: corev1.PodSucceeded},
+			},
+			snap: nodeOf(nodePod{uid: "p"}),
+			want: []string{},
+		},
+		{
+			name: "a mirror annotation naming a deleted API pod does not keep it: only static pods have mirrors",
+			pods: []podSpec{{uid: "fake-mirror", mirrorOf: "p"}},
+			snap: nodeOf(nodePod{uid: "p"}),
+			want: []string{"p"},
+		},
+		{
+			name: "a sandbox without a config source (another CRI client made it) is judged as an API pod, as kubetypes.IsStaticPod does",
+			snap: nodeOf(nodePod{uid: "p", source: "none"}),
 			want: []string{"p"},
 		},
 		{
@@ -200,7 +281,8 @@ func TestRemovableRules(t *testing.T) {
 			want: []string{},
 		},
 		{
-			name: "a pod unknown to the API server with a ready sandbox is not removable (isPodStatusCacheTerminal)",
+			name: "a pod being deleted and terminated that still has a ready sandbox is not removable (isPodStatusCacheTerminal)",
+			pods: []podSpec{{uid: "p", deleting: true, phase: corev1.PodSucceeded}},
 			snap: func() *engine.Snapshot {
 				s := snapshotOf("p")
 				s.Sandboxes = append(s.Sandboxes, engine.Sandbox{ID: "sb-new", PodUID: "p", State: engine.SandboxReady, CreatedAt: t0})
@@ -231,6 +313,101 @@ func TestRemovableRules(t *testing.T) {
 			}
 			if !slices.Equal(got.RemovablePodUIDs, tt.want) {
 				t.Errorf("removable = %q, want %q", got.RemovablePodUIDs, tt.want)
+			}
+		})
+	}
+}
+
+// TestSourceAgreesWithTheNode pins when the API server's list may be
+// believed: every pod that runs here (a ready sandbox) must be in it, an
+// API pod by its UID, a static pod through a mirror pod the kubelet made
+// (pkg/kubelet/pod/mirror_client.go CreateMirrorPod: controller Node
+// <nodeName>; the annotation kubetypes.ConfigMirrorAnnotationKey holds the
+// static pod's UID). Otherwise the source is not ready, nothing is
+// removable, and it says why, naming the node it asked about.
+func TestSourceAgreesWithTheNode(t *testing.T) {
+	yes := true
+	tests := []struct {
+		name string
+		pods []podSpec
+		snap *engine.Snapshot
+		// unlisted is how many running pods the list lacks; 0 means the
+		// source is ready.
+		unlisted int
+	}{
+		{
+			name: "every running pod is listed: ready",
+			pods: []podSpec{{uid: "a"}, {uid: "b"}},
+			snap: nodeOf(nodePod{uid: "a", ready: true}, nodePod{uid: "b", ready: true}, nodePod{uid: "gone"}),
+		},
+		{
+			name:     "a wrong node name lists none of the running pods: inconsistent, nothing removable",
+			pods:     []podSpec{{uid: "a", node: "node-b"}, {uid: "b", node: "node-b"}},
+			snap:     nodeOf(nodePod{uid: "a", ready: true}, nodePod{uid: "b", ready: true}, nodePod{uid: "gone"}),
+			unlisted: 2,
+		},
+		{
+			name:     "one running pod missing from the list is enough to distrust it",
+			pods:     []podSpec{{uid: "a"}},
+			snap:     nodeOf(nodePod{uid: "a", ready: true}, nodePod{uid: "b", ready: true}, nodePod{uid: "gone"}),
+			unlisted: 1,
+		},
+		{
+			name: "a pod that no longer runs need not be listed: that is what deleted means",
+			snap: nodeOf(nodePod{uid: "gone"}),
+		},
+		{
+			name: "a running static pod is listed through the mirror pod the kubelet made for it",
+			pods: []podSpec{{uid: "mirror-1", mirrorOf: "s"}},
+			snap: nodeOf(nodePod{uid: "s", ready: true, source: "file"}, nodePod{uid: "gone"}),
+		},
+		{
+			name:     "a running static pod without a mirror pod is not listed",
+			snap:     nodeOf(nodePod{uid: "s", ready: true, source: "file"}, nodePod{uid: "gone"}),
+			unlisted: 1,
+		},
+		{
+			name:     "a mirror pod owned by another node does not list a static pod",
+			pods:     []podSpec{{uid: "mirror-1", mirrorOf: "s", owner: nodeOwner("node-b")}},
+			snap:     nodeOf(nodePod{uid: "s", ready: true, source: "file"}, nodePod{uid: "gone"}),
+			unlisted: 1,
+		},
+		{
+			name: "a mirror pod whose controller is not a Node does not list a static pod",
+			pods: []podSpec{{uid: "mirror-1", mirrorOf: "s",
+				owner: &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: node, UID: "rs", Controller: &yes}}},
+			snap:     nodeOf(nodePod{uid: "s", ready: true, source: "file"}, nodePod{uid: "gone"}),
+			unlisted: 1,
+		},
+		{
+			name:     "a running API pod is listed by its own UID, never through a mirror annotation naming it",
+			pods:     []podSpec{{uid: "mirror-1", mirrorOf: "a"}},
+			snap:     nodeOf(nodePod{uid: "a", ready: true}, nodePod{uid: "gone"}),
+			unlisted: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := startFake(t, fake.NewClientset(objects(tt.pods)...))
+			got, err := src.PodSource(context.Background(), *tt.snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.unlisted == 0 {
+				if !got.Ready || !slices.Equal(got.RemovablePodUIDs, []string{"gone"}) {
+					t.Errorf("got %+v, want ready with the pod that is gone removable", got)
+				}
+				return
+			}
+			if got.Ready || len(got.RemovablePodUIDs) != 0 {
+				t.Errorf("got %+v, want not ready with nothing removable", got)
+			}
+			want := fmt.Sprintf("pod source inconsistent: node %s: %d pods running here are not listed by the API server https://fake:6443 (wrong --node-name? e.g. default/pod-", node, tt.unlisted)
+			if !strings.HasPrefix(got.Description, want) || !strings.HasSuffix(got.Description, ": limits only") {
+				t.Errorf("description = %q, want it to start %q", got.Description, want)
+			}
+			if d := src.Describe(); d != got.Description {
+				t.Errorf("Describe() = %q, want the judged state %q", d, got.Description)
 			}
 		})
 	}
@@ -324,5 +501,105 @@ func TestStartRefusesMissingOptions(t *testing.T) {
 	}
 	if _, err := Start(context.Background(), Options{Client: fake.NewClientset()}); err == nil {
 		t.Error("Start without a node name succeeded")
+	}
+}
+
+// TestSourceReportsAnUnreachableAPIServer runs the real client (a
+// clientset on rest.Config, which client-go lets stream a watch-list)
+// against API servers that refuse, fail or never answer. The first pass
+// must not wait past the failure (or the sync timeout, for one that never
+// answers) and must say why, and Stop must not block.
+func TestSourceReportsAnUnreachableAPIServer(t *testing.T) {
+	refused := func(t *testing.T) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return "http://" + addr
+	}
+	failing := func(t *testing.T) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "etcd is down", http.StatusInternalServerError)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	silent := func(t *testing.T) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held []net.Conn // accepted, never answered; closed with l
+		done := make(chan struct{})
+		t.Cleanup(func() {
+			l.Close()
+			<-done
+			for _, c := range held {
+				c.Close()
+			}
+		})
+		go func() {
+			defer close(done)
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				held = append(held, c)
+			}
+		}()
+		return "http://" + l.Addr().String()
+	}
+	tests := []struct {
+		name   string
+		server func(t *testing.T) string
+		// sync is the sync timeout; the pass must end well within it
+		// unless the server never answers.
+		sync time.Duration
+		want string
+	}{
+		{"a refused connection is reported with its error at the first failed list", refused, time.Minute, "connect: connection refused"},
+		{"a server error is reported with its error at the first failed list", failing, time.Minute, "etcd is down"},
+		{"a server that never answers is reported at the sync timeout", silent, 300 * time.Millisecond, "no answer within 300ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := tt.server(t)
+			cs, err := kubernetes.NewForConfig(&rest.Config{Host: url})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := Start(context.Background(), Options{Client: cs, NodeName: node, Server: url, SyncTimeout: tt.sync})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			got, err := src.PodSource(context.Background(), snapshotOf("p"))
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Ready || len(got.RemovablePodUIDs) != 0 {
+				t.Errorf("got %+v, want not ready with nothing removable", got)
+			}
+			if !strings.Contains(got.Description, tt.want) || !strings.HasSuffix(got.Description, ": limits only") {
+				t.Errorf("description = %q, want %q and 'limits only'", got.Description, tt.want)
+			}
+			if limit := min(tt.sync+2*time.Second, DefaultSyncTimeout); took > limit {
+				t.Errorf("the pass waited %v for the pod source, want at most %v", took, limit)
+			}
+			start = time.Now()
+			src.Stop()
+			if took := time.Since(start); took > 100*time.Millisecond {
+				t.Errorf("Stop blocked for %v", took)
+			}
+			select {
+			case <-src.Done():
+			case <-time.After(5 * time.Second):
+				t.Error("the informer did not end within 5s of Stop")
+			}
+		})
 	}
 }

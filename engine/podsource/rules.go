@@ -1,7 +1,12 @@
 package podsource
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegc/nodegc/engine"
 )
@@ -44,37 +49,144 @@ const (
 //     from the API: a terminal phase, or no init, regular or ephemeral
 //     container running.
 //
+// "Not listed" means "deleted" only while the list can be right, so the
+// list must first agree with the node (every pod with a ready sandbox is
+// listed, a static pod through a trusted mirror pod): otherwise Removable
+// returns an *InconsistentError and no UID.
+//
 // Whatever the API says, a pod that still has a running container or a
 // ready sandbox is not removable: the pod worker's IsTerminated comes only
 // after it stopped them all (isPodStatusCacheTerminal in pod_workers.go),
-// and nodegc stops nothing that runs. This also covers a static pod whose
-// mirror pod is missing for a moment.
+// and nodegc stops nothing that runs.
 //
-// A static pod counts through its mirror pod: MirrorPodAnnotation holds
-// the UID its containers carry. Pods bound to another node are ignored.
-func Removable(snap engine.Snapshot, pods []*corev1.Pod, nodeName string) []string {
-	known := make(map[string]*corev1.Pod, len(pods))
-	for _, p := range pods {
-		if p == nil || p.Spec.NodeName != nodeName {
-			continue
-		}
-		known[string(p.UID)] = p
-		if uid := p.Annotations[MirrorPodAnnotation]; uid != "" {
-			known[uid] = p
-		}
+// A static pod (a sandbox with a config source other than "api") is never
+// removable here: the kubelet knows it from its manifest, not from the
+// API server, and keeps its content whatever becomes of its mirror pod
+// (in v1.36.3 a finished static pod's deleted mirror pod is not even
+// re-created). Only the limits can take its content. Pods bound to another
+// node are ignored, and a pod is looked up by its own UID only: no other
+// pod's mirror annotation can stand for it.
+func Removable(snap engine.Snapshot, pods []*corev1.Pod, nodeName string) ([]string, error) {
+	v := newView(snap, pods, nodeName)
+	if err := v.consistent(); err != nil {
+		return nil, err
 	}
 	active := activePods(snap)
 	removable := []string{}
 	for _, uid := range snap.PodUIDs() {
-		if active[uid] {
+		if active[uid] || v.static[uid] {
 			continue
 		}
-		p, ok := known[uid]
+		p, ok := v.own[uid]
 		if !ok || contentRemovable(p) {
 			removable = append(removable, uid)
 		}
 	}
-	return removable
+	return removable, nil
+}
+
+// InconsistentError says that the API server's list of this node's pods
+// cannot be right: pods run here that it does not hold. The usual cause is
+// a node name that is not the kubelet's (every pod then looks deleted);
+// another is an API server or cache that lags behind the kubelet.
+type InconsistentError struct {
+	// Node is the node name the API server was asked about.
+	Node string
+	// Server names the API server, when known.
+	Server string
+	// Unlisted are the pods with a ready sandbox that the list lacks,
+	// sorted by UID.
+	Unlisted []engine.Sandbox
+}
+
+func (e *InconsistentError) Error() string {
+	first := e.Unlisted[0]
+	name := first.PodUID
+	if first.PodName != "" {
+		name = first.PodNamespace + "/" + first.PodName
+	}
+	server := "the API server"
+	if e.Server != "" {
+		server += " " + e.Server
+	}
+	return fmt.Sprintf("pod source inconsistent: node %s: %d pods running here are not listed by %s (wrong --node-name? e.g. %s)",
+		e.Node, len(e.Unlisted), server, name)
+}
+
+// view is the API server's list read against one snapshot.
+type view struct {
+	snap     engine.Snapshot
+	nodeName string
+	// own holds the pods bound to nodeName by their own UID.
+	own map[string]*corev1.Pod
+	// static holds the UIDs of the snapshot's static pods.
+	static map[string]bool
+	// mirrored holds the static pods that a trusted mirror pod names.
+	mirrored map[string]bool
+}
+
+func newView(snap engine.Snapshot, pods []*corev1.Pod, nodeName string) view {
+	v := view{snap: snap, nodeName: nodeName, own: make(map[string]*corev1.Pod, len(pods)),
+		static: make(map[string]bool), mirrored: make(map[string]bool)}
+	for _, sb := range snap.Sandboxes {
+		if sb.Static() && sb.PodUID != "" {
+			v.static[sb.PodUID] = true
+		}
+	}
+	for _, p := range pods {
+		if p == nil || p.Spec.NodeName != nodeName {
+			continue
+		}
+		v.own[string(p.UID)] = p
+		if uid, ok := trustedMirror(p, nodeName, v.static); ok {
+			v.mirrored[uid] = true
+		}
+	}
+	return v
+}
+
+// consistent reports, as an *InconsistentError, the pods with a ready sandbox (or one
+// in a state the CRI API does not define) that the list lacks: an API pod
+// must be listed by its UID, a static pod through a trusted mirror pod.
+func (v view) consistent() error {
+	seen := make(map[string]bool)
+	var unlisted []engine.Sandbox
+	for _, sb := range v.snap.Sandboxes {
+		if sb.State == engine.SandboxNotReady || sb.PodUID == "" || seen[sb.PodUID] {
+			continue
+		}
+		seen[sb.PodUID] = true
+		listed := v.mirrored[sb.PodUID]
+		if !v.static[sb.PodUID] {
+			_, listed = v.own[sb.PodUID]
+		}
+		if !listed {
+			unlisted = append(unlisted, sb)
+		}
+	}
+	if len(unlisted) == 0 {
+		return nil
+	}
+	slices.SortFunc(unlisted, func(a, b engine.Sandbox) int { return cmp.Compare(a.PodUID, b.PodUID) })
+	return &InconsistentError{Node: v.nodeName, Unlisted: unlisted}
+}
+
+// trustedMirror returns the static pod's UID that p, a mirror pod, names,
+// when p may stand for it: the kubelet made it (its controller is this
+// Node, as basicMirrorClient.CreateMirrorPod in pkg/kubelet/pod/
+// mirror_client.go sets it) and it names a static pod that is on this
+// node. Any pod may carry the mirror annotation (kube-apiserver v1.36.3
+// allows it on create), so the annotation alone proves nothing.
+func trustedMirror(p *corev1.Pod, nodeName string, static map[string]bool) (string, bool) {
+	uid := p.Annotations[MirrorPodAnnotation]
+	if uid == "" || !static[uid] {
+		return "", false
+	}
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "Node" || ref.Name != nodeName {
+		return "", false
+	}
+	return uid, true
 }
 
 // contentRemovable reports whether a pod the API server knows may lose its

@@ -21,8 +21,14 @@ import (
 // DefaultSyncTimeout is how long the first snapshots wait for the first
 // list of pods. A pass never waits longer: an API server that does not
 // answer in time leaves the pod source not ready (limits only) while the
-// informer keeps trying in the background.
+// informer keeps trying in the background. One that refuses or fails is
+// reported with its error as soon as the first list fails.
 const DefaultSyncTimeout = 5 * time.Second
+
+// listTimeout bounds each list of pods, so that an API server that takes
+// the connection and never answers is retried, and reported, instead of
+// holding the informer for good.
+const listTimeout = 30 * time.Second
 
 // Options configure a Source.
 type Options struct {
@@ -53,7 +59,10 @@ type Source struct {
 	done     chan struct{}
 
 	mu      sync.Mutex
-	lastErr error // the last list or watch error, nil once a list succeeds
+	lastErr error // the last list or watch error, nil once one succeeds
+	// inconsistent is why the last judged snapshot disagreed with the
+	// list (an *InconsistentError), nil when it agreed.
+	inconsistent error
 	// failed is closed at the first list or watch error.
 	failed     chan struct{}
 	failedOnce sync.Once
@@ -62,6 +71,14 @@ type Source struct {
 // Start starts the informer and returns at once; Stop ends it. The
 // informer lists the node's pods, then watches them, and retries with
 // backoff when the API server cannot be reached.
+//
+// The informer lists with a plain list, never client-go's streaming
+// watch-list: that path retries a refused connection inside the reflector
+// (Reflector.watchList, isWatchErrorRetriable) with a backoff that ignores
+// the stop signal, so the error never reached the error handler, a pass
+// waited the whole sync timeout to say only "not synced yet", and Stop
+// waited out the backoff. Every list and watch error is recorded as it
+// happens, retried internally or not.
 func Start(ctx context.Context, o Options) (*Source, error) {
 	if o.Client == nil {
 		return nil, errors.New("pod source: no API client")
@@ -77,21 +94,21 @@ func Start(ctx context.Context, o Options) (*Source, error) {
 	s := &Source{o: o, done: make(chan struct{}), failed: make(chan struct{})}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			ctx, cancel := context.WithTimeout(ctx, listTimeout)
+			defer cancel()
 			opts.FieldSelector = selector
 			l, err := pods.List(ctx, opts)
-			if err == nil {
-				s.setErr(nil)
-			}
+			s.setErr(err)
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.FieldSelector = selector
-			return pods.Watch(ctx, opts)
+			w, err := pods.Watch(ctx, opts)
+			s.setErr(err)
+			return w, err
 		},
 	}
-	// The fake clientset cannot stream a watch-list; the clientset says
-	// so, and the wrapper passes that on to the reflector.
-	s.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, o.Client), &corev1.Pod{}, 0, cache.Indexers{})
+	s.informer = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, plainList{}), &corev1.Pod{}, 0, cache.Indexers{})
 	// The reflector reports list and watch errors here instead of logging
 	// them, and retries with backoff.
 	if err := s.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
@@ -112,14 +129,29 @@ func Start(ctx context.Context, o Options) (*Source, error) {
 	return s, nil
 }
 
-// Stop stops the informer and waits until it has stopped.
+// plainList tells the reflector not to use the streaming watch-list
+// (watchlist.DoesClientNotSupportWatchListSemantics): see Start.
+type plainList struct{}
+
+// IsWatchListSemanticsUnSupported reports true: the source lists.
+func (plainList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// Stop stops the informer and returns at once: a request in flight ends
+// with its context, in the background (Done is closed when it has). A
+// quitting nodegc never waits for an API server.
 func (s *Source) Stop() {
 	s.cancel()
-	<-s.done
 }
 
-// setErr records the last list or watch error.
+// Done is closed when the informer has stopped after Stop.
+func (s *Source) Done() <-chan struct{} { return s.done }
+
+// setErr records the outcome of a list or watch: its error, or nil when
+// it succeeded. A stopped source records nothing more.
 func (s *Source) setErr(err error) {
+	if err != nil && errors.Is(err, context.Canceled) {
+		return
+	}
 	s.mu.Lock()
 	s.lastErr = err
 	s.mu.Unlock()
@@ -170,6 +202,15 @@ func (s *Source) WaitForSync(ctx context.Context) bool {
 	return s.Synced()
 }
 
+// Inconsistent returns why the last snapshot judged disagreed with the
+// API server's list (an *InconsistentError), nil when it agreed or none
+// was judged yet.
+func (s *Source) Inconsistent() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inconsistent
+}
+
 // NodeName returns the node whose pods the source watches.
 func (s *Source) NodeName() string { return s.o.NodeName }
 
@@ -186,45 +227,65 @@ func (s *Source) Pods() []*corev1.Pod {
 }
 
 // PodSource judges the snapshot's pods (engine.Options.PodSource): once
-// the first list has synced it is ready and lists the removable pods
-// (Removable); before that it waits for the first list no longer than the
-// sync deadline, and then reports not ready, so that the pass runs on the
-// limits only, as a kubelet whose sources are not ready. It never fails.
+// the first list has synced and the list agrees with the node it is ready
+// and lists the removable pods (Removable). Before the first list it waits
+// no longer than the sync deadline, or the first failed list; a list that
+// disagrees with the node (InconsistentError) makes nothing removable.
+// Either way it reports not ready and says why, so that the pass runs on
+// the limits only, as a kubelet whose sources are not ready. It never
+// fails.
 func (s *Source) PodSource(ctx context.Context, snap engine.Snapshot) (engine.PodSource, error) {
 	if !s.WaitForSync(ctx) {
 		return engine.PodSource{RemovablePodUIDs: []string{}, Description: s.Describe()}, nil
 	}
 	pods := s.Pods()
-	return engine.PodSource{
-		Ready:            true,
-		RemovablePodUIDs: Removable(snap, pods, s.o.NodeName),
-		Description:      s.describe(true, len(pods)),
-	}, nil
+	removable, err := Removable(snap, pods, s.o.NodeName)
+	if ie, ok := err.(*InconsistentError); ok {
+		ie.Server = s.o.Server
+	}
+	s.mu.Lock()
+	s.inconsistent = err
+	s.mu.Unlock()
+	if err != nil {
+		return engine.PodSource{RemovablePodUIDs: []string{}, Description: s.Describe()}, nil
+	}
+	return engine.PodSource{Ready: true, RemovablePodUIDs: removable, Description: s.describe(len(pods))}, nil
 }
 
 // Describe is the source's state in one line, e.g. "API server
-// https://10.0.0.1:6443, node n1: synced, 42 pods" or "…: not synced
-// (connection refused): limits only".
+// https://10.0.0.1:6443, node n1: synced, 42 pods", "…: not synced
+// (… connect: connection refused): limits only" or "pod source
+// inconsistent: node n1: 3 pods running here are not listed by the API
+// server https://10.0.0.1:6443 (…): limits only".
 func (s *Source) Describe() string {
 	if s.Synced() {
-		return s.describe(true, len(s.informer.GetStore().ListKeys()))
+		return s.describe(len(s.informer.GetStore().ListKeys()))
 	}
-	return s.describe(false, 0)
+	return s.describe(-1)
 }
 
-func (s *Source) describe(synced bool, pods int) string {
+// describe says where the source asks and what it found: pods is how many
+// it holds, or -1 before the first list.
+func (s *Source) describe(pods int) string {
 	where := "API server"
 	if s.o.Server != "" {
 		where += " " + s.o.Server
 	}
 	where += ", node " + s.o.NodeName
-	if synced {
-		return fmt.Sprintf("%s: synced, %d pods", where, pods)
+	lastErr, inconsistent := s.Err(), s.Inconsistent()
+	switch {
+	case pods < 0 && lastErr != nil:
+		return fmt.Sprintf("%s: not synced (%v): limits only", where, lastErr)
+	case pods < 0 && time.Until(s.deadline) <= 0:
+		return fmt.Sprintf("%s: not synced (no answer within %v): limits only", where, s.o.SyncTimeout)
+	case pods < 0:
+		return where + ": not synced yet: limits only"
+	case inconsistent != nil:
+		return fmt.Sprintf("%v: limits only", inconsistent)
+	case lastErr != nil:
+		return fmt.Sprintf("%s: synced, %d pods (last watch error: %v)", where, pods, lastErr)
 	}
-	if err := s.Err(); err != nil {
-		return fmt.Sprintf("%s: not synced (%v): limits only", where, err)
-	}
-	return where + ": not synced yet: limits only"
+	return fmt.Sprintf("%s: synced, %d pods", where, pods)
 }
 
 // slim keeps only what Removable reads of a pod, so that the informer's
@@ -251,6 +312,9 @@ func slim(obj any) (any, error) {
 	}
 	if uid, ok := p.Annotations[MirrorPodAnnotation]; ok {
 		out.Annotations = map[string]string{MirrorPodAnnotation: uid}
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+			out.OwnerReferences = []metav1.OwnerReference{*ref}
+		}
 	}
 	return out, nil
 }

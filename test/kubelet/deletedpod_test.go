@@ -14,7 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/internal/realnode"
 )
 
 // podUIDLabel is the CRI label the kubelet puts the pod UID in.
@@ -52,22 +55,10 @@ type removalsDoc struct {
 //   - The kubelet, started again, removes the same: its pass is the
 //     reference.
 func TestDeletedPodThroughTheAPIServer(t *testing.T) {
-	n := startNode(t, 0)
-	api := startAPIServer(t)
-	nodegc := build(t, "github.com/nodegc/nodegc/cmd/nodegc", "nodegc")
-	image := n.Must(t).ImportImages(1, 4<<20, "job")[0].Ref
-	kubeconfig := api.kubeconfig(t)
-	k := startKubelet(t, n, kubeletOptions{Kubeconfig: kubeconfig})
-	cs := api.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-
-	if !waitFor(2*time.Minute, func() bool {
-		_, err := cs.CoreV1().Nodes().Get(ctx, k.nodeName, metav1.GetOptions{})
-		return err == nil
-	}) {
-		t.Fatalf("the kubelet did not register node %s", k.nodeName)
-	}
+	c := startCluster(ctx, t, "job")
+	n, nodegc, image, kubeconfig, k, cs := c.n, c.nodegc, c.image, c.kubeconfig, c.k, c.cs
 	grace := int64(1)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "default"},
@@ -86,28 +77,7 @@ func TestDeletedPodThroughTheAPIServer(t *testing.T) {
 	}
 	uid := string(created.UID)
 	logDir := filepath.Join(n.PodLogsDir(), "default_job_"+uid)
-	rt := n.RuntimeClient()
-	filter := map[string]string{podUIDLabel: uid}
-	leftovers := func() (containers, sandboxes []string, ready bool) {
-		cl, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: filter}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sl, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: filter}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cl.GetContainers() {
-			containers = append(containers, c.GetId())
-		}
-		for _, s := range sl.GetItems() {
-			sandboxes = append(sandboxes, s.GetId())
-			ready = ready || s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
-		}
-		slices.Sort(containers)
-		slices.Sort(sandboxes)
-		return containers, sandboxes, ready
-	}
+	leftovers := func() (containers, sandboxes []string, ready bool) { return podLeftovers(ctx, t, n, uid) }
 	if !waitFor(2*time.Minute, func() bool {
 		p, err := cs.CoreV1().Pods("default").Get(ctx, "job", metav1.GetOptions{})
 		_, sandboxes, ready := leftovers()
@@ -118,20 +88,8 @@ func TestDeletedPodThroughTheAPIServer(t *testing.T) {
 
 	plan := func(args ...string) removalsDoc {
 		t.Helper()
-		args = append([]string{"plan", "-o", "json", "--runtime-endpoint", n.Endpoint(), "--pod-logs-dir", n.PodLogsDir(),
-			"--state-dir", t.TempDir()}, args...)
-		out, err := exec.Command(nodegc, args...).Output()
-		if err != nil {
-			stderr := ""
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = string(ee.Stderr)
-			}
-			t.Fatalf("nodegc %v: %v: %s", args, err, stderr)
-		}
 		var doc removalsDoc
-		if err := json.Unmarshal(out, &doc); err != nil {
-			t.Fatalf("decode plan: %v", err)
-		}
+		runNodegc(t, nodegc, n, &doc, append([]string{"plan", "-o", "json"}, args...)...)
 		return doc
 	}
 	if got := plan("--kubelet-pid", strconv.Itoa(k.cmd.Process.Pid)); len(got.ContainerGC.Remove)+len(got.SandboxGC.Remove)+len(got.LogGC.Remove) != 0 {
@@ -192,4 +150,80 @@ func TestDeletedPodThroughTheAPIServer(t *testing.T) {
 		containers, sandboxes, _ := leftovers()
 		t.Errorf("the kubelet did not remove the deleted pod's content: %d containers, %d sandboxes left, log dir %s", len(containers), len(sandboxes), logDir)
 	}
+}
+
+// podLeftovers lists, sorted, what the pod with the UID has on the node:
+// its containers and sandboxes, and whether a sandbox is ready.
+func podLeftovers(ctx context.Context, t *testing.T, n *realnode.Node, uid string) (containers, sandboxes []string, ready bool) {
+	t.Helper()
+	rt := n.RuntimeClient()
+	filter := map[string]string{podUIDLabel: uid}
+	cl, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: filter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: filter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cl.GetContainers() {
+		containers = append(containers, c.GetId())
+	}
+	for _, s := range sl.GetItems() {
+		sandboxes = append(sandboxes, s.GetId())
+		ready = ready || s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
+	}
+	slices.Sort(containers)
+	slices.Sort(sandboxes)
+	return containers, sandboxes, ready
+}
+
+// runNodegc runs a nodegc command that prints JSON (plan -o json,
+// snapshot) on the node, with its own state dir, and decodes the output
+// into v.
+func runNodegc(t *testing.T, nodegc string, n *realnode.Node, v any, args ...string) {
+	t.Helper()
+	args = append(args, "--runtime-endpoint", n.Endpoint(), "--pod-logs-dir", n.PodLogsDir(), "--state-dir", t.TempDir())
+	out, err := exec.Command(nodegc, args...).Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("nodegc %v: %v: %s", args, err, stderr)
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("decode the output of nodegc %v: %v", args, err)
+	}
+}
+
+// cluster is a real node, a real kube-apiserver and a real kubelet
+// registered with it, with nodegc built and one image imported.
+type cluster struct {
+	n          *realnode.Node
+	nodegc     string // the nodegc binary
+	image      string // the imported image's reference
+	kubeconfig string // the API server's, for the kubelet and nodegc
+	k          *kubelet
+	cs         *kubernetes.Clientset
+}
+
+// startCluster starts a cluster whose image is named after prefix and
+// waits until the kubelet has registered its node.
+func startCluster(ctx context.Context, t *testing.T, prefix string) cluster {
+	t.Helper()
+	c := cluster{n: startNode(t, 0)}
+	api := startAPIServer(t)
+	c.nodegc = build(t, "github.com/nodegc/nodegc/cmd/nodegc", "nodegc")
+	c.image = c.n.Must(t).ImportImages(1, 4<<20, prefix)[0].Ref
+	c.kubeconfig = api.kubeconfig(t)
+	c.k = startKubelet(t, c.n, kubeletOptions{Kubeconfig: c.kubeconfig})
+	c.cs = api.client(t)
+	if !waitFor(2*time.Minute, func() bool {
+		_, err := c.cs.CoreV1().Nodes().Get(ctx, c.k.nodeName, metav1.GetOptions{})
+		return err == nil
+	}) {
+		t.Fatalf("the kubelet did not register node %s", c.k.nodeName)
+	}
+	return c
 }
