@@ -184,9 +184,12 @@ func (d *modal) body() []string {
 }
 
 // shown is the scrolling part as drawn in a box inner cells wide: a
-// detail line too long for it wraps under itself, never cut, so no value
-// of the details is lost beside blank cells; a preview row is a table row
-// sized to fit (planLines).
+// detail line too long for it wraps under itself, so no value of the
+// details is lost beside blank cells, except a lone token after its
+// label (an ID or a digest), which is cut in its middle to the full width: wrapped, the
+// hashes alone would push what the window is for (the order, the users)
+// off a 24-line screen, and `c` copies the whole ID. A preview row is a
+// table row sized to fit (planLines).
 func (d *modal) shown(inner int) []string {
 	body := d.body()
 	if d.kind != modalDetail {
@@ -196,6 +199,11 @@ func (d *modal) shown(inner int) []string {
 	for _, l := range body {
 		if ansi.StringWidth(l) <= inner {
 			out = append(out, l)
+			continue
+		}
+		if i := strings.LastIndex(l, " ") + 1; !strings.Contains(l, "\x1b") && ansi.StringWidth(l[:i]) <= inner/2 {
+			// A label (or an indent) and one token: the token is cut.
+			out = append(out, l[:i]+grid.Middle(l[i:], inner-ansi.StringWidth(l[:i])))
 			continue
 		}
 		indent := len(l) - len(strings.TrimLeft(l, " ")) + 2

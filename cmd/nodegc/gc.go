@@ -153,6 +153,9 @@ func gcPass(ctx context.Context, f *factory, conn *runtimeConn, eo engine.Option
 	if err != nil {
 		return err
 	}
+	// The state dir's lock goes with the pass, not with the process: a
+	// caller that runs gc again in the same process must find it free.
+	defer e.Close()
 	// A pass follows the runtime's event stream from before its plan, so
 	// a container created on a planned image is seen at once.
 	if src, ok := eo.Reader.(engine.EventSource); ok && eo.Remover != nil {
