@@ -40,12 +40,16 @@ func (e *Engine) followEvents(ctx context.Context, src EventSource) {
 		}
 		if err == nil {
 			e.ContainerEvent()
+			e.following.Store(true)
 			wait = time.Second
 			for ev := range ch {
 				if ev.Type == ContainerCreatedEvent || ev.Type == ContainerStartedEvent {
 					e.ContainerEvent()
 				}
 			}
+			// Until it is open again (which re-lists), image re-checks
+			// list the active containers themselves.
+			e.following.Store(false)
 		}
 		if ctx.Err() != nil {
 			return
