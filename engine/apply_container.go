@@ -162,4 +162,3 @@ func containerLogLink(dir, pod, ns, name, id string) string {
 	}
 	return filepath.Join(dir, base+suffix)
 }
-

@@ -87,4 +87,3 @@ func WithinDir(dir, path string) bool {
 	rel, err := filepath.Rel(filepath.Clean(dir), path)
 	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
-
