@@ -242,14 +242,18 @@ func New(o Options) (*Engine, error) {
 		e.warning = warning
 	}
 	e.records, e.fresh = recs, !found
-	j, repaired, err := openJournal(o.StateDir)
+	j, err := openJournal(o.StateDir)
 	if err != nil {
 		sd.Close()
 		return nil, &StateDirError{Dir: o.StateDir, Err: err}
 	}
-	if repaired != nil {
-		e.log.Warn("journal repaired", "err", repaired)
-		e.warning = errors.Join(e.warning, repaired)
+	if note, err := j.repair(); err != nil {
+		j.close()
+		sd.Close()
+		return nil, &StateDirError{Dir: o.StateDir, Err: err}
+	} else if note != "" {
+		e.log.Warn("journal repaired", "err", note)
+		e.warning = errors.Join(e.warning, errors.New(note))
 	}
 	e.sd, e.journal = sd, j
 	return e, nil
