@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // SnapshotError is a NodeSnapshot that breaks the contract. Field is the
@@ -124,72 +126,87 @@ func (s Snapshot) validateHeader() error {
 	return nil
 }
 
+// validateItems checks every image, image record, sandbox and container;
+// the error names the first field that breaks the contract.
 func (s Snapshot) validateItems() error {
+	return firstError(s.itemErrors())
+}
+
+// itemErrors lists every item field that breaks the contract, in
+// document order.
+func (s Snapshot) itemErrors() field.ErrorList {
+	var errs field.ErrorList
 	ids := make(map[string]int, len(s.Images))
+	images := field.NewPath("images")
 	for i, img := range s.Images {
-		f := fmt.Sprintf("images[%d]", i)
-		if err := uniqueID(ids, f, "images", img.ID, i); err != nil {
-			return err
-		}
+		p := images.Index(i)
+		errs = append(errs, uniqueID(ids, p, images, img.ID, i)...)
 		if img.SizeBytes < 0 {
-			return &SnapshotError{f + ".sizeBytes", fmt.Sprintf("must not be negative, got %d", img.SizeBytes)}
+			errs = append(errs, field.Invalid(p.Child("sizeBytes"), img.SizeBytes, fmt.Sprintf("must not be negative, got %d", img.SizeBytes)))
 		}
 	}
 	clear(ids)
+	records := field.NewPath("imageRecords")
 	for i, r := range s.ImageRecords {
-		f := fmt.Sprintf("imageRecords[%d]", i)
-		if err := uniqueID(ids, f, "imageRecords", r.ID, i); err != nil {
-			return err
-		}
+		p := records.Index(i)
+		errs = append(errs, uniqueID(ids, p, records, r.ID, i)...)
 		if r.FirstDetected.IsZero() {
-			return &SnapshotError{f + ".firstDetected", "required"}
+			errs = append(errs, field.Required(p.Child("firstDetected"), "required"))
 		}
 	}
 	clear(ids)
+	sandboxes := field.NewPath("sandboxes")
 	for i, sb := range s.Sandboxes {
-		f := fmt.Sprintf("sandboxes[%d]", i)
-		if err := uniqueID(ids, f, "sandboxes", sb.ID, i); err != nil {
-			return err
-		}
+		p := sandboxes.Index(i)
+		errs = append(errs, uniqueID(ids, p, sandboxes, sb.ID, i)...)
 		switch sb.State {
 		case SandboxReady, SandboxNotReady:
 		case "":
-			return &SnapshotError{f + ".state", "required"}
+			errs = append(errs, field.Required(p.Child("state"), "required"))
 		default:
 			if !otherState(string(sb.State), "SANDBOX_STATE_") {
-				return &SnapshotError{f + ".state", fmt.Sprintf("unknown value %q (want %s, %s or SANDBOX_STATE_<n>)", sb.State, SandboxReady, SandboxNotReady)}
+				errs = append(errs, field.Invalid(p.Child("state"), sb.State, fmt.Sprintf("unknown value %q (want %s, %s or SANDBOX_STATE_<n>)", sb.State, SandboxReady, SandboxNotReady)))
 			}
 		}
 	}
 	clear(ids)
+	containers := field.NewPath("containers")
 	for i, c := range s.Containers {
-		f := fmt.Sprintf("containers[%d]", i)
-		if err := uniqueID(ids, f, "containers", c.ID, i); err != nil {
-			return err
-		}
+		p := containers.Index(i)
+		errs = append(errs, uniqueID(ids, p, containers, c.ID, i)...)
 		switch c.State {
 		case ContainerCreated, ContainerRunning, ContainerExited, ContainerUnknown:
 		case "":
-			return &SnapshotError{f + ".state", "required"}
+			errs = append(errs, field.Required(p.Child("state"), "required"))
 		default:
 			if !otherState(string(c.State), "CONTAINER_STATE_") {
-				return &SnapshotError{f + ".state", fmt.Sprintf("unknown value %q (want a CONTAINER_ state or CONTAINER_STATE_<n>)", c.State)}
+				errs = append(errs, field.Invalid(p.Child("state"), c.State, fmt.Sprintf("unknown value %q (want a CONTAINER_ state or CONTAINER_STATE_<n>)", c.State)))
 			}
 		}
 		if c.CreatedAt.IsZero() {
-			return &SnapshotError{f + ".createdAt", "required"}
+			errs = append(errs, field.Required(p.Child("createdAt"), "required"))
 		}
 	}
-	return nil
+	return errs
 }
 
-// uniqueID checks that an item has an ID not seen before in its list.
-func uniqueID(seen map[string]int, field, list, id string, i int) error {
+// firstError is the first of errs as a *SnapshotError (its field's path
+// and detail), or nil.
+func firstError(errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &SnapshotError{errs[0].Field, errs[0].Detail}
+}
+
+// uniqueID checks that the item at p has an ID not seen before in its
+// list.
+func uniqueID(seen map[string]int, p, list *field.Path, id string, i int) field.ErrorList {
 	if id == "" {
-		return &SnapshotError{field + ".id", "required"}
+		return field.ErrorList{field.Required(p.Child("id"), "required")}
 	}
 	if j, dup := seen[id]; dup {
-		return &SnapshotError{field + ".id", fmt.Sprintf("duplicate of %s[%d]", list, j)}
+		return field.ErrorList{field.Invalid(p.Child("id"), id, "duplicate of "+list.Index(j).String())}
 	}
 	seen[id] = i
 	return nil
@@ -205,7 +222,7 @@ func decodeError(data []byte, err error) error {
 	if errors.As(err, &syn) {
 		return &SnapshotError{"", fmt.Sprintf("invalid JSON at byte %d: %v", syn.Offset, syn)}
 	}
-	if e := locate(data, reflect.TypeFor[wireSnapshot](), ""); e != nil {
+	if e := locate(data, reflect.TypeFor[wireSnapshot](), nil); e != nil {
 		return e
 	}
 	var te *json.UnmarshalTypeError
@@ -218,14 +235,16 @@ func decodeError(data []byte, err error) error {
 var timeType = reflect.TypeFor[time.Time]()
 
 // locate finds the first value in raw that does not decode into t and
-// returns its path and what is wrong, or nil.
-func locate(raw []byte, t reflect.Type, path string) *SnapshotError {
+// returns its path and what is wrong, or nil. It walks the Go type with
+// reflection because encoding/json's errors name no array index and no
+// field of a bad time; the path is built with field.Path.
+func locate(raw []byte, t reflect.Type, path *field.Path) *SnapshotError {
 	raw = bytes.TrimSpace(raw)
 	if string(raw) == "null" {
 		return nil // encoding/json leaves the zero value
 	}
 	bad := func() *SnapshotError {
-		return &SnapshotError{path, fmt.Sprintf("want %s, got %s", wantFor(t, raw), describe(raw))}
+		return &SnapshotError{pathString(path), fmt.Sprintf("want %s, got %s", wantFor(t, raw), describe(raw))}
 	}
 	if t == timeType {
 		var tm time.Time
@@ -256,7 +275,7 @@ func locate(raw []byte, t reflect.Type, path string) *SnapshotError {
 			for _, k := range keys {
 				// encoding/json matches keys case-insensitively.
 				if strings.EqualFold(k, name) {
-					if e := locate(m[k], f.Type, joinPath(path, name)); e != nil {
+					if e := locate(m[k], f.Type, path.Child(name)); e != nil {
 						return e
 					}
 				}
@@ -269,7 +288,7 @@ func locate(raw []byte, t reflect.Type, path string) *SnapshotError {
 			return bad()
 		}
 		for i, it := range items {
-			if e := locate(it, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); e != nil {
+			if e := locate(it, t.Elem(), path.Index(i)); e != nil {
 				return e
 			}
 		}
@@ -285,7 +304,7 @@ func locate(raw []byte, t reflect.Type, path string) *SnapshotError {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			if e := locate(m[k], t.Elem(), joinPath(path, k)); e != nil {
+			if e := locate(m[k], t.Elem(), path.Child(k)); e != nil {
 				return e
 			}
 		}
@@ -298,11 +317,12 @@ func locate(raw []byte, t reflect.Type, path string) *SnapshotError {
 	}
 }
 
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
+// pathString is the path as an error names it: "" for the document.
+func pathString(p *field.Path) string {
+	if p == nil {
+		return ""
 	}
-	return path + "." + name
+	return p.String()
 }
 
 // wantFor is want, precise about integers when the value is a number that

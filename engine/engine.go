@@ -90,6 +90,9 @@ type Engine struct {
 	// containerGen counts container events; a pass's view of the node
 	// is listed again when it changes.
 	containerGen atomic.Uint64
+	// following is set while FollowEvents holds the runtime's container
+	// event stream open.
+	following atomic.Bool
 
 	progressMu sync.Mutex
 	progress   map[int]func(Progress)
@@ -124,6 +127,12 @@ type Engine struct {
 // before its next re-check instead of trusting its view for up to
 // ViewWindow. Safe to call from any goroutine, at any time.
 func (e *Engine) ContainerEvent() { e.containerGen.Add(1) }
+
+// Following reports whether the engine follows the runtime's container
+// event stream (FollowEvents, with the stream open): an image re-check
+// then trusts the view refreshed on every container event, and lists no
+// active containers of its own (see ViewWindow).
+func (e *Engine) Following() bool { return e.following.Load() }
 
 // OnProgress registers fn to receive a running pass's progress after each
 // item; it returns a func that unregisters it. fn runs on the pass's
@@ -233,14 +242,18 @@ func New(o Options) (*Engine, error) {
 		e.warning = warning
 	}
 	e.records, e.fresh = recs, !found
-	j, repaired, err := openJournal(o.StateDir)
+	j, err := openJournal(o.StateDir)
 	if err != nil {
 		sd.Close()
 		return nil, &StateDirError{Dir: o.StateDir, Err: err}
 	}
-	if repaired != nil {
-		e.log.Warn("journal repaired", "err", repaired)
-		e.warning = errors.Join(e.warning, repaired)
+	if note, err := j.repair(); err != nil {
+		j.close()
+		sd.Close()
+		return nil, &StateDirError{Dir: o.StateDir, Err: err}
+	} else if note != "" {
+		e.log.Warn("journal repaired", "err", note)
+		e.warning = errors.Join(e.warning, errors.New(note))
 	}
 	e.sd, e.journal = sd, j
 	return e, nil
@@ -386,7 +399,8 @@ func (e *Engine) DryRun(ctx context.Context, kind PassKind) (PassReport, error) 
 // removals are expected to free.
 func DryRunReport(p Plan) PassReport {
 	r := PassReport{Kind: p.Pass, DryRun: true, StartedAt: p.EvaluatedAt, FinishedAt: p.EvaluatedAt, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
-	for _, it := range plannedItems(p) {
+	_, items := passTasks(p, false)
+	for _, it := range items {
 		it.Outcome, it.Time = OutcomePlanned, p.EvaluatedAt
 		r.Items = append(r.Items, it)
 		if it.Kind == ItemImage {

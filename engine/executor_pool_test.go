@@ -483,13 +483,13 @@ func TestAnOutcomeLostAtTheEndOfAPassIsReconciledByTheNext(t *testing.T) {
 // until release is closed; writes counts the writes.
 func blockedJournal(t *testing.T) (j *journal, release chan struct{}, writes *atomic.Int32) {
 	t.Helper()
-	j, _, err := openJournal(t.TempDir())
+	j, err := openJournal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	release, writes = make(chan struct{}), new(atomic.Int32)
 	var once sync.Once
-	j.w = &blockingWriter{f: j.f, first: func() { writes.Add(1); once.Do(func() { <-release }) }}
+	j.w = &blockingWriter{f: j.f, first: func() { writes.Add(1); once.Do(func() { <-release }) }, syncs: new(atomic.Int32)}
 	return j, release, writes
 }
 
@@ -521,8 +521,8 @@ func TestJournalGroupCommit(t *testing.T) {
 	if err := j.close(); err != nil {
 		t.Fatal(err)
 	}
-	if j.syncs != 2 {
-		t.Errorf("%d fsyncs for %d lines, want 2 (one, then one for the group that queued behind it)", j.syncs, writers)
+	if syncs := j.w.(*blockingWriter).syncs.Load(); syncs != 2 {
+		t.Errorf("%d fsyncs for %d lines, want 2 (one, then one for the group that queued behind it)", syncs, writers)
 	}
 	lines, err := ReadJournalLines(dir)
 	if err != nil || len(lines) != writers {
@@ -587,10 +587,11 @@ func TestOutcomeLinesQueuedBehindAWriteGoOutTogether(t *testing.T) {
 type blockingWriter struct {
 	f     *os.File
 	first func()
+	syncs *atomic.Int32 // groups synced
 }
 
 func (w *blockingWriter) Write(b []byte) (int, error) { w.first(); return w.f.Write(b) }
-func (w *blockingWriter) Sync() error                 { return w.f.Sync() }
+func (w *blockingWriter) Sync() error                 { w.syncs.Add(1); return w.f.Sync() }
 
 func TestApplyRemovesAContainersLogsWithIt(t *testing.T) {
 	rt := newFakeRuntime()

@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // followRetry bounds the wait before FollowEvents opens a broken stream
@@ -29,9 +32,15 @@ func (e *Engine) FollowEvents(ctx context.Context, src EventSource) (stop func()
 	return func() { cancel(); <-done }
 }
 
+// followBackoff is the wait before each reopening of a broken stream:
+// one second, doubling up to followRetry.
+func followBackoff() wait.Backoff {
+	return wait.Backoff{Duration: time.Second, Factor: 2, Steps: math.MaxInt32, Cap: followRetry}
+}
+
 // followEvents is FollowEvents' loop; it returns when it stops following.
 func (e *Engine) followEvents(ctx context.Context, src EventSource) {
-	wait := time.Second
+	backoff := followBackoff()
 	for ctx.Err() == nil {
 		ch, err := src.ContainerEvents(ctx)
 		if errors.Is(err, ErrNoEventStream) {
@@ -40,22 +49,26 @@ func (e *Engine) followEvents(ctx context.Context, src EventSource) {
 		}
 		if err == nil {
 			e.ContainerEvent()
-			wait = time.Second
+			e.following.Store(true)
+			backoff = followBackoff()
 			for ev := range ch {
 				if ev.Type == ContainerCreatedEvent || ev.Type == ContainerStartedEvent {
 					e.ContainerEvent()
 				}
 			}
+			// Until it is open again (which re-lists), image re-checks
+			// list the active containers themselves.
+			e.following.Store(false)
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		e.log.Warn("container event stream broke: reconnecting", "err", err, "in", wait)
+		delay := backoff.Step()
+		e.log.Warn("container event stream broke: reconnecting", "err", err, "in", delay)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(delay):
 		}
-		wait = min(2*wait, followRetry)
 	}
 }

@@ -108,8 +108,7 @@ type journal struct {
 	cond *sync.Cond
 	dir  string
 	f    *os.File
-	w    syncWriter   // f, unless a test replaces it
-	fail func() error // test hook: an error to return instead of writing
+	w    syncWriter // f (with counts), unless a test wraps it
 	// free reports the free bytes of the journal's filesystem; nil means
 	// fstatfs (tests replace it).
 	free func() (int64, error)
@@ -124,38 +123,28 @@ type journal struct {
 	since    int
 	flushing bool
 	err      error // the failed write; sticky until reset
-	syncs    int   // groups written (tests)
 	dirty    bool  // lines written by writeLazy since the last sync
 }
 
-// openJournal opens (creating) the journal in dir. A torn last line, left
-// by a crash or a full disk in the middle of a write, is cut off so the
-// next line does not glue onto it; repaired says so.
-func openJournal(dir string) (j *journal, repaired error, err error) {
+// openJournal opens (creating) the journal in dir, positioned at its
+// end. repair cuts a torn last line before the first write.
+func openJournal(dir string) (*journal, error) {
 	f, err := openStateFile(dir, journalFile, os.O_RDWR|os.O_CREATE)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open journal: %w", err)
-	}
-	if repaired, err = repairTail(f); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("open journal: %w", err)
-	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("open journal: %w", err)
+		return nil, fmt.Errorf("open journal: %w", err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("open journal: %w", err)
+		return nil, fmt.Errorf("open journal: %w", err)
 	}
 	jr := &journal{dir: dir, f: f, w: &countingWriter{w: f}, batch: 1, size: fi.Size()}
 	jr.cond = sync.NewCond(&jr.mu)
-	return jr, repaired, nil
+	return jr, nil
 }
 
-// reset readies the journal for a pass after a failed write: it cuts a
-// torn line the failure left and clears the error. It returns a note when
+// reset readies the journal for a pass after a failed write: it clears
+// the error, and repairs what the failure left. It returns a note when
 // it cut something.
 func (j *journal) reset() (string, error) {
 	if j == nil {
@@ -167,16 +156,35 @@ func (j *journal) reset() (string, error) {
 		return "", nil
 	}
 	j.buf = nil
-	repaired, err := repairTail(j.f)
+	note, err := j.repairLocked()
+	if err == nil {
+		j.err = nil
+	}
+	return note, err
+}
+
+// repair cuts a torn last line, left by a crash or a full disk in the
+// middle of a write, so the next line does not glue onto it, and
+// returns a note when it cut something.
+func (j *journal) repair() (string, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.repairLocked()
+}
+
+// repairLocked is repair with j.mu held.
+func (j *journal) repairLocked() (string, error) {
+	cut, err := repairTail(j.f)
 	if err != nil {
 		return "", fmt.Errorf("repair journal: %w", err)
 	}
-	if _, err := j.f.Seek(0, io.SeekEnd); err != nil {
+	end, err := j.f.Seek(0, io.SeekEnd)
+	if err != nil {
 		return "", fmt.Errorf("repair journal: %w", err)
 	}
-	j.err = nil
-	if repaired != nil {
-		return repaired.Error(), nil
+	j.size = end
+	if cut != nil {
+		return cut.Error(), nil
 	}
 	return "", nil
 }
@@ -276,7 +284,6 @@ func (j *journal) write(entries ...JournalEntry) error {
 		err := j.flush(buf)
 		j.mu.Lock()
 		j.flushing = false
-		j.syncs++
 		if err != nil {
 			j.err = err
 		} else {
@@ -326,11 +333,6 @@ func (j *journal) flush(buf []byte) error {
 func (j *journal) put(buf []byte) error {
 	if len(buf) == 0 {
 		return nil
-	}
-	if j.fail != nil {
-		if err := j.fail(); err != nil {
-			return fmt.Errorf("append to journal: %w", err)
-		}
 	}
 	n, err := j.w.Write(buf)
 	j.size += int64(n)

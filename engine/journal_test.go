@@ -23,14 +23,14 @@ func TestJournalWriteFailureStopsThePass(t *testing.T) {
 	}
 	e := newTestEngine(t, rt, false)
 	writes := 0
-	e.journal.fail = func() error {
+	e.journal.w = &hookedWriter{syncWriter: e.journal.w, before: func() error {
 		// Write 1: the intents of all three; 2 and 3: i1's started and
 		// outcome lines; 4: i2's started line; 5: the outcome of i2 fails.
 		if writes++; writes == 5 {
 			return errors.New("no space left on device")
 		}
 		return nil
-	}
+	}}
 	r, err := e.Apply(context.Background(), Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{Remove: []ImageRemoval{
 		{ID: "i1", SizeBytes: 10, Reason: RemoveForSpace}, {ID: "i2", SizeBytes: 10, Reason: RemoveForSpace}, {ID: "i3", SizeBytes: 10, Reason: RemoveForSpace}}}})
 	if err != nil {
@@ -242,4 +242,18 @@ func journalIDs(js []JournalEntry) []string {
 		out = append(out, j.ID)
 	}
 	return out
+}
+
+// hookedWriter is a journal writer whose before hook may fail a write
+// before it reaches the file.
+type hookedWriter struct {
+	syncWriter
+	before func() error
+}
+
+func (w *hookedWriter) Write(b []byte) (int, error) {
+	if err := w.before(); err != nil {
+		return 0, err
+	}
+	return w.syncWriter.Write(b)
 }

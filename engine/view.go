@@ -13,26 +13,9 @@ import (
 // containers (created and running), and the shortest time it trusts its
 // whole view (every container, and for images the image list). The
 // executor re-checks each item against these views, not against a fresh
-// list per item, which made a pass cost removals times containers.
-//
-// The contract: an image is re-checked against a listing of the created
-// and running containers (the CRI state filter keeps it small) that began
-// at most ViewWindow before the check, and after the last container event
-// reported (Engine.ContainerEvent) before the check began, however long a
-// listing takes: a slow listing makes the check wait for one, never
-// widens the window. A container that can newly use an image is created
-// or running, so a container created on an image before the check began
-// is seen, with or without an event stream. The whole view (the image
-// list, exited users, the sandboxes' and pods' containers) may be up to
-// max(ViewWindow, twice the last whole listing's duration) old: what it
-// adds can only change in that time through a container that was created
-// and also exited within it. Between the check and the removal lie only
-// the item's own runtime calls: a sandbox's stop, an UNKNOWN container's
-// stop, and the status call that gives a container's log path. A new
-// listing starts in the background once a view is about to expire, so
-// re-checks rarely wait for one. Where the runtime serves its container
-// event stream, the engine follows it (Engine.FollowEvents) and a created
-// or started container makes the next re-check list again.
+// list per item, which made a pass cost removals times containers. The
+// contract (what each re-check reads, and when the engine follows the
+// runtime's events) is docs/design.md, "The view window".
 const ViewWindow = 100 * time.Millisecond
 
 // nodeView is the executor's cached list of containers (and, for the image

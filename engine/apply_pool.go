@@ -1,10 +1,33 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"sync"
 )
+
+// intentWindow is how many tasks' intent lines the feeder writes in its
+// first group of a phase, with one fsync, before the first of them starts;
+// each next group of the phase is twice as large, up to maxIntentWindow,
+// so a long phase stalls on few fsyncs and a short space pass writes few
+// intents it will not need. An intent whose task never reaches the
+// runtime gets a skipped or not-run outcome.
+const (
+	intentWindow    = 64
+	maxIntentWindow = 1024
+)
+
+// runPhases runs the phases one after another in the pool; each phase's
+// views are listed again (the phase before removed what they hold).
+func (x *executor) runPhases(phases [][]task) {
+	stop := x.startWorkers()
+	for i, ph := range phases {
+		if i > 0 {
+			x.invalidateViews()
+		}
+		x.runPhase(ph)
+	}
+	stop()
+}
 
 // runPhase runs one phase's tasks in a pool of x.parallel, starting them in
 // plan order, and returns when every started task has finished. Once the
@@ -73,7 +96,7 @@ feed:
 			ahead += len(next)
 			window = min(2*window, maxIntentWindow)
 			x.writingAhead = true
-			lines := x.intentLines(next)
+			lines := x.journal.intents(next)
 			x.ahead.Go(func() { x.writeAhead(next, lines) })
 		}
 	}
@@ -86,33 +109,21 @@ feed:
 	// Close the intents of the tasks that never reached the runtime.
 	for _, t := range tasks {
 		if x.written[t.idx] && !x.closed[t.idx] {
-			x.closeIntent(t)
+			x.closed[t.idx] = true
+			x.journal.close(t, x.results[t.idx])
 		}
 	}
-}
-
-// intentLines are the tasks' intent lines; x.mu is held.
-func (x *executor) intentLines(tasks []task) []JournalEntry {
-	lines := make([]JournalEntry, len(tasks))
-	for i, t := range tasks {
-		lines[i] = x.stamp(JournalIntent, *t.intent)
-	}
-	return lines
 }
 
 // writeIntents writes the tasks' intent lines in one group and waits for
 // them to be on disk; x.mu is held and released meanwhile.
 func (x *executor) writeIntents(tasks []task) {
-	lines := x.intentLines(tasks)
+	lines := x.journal.intents(tasks)
 	x.mu.Unlock()
-	err := x.e.journal.write(lines...)
+	err := x.journal.writeIntents(lines)
 	x.mu.Lock()
-	if err != nil {
-		x.journalFailedLocked(err)
-		return
-	}
-	for _, t := range tasks {
-		x.written[t.idx] = true
+	if err == nil {
+		x.markWritten(tasks)
 	}
 }
 
@@ -120,65 +131,20 @@ func (x *executor) writeIntents(tasks []task) {
 // reached yet, marks them written, and wakes the feeder. A pass that stops
 // meanwhile closes the intents the group wrote, as any other.
 func (x *executor) writeAhead(tasks []task, lines []JournalEntry) {
-	err := x.e.journal.write(lines...)
+	err := x.journal.writeIntents(lines)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if err != nil {
-		x.journalFailedLocked(err)
-	} else {
-		for _, t := range tasks {
-			x.written[t.idx] = true
-		}
+	if err == nil {
+		x.markWritten(tasks)
 	}
 	x.writingAhead = false
 	x.cond.Broadcast()
 }
 
-// closeIntent writes the outcome line of a task whose intent is on disk,
-// from its result (not-run when it has none); x.mu is held.
-func (x *executor) closeIntent(t task) {
-	x.closed[t.idx] = true
-	if err := x.e.journal.writeLazy(x.outcomeLine(t, x.results[t.idx])); err != nil {
-		x.journalFailedLocked(err)
-	}
-}
-
-// outcomeLine is the journal's outcome line of a task from its results
-// (not-run when it has none).
-func (x *executor) outcomeLine(t task, its []ItemResult) JournalEntry {
-	en := *t.intent
-	op := JournalNotRun
-	if len(its) > 0 {
-		switch it := its[0]; it.Outcome {
-		case OutcomeRemoved:
-			op = JournalRemoved
-		case OutcomeGone:
-			op = JournalGone
-		case OutcomeFailed:
-			op, en.Error = JournalFailed, it.Error
-		case OutcomeSkipped:
-			op, en.Error = JournalSkipped, it.Detail
-		}
-	}
-	return x.stamp(op, en)
-}
-
-// stamp fills a journal line's op, time and pass, and an intent's boot
-// ID.
-func (x *executor) stamp(op JournalOp, en JournalEntry) JournalEntry {
-	en.Op, en.Time, en.Pass, en.PassKind = op, x.e.now(), JournalPass(x.passID), x.kind
-	if op == JournalIntent {
-		en.Boot = x.e.boot
-	}
-	return en
-}
-
-// journalFailedLocked records the first failed journal write: the pass
-// stops before its next removal. x.mu is held.
-func (x *executor) journalFailedLocked(err error) {
-	if x.jerr == nil {
-		x.jerr = err
-		x.e.log.Error("journal write failed: the pass stops", "err", err, "pass", x.passID)
+// markWritten marks the tasks' intents on disk; x.mu is held.
+func (x *executor) markWritten(tasks []task) {
+	for _, t := range tasks {
+		x.written[t.idx] = true
 	}
 }
 
@@ -200,15 +166,10 @@ func (x *executor) spaceMayStart() bool {
 // stoppingLocked reports whether no new item may start, noting the reason
 // the first time; x.mu is held.
 func (x *executor) stoppingLocked() bool {
-	if err := x.e.journal.failed(); err != nil {
-		// A worker's outcome write failed and it has not recorded it
-		// yet: no removal starts meanwhile.
-		x.journalFailedLocked(err)
-	}
-	switch {
+	switch jerr := x.journal.failed(); {
 	case x.r.Stopped != "":
-	case x.jerr != nil:
-		x.haltLocked(fmt.Sprintf("journal write failed (%v): no further removal", x.jerr), true)
+	case jerr != nil:
+		x.haltLocked(fmt.Sprintf("journal write failed (%v): no further removal", jerr), true)
 	case x.stop.Err() != nil:
 		x.haltLocked("stopped on request after the items in flight", false)
 	}
@@ -241,12 +202,12 @@ func (x *executor) haltLocked(why string, failed bool) {
 	x.e.log.Warn("pass stopped", "pass", x.passID, "why", why)
 }
 
-// notRun reports every planned item from idx on that has no result as
-// never started.
-func (x *executor) notRun(idx int) {
+// notRun reports every planned item that has no result as never
+// started.
+func (x *executor) notRun() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for i := idx; i < len(x.plan); i++ {
+	for i := range x.plan {
 		x.notRunLocked(i)
 	}
 }
@@ -272,7 +233,7 @@ func (x *executor) startWorkers() (stop func()) {
 	for range x.parallel {
 		wg.Go(func() {
 			for t := range x.work {
-				x.do(t)
+				x.done(t, x.run(t))
 			}
 		})
 	}
@@ -282,25 +243,26 @@ func (x *executor) startWorkers() (stop func()) {
 	}
 }
 
-// do runs one task and records it.
-func (x *executor) do(t task) {
-	its := t.run()
+// run re-checks and removes one task's item and writes its outcome line
+// (outside x.mu: the other workers and the feeder do not wait for it).
+func (x *executor) run(t task) []ItemResult {
+	its := x.journal.perform(x.calls, t.check(x, t.intent))
 	now := x.e.now()
 	for i := range its {
 		its[i].Time = now
 	}
-	// The outcome line is written outside x.mu: the other workers and
-	// the feeder do not wait for its write.
-	jerr := x.e.journal.writeLazy(x.outcomeLine(t, its))
+	x.journal.close(t, its)
+	return its
+}
+
+// done records a finished task and wakes the feeder.
+func (x *executor) done(t task, its []ItemResult) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.results[t.idx] = its
 	x.closed[t.idx] = true
-	if jerr != nil {
-		x.journalFailedLocked(jerr)
-	}
 	x.inflight--
-	removed := len(its) > 0 && its[0].Outcome == OutcomeRemoved
+	removed := its[0].Outcome == OutcomeRemoved
 	if t.space {
 		x.spaceN--
 		x.spaceBytes -= t.size
@@ -308,7 +270,7 @@ func (x *executor) do(t task) {
 			x.spaceOK++
 		}
 	}
-	if t.kind == ItemImage && removed {
+	if t.item.Kind == ItemImage && removed {
 		x.freed += t.size
 	}
 	x.prog.ItemsDone++
@@ -319,66 +281,3 @@ func (x *executor) do(t task) {
 
 // publish sends the progress to the engine's progress listeners.
 func (x *executor) publish() { x.e.publishProgress(x.prog) }
-
-// journal writes a line for the pass (durably, or lazily for an
-// outcome); a failure stops the pass.
-func (x *executor) journal(op JournalOp, en JournalEntry, lazy bool) error {
-	write := x.e.journal.write
-	if lazy {
-		write = x.e.journal.writeLazy
-	}
-	err := write(x.stamp(op, en))
-	if err != nil {
-		x.mu.Lock()
-		x.journalFailedLocked(err)
-		x.mu.Unlock()
-	}
-	return err
-}
-
-// call makes a removal's runtime call; the task's intent is on disk, and
-// the pool writes its outcome. The item's started line is handed to the
-// kernel first: without it, reconciliation may take the call for never
-// sent, so the call is not made when that write fails.
-func (x *executor) call(it ItemResult, what string, call func(ctx context.Context) error) ItemResult {
-	if err := x.e.journal.writeOut(x.stamp(JournalStarted, JournalEntry{Kind: it.Kind, ID: it.ID})); err != nil {
-		x.mu.Lock()
-		x.journalFailedLocked(err)
-		x.mu.Unlock()
-		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
-		return it
-	}
-	ctx, cancel := context.WithTimeout(x.calls, CallTimeout)
-	defer cancel()
-	return outcome(it, what, call(ctx))
-}
-
-// removeLogged journals an intent of its own, removes and journals the
-// outcome: for the log file and link removed with a container. Without
-// its intent line on disk the item is not removed.
-func (x *executor) removeLogged(it ItemResult, en JournalEntry, what string, call func(ctx context.Context) error) ItemResult {
-	en.Kind, en.ID = it.Kind, it.ID
-	if err := x.journal(JournalIntent, en, false); err != nil {
-		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
-		return it
-	}
-	it = x.call(it, what, call)
-	op := JournalRemoved
-	switch it.Outcome {
-	case OutcomeGone:
-		op = JournalGone
-	case OutcomeFailed:
-		op, en.Error = JournalFailed, it.Error
-	}
-	if jerr := x.journal(op, en, true); jerr != nil && it.Error == "" {
-		it.Error = fmt.Sprintf("journal: %v", jerr)
-	}
-	return it
-}
-
-// rt runs one runtime read of the pass with the per-call timeout.
-func rt[T any](x *executor, call func(ctx context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(x.calls, CallTimeout)
-	defer cancel()
-	return call(ctx)
-}

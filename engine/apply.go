@@ -1,0 +1,377 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// StopTimeout is how long an UNKNOWN container is given to stop before it is
+// removed.
+const StopTimeout = 10 * time.Second
+
+// DefaultParallel is how many removals a pass keeps in flight unless
+// Options.Parallel says otherwise. 1 is the kubelet's strict one at a time.
+const DefaultParallel = 4
+
+// CallTimeout bounds each runtime call of a pass. The calls do not inherit
+// the pass's cancellation (a stop lets the items in flight finish), so this
+// is what bounds a stop's wait on a runtime that hangs.
+const CallTimeout = 2 * time.Minute
+
+// executor applies one plan. It re-checks every item against the runtime
+// just before it removes it, so a plan that went stale between planning
+// and applying can only remove less, never more. A pass is a chain of
+// steps: the plan's tasks (apply_tasks.go), the pass's set-up (below), the
+// pool (apply_pool.go) running each task's re-check and removal
+// (apply_image.go, apply_container.go, apply_sandbox.go, apply_log.go)
+// with its journal lines (apply_journal.go), and the report (below).
+type executor struct {
+	e *Engine
+	// stop is the pass's context: once done, no new item starts.
+	stop context.Context
+	// calls is stop without its cancellation, for the runtime calls of
+	// the items in flight.
+	calls context.Context
+	r     *PassReport
+	// passID is the report's, copied once: the workers read it while
+	// the report's other fields change under mu.
+	passID  string
+	journal *passJournal
+	// view is the node's containers (and images) for the re-checks;
+	// running holds the running containers alone, for the container
+	// phase, and active the created and running ones, for the image
+	// phase when the engine does not follow the runtime's events. See
+	// ViewWindow.
+	view, running, active *nodeView
+	// sandboxRefs are the runtime's sandbox image references, read once
+	// per pass; infoErr is set when they could not be read, and then no
+	// image is removed (the sandbox-image guard must not fail open).
+	sandboxRefs []string
+	infoErr     error
+	parallel    int
+	// target is the space pass's bytesToFree when the plan's space pass
+	// runs (targeted): no space removal starts once the bytes removed
+	// plus the bytes in flight reach it.
+	target int64
+
+	mu         sync.Mutex
+	cond       *sync.Cond
+	inflight   int
+	spaceN     int   // space removals in flight
+	spaceBytes int64 // their planned bytes
+	spaceOK    int   // space removals done
+	freed      int64 // planned bytes of the images removed so far
+	results    [][]ItemResult
+	prog       Progress
+	// plan is the plan's items in execution order, indexed as the tasks.
+	plan []ItemResult
+	// written marks the tasks whose intent is on disk, closed those whose
+	// outcome line is written too; writingAhead is set while the next
+	// group's intents are written in the background.
+	written, closed []bool
+	writingAhead    bool
+	ahead           sync.WaitGroup // the write-ahead goroutine
+	// work sends the feeder's tasks to the pool's workers.
+	work chan task
+}
+
+// applyLocked performs p; e.passMu is held, and e.mu is taken only around
+// the engine's shared state. A failure is in the report: a journal without
+// room or a failed journal write stops the pass and sets its Error.
+func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (PassReport, error) {
+	defer e.markPassing()()
+	x, phases := e.newExecutor(ctx, p, start)
+	clean := x.prepare(phases)
+	stopWake := context.AfterFunc(ctx, x.wake)
+	x.runPhases(phases)
+	stopWake()
+	x.closeViews() // a background listing does not outlive the pass
+	x.endJournal(clean)
+	return e.finishReport(x, p), nil
+}
+
+// markPassing marks a pass in flight until the returned func is called.
+func (e *Engine) markPassing() (done func()) {
+	e.mu.Lock()
+	e.passing = true
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		e.passing = false
+		e.mu.Unlock()
+	}
+}
+
+// newExecutor makes the executor of p: its report, tasks, views and
+// pass journal (a journal that cannot be readied halts the pass).
+func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*executor, [][]task) {
+	r := &PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
+	parallel := e.o.Parallel
+	if parallel <= 0 {
+		parallel = DefaultParallel
+	}
+	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: r, passID: r.PassID(), parallel: parallel, target: p.ImageGC.BytesToFree}
+	x.cond = sync.NewCond(&x.mu)
+	x.view = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewAll)
+	x.running = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewRunning)
+	x.active = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewActive)
+	phases, planned := passTasks(p, p.ImageGC.Triggered && spacePassPlanned(p.ImageGC))
+	x.plan, x.results = planned, make([][]ItemResult, len(planned))
+	x.written, x.closed = make([]bool, len(planned)), make([]bool, len(planned))
+	x.prog = Progress{Pass: r.ID, Kind: p.Pass, Items: len(planned)}
+	for _, it := range planned {
+		x.prog.Bytes += max(it.SizeBytes, 0)
+	}
+	pj, note, err := e.newPassJournal(x.passID, p.Pass, len(planned), len(p.ContainerGC.Remove))
+	x.journal = pj
+	if note != "" {
+		e.log.Warn("journal repaired", "note", note)
+		r.Notes = append(r.Notes, note)
+	}
+	if err != nil {
+		x.halt(err.Error(), true)
+	}
+	return x, phases
+}
+
+// prepare readies a pass that was not halted: the first phase's view is
+// listed meanwhile, the journal reconciled, the image filesystem measured
+// and the sandbox images read. It reports whether no intent of an
+// earlier pass is open (the pass then ends on a checkpoint when all of
+// its own are closed).
+func (x *executor) prepare(phases [][]task) (clean bool) {
+	e := x.e
+	if !x.halted() {
+		if len(phases) > 0 {
+			x.prefetch(phases[0][0].item.Kind)
+		}
+		e.mu.Lock()
+		x.r.Notes = append(x.r.Notes, e.notes...)
+		x.r.Notes = append(x.r.Notes, e.reconcileLocked(x.stop)...)
+		e.notes = nil
+		clean = e.reconciled
+		e.mu.Unlock()
+	}
+	if before, err := e.imageFs(x.calls); err == nil {
+		x.r.ImageFsBefore = &before
+	}
+	if info, err := e.o.Reader.Info(x.calls); err == nil {
+		x.sandboxRefs = info.SandboxImages
+	} else {
+		x.infoErr = fmt.Errorf("runtime info (for the sandbox images): %w", err)
+	}
+	x.publish()
+	if x.halted() {
+		x.notRun()
+	}
+	return clean
+}
+
+// prefetch starts listing the view of the first phase, of kind, while
+// the pass sets up.
+func (x *executor) prefetch(kind ItemKind) {
+	switch kind {
+	case ItemContainer:
+		x.running.prefetch(false)
+	case ItemImage:
+		x.view.prefetch(true)
+		if !x.e.Following() {
+			x.active.prefetch(false)
+		}
+	default:
+		x.view.prefetch(false)
+	}
+}
+
+// wake wakes the feeder (the pass was stopped).
+func (x *executor) wake() {
+	x.mu.Lock()
+	x.cond.Broadcast()
+	x.mu.Unlock()
+}
+
+// invalidateViews makes the next re-check list again: the phase before
+// removed what the views hold.
+func (x *executor) invalidateViews() {
+	for _, v := range [...]*nodeView{x.view, x.running, x.active} {
+		v.invalidate()
+	}
+}
+
+// closeViews cancels the listings in flight and waits for them.
+func (x *executor) closeViews() {
+	for _, v := range [...]*nodeView{x.view, x.running, x.active} {
+		v.close()
+	}
+}
+
+// endJournal makes the pass's lines durable (endPassJournal); a failed
+// sync fails the pass.
+func (x *executor) endJournal(clean bool) {
+	notes, err := x.e.endPassJournal(x.journal, clean)
+	if err != nil {
+		x.halt(fmt.Sprintf("journal write failed (%v)", err), true)
+	}
+	x.r.Notes = append(x.r.Notes, notes...)
+}
+
+// finishReport fills the report from the results: the items in plan
+// order, the bytes freed (estimated and measured), the records of the
+// images removed, and the kubelet's image events.
+func (e *Engine) finishReport(x *executor, p Plan) PassReport {
+	r := x.r
+	removedImages := map[string]bool{}
+	for _, its := range x.results {
+		for _, it := range its {
+			r.Items = append(r.Items, it)
+			if it.Kind != ItemImage {
+				continue
+			}
+			if it.Outcome == OutcomeRemoved {
+				r.EstimatedBytesFreed = AddBytes(r.EstimatedBytesFreed, it.SizeBytes)
+			}
+			if it.Outcome == OutcomeRemoved || it.Outcome == OutcomeGone {
+				removedImages[it.ID] = true
+			}
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if x.journal.failed() != nil {
+		// Its open intents are settled at the next pass.
+		e.reconciled, e.reconcileAfter = false, time.Time{}
+	}
+	if after, err := e.imageFs(x.calls); err == nil {
+		r.ImageFsAfter = &after
+		if r.ImageFsBefore != nil {
+			m := after.AvailableBytes - r.ImageFsBefore.AvailableBytes
+			r.MeasuredBytesFreed = &m
+		}
+	}
+	e.forgetImagesLocked(removedImages)
+	r.Events = passEvents(*r, p, e.now())
+	r.FinishedAt = e.now()
+	e.log.Info("pass done", "pass", r.PassID(), "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed),
+		"skipped", r.Count(OutcomeSkipped), "stopped", r.Stopped != "", "undone", r.Undone)
+	return *r
+}
+
+// forgetImagesLocked drops the records of the images a pass removed and
+// saves the rest; e.mu is held.
+func (e *Engine) forgetImagesLocked(removed map[string]bool) {
+	if len(removed) == 0 {
+		return
+	}
+	for id := range removed {
+		delete(e.records, id)
+	}
+	if e.persists() {
+		if err := saveRecords(e.o.StateDir, e.records, e.now()); err != nil {
+			e.log.Error("save image records", "err", err)
+		}
+	}
+}
+
+// passEvents are the report's events once the pass is done.
+func passEvents(r PassReport, p Plan, now time.Time) []Event {
+	switch {
+	case imageDeletionFailed(r):
+		// The kubelet's freeOldImages and freeSpace return their deletion
+		// errors, and GarbageCollect returns before it would record
+		// FreeDiskSpaceFailed (image_gc_manager.go v1.36): the failure is
+		// the pass's failed items, and ImageGCFailed's message.
+		return slices.DeleteFunc(r.Events, func(ev Event) bool { return ev.Reason == EventFreeDiskSpaceFailed })
+	case spacePassPlanned(p.ImageGC) && r.Stopped == "" && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed):
+		// The space pass expected to free enough, but removals were
+		// skipped at the re-check: the kubelet would not have counted
+		// those images either and reports the event. (When the MaxAge
+		// pass alone brought usage under the high threshold, no space
+		// pass ran, and the kubelet reports nothing.)
+		return append(r.Events, Event{Time: now, Reason: EventFreeDiskSpaceFailed, Warning: true,
+			Message: freeDiskSpaceFailedMessage(p.ImageGC.UsagePercent, p.ImageGC.CapacityBytes, spaceFreed(r))})
+	}
+	return r.Events
+}
+
+// planEvents copies the plan's events, stamped with its evaluation time.
+func planEvents(p Plan) []Event {
+	out := make([]Event, 0, len(p.ImageGC.Events))
+	for _, ev := range p.ImageGC.Events {
+		if ev.Time.IsZero() {
+			ev.Time = p.EvaluatedAt
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// spacePassPlanned reports whether the image plan runs the space pass.
+func spacePassPlanned(p ImagePlan) bool {
+	for _, rm := range p.Remove {
+		if rm.Reason == RemoveForSpace {
+			return true
+		}
+	}
+	return false
+}
+
+// hasEvent reports whether evs holds an event with the reason.
+func hasEvent(evs []Event, reason string) bool {
+	for _, ev := range evs {
+		if ev.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// outcome classifies a runtime error: nil is success, NotFound means the
+// item is already gone, anything else is a failure recorded on the item.
+func outcome(it ItemResult, what string, err error) ItemResult {
+	switch {
+	case err == nil:
+		it.Outcome = OutcomeRemoved
+	case errors.Is(err, ErrNotFound):
+		it.Outcome = OutcomeGone
+	default:
+		it.Outcome = OutcomeFailed
+		it.Error = fmt.Sprintf("%s: %v", what, err)
+	}
+	return it
+}
+
+// rt runs one runtime read of the pass with the per-call timeout.
+func rt[T any](x *executor, call func(ctx context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(x.calls, CallTimeout)
+	defer cancel()
+	return call(ctx)
+}
+
+// recheckFailed records an item whose re-check could not be made: NotFound
+// is already gone; anything else fails the item without removing it.
+func recheckFailed(it ItemResult, err error) ItemResult {
+	if errors.Is(err, ErrNotFound) {
+		it.Outcome = OutcomeGone
+		return it
+	}
+	it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("re-check: %v", err)
+	return it
+}
+
+// viewFailed records an item whose view of the node could not be listed:
+// it fails without removal, whatever the listing's error wraps (a
+// NotFound from a listing says nothing of the item).
+func viewFailed(it ItemResult, err error) ItemResult {
+	it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("re-check: %v", err)
+	return it
+}
+
+// skipped records an item the re-check kept.
+func skipped(it ItemResult, why string) ItemResult {
+	it.Outcome, it.Detail = OutcomeSkipped, why
+	return it
+}

@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// container re-checks one dead container and removes its log file and
+// its /var/log/containers link; the pool then removes the container. A container running again is skipped;
+// an UNKNOWN one is stopped first, as the kubelet does.
+//
+// The re-check is against the view of the node's running containers (see
+// ViewWindow). EXITED is final in CRI (a runtime refuses to start an
+// exited container; the kubelet creates a new one), so a container planned
+// as exited that the view does not show running needs no more. A
+// container planned in any other state can still change, one the view
+// shows running is confirmed, and the log path is only in the container's
+// status: the runtime is asked then, just before the removal.
+func (x *executor) container(rm ContainerRemoval, en *JournalEntry) checked {
+	it := ItemResult{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail}
+	v, err := x.running.fresh(false)
+	if err != nil {
+		return checked{it: viewFailed(it, err)}
+	}
+	cur, running := v.container(rm.ID)
+	if !running {
+		cur = Container{ID: rm.ID, PodUID: rm.PodUID, Name: rm.Name, PodSandboxID: rm.PodSandboxID, State: ContainerExited}
+	}
+	if running || rm.State != ContainerExited || x.mayHaveLogFile(rm) {
+		if cur, err = rt(x, func(ctx context.Context) (Container, error) { return x.e.o.Reader.ContainerStatus(ctx, rm.ID) }); err != nil {
+			return checked{it: recheckFailed(it, err)}
+		}
+	}
+	en.PodUID, en.Name = cur.PodUID, cur.Name
+	switch {
+	case cur.State == ContainerRunning:
+		return checked{it: skipped(it, "running since planning")}
+	case !isDead(cur.State):
+		return checked{it: skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))}
+	case cur.State == ContainerUnknown:
+		_, err := rt(x, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, x.e.o.Remover.StopContainer(ctx, rm.ID, StopTimeout)
+		})
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop unknown-state container: %v", err)
+			return checked{it: it}
+		}
+	}
+	// The logs go first, as the kubelet's removeContainer does
+	// (pkg/kubelet/kuberuntime/kuberuntime_container.go): a crash between
+	// the two then leaves a container whose next removal finds no log,
+	// never a log no pass will find again.
+	logs := x.containerLogs(cur, rm)
+	for _, l := range logs {
+		if l.Outcome == OutcomeFailed {
+			it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: its log was not removed first (%s)", l.Error)
+			return checked{it: it, logs: logs}
+		}
+	}
+	return checked{it: it, logs: logs, remove: &removal{what: "remove container",
+		call: func(ctx context.Context) error { return x.e.o.Remover.RemoveContainer(ctx, rm.ID) },
+		log:  []any{"container", rm.ID, "pod", cur.PodUID, "name", cur.Name}}}
+}
+
+// mayHaveLogFile reports whether a removed container can leave a log
+// file for containerLogs: the kubelet writes a container's log in its
+// pod's directory under podLogsDir (<namespace>_<name>_<uid>, or <uid>
+// in the old layout: BuildPodLogsDirectory and
+// parsePodUIDFromLogsDirectory in pkg/kubelet/kuberuntime/helpers.go), so
+// a container whose pod has neither has no log file nodegc may remove, and
+// its status need not be asked for the path. When the plan does not name
+// the pod, any podLogsDir counts.
+func (x *executor) mayHaveLogFile(rm ContainerRemoval) bool {
+	root := x.e.o.Policy.PodLogsDir
+	if root == "" {
+		return false
+	}
+	dirs := []string{root}
+	if rm.PodNamespace != "" && rm.PodName != "" && rm.PodUID != "" {
+		dirs = []string{filepath.Join(root, rm.PodNamespace+"_"+rm.PodName+"_"+rm.PodUID), filepath.Join(root, rm.PodUID)}
+	}
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ReasonContainerRemoved is the reason of the log file and link removed
+// with their container.
+const ReasonContainerRemoved = "container-removed"
+
+// containerLogs removes a container's log file and its
+// /var/log/containers link before the container, as the kubelet's
+// removeContainerLog (pkg/kubelet/kuberuntime/kuberuntime_container.go)
+// does, each journalled with an intent and an outcome of its own. Unlike
+// the kubelet it removes only a log path in the kubelet's layout
+// (containerLogLayout) under its own pod's and container's directories,
+// and a link that is a symlink; everything is reached from a directory
+// handle without following symlinks. An absolute log path outside the
+// layout is reported skipped and left alone.
+func (x *executor) containerLogs(c Container, rm ContainerRemoval) []ItemResult {
+	var out []ItemResult
+	en := JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name}
+	if p := c.LogPath; p != "" && filepath.IsAbs(p) {
+		it := ItemResult{Kind: ItemLog, ID: p, Reason: ReasonContainerRemoved, Detail: "log file of container " + c.ID}
+		root := x.e.o.Policy.PodLogsDir
+		podDir, ctr, file, ok := containerLogLayout(root, p)
+		switch {
+		case !ok:
+			out = append(out, skipped(it, "not in the kubelet's layout "+filepath.Join(root, "<namespace>_<name>_<uid>/<container>/<N>.log")))
+		case !ownLogDir(podDir, ctr, c, rm):
+			out = append(out, skipped(it, "not in its own pod's and container's log directory"))
+		default:
+			out = append(out, x.journal.removeOwn(x.calls, it, en, &removal{what: "remove container log",
+				call: func(context.Context) error { return removeContainerLogFile(root, podDir, ctr, file) }}))
+		}
+	}
+	if rm.PodName == "" || rm.PodNamespace == "" || c.Name == "" {
+		return out
+	}
+	dir := x.e.containerLogsDir()
+	name := filepath.Base(containerLogLink(dir, rm.PodName, rm.PodNamespace, c.Name, c.ID))
+	d, err := openLogDir(dir)
+	if err != nil {
+		return out // no links dir, or one log GC must not touch
+	}
+	defer d.close()
+	if st, err := d.lstat(name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		it := ItemResult{Kind: ItemLog, ID: filepath.Join(dir, name), Reason: ReasonContainerRemoved, Detail: "log link of container " + c.ID}
+		out = append(out, x.journal.removeOwn(x.calls, it, en, &removal{what: "remove container log link",
+			call: func(context.Context) error { return d.unlink(name) }}))
+	}
+	return out
+}
+
+// ownLogDir reports whether a log in <podDir>/<ctr> belongs to container
+// c, by what the runtime and the plan say of it: the pod directory names
+// its pod's UID (and namespace and name, when the plan has them), the
+// container directory its name.
+func ownLogDir(podDir, ctr string, c Container, rm ContainerRemoval) bool {
+	if c.PodUID != "" && podUIDFromLogDir(podDir) != c.PodUID || c.Name != "" && ctr != c.Name {
+		return false
+	}
+	return rm.PodNamespace == "" || rm.PodName == "" || c.PodUID == "" || podDir == rm.PodNamespace+"_"+rm.PodName+"_"+c.PodUID
+}
+
+// containerLogLink is the kubelet's logSymlink
+// (pkg/kubelet/kuberuntime/legacy.go): <dir>/<pod>_<ns>_<name>-<id>.log,
+// the name cut to ext4's 255 bytes.
+func containerLogLink(dir, pod, ns, name, id string) string {
+	const suffix = ".log"
+	base := fmt.Sprintf("%s_%s_%s-%s", pod, ns, name, id)
+	if len(base) > 255-len(suffix) {
+		base = base[:255-len(suffix)]
+	}
+	return filepath.Join(dir, base+suffix)
+}

@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+)
+
+// image re-checks one image: it must still exist, be unpinned, not be a
+// sandbox image and be used by no container in any state, by the view of
+// the node, nor, when the engine does not follow the runtime's events,
+// by a created or running container of a listing begun at most
+// ViewWindow before the check (see ViewWindow).
+func (x *executor) image(rm ImageRemoval, en *JournalEntry) checked {
+	it := ItemResult{Kind: ItemImage, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail, SizeBytes: rm.SizeBytes}
+	if x.infoErr != nil {
+		return checked{it: recheckFailed(it, x.infoErr)}
+	}
+	v, err := x.view.fresh(true)
+	if err != nil {
+		return checked{it: viewFailed(it, err)}
+	}
+	img, ok := v.image(rm.ID)
+	if !ok {
+		it.Outcome = OutcomeGone
+		return checked{it: it}
+	}
+	en.RepoTags, en.RepoDigests, en.SizeBytes = img.RepoTags, img.RepoDigests, img.SizeBytes
+	switch {
+	case img.Pinned:
+		return checked{it: skipped(it, "pinned since planning")}
+	case img.SizeBytes < 0:
+		return checked{it: skipped(it, fmt.Sprintf("the runtime reports an impossible size (%d bytes)", img.SizeBytes))}
+	case IsSandboxImage(img, x.sandboxRefs):
+		return checked{it: skipped(it, "sandbox image")}
+	}
+	views := []*viewData{v}
+	if !x.e.Following() {
+		a, err := x.active.fresh(false)
+		if err != nil {
+			return checked{it: viewFailed(it, err)}
+		}
+		views = append(views, a)
+	}
+	for _, v := range views {
+		if c, used := v.imageUser(img); used {
+			return checked{it: skipped(it, fmt.Sprintf("in use since planning by container %s (%s)", c.Name, c.ID))}
+		}
+	}
+	return checked{it: it, remove: &removal{what: "remove image",
+		call: func(ctx context.Context) error { return x.e.o.Remover.RemoveImage(ctx, rm.ID) },
+		log:  []any{"image", rm.ID, "tags", img.RepoTags, "size", img.SizeBytes}}}
+}

@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// passJournal writes every journal line of one pass: the intents (in
+// groups, one fsync each), the started line before each removal call, the
+// outcomes, the log files' own intents and outcomes, and the checkpoint
+// at its end. It owns the mapping from an item's Outcome to its journal
+// op. The first failed write is kept: the pool starts nothing after it.
+type passJournal struct {
+	j    *journal
+	now  func() time.Time
+	boot string
+	pass JournalPass
+	kind PassKind
+	log  *slog.Logger
+
+	mu  sync.Mutex
+	err error // the first failed write: the pass stops
+}
+
+// newPassJournal readies the engine's journal for a pass of items
+// planned removals (containers of them): it cuts what a failed write
+// left, and refuses a pass its filesystem has no room to journal. note
+// says what it cut.
+func (e *Engine) newPassJournal(passID string, kind PassKind, items, containers int) (pj *passJournal, note string, err error) {
+	pj = &passJournal{j: e.journal, now: e.now, boot: e.boot, pass: JournalPass(passID), kind: kind, log: e.log}
+	if note, err = e.journal.reset(); err != nil {
+		return pj, "", err
+	}
+	// Each item takes two lines (its intent and its outcome), a container
+	// up to four more for its logs.
+	return pj, note, e.journal.checkSpace(2*items + 4*containers)
+}
+
+// stamp fills a journal line's op, time and pass, and an intent's boot
+// ID.
+func (pj *passJournal) stamp(op JournalOp, en JournalEntry) JournalEntry {
+	en.Op, en.Time, en.Pass, en.PassKind = op, pj.now(), pj.pass, pj.kind
+	if op == JournalIntent {
+		en.Boot = pj.boot
+	}
+	return en
+}
+
+// failed returns the first failed write of the pass, or of the journal
+// (a queued line whose write failed in another writer's group).
+func (pj *passJournal) failed() error {
+	if err := pj.j.failed(); err != nil {
+		pj.note(err)
+	}
+	pj.mu.Lock()
+	defer pj.mu.Unlock()
+	return pj.err
+}
+
+// note records a failed write: the first one stops the pass.
+func (pj *passJournal) note(err error) error {
+	if err == nil {
+		return nil
+	}
+	pj.mu.Lock()
+	defer pj.mu.Unlock()
+	if pj.err == nil {
+		pj.err = err
+		pj.log.Error("journal write failed: the pass stops", "err", err, "pass", string(pj.pass))
+	}
+	return err
+}
+
+// intents are the tasks' intent lines, made from the plan before any of
+// them starts.
+func (pj *passJournal) intents(tasks []task) []JournalEntry {
+	lines := make([]JournalEntry, len(tasks))
+	for i, t := range tasks {
+		lines[i] = pj.stamp(JournalIntent, *t.intent)
+	}
+	return lines
+}
+
+// writeIntents writes a group of intent lines and returns once they are
+// on disk.
+func (pj *passJournal) writeIntents(lines []JournalEntry) error {
+	return pj.note(pj.j.write(lines...))
+}
+
+// outcomeOp is the journal op of an item's outcome, and the error it
+// carries: the one mapping from Outcome to JournalOp. An item with no
+// outcome never ran.
+func outcomeOp(it ItemResult) (JournalOp, string) {
+	switch it.Outcome {
+	case OutcomeRemoved:
+		return JournalRemoved, ""
+	case OutcomeGone:
+		return JournalGone, ""
+	case OutcomeFailed:
+		return JournalFailed, it.Error
+	case OutcomeSkipped:
+		return JournalSkipped, it.Detail
+	}
+	return JournalNotRun, ""
+}
+
+// close writes the outcome line of a task whose intent is on disk, from
+// its results (not-run when it has none), without waiting for its fsync.
+func (pj *passJournal) close(t task, its []ItemResult) error {
+	en := *t.intent
+	var it ItemResult
+	if len(its) > 0 {
+		it = its[0]
+	}
+	var op JournalOp
+	op, en.Error = outcomeOp(it)
+	return pj.note(pj.j.writeLazy(pj.stamp(op, en)))
+}
+
+// removal is how a re-checked item is removed: the runtime call, what
+// its error says it failed to do, and what the engine logs once it is
+// removed.
+type removal struct {
+	what string
+	call func(ctx context.Context) error
+	log  []any // the Info line's attributes; none: not logged
+}
+
+// checked is the re-check's verdict on one item: remove is set when it
+// is still to go, otherwise it holds its outcome; logs are a container's
+// log file and link, removed before it.
+type checked struct {
+	it     ItemResult
+	remove *removal
+	logs   []ItemResult
+}
+
+// perform removes a re-checked item: its started line is handed to the
+// kernel first (without it reconciliation may take the call for never
+// sent, so the call is not made when that write fails), then the call is
+// sent within CallTimeout of calls and classified.
+func (pj *passJournal) perform(calls context.Context, c checked) []ItemResult {
+	it := c.it
+	if c.remove != nil {
+		it = pj.send(calls, it, c.remove)
+	}
+	return append([]ItemResult{it}, c.logs...)
+}
+
+// send is perform for one item.
+func (pj *passJournal) send(calls context.Context, it ItemResult, rm *removal) ItemResult {
+	if err := pj.note(pj.j.writeOut(pj.stamp(JournalStarted, JournalEntry{Kind: it.Kind, ID: it.ID}))); err != nil {
+		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
+		return it
+	}
+	ctx, cancel := context.WithTimeout(calls, CallTimeout)
+	defer cancel()
+	it = outcome(it, rm.what, rm.call(ctx))
+	if it.Outcome == OutcomeRemoved && len(rm.log) > 0 {
+		pj.log.Info("removed "+string(it.Kind), append(rm.log, "reason", it.Reason, "pass", string(pj.pass))...)
+	}
+	return it
+}
+
+// removeOwn journals an intent of its own, removes and journals the
+// outcome: for the log file and link removed with a container. Without
+// its intent line on disk the item is not removed.
+func (pj *passJournal) removeOwn(calls context.Context, it ItemResult, en JournalEntry, rm *removal) ItemResult {
+	en.Kind, en.ID = it.Kind, it.ID
+	if err := pj.note(pj.j.write(pj.stamp(JournalIntent, en))); err != nil {
+		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
+		return it
+	}
+	it = pj.send(calls, it, rm)
+	var op JournalOp
+	op, en.Error = outcomeOp(it)
+	if jerr := pj.note(pj.j.writeLazy(pj.stamp(op, en))); jerr != nil && it.Error == "" {
+		it.Error = fmt.Sprintf("journal: %v", jerr)
+	}
+	return it
+}
+
+// end makes every line of the pass durable. The outcome lines were
+// written (or queued) without waiting for their fsync; when the sync
+// fails, queued lines are lost and the pass's intents are settled by the
+// next pass's reconciliation. clean says every intent is closed (none of
+// an earlier pass is open, and no write of this one failed): the pass
+// then ends on a checkpoint in the same fsync, and the journal is rotated
+// there when it is large (notes says when that failed).
+func (e *Engine) endPassJournal(pj *passJournal, clean bool) (notes []string, err error) {
+	if clean && pj.failed() == nil && e.journal.needsCheckpoint() {
+		clean = e.journal.writeLazy(checkpointLine(e.now())) == nil
+	}
+	if err := pj.note(e.journal.sync()); err != nil {
+		return nil, err
+	}
+	if clean && pj.failed() == nil {
+		return e.rotateJournal(), nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// logPath re-checks one log path: a pod log directory
+// directly inside the pod logs directory, or a symlink directly inside
+// /var/log/containers, reached from the directory's handle without
+// following symlinks. A pod directory whose pod runs a container again, a
+// symlink whose target exists or whose container has not exited, is
+// skipped.
+func (x *executor) logPath(rm LogRemoval) checked {
+	it := ItemResult{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason}
+	podDir, linkDir := x.e.o.Policy.PodLogsDir, x.e.containerLogsDir()
+	// Only direct children: a nested path could pass through a symlinked
+	// subdirectory to anywhere on the node.
+	parent, name := filepath.Dir(rm.Path), filepath.Base(rm.Path)
+	inPods := WithinDir(podDir, rm.Path) && parent == filepath.Clean(podDir)
+	inLinks := WithinDir(linkDir, rm.Path) && parent == filepath.Clean(linkDir)
+	if !inPods && !inLinks {
+		return checked{it: skipped(it, fmt.Sprintf("not directly inside %s or %s", podDir, linkDir))}
+	}
+	d, err := openLogDir(parent)
+	if err != nil {
+		return checked{it: recheckFailed(it, notFound(err))}
+	}
+	defer d.close()
+	st, err := d.lstat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		it.Outcome = OutcomeGone
+		return checked{it: it}
+	}
+	if err != nil {
+		return checked{it: recheckFailed(it, err)}
+	}
+	v, err := x.view.fresh(false)
+	if err != nil {
+		return checked{it: viewFailed(it, err)}
+	}
+	if inLinks {
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			return checked{it: skipped(it, "not a symlink")}
+		}
+		if d.exists(name) {
+			return checked{it: skipped(it, "its target exists")}
+		}
+		if c, ok := v.container(containerIDFromLink(rm.Path)); ok && c.State != ContainerExited {
+			return checked{it: skipped(it, "its container has not exited")}
+		}
+		return x.removeIn(it, "remove log symlink", d.unlink, name)
+	}
+	uid := podUIDFromLogDir(name)
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || uid == "" {
+		return checked{it: skipped(it, "not a pod log directory")}
+	}
+	for _, c := range v.podContainers(uid) {
+		if !isDead(c.State) {
+			return checked{it: skipped(it, fmt.Sprintf("pod runs container %s again", c.Name))}
+		}
+	}
+	return x.removeIn(it, "remove pod log directory", d.removeAll, name)
+}
+
+// removeIn removes name through remove, a method of the directory handle
+// the re-check used, while it is still open: the removal cannot be led
+// elsewhere by a symlink swapped in meanwhile.
+func (x *executor) removeIn(it ItemResult, what string, remove func(string) error, name string) checked {
+	return checked{it: x.journal.send(x.calls, it, &removal{what: what, call: func(context.Context) error { return remove(name) }})}
+}
+
+// WithinDir reports whether path is an absolute, clean path strictly inside
+// dir (dir itself does not count). Log GC acts only on such paths, because
+// runtimes report empty or relative log paths for containers other CRI
+// clients made.
+func WithinDir(dir, path string) bool {
+	if !filepath.IsAbs(path) || !filepath.IsAbs(dir) || path != filepath.Clean(path) {
+		return false
+	}
+	rel, err := filepath.Rel(filepath.Clean(dir), path)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}

@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// sandbox re-checks and stops one sandbox: it must not be READY and no
+// container may reference it.
+func (x *executor) sandbox(rm SandboxRemoval, en *JournalEntry) checked {
+	it := ItemResult{Kind: ItemSandbox, ID: rm.ID, Reason: rm.Reason}
+	cur, err := rt(x, func(ctx context.Context) (Sandbox, error) { return x.e.o.Reader.SandboxStatus(ctx, rm.ID) })
+	if err != nil {
+		return checked{it: recheckFailed(it, err)}
+	}
+	en.PodUID, en.Name = cur.PodUID, cur.PodNamespace+"/"+cur.PodName
+	if cur.State == SandboxReady {
+		return checked{it: skipped(it, "ready since planning")}
+	}
+	if cur.State != SandboxNotReady {
+		return checked{it: skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))}
+	}
+	v, err := x.view.fresh(false)
+	if err != nil {
+		return checked{it: viewFailed(it, err)}
+	}
+	if c, ok := v.sandboxUser(rm.ID); ok {
+		return checked{it: skipped(it, fmt.Sprintf("still holds container %s (%s)", c.Name, c.ID))}
+	}
+	_, err = rt(x, func(ctx context.Context) (struct{}, error) { return struct{}{}, x.e.o.Remover.StopSandbox(ctx, rm.ID) })
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop sandbox: %v", err)
+		return checked{it: it}
+	}
+	return checked{it: it, remove: &removal{what: "remove sandbox",
+		call: func(ctx context.Context) error { return x.e.o.Remover.RemoveSandbox(ctx, rm.ID) },
+		log:  []any{"sandbox", rm.ID, "pod", cur.PodUID}}}
+}

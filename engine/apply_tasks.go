@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"cmp"
+	"slices"
+)
+
+// task is one planned item of a pass: its place in the report, its
+// journal line and its re-check.
+type task struct {
+	idx   int // in plan order: the report's index
+	item  ItemResult
+	size  int64
+	space bool // subject to the space pass's target
+	// check re-checks the item and, when it is still to go, says how to
+	// remove it (apply_image.go, apply_container.go, apply_sandbox.go,
+	// apply_log.go).
+	check func(x *executor, en *JournalEntry) checked
+	// intent is its journal line: written as the intent (in a group with
+	// the next tasks' intents) before the task starts, from the plan; the
+	// re-check fills in what the runtime reports for the outcome.
+	intent *JournalEntry
+}
+
+// passTasks turns a plan into the pass's tasks, the one source of their
+// order and indexes. It returns the phases the pool runs one after
+// another (containers, sandboxes, logs, the log links into the pod log
+// directories just removed, the images removed for age or reclaim, then
+// the images removed for space; within a phase in plan order) and the
+// planned items in execution order, indexed as the tasks: containers,
+// sandboxes, logs, then images (the kubelet removes containers before
+// the sandboxes they held, and image GC runs on its own). targeted makes
+// the space tasks subject to the space pass's target.
+func passTasks(p Plan, targeted bool) (phases [][]task, items []ItemResult) {
+	var cs, ss, ls, ll, ia, is []task
+	add := func(to *[]task, t task) {
+		t.idx = len(items)
+		items = append(items, t.item)
+		*to = append(*to, t)
+	}
+	for _, c := range p.ContainerGC.Remove {
+		add(&cs, task{item: ItemResult{Kind: ItemContainer, ID: c.ID, Reason: string(c.Reason), Detail: c.Detail},
+			intent: &JournalEntry{Kind: ItemContainer, ID: c.ID, Reason: string(c.Reason), PodUID: c.PodUID, Name: c.Name},
+			check:  func(x *executor, en *JournalEntry) checked { return x.container(c, en) }})
+	}
+	for _, s := range p.SandboxGC.Remove {
+		add(&ss, task{item: ItemResult{Kind: ItemSandbox, ID: s.ID, Reason: s.Reason},
+			intent: &JournalEntry{Kind: ItemSandbox, ID: s.ID, Reason: s.Reason, PodUID: s.PodUID},
+			check:  func(x *executor, en *JournalEntry) checked { return x.sandbox(s, en) }})
+	}
+	for _, l := range logsInOrder(p.LogGC) {
+		to := &ls
+		if l.Reason == LogPodDirRemoved {
+			to = &ll // re-checked once the pod directories are gone
+		}
+		add(to, task{item: ItemResult{Kind: ItemLog, ID: l.Path, Reason: l.Reason},
+			intent: &JournalEntry{Kind: ItemLog, ID: l.Path, Reason: l.Reason},
+			check:  func(x *executor, _ *JournalEntry) checked { return x.logPath(l) }})
+	}
+	for _, i := range p.ImageGC.Remove {
+		to, space := &ia, false
+		if i.Reason == RemoveForSpace {
+			to, space = &is, targeted
+		}
+		add(to, task{item: ItemResult{Kind: ItemImage, ID: i.ID, Reason: string(i.Reason), Detail: i.Detail, SizeBytes: i.SizeBytes},
+			size: max(i.SizeBytes, 0), space: space,
+			intent: &JournalEntry{Kind: ItemImage, ID: i.ID, RepoTags: i.RepoTags, RepoDigests: i.RepoDigests, SizeBytes: i.SizeBytes, Reason: string(i.Reason)},
+			check:  func(x *executor, en *JournalEntry) checked { return x.image(i, en) }})
+	}
+	for _, ph := range [][]task{cs, ss, ls, ll, ia, is} {
+		if len(ph) > 0 {
+			phases = append(phases, ph)
+		}
+	}
+	return phases, items
+}
+
+// logsInOrder is the log plan in execution order: the links into the pod
+// log directories the pass removes go last, after those directories (the
+// planner lists them so; a plan from elsewhere may not).
+func logsInOrder(p LogPlan) []LogRemoval {
+	out := slices.Clone(p.Remove)
+	slices.SortStableFunc(out, func(a, b LogRemoval) int {
+		return cmp.Compare(b2i(a.Reason == LogPodDirRemoved), b2i(b.Reason == LogPodDirRemoved))
+	})
+	return out
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
