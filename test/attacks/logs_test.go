@@ -137,8 +137,10 @@ func write(path string) error {
 
 // inPrivateMounts runs script with sh in a private mount namespace where
 // /var/log (and /etc when etc is set) is an empty tmpfs, so that nothing
-// real on the node is touched whatever nodegc does. It returns the
-// script's output.
+// real on the node is touched whatever nodegc does, and in a PID
+// namespace of its own, so that a kubelet running on this machine (a
+// real-kubelet test beside this one) is not nodegc's to read. It returns
+// the script's output.
 func inPrivateMounts(t *testing.T, etc bool, script string, env ...string) (string, error) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -153,7 +155,7 @@ func inPrivateMounts(t *testing.T, etc bool, script string, env ...string) (stri
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "unshare", "-m", "--propagation", "private", "sh", "-c", pre+"set +e\n"+script)
+	cmd := exec.CommandContext(ctx, "unshare", "--pid", "--fork", "--mount-proc", "-m", "--propagation", "private", "sh", "-c", pre+"set +e\n"+script)
 	cmd.Env = append(os.Environ(), append(env, "NODEGC="+binary(t))...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
