@@ -259,9 +259,10 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 // Selected returns the selected node's container ID, pod UID or path.
 func (m Model) Selected() (string, bool) { return m.SelectedID() }
 
-// Click selects the row at line y.
-func (m Model) Click(_, y int) Model {
-	m.ClickRow(y)
+// Click sorts by the column whose header is clicked, or selects the row
+// at line y.
+func (m Model) Click(x, y int) Model {
+	grid.Click(&m.Pane, x, y, sortColumn[:], &m.sort, m.rebuild)
 	return m
 }
 

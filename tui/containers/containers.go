@@ -243,11 +243,16 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 // row.
 func (m Model) Selected() (string, bool) { return m.SelectedID() }
 
-// Click selects the row at line y.
-func (m Model) Click(_, y int) Model {
-	m.ClickRow(y)
+// Click sorts by the column whose header is clicked, or selects the row
+// at line y.
+func (m Model) Click(x, y int) Model {
+	grid.Click(&m.Pane, x, y, sortColumn[:], &m.sort, m.rebuild)
 	return m
 }
+
+// sortColumn is the column each order sorts by: every order sorts the
+// pods, whose column's title names the count.
+var sortColumn = [numSorts]int{}
 
 func (m *Model) nextSort() {
 	m.sort = (m.sort + 1) % numSorts

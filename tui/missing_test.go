@@ -1,0 +1,64 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// screenLine returns the screen's line holding s, and its row.
+func screenLine(m Model, s string) (string, int) {
+	for i, l := range strings.Split(ansi.Strip(m.Screen()), "\n") {
+		if strings.Contains(l, s) {
+			return l, i
+		}
+	}
+	return "", -1
+}
+
+// clickText clicks the first cell of s on the screen.
+func clickText(t *testing.T, m Model, s string) Model {
+	t.Helper()
+	l, y := screenLine(m, s)
+	if y < 0 {
+		t.Fatalf("%q is not on the screen:\n%s", s, ansi.Strip(m.Screen()))
+	}
+	x := ansi.StringWidth(l[:strings.Index(l, s)])
+	return send(m, tea.MouseClickMsg{X: x, Y: y, Button: tea.MouseLeft})
+}
+
+// Issue 23 item 27: a click on a header sorts by its column (btop), a
+// second click reverses, and the arrow shows which column sorts.
+func TestClickHeaderSorts(t *testing.T) {
+	m, _ := fixtureModel(t, 100, 30)
+	m = press(m, "2")
+	m = clickText(t, m, "SIZE")
+	if l, _ := screenLine(m, "SIZE"); !strings.Contains(l, "SIZE▼") {
+		t.Fatalf("a click on SIZE did not sort by size:\n%s", ansi.Strip(m.Screen()))
+	}
+	if l, _ := screenLine(m, "▌"); !strings.Contains(l, "2.1 GiB") {
+		t.Errorf("largest first, got %q", l)
+	}
+	m = clickText(t, m, "SIZE")
+	if l, _ := screenLine(m, "SIZE"); !strings.Contains(l, "SIZE▲") {
+		t.Errorf("a second click did not reverse:\n%s", l)
+	}
+	m = clickText(t, m, "LAST USED")
+	if l, _ := screenLine(m, "LAST USED"); !strings.Contains(l, "LAST USED▼") || strings.Contains(l, "SIZE▲") {
+		t.Errorf("a click on LAST USED did not move the sort there: %q", l)
+	}
+	// Cgroups: MEMORY.
+	m = press(m, "4")
+	m = clickText(t, m, "MEMORY")
+	if l, _ := screenLine(m, "MEMORY"); !strings.Contains(l, "MEMORY▼") {
+		t.Errorf("a click on MEMORY did not sort the cgroups: %q", l)
+	}
+	// Containers: the pod column cycles its orders.
+	m = press(m, "3")
+	m = clickText(t, m, "POD / CONTAINER")
+	if l, _ := screenLine(m, "POD BY"); !strings.Contains(l, "POD BY DEAD COUNT▼") {
+		t.Errorf("a click on the pod column did not sort the pods by dead count:\n%s", ansi.Strip(m.Screen()))
+	}
+}
