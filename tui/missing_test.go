@@ -1,9 +1,13 @@
 package tui
 
 import (
+	"time"
+
+	"github.com/nodegc/nodegc/engine"
 	"strings"
 	"testing"
 
+	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 )
@@ -60,5 +64,35 @@ func TestClickHeaderSorts(t *testing.T) {
 	m = clickText(t, m, "POD / CONTAINER")
 	if l, _ := screenLine(m, "POD BY"); !strings.Contains(l, "POD BY DEAD COUNT▼") {
 		t.Errorf("a click on the pod column did not sort the pods by dead count:\n%s", ansi.Strip(m.Screen()))
+	}
+}
+
+// Issue 23 item 28: until the first snapshot, the status line says what is
+// being listed and for how long, with a spinner that turns.
+func TestLoadingShowsProgress(t *testing.T) {
+	c := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
+	now := fixedNow
+	m := New(fixtureOptions(c, &now))
+	m = send(m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	now = fixedNow.Add(16 * time.Second)
+	l, _ := screenLine(m, "listing")
+	if !strings.Contains(l, "images, containers and sandboxes through CRI") || !strings.Contains(l, "16s") {
+		t.Fatalf("no progress while the first snapshot is listed:\n%s", ansi.Strip(m.Screen()))
+	}
+	tick := spinner.TickMsg{Time: now}
+	nm, cmd := m.Update(tick)
+	m = nm.(Model)
+	if cmd == nil {
+		t.Error("the spinner stopped before the first snapshot")
+	}
+	if l2, _ := screenLine(m, "listing"); l2 == l {
+		t.Errorf("the spinner did not turn: %q", l2)
+	}
+	m = refreshNow(t, m)
+	if _, y := screenLine(m, "listing"); y >= 0 {
+		t.Error("the loading line stays after the first snapshot")
+	}
+	if _, cmd := m.Update(tick); cmd != nil {
+		t.Error("the spinner still ticks after the first snapshot")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/nodegc/nodegc/cgroupfs"
@@ -53,6 +54,9 @@ type Model struct {
 	self     overview.Self
 	lastSelf *SelfSample
 	selfAt   time.Time
+
+	// load turns a spinner in the body until the first snapshot.
+	load loader
 
 	refreshSeq uint64
 	refreshing bool
@@ -135,6 +139,7 @@ func newModel(o Options, k keys.KeyMap, panes ...pane) Model {
 		panes:      panes,
 		stale:      make([]bool, len(panes)),
 		self:       overview.Self{CPUPercent: -1},
+		load:       newLoader(o.Now()),
 		refreshSeq: 1,
 		refreshing: true,
 		listEvery:  o.RefreshInterval,
@@ -182,6 +187,7 @@ func (m *Model) activate(i Pane) {
 func (m Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{
 		tea.RequestBackgroundColor,
+		m.load.Tick,
 		refreshCmd(m.ctx, m.o, m.refreshSeq),
 		tick(m.listEvery, m.listGen),
 	}
@@ -273,6 +279,10 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cg
 	case pulseMsg:
 		return m, m.onPulse()
+	case spinner.TickMsg:
+		var cmd tea.Cmd
+		m.load, cmd = m.load.Update(msg, m.haveSnap)
+		return m, cmd
 	case cgroupsMsg:
 		if msg.seq != m.cgSeq {
 			return m, nil

@@ -5,6 +5,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -179,6 +180,13 @@ func (m Model) Screen() string {
 	}
 	for len(bl) < bodyH {
 		bl = append(bl, "")
+	}
+	if !m.haveSnap {
+		// Until the first snapshot, the first blank line of the body (under
+		// a pane's "waiting for the first snapshot…") turns a spinner.
+		if i := slices.IndexFunc(bl, func(l string) bool { return strings.TrimSpace(ansi.Strip(l)) == "" }); i >= 0 {
+			bl[i] = ansi.Truncate(m.load.View(st, m.o.Now()), m.width, "…")
+		}
 	}
 	lines = append(lines, bl...)
 
