@@ -96,3 +96,41 @@ func TestLoadingShowsProgress(t *testing.T) {
 		t.Error("the spinner still ticks after the first snapshot")
 	}
 }
+
+// Issue 23 item 24: `:` jumps to a pane by name or alias (k9s :pods), and
+// to a resource by name; tab completes; esc cancels; an unknown pane says
+// so.
+func TestCommandMode(t *testing.T) {
+	m, _ := fixtureModel(t, 100, 30)
+	m = press(m, ":")
+	if l, _ := screenLine(m, "[name]"); !strings.Contains(l, ":overview|images") || !strings.Contains(l, "enter go") {
+		t.Fatalf("`:` shows no command line:\n%s", ansi.Strip(m.Screen()))
+	}
+	m = press(m, "p", "o", "enter")
+	if m.Active() != PaneContainers {
+		t.Fatalf(":po went to pane %d, want Containers", m.Active())
+	}
+	m = press(m, ":", "i", "m", " ", "r", "e", "d", "i", "s", "enter")
+	if m.Active() != PaneImages {
+		t.Fatalf(":im redis went to pane %d", m.Active())
+	}
+	if l, _ := screenLine(m, "▌"); !strings.Contains(l, "redis") {
+		t.Errorf(":im redis did not select redis: %q", l)
+	}
+	m = press(m, ":", "c", "g", "tab", "enter")
+	if m.Active() != PaneCgroups {
+		t.Errorf(":cg<tab> went to pane %d", m.Active())
+	}
+	m = press(m, ":", "e", "v", "esc")
+	if m.Active() != PaneCgroups || m.capturing() {
+		t.Errorf("esc did not cancel the command line")
+	}
+	m = press(m, ":", "z", "z", "enter")
+	if !strings.Contains(m.flash, "no such pane") {
+		t.Errorf("an unknown pane says %q", m.flash)
+	}
+	m = press(m, ":", "i", "m", "a", "g", "e", "s", " ", "n", "o", "p", "e", "enter")
+	if !strings.Contains(m.flash, `nothing named "nope"`) {
+		t.Errorf("an unknown name says %q", m.flash)
+	}
+}

@@ -97,6 +97,8 @@ type Model struct {
 	notices     <-chan engine.Notice
 	unsubscribe func()
 
+	// cmd is the `:` command line.
+	cmd        command
 	modal      *modal
 	previewSeq uint64
 	// busy is the kind of the pass this dashboard applied and awaits;
@@ -137,6 +139,7 @@ func newModel(o Options, k keys.KeyMap, panes ...pane) Model {
 	m := Model{
 		o: o, ctx: context.Background(), keys: k, st: st, help: h,
 		panes:      panes,
+		cmd:        newCommand(k, st, paneNames(panes)),
 		stale:      make([]bool, len(panes)),
 		self:       overview.Self{CPUPercent: -1},
 		load:       newLoader(o.Now()),
@@ -388,6 +391,8 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.status = msg.status
 		m.pushOverview()
 		return m, nil
+	case commandMsg:
+		return m.runCommand(msg)
 	case tea.MouseClickMsg:
 		return m.click(msg)
 	case tea.MouseWheelMsg:
@@ -407,6 +412,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) setStyles(st style.Styles) {
 	m.st = st
 	m.help.Styles = help.DefaultStyles(st.Dark)
+	m.cmd.SetStyles(st)
 	panes := make([]pane, len(m.panes))
 	for i, p := range m.panes {
 		panes[i] = p.SetStyles(st)

@@ -39,6 +39,11 @@ type pane interface {
 	Detail() (feed.Detail, bool)
 	// Click selects the row at (x, y) of the pane's body.
 	Click(x, y int) pane
+	// Aliases are the names `:` knows the pane by besides its title.
+	Aliases() []string
+	// Find selects the first row naming s, and reports whether there is
+	// one.
+	Find(s string) (pane, bool)
 }
 
 // component is what a pane package provides: a value model whose Update
@@ -66,6 +71,8 @@ type (
 	selector       interface{ Selected() (string, bool) }
 	detailer       interface{ Detail() (feed.Detail, bool) }
 	clicker[M any] interface{ Click(x, y int) M }
+	aliaser        interface{ Aliases() []string }
+	finder[M any]  interface{ Find(s string) (M, bool) }
 )
 
 // adapt wraps a component as a pane.
@@ -105,6 +112,21 @@ func (a adapted[M, P]) Click(x, y int) pane {
 		return adapted[M, P]{c.Click(x, y)}
 	}
 	return a
+}
+
+func (a adapted[M, P]) Aliases() []string {
+	if n, ok := any(a.m).(aliaser); ok {
+		return n.Aliases()
+	}
+	return nil
+}
+
+func (a adapted[M, P]) Find(s string) (pane, bool) {
+	if f, ok := any(a.m).(finder[M]); ok {
+		m, found := f.Find(s)
+		return adapted[M, P]{m}, found
+	}
+	return a, false
 }
 
 // unwrap returns the component inside a pane, when it is an M.

@@ -76,7 +76,7 @@ func (m Model) ShortHelp() []key.Binding {
 func (m Model) FullHelp() [][]key.Binding {
 	k := m.keys
 	g := [][]key.Binding{
-		{k.NextPane, k.PrevPane, k.Panes[0], k.Help, k.Quit},
+		{k.NextPane, k.PrevPane, k.Panes[0], k.Command, k.Help, k.Quit},
 		{k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.Pause, k.StopPass},
 		{k.Refresh, k.Freeze, k.Confirm, k.Cancel},
 	}
@@ -207,6 +207,8 @@ func (m Model) Screen() string {
 	}
 	helpView := m.fullHelpView()
 	switch {
+	case m.cmd.Open():
+		helpView = ansi.Truncate(m.cmd.View()+"  "+m.help.ShortHelpView(m.cmd.Help()), m.width, "…")
 	case m.capturing():
 		// Every key goes to the filter, q and ? too: the footer shows
 		// only the keys that work.

@@ -283,3 +283,12 @@ func (m Model) ShortHelp() []key.Binding {
 func (m Model) FullHelp() [][]key.Binding {
 	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Drill, m.Keys.Filter, m.Keys.ClearFilter, m.Keys.Copy}}
 }
+
+// Find selects the first row naming s (`:` command).
+func (m Model) Find(s string) (Model, bool) {
+	ok := m.Pane.Find(s)
+	return m, ok
+}
+
+// Aliases are the pane's other names for `:`.
+func (m Model) Aliases() []string { return []string{"passes"} }

@@ -2,6 +2,7 @@ package grid
 
 import (
 	"fmt"
+	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -194,4 +195,21 @@ func Click[S ~int](p *Pane, x, y int, cols []int, sort *S, rebuild func()) {
 		return
 	}
 	p.ClickRow(y)
+}
+
+// Find puts the cursor on the first row, from the top, whose cells or ID
+// contain s (ignoring case), and reports whether there is one: `:images
+// redis` selects redis on the Images pane.
+func (p *Pane) Find(s string) bool {
+	s = strings.ToLower(s)
+	for i, r := range p.Grid.Rows() {
+		if r.Kind == Cut {
+			continue
+		}
+		if strings.Contains(strings.ToLower(strings.Join(r.Cells, " ")+" "+r.ID), s) {
+			p.Grid.SetCursor(i)
+			return true
+		}
+	}
+	return false
 }
