@@ -1,6 +1,9 @@
 package tui
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
@@ -132,5 +135,75 @@ func TestCommandMode(t *testing.T) {
 	m = press(m, ":", "i", "m", "a", "g", "e", "s", " ", "n", "o", "p", "e", "enter")
 	if !strings.Contains(m.flash, `nothing named "nope"`) {
 		t.Errorf("an unknown name says %q", m.flash)
+	}
+}
+
+// writeJournal writes journal lines (as the engine does, a rotated
+// segment first) into a state dir.
+func writeJournal(t *testing.T, dir, name string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, l := range lines {
+		if _, err := f.WriteString(l + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Issue 23 item 23: after a restart, Events lists the passes the journal
+// holds (its rotated segment too), with their items; L opens the journal,
+// which follows new lines.
+func TestHistoryAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	t0 := fixedNow.Add(-time.Hour).UTC().Format(time.RFC3339Nano)
+	t1 := fixedNow.Add(-time.Hour + 2*time.Second).UTC().Format(time.RFC3339Nano)
+	writeJournal(t, dir, "journal.jsonl.1",
+		`{"time":"`+t0+`","op":"intent","pass":"run-a/3","passKind":"images","kind":"image","id":"sha256:aaaa1111aaaa1111","repoTags":["old/app:1"],"sizeBytes":1048576,"reason":"space"}`,
+		`{"time":"`+t0+`","op":"started","pass":"run-a/3","passKind":"images","kind":"image","id":"sha256:aaaa1111aaaa1111","reason":"space"}`,
+		`{"time":"`+t1+`","op":"removed","pass":"run-a/3","passKind":"images","kind":"image","id":"sha256:aaaa1111aaaa1111","repoTags":["old/app:1"],"sizeBytes":1048576,"reason":"space"}`,
+		`{"time":"`+t1+`","op":"checkpoint","pass":"","passKind":"","kind":"","id":"","reason":""}`,
+	)
+	writeJournal(t, dir, "journal.jsonl",
+		`{"time":"`+t1+`","op":"intent","pass":"run-b/1","passKind":"containers","kind":"container","id":"c0ffee00c0ffee00","name":"web","reason":"pod-removable"}`,
+		`{"time":"`+t1+`","op":"failed","pass":"run-b/1","passKind":"containers","kind":"container","id":"c0ffee00c0ffee00","name":"web","reason":"pod-removable","error":"device busy"}`,
+	)
+	c := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
+	now := fixedNow
+	o := fixtureOptions(c, &now)
+	o.Journal = func(context.Context) ([]engine.JournalEntry, error) { return engine.ReadJournalLines(dir) }
+	m := New(o)
+	m = send(m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	m = refreshNow(t, m)
+	m = runCmd(m, journalCmd(context.Background(), o.Journal))
+	m = press(m, "5")
+	s := ansi.Strip(m.Screen())
+	if strings.Contains(s, "no pass has run yet") || len(m.Passes()) != 2 {
+		t.Fatalf("Events does not list the journal's 2 passes (%d):\n%s", len(m.Passes()), s)
+	}
+	if l, _ := screenLine(m, "1 failed"); !strings.Contains(l, "containers") {
+		t.Errorf("the failed pass of the last run is not listed: %q\n%s", l, s)
+	}
+	m = press(m, "G", "enter")
+	if s := ansi.Strip(m.Screen()); !strings.Contains(s, "removed 1") || !strings.Contains(s, "old/app:1") || !strings.Contains(s, "run-a/3") {
+		t.Errorf("the old pass's details lack its removal:\n%s", s)
+	}
+	m = press(m, "esc", "L")
+	if s := ansi.Strip(m.Screen()); !strings.Contains(s, "old/app:1") || !strings.Contains(s, "device busy") || strings.Contains(s, "checkpoint") {
+		t.Fatalf("the journal view lacks the journal's lines:\n%s", s)
+	}
+	writeJournal(t, dir, "journal.jsonl",
+		`{"time":"`+t1+`","op":"removed","pass":"run-c/1","passKind":"images","kind":"image","id":"sha256:bbbb2222bbbb2222","repoTags":["new/app:2"],"sizeBytes":1048576,"reason":"space"}`)
+	nm, cmd := m.Update(noticeMsg{n: engine.Notice{Progress: &engine.Progress{Kind: engine.PassImages}}, ok: true})
+	m = nm.(Model)
+	if cmd == nil {
+		t.Fatal("a notice did not read the journal again")
+	}
+	m = runCmd(m, journalCmd(context.Background(), o.Journal))
+	if s := ansi.Strip(m.Screen()); !strings.Contains(s, "new/app:2") || !strings.Contains(s, "following new lines") {
+		t.Errorf("the journal view did not follow the new line:\n%s", s)
 	}
 }

@@ -28,6 +28,8 @@ const (
 	modalQuit
 	// modalDetail shows the details of a row (enter); esc goes back.
 	modalDetail
+	// modalJournal shows the journal's last lines, following new ones.
+	modalJournal
 )
 
 // modal is the overlay: a previewed plan to confirm, or the quit question.
@@ -42,6 +44,8 @@ type modal struct {
 	lines   []string
 	items   int
 	offset  int
+	// journal is the journal view of a modalJournal.
+	journal journalView
 }
 
 // passTitle names what a key asks for.
@@ -218,6 +222,10 @@ func (d *modal) height(h, inner int) int { return max(min(len(d.shown(inner)), h
 
 // scroll moves the visible lines.
 func (d *modal) scroll(msg tea.KeyPressMsg, m Model) {
+	if d.kind == modalJournal {
+		d.journal.scroll(msg, m)
+		return
+	}
 	inner := previewWidth(m.width)
 	page := d.height(m.height, inner) - 1
 	switch {
@@ -247,6 +255,8 @@ func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
 	case d.kind == modalQuit:
 		b = append(b, "Quit anyway? The pass stops after the item in flight (which is journalled), nothing more is removed, and nodegc says how many items were left undone as it exits.", "",
 			st.Label.Render("y quit · n/esc stay"))
+	case d.kind == modalJournal:
+		b = append(b, d.journal.view(inner, h)...)
 	case d.loading:
 		b = append(b, st.Faint.Render("planning…"), "", st.Label.Render("esc cancel"))
 	case d.kind == modalDetail:

@@ -98,9 +98,13 @@ type Model struct {
 	unsubscribe func()
 
 	// cmd is the `:` command line.
-	cmd        command
-	modal      *modal
-	previewSeq uint64
+	cmd   command
+	modal *modal
+	// historyRead marks the journal's passes as sent to the panes;
+	// journalReading a read of the journal in flight.
+	historyRead    bool
+	journalReading bool
+	previewSeq     uint64
 	// busy is the kind of the pass this dashboard applied and awaits;
 	// stopApply cancels its context (X), stopping it after the item in
 	// flight.
@@ -203,6 +207,9 @@ func (m Model) Init() tea.Cmd {
 	if m.o.Controller != nil {
 		cmds = append(cmds, subscribeCmd(m.o.Controller))
 	}
+	if m.o.Journal != nil {
+		cmds = append(cmds, journalCmd(m.ctx, m.o.Journal))
+	}
 	return tea.Batch(cmds...)
 }
 
@@ -237,6 +244,11 @@ func (m Model) Close() {
 // pass is in flight when none is.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	nm, cmd := m.update(msg)
+	if m, ok := nm.(Model); ok {
+		var more tea.Cmd
+		nm, more = m.followJournal(msg)
+		cmd = tea.Batch(cmd, more)
+	}
 	if m, ok := nm.(Model); ok && m.modal != nil && m.modal.kind == modalQuit && m.inFlight() == "" {
 		m.modal = nil
 		m.setFlash("the pass has ended: q quits now", false)
@@ -391,6 +403,8 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.status = msg.status
 		m.pushOverview()
 		return m, nil
+	case journalMsg:
+		return m.onJournal(msg)
 	case commandMsg:
 		return m.runCommand(msg)
 	case tea.MouseClickMsg:

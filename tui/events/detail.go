@@ -21,8 +21,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 	}
 	var p *engine.PassReport
 	for i := range m.passes {
-		id := fmt.Sprint(m.passes[i].ID)
-		if strings.HasPrefix(r.Key, "pass/"+id+"/") || strings.HasPrefix(r.Key, id+"/") {
+		if k := passKey(m.passes[i]); r.Key == k || strings.HasPrefix(r.Key, k+"/") {
 			p = &m.passes[i]
 			break
 		}

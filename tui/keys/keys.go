@@ -49,6 +49,8 @@ type KeyMap struct {
 	Copy key.Binding
 	// Drill opens the selected row's details.
 	Drill key.Binding
+	// Journal opens the journal view (k9s l, lazydocker's logs).
+	Journal key.Binding
 	// Command opens the command line (k9s :): `:images redis`.
 	Command key.Binding
 
@@ -114,6 +116,7 @@ func Default(readOnly bool) KeyMap {
 		Freeze:          key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "freeze")),
 		Copy:            key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy ID")),
 		Drill:           key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
+		Journal:         key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "journal")),
 		Command:         key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "go to")),
 		Up:              key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 		Down:            key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
