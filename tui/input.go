@@ -35,6 +35,8 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, k.Quit):
 		return m.quit()
+	case key.Matches(msg, k.RemoveOne):
+		return m.openRemoveOne()
 	case key.Matches(msg, k.Journal):
 		return m.openJournal()
 	case key.Matches(msg, k.Command):

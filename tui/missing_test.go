@@ -207,3 +207,51 @@ func TestHistoryAcrossRestarts(t *testing.T) {
 		t.Errorf("the journal view did not follow the new line:\n%s", s)
 	}
 }
+
+var ctrlD = tea.KeyPressMsg{Code: 'd', Mod: tea.ModCtrl}
+
+// openRemoveOne presses ctrl+d and waits for its preview.
+func openRemoveOne(m Model) Model {
+	nm, cmd := m.Update(ctrlD)
+	return runCmd(nm.(Model), cmd)
+}
+
+// Issue 23 item 26: ctrl+d on an Images or Containers row previews the
+// removal of that item alone, through the engine's plan; y applies it.
+// What must stay is never offered: the preview says why.
+func TestRemoveOneItem(t *testing.T) {
+	m, c := fixtureModel(t, 120, 40)
+	m = openRemoveOne(press(m, "2")) // alpine, pinned
+	if s := ansi.Strip(m.Screen()); !strings.Contains(s, "alpine:3.20 stays: pinned") || !strings.Contains(s, "Nothing will be removed") {
+		t.Fatalf("the pinned image's preview does not say why it stays:\n%s", s)
+	}
+	if m = press(m, "y"); len(c.appliedPlans()) != 0 {
+		t.Fatalf("y on a kept item applied a plan")
+	}
+	m = openRemoveOne(press(m, "esc", "j")) // postgres, a candidate
+	s := ansi.Strip(m.Screen())
+	if !strings.Contains(s, "Remove image postgres:16 alone") || !strings.Contains(s, "IMAGES (1") || !strings.Contains(s, "TOTAL 1 items") {
+		t.Fatalf("ctrl+d does not preview the one image:\n%s", s)
+	}
+	m = press(m, "y")
+	ap := c.appliedPlans()
+	if len(ap) != 1 || len(ap[0].ImageGC.Remove) != 1 || !strings.Contains(strings.Join(ap[0].ImageGC.Remove[0].RepoTags, ","), "postgres") || len(ap[0].ContainerGC.Remove)+len(ap[0].SandboxGC.Remove)+len(ap[0].LogGC.Remove) != 0 {
+		t.Fatalf("y applied %+v, want the one image postgres", ap)
+	}
+	// The sandbox image stays, whatever is asked.
+	m = openRemoveOne(press(m, "2", "/", "p", "a", "u", "s", "e", "enter", "j"))
+	if s := ansi.Strip(m.Screen()); !strings.Contains(s, "pause:3.9 stays: sandbox-image") {
+		t.Fatalf("the pause image's preview does not say why it stays:\n%s", s)
+	}
+	// A pod row is not an item.
+	m = press(m, "esc", "3")
+	nm, _ := m.Update(ctrlD)
+	if m = nm.(Model); m.ModalOpen() || !strings.Contains(m.flash, "select its row") {
+		t.Errorf("ctrl+d on a pod row: modal %v, status %q", m.ModalOpen(), m.flash)
+	}
+	// A dead container of a live pod is kept by the per-container limit.
+	m = openRemoveOne(press(m, "j"))
+	if s := ansi.Strip(m.Screen()); !strings.Contains(s, "alone") && !strings.Contains(s, "stays:") {
+		t.Errorf("ctrl+d on a dead container opens no preview:\n%s", s)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/format"
+	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -44,6 +45,8 @@ type modal struct {
 	lines   []string
 	items   int
 	offset  int
+	// one is the item a ctrl+d preview removes alone.
+	one *feed.Item
 	// journal is the journal view of a modalJournal.
 	journal journalView
 }

@@ -380,7 +380,15 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.modal.plan = msg.report.Plan
-		m.modal.lines, m.modal.items = planLines(m.snap, msg.report.Plan, previewWidth(m.width))
+		if one := m.modal.one; one != nil {
+			plan, why := onePlan(m.snap, msg.report.Plan, *one)
+			m.modal.plan = plan
+			if why != "" {
+				m.modal.title, m.modal.lines, m.modal.items = "Nothing to remove", []string{why}, 0
+				return m, nil
+			}
+		}
+		m.modal.lines, m.modal.items = planLines(m.snap, m.modal.plan, previewWidth(m.width))
 		return m, nil
 	case appliedMsg:
 		m.busy, m.progress = "", nil

@@ -39,6 +39,9 @@ type pane interface {
 	Detail() (feed.Detail, bool)
 	// Click selects the row at (x, y) of the pane's body.
 	Click(x, y int) pane
+	// Item returns the object the selected row stands for, which ctrl+d
+	// offers to remove alone; false when the row has none.
+	Item() (feed.Item, bool)
 	// Aliases are the names `:` knows the pane by besides its title.
 	Aliases() []string
 	// Find selects the first row naming s, and reports whether there is
@@ -72,6 +75,7 @@ type (
 	detailer       interface{ Detail() (feed.Detail, bool) }
 	clicker[M any] interface{ Click(x, y int) M }
 	aliaser        interface{ Aliases() []string }
+	itemer         interface{ Item() (feed.Item, bool) }
 	finder[M any]  interface{ Find(s string) (M, bool) }
 )
 
@@ -112,6 +116,13 @@ func (a adapted[M, P]) Click(x, y int) pane {
 		return adapted[M, P]{c.Click(x, y)}
 	}
 	return a
+}
+
+func (a adapted[M, P]) Item() (feed.Item, bool) {
+	if i, ok := any(a.m).(itemer); ok {
+		return i.Item()
+	}
+	return feed.Item{}, false
 }
 
 func (a adapted[M, P]) Aliases() []string {

@@ -78,7 +78,7 @@ func (m Model) FullHelp() [][]key.Binding {
 	g := [][]key.Binding{
 		{k.NextPane, k.PrevPane, k.Panes[0], k.Command, k.Help, k.Quit},
 		{k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.Pause, k.StopPass},
-		{k.Refresh, k.Freeze, k.Journal, k.Confirm, k.Cancel},
+		{k.Refresh, k.Freeze, k.Journal, k.RemoveOne, k.Confirm, k.Cancel},
 	}
 	return append(g, m.activePane().FullHelp()...)
 }

@@ -295,3 +295,13 @@ func (m Model) Find(s string) (Model, bool) {
 
 // Aliases are the pane's other names for `:`: k9s calls it pods.
 func (m Model) Aliases() []string { return []string{"pods"} }
+
+// Item returns the selected dead container (not a pod's row), which
+// ctrl+d offers to remove alone.
+func (m Model) Item() (feed.Item, bool) {
+	r, ok := m.Grid.Selected()
+	if !ok || r.ID == "" || r.Kind == grid.Group {
+		return feed.Item{}, false
+	}
+	return feed.Item{Kind: engine.ItemContainer, ID: r.ID, Name: strings.TrimSpace(r.Cells[0])}, true
+}

@@ -277,3 +277,12 @@ func (m Model) Find(s string) (Model, bool) {
 	ok := m.Pane.Find(s)
 	return m, ok
 }
+
+// Item returns the selected image, which ctrl+d offers to remove alone.
+func (m Model) Item() (feed.Item, bool) {
+	r, ok := m.Grid.Selected()
+	if !ok || r.ID == "" {
+		return feed.Item{}, false
+	}
+	return feed.Item{Kind: engine.ItemImage, ID: r.ID, Name: r.Cells[1]}, true
+}

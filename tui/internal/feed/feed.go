@@ -41,3 +41,12 @@ type Detail struct {
 	Title string
 	Lines []string
 }
+
+// Item is one object a pane's row stands for, which ctrl+d offers to
+// remove alone: an image or a dead container.
+type Item struct {
+	Kind engine.ItemKind
+	ID   string
+	// Name is how the row names it.
+	Name string
+}
