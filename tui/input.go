@@ -61,7 +61,7 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if !ok {
 			return m.toPane(msg)
 		}
-		m.modal = &modal{kind: modalDetail, title: d.Title, lines: d.Lines}
+		m.modal = openDetail(d, m.st)
 		return m, nil
 	case key.Matches(msg, k.StopPass):
 		if m.stopApply == nil {

@@ -255,3 +255,29 @@ func TestRemoveOneItem(t *testing.T) {
 		t.Errorf("ctrl+d on a dead container opens no preview:\n%s", s)
 	}
 }
+
+// Issue 23 item 25: inside details, / searches (n for the next match, esc
+// clears it first), and v shows the CRI object and nodegc's explanation
+// row as JSON.
+func TestDetailSearchAndRaw(t *testing.T) {
+	m, _ := fixtureModel(t, 100, 20)
+	m = press(m, "3", "enter") // a pod: more lines than fit
+	m = press(m, "/", "c", "g", "r", "o", "u", "p", "enter")
+	s := ansi.Strip(m.Screen())
+	if !strings.Contains(s, "/cgroup: match 1 of") || !strings.Contains(s, "CGROUP") {
+		t.Fatalf("/cgroup does not find the CGROUP section:\n%s", s)
+	}
+	m = press(m, "esc")
+	if !m.ModalOpen() || strings.Contains(ansi.Strip(m.Screen()), "/cgroup:") {
+		t.Fatalf("esc did not clear the search first")
+	}
+	m = press(m, "v")
+	s = ansi.Strip(m.Screen())
+	if !strings.Contains(s, `"sandboxes": [`) || !strings.Contains(s, "v details") {
+		t.Fatalf("v shows no raw JSON:\n%s", s)
+	}
+	m = press(m, "esc", "2", "j", "enter", "v", "/", "e", "x", "p", "l", "a", "n", "enter")
+	if s := ansi.Strip(m.Screen()); !strings.Contains(s, `"explanation": {`) || !strings.Contains(s, `"repoTags"`) {
+		t.Errorf("an image's raw view lacks the CRI object or the explanation row:\n%s", s)
+	}
+}

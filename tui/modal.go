@@ -47,6 +47,8 @@ type modal struct {
 	offset  int
 	// one is the item a ctrl+d preview removes alone.
 	one *feed.Item
+	// search is a details modal's search and raw view.
+	search detailSearch
 	// journal is the journal view of a modalJournal.
 	journal journalView
 }
@@ -184,6 +186,9 @@ func boxWidth(w int) int { return max(w-6, 20) }
 
 // body is the scrolling part of the lines: all but the pinned TOTAL line.
 func (d *modal) body() []string {
+	if d.search.rawOn {
+		return d.search.raw
+	}
 	if d.items > 0 && len(d.lines) > 0 {
 		return d.lines[:len(d.lines)-1]
 	}
@@ -266,14 +271,19 @@ func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
 		body, n := d.shown(inner), d.height(h, inner)
 		start := min(d.offset, max(len(body)-n, 0))
 		end := min(start+n, len(body))
+		q := strings.ToLower(d.search.query)
 		for _, l := range body[start:end] {
-			b = append(b, ansi.Truncate(l, inner, "…"))
+			l = ansi.Truncate(l, inner, "…")
+			if q != "" && strings.Contains(strings.ToLower(l), q) {
+				l = st.Selected.Render(l)
+			}
+			b = append(b, l)
 		}
 		foot := "esc back"
 		if len(body) > n {
-			foot = fmt.Sprintf("lines %d-%d of %d · ↑/↓ pgup/pgdn scroll · esc back", start+1, end, len(body))
+			foot = fmt.Sprintf("lines %d-%d of %d · ↑/↓ scroll · esc back", start+1, end, len(body))
 		}
-		b = append(b, "", st.Label.Render(foot))
+		b = append(b, "", st.Label.Render(ansi.Truncate(d.searchFoot(inner)+" · "+foot, inner, "…")))
 	case d.err != "":
 		b = append(b, st.Bad.Render("preview failed: "+d.err), "", st.Label.Render("esc/enter close"))
 	default:
@@ -344,6 +354,12 @@ func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.modal = nil
 		}
 		return m, nil
+	}
+	if d.kind == modalDetail && !key.Matches(msg, k.Interrupt) {
+		if cmd, ok := d.detailKey(msg, m); ok {
+			m.modal = &d
+			return m, cmd
+		}
 	}
 	switch {
 	case key.Matches(msg, k.Interrupt):

@@ -63,6 +63,9 @@ type Model struct {
 	pods map[string]string
 	now  time.Time
 	tree *cgroupfs.Tree
+	// explained are the engine's rows of the last refresh, for the raw
+	// view of a pod.
+	explained []engine.ContainerRow
 }
 
 var columns = []grid.Column{
@@ -99,6 +102,7 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 		}
 	}
 	rows := engine.ExplainContainers(s, p)
+	m.explained = rows
 	byPod := make(map[string]*group)
 	var order []*group
 	m.pods = make(map[string]string)

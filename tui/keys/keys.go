@@ -49,6 +49,10 @@ type KeyMap struct {
 	Copy key.Binding
 	// Drill opens the selected row's details.
 	Drill key.Binding
+	// SearchNext shows the next match of a search in the details; Raw
+	// switches the details to the raw object as JSON (k9s y).
+	SearchNext key.Binding
+	Raw        key.Binding
 	// RemoveOne previews the removal of the selected image or dead
 	// container alone (k9s ctrl+d, lazydocker d); y applies it.
 	RemoveOne key.Binding
@@ -119,6 +123,8 @@ func Default(readOnly bool) KeyMap {
 		Freeze:          key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "freeze")),
 		Copy:            key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy ID")),
 		Drill:           key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
+		SearchNext:      key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next match")),
+		Raw:             key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "raw JSON")),
 		RemoveOne:       key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "rm item")),
 		Journal:         key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "journal")),
 		Command:         key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "go to")),

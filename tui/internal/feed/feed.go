@@ -40,6 +40,9 @@ type Cgroups struct {
 type Detail struct {
 	Title string
 	Lines []string
+	// Raw is the object itself, shown as JSON on request (k9s y): the
+	// CRI object and nodegc's explanation row of it.
+	Raw any
 }
 
 // Item is one object a pane's row stands for, which ctrl+d offers to
