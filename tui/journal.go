@@ -133,7 +133,13 @@ func journalLine(e engine.JournalEntry) string {
 	case e.Kind == engine.ItemLog:
 		name = e.ID
 	}
-	s := fmt.Sprintf("%s  %-14s %-12s %-9s %s", e.Time.Local().Format("2006-01-02 15:04:05"), e.Pass, op, e.Kind, name)
+	// A run is named by its start and a random suffix: the suffix tells
+	// runs apart, and leaves the names the room.
+	pass := string(e.Pass)
+	if i := strings.LastIndexByte(pass, '-'); i >= 0 {
+		pass = pass[i+1:]
+	}
+	s := fmt.Sprintf("%s %-10s %-12s %-9s %s", e.Time.Local().Format("01-02 15:04:05"), pass, op, e.Kind, name)
 	if e.SizeBytes > 0 {
 		s += "  " + format.Bytes(e.SizeBytes)
 	}
