@@ -12,7 +12,7 @@ import (
 	"github.com/nodegc/nodegc/engine"
 )
 
-func (m Model) capturing() bool { return m.activePane().Capturing() }
+func (m Model) capturing() bool { return m.cmd.Open() || m.activePane().Capturing() }
 
 // key handles a key press: the modal first, then a pane typing a filter,
 // then the global keys, then the active pane.
@@ -24,12 +24,23 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if key.Matches(msg, m.keys.Interrupt) {
 			return m.quit()
 		}
+		if m.cmd.Open() {
+			var cmd tea.Cmd
+			m.cmd, cmd = m.cmd.Update(msg)
+			return m, cmd
+		}
 		return m.toPane(msg)
 	}
 	k := m.keys
 	switch {
 	case key.Matches(msg, k.Quit):
 		return m.quit()
+	case key.Matches(msg, k.RemoveOne):
+		return m.openRemoveOne()
+	case key.Matches(msg, k.Journal):
+		return m.openJournal()
+	case key.Matches(msg, k.Command):
+		return m, m.cmd.Start()
 	case key.Matches(msg, k.Help):
 		m.help.ShowAll = !m.help.ShowAll
 		m.resize()
@@ -50,7 +61,7 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if !ok {
 			return m.toPane(msg)
 		}
-		m.modal = &modal{kind: modalDetail, title: d.Title, lines: d.Lines}
+		m.modal = openDetail(d, m.st)
 		return m, nil
 	case key.Matches(msg, k.StopPass):
 		if m.stopApply == nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/format"
+	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/internal/grid"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -28,6 +29,8 @@ const (
 	modalQuit
 	// modalDetail shows the details of a row (enter); esc goes back.
 	modalDetail
+	// modalJournal shows the journal's last lines, following new ones.
+	modalJournal
 )
 
 // modal is the overlay: a previewed plan to confirm, or the quit question.
@@ -42,6 +45,12 @@ type modal struct {
 	lines   []string
 	items   int
 	offset  int
+	// one is the item a ctrl+d preview removes alone.
+	one *feed.Item
+	// search is a details modal's search and raw view.
+	search detailSearch
+	// journal is the journal view of a modalJournal.
+	journal journalView
 }
 
 // passTitle names what a key asks for.
@@ -177,6 +186,9 @@ func boxWidth(w int) int { return max(w-6, 20) }
 
 // body is the scrolling part of the lines: all but the pinned TOTAL line.
 func (d *modal) body() []string {
+	if d.search.rawOn {
+		return d.search.raw
+	}
 	if d.items > 0 && len(d.lines) > 0 {
 		return d.lines[:len(d.lines)-1]
 	}
@@ -226,6 +238,10 @@ func (d *modal) height(h, inner int) int { return max(min(len(d.shown(inner)), h
 
 // scroll moves the visible lines.
 func (d *modal) scroll(msg tea.KeyPressMsg, m Model) {
+	if d.kind == modalJournal {
+		d.journal.scroll(msg, m)
+		return
+	}
 	inner := previewWidth(m.width)
 	page := d.height(m.height, inner) - 1
 	switch {
@@ -255,20 +271,27 @@ func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
 	case d.kind == modalQuit:
 		b = append(b, "Quit anyway? The pass stops after the item in flight (which is journalled), nothing more is removed, and nodegc says how many items were left undone as it exits.", "",
 			st.Label.Render("y quit · n/esc stay"))
+	case d.kind == modalJournal:
+		b = append(b, d.journal.view(inner, h)...)
 	case d.loading:
 		b = append(b, st.Faint.Render("planning…"), "", st.Label.Render("esc cancel"))
 	case d.kind == modalDetail:
 		body, n := d.shown(inner), d.height(h, inner)
 		start := min(d.offset, max(len(body)-n, 0))
 		end := min(start+n, len(body))
+		q := strings.ToLower(d.search.query)
 		for _, l := range body[start:end] {
-			b = append(b, ansi.Truncate(l, inner, "…"))
+			l = ansi.Truncate(l, inner, "…")
+			if q != "" && strings.Contains(strings.ToLower(l), q) {
+				l = st.Selected.Render(l)
+			}
+			b = append(b, l)
 		}
 		foot := "esc back"
 		if len(body) > n {
-			foot = fmt.Sprintf("lines %d-%d of %d · ↑/↓ pgup/pgdn scroll · esc back", start+1, end, len(body))
+			foot = fmt.Sprintf("lines %d-%d of %d · ↑/↓ scroll · esc back", start+1, end, len(body))
 		}
-		b = append(b, "", st.Label.Render(foot))
+		b = append(b, "", st.Label.Render(ansi.Truncate(d.searchFoot(inner)+" · "+foot, inner, "…")))
 	case d.err != "":
 		b = append(b, st.Bad.Render("preview failed: "+d.err), "", st.Label.Render("esc/enter close"))
 	default:
@@ -339,6 +362,12 @@ func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.modal = nil
 		}
 		return m, nil
+	}
+	if d.kind == modalDetail && !key.Matches(msg, k.Interrupt) {
+		if cmd, ok := d.detailKey(msg, m); ok {
+			m.modal = &d
+			return m, cmd
+		}
 	}
 	switch {
 	case key.Matches(msg, k.Interrupt):

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/nodegc/nodegc/cgroupfs"
@@ -54,6 +55,9 @@ type Model struct {
 	lastSelf *SelfSample
 	selfAt   time.Time
 
+	// load turns a spinner in the body until the first snapshot.
+	load loader
+
 	refreshSeq uint64
 	refreshing bool
 	frozen     bool
@@ -93,8 +97,14 @@ type Model struct {
 	notices     <-chan engine.Notice
 	unsubscribe func()
 
-	modal      *modal
-	previewSeq uint64
+	// cmd is the `:` command line.
+	cmd   command
+	modal *modal
+	// historyRead marks the journal's passes as sent to the panes;
+	// journalReading a read of the journal in flight.
+	historyRead    bool
+	journalReading bool
+	previewSeq     uint64
 	// busy is the kind of the pass this dashboard applied and awaits;
 	// stopApply cancels its context (X), stopping it after the item in
 	// flight.
@@ -133,8 +143,10 @@ func newModel(o Options, k keys.KeyMap, panes ...pane) Model {
 	m := Model{
 		o: o, ctx: context.Background(), keys: k, st: st, help: h,
 		panes:      panes,
+		cmd:        newCommand(k, st, paneNames(panes)),
 		stale:      make([]bool, len(panes)),
 		self:       overview.Self{CPUPercent: -1},
+		load:       newLoader(o.Now()),
 		refreshSeq: 1,
 		refreshing: true,
 		listEvery:  o.RefreshInterval,
@@ -182,6 +194,7 @@ func (m *Model) activate(i Pane) {
 func (m Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{
 		tea.RequestBackgroundColor,
+		m.load.Tick,
 		refreshCmd(m.ctx, m.o, m.refreshSeq),
 		tick(m.listEvery, m.listGen),
 	}
@@ -193,6 +206,9 @@ func (m Model) Init() tea.Cmd {
 	}
 	if m.o.Controller != nil {
 		cmds = append(cmds, subscribeCmd(m.o.Controller))
+	}
+	if m.o.Journal != nil {
+		cmds = append(cmds, journalCmd(m.ctx, m.o.Journal))
 	}
 	return tea.Batch(cmds...)
 }
@@ -228,6 +244,11 @@ func (m Model) Close() {
 // pass is in flight when none is.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	nm, cmd := m.update(msg)
+	if m, ok := nm.(Model); ok {
+		var more tea.Cmd
+		nm, more = m.followJournal(msg)
+		cmd = tea.Batch(cmd, more)
+	}
 	if m, ok := nm.(Model); ok && m.modal != nil && m.modal.kind == modalQuit && m.inFlight() == "" {
 		m.modal = nil
 		m.setFlash("the pass has ended: q quits now", false)
@@ -273,6 +294,10 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cg
 	case pulseMsg:
 		return m, m.onPulse()
+	case spinner.TickMsg:
+		var cmd tea.Cmd
+		m.load, cmd = m.load.Update(msg, m.haveSnap)
+		return m, cmd
 	case cgroupsMsg:
 		if msg.seq != m.cgSeq {
 			return m, nil
@@ -355,7 +380,15 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.modal.plan = msg.report.Plan
-		m.modal.lines, m.modal.items = planLines(m.snap, msg.report.Plan, previewWidth(m.width))
+		if one := m.modal.one; one != nil {
+			plan, why := onePlan(m.snap, msg.report.Plan, *one)
+			m.modal.plan = plan
+			if why != "" {
+				m.modal.title, m.modal.lines, m.modal.items = "Nothing to remove", []string{why}, 0
+				return m, nil
+			}
+		}
+		m.modal.lines, m.modal.items = planLines(m.snap, m.modal.plan, previewWidth(m.width))
 		return m, nil
 	case appliedMsg:
 		m.busy, m.progress = "", nil
@@ -378,6 +411,10 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.status = msg.status
 		m.pushOverview()
 		return m, nil
+	case journalMsg:
+		return m.onJournal(msg)
+	case commandMsg:
+		return m.runCommand(msg)
 	case tea.MouseClickMsg:
 		return m.click(msg)
 	case tea.MouseWheelMsg:
@@ -397,6 +434,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) setStyles(st style.Styles) {
 	m.st = st
 	m.help.Styles = help.DefaultStyles(st.Dark)
+	m.cmd.SetStyles(st)
 	panes := make([]pane, len(m.panes))
 	for i, p := range m.panes {
 		panes[i] = p.SetStyles(st)

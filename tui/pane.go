@@ -39,6 +39,14 @@ type pane interface {
 	Detail() (feed.Detail, bool)
 	// Click selects the row at (x, y) of the pane's body.
 	Click(x, y int) pane
+	// Item returns the object the selected row stands for, which ctrl+d
+	// offers to remove alone; false when the row has none.
+	Item() (feed.Item, bool)
+	// Aliases are the names `:` knows the pane by besides its title.
+	Aliases() []string
+	// Find selects the first row naming s, and reports whether there is
+	// one.
+	Find(s string) (pane, bool)
 }
 
 // component is what a pane package provides: a value model whose Update
@@ -66,6 +74,9 @@ type (
 	selector       interface{ Selected() (string, bool) }
 	detailer       interface{ Detail() (feed.Detail, bool) }
 	clicker[M any] interface{ Click(x, y int) M }
+	aliaser        interface{ Aliases() []string }
+	itemer         interface{ Item() (feed.Item, bool) }
+	finder[M any]  interface{ Find(s string) (M, bool) }
 )
 
 // adapt wraps a component as a pane.
@@ -105,6 +116,28 @@ func (a adapted[M, P]) Click(x, y int) pane {
 		return adapted[M, P]{c.Click(x, y)}
 	}
 	return a
+}
+
+func (a adapted[M, P]) Item() (feed.Item, bool) {
+	if i, ok := any(a.m).(itemer); ok {
+		return i.Item()
+	}
+	return feed.Item{}, false
+}
+
+func (a adapted[M, P]) Aliases() []string {
+	if n, ok := any(a.m).(aliaser); ok {
+		return n.Aliases()
+	}
+	return nil
+}
+
+func (a adapted[M, P]) Find(s string) (pane, bool) {
+	if f, ok := any(a.m).(finder[M]); ok {
+		m, found := f.Find(s)
+		return adapted[M, P]{m}, found
+	}
+	return a, false
 }
 
 // unwrap returns the component inside a pane, when it is an M.

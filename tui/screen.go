@@ -5,6 +5,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,9 +76,9 @@ func (m Model) ShortHelp() []key.Binding {
 func (m Model) FullHelp() [][]key.Binding {
 	k := m.keys
 	g := [][]key.Binding{
-		{k.NextPane, k.PrevPane, k.Panes[0], k.Help, k.Quit},
+		{k.NextPane, k.PrevPane, k.Panes[0], k.Command, k.Help, k.Quit},
 		{k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.Pause, k.StopPass},
-		{k.Refresh, k.Freeze, k.Confirm, k.Cancel},
+		{k.Refresh, k.Freeze, k.Journal, k.RemoveOne, k.Confirm, k.Cancel},
 	}
 	return append(g, m.activePane().FullHelp()...)
 }
@@ -180,6 +181,13 @@ func (m Model) Screen() string {
 	for len(bl) < bodyH {
 		bl = append(bl, "")
 	}
+	if !m.haveSnap {
+		// Until the first snapshot, the first blank line of the body (under
+		// a pane's "waiting for the first snapshot…") turns a spinner.
+		if i := slices.IndexFunc(bl, func(l string) bool { return strings.TrimSpace(ansi.Strip(l)) == "" }); i >= 0 {
+			bl[i] = ansi.Truncate(m.load.View(st, m.o.Now()), m.width, "…")
+		}
+	}
 	lines = append(lines, bl...)
 
 	status := ""
@@ -199,6 +207,8 @@ func (m Model) Screen() string {
 	}
 	helpView := m.fullHelpView()
 	switch {
+	case m.cmd.Open():
+		helpView = ansi.Truncate(m.cmd.View()+"  "+m.help.ShortHelpView(m.cmd.Help()), m.width, "…")
 	case m.capturing():
 		// Every key goes to the filter, q and ? too: the footer shows
 		// only the keys that work.

@@ -232,6 +232,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Cgroups:         cgroups,
 		ReadOnly:        e.ReadOnly(),
 		JournalPath:     journal,
+		Journal:         journalReader(opts.stateDir),
 		RefreshInterval: opts.Refresh,
 		Version:         version,
 		Now:             now,
@@ -249,6 +250,15 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		fmt.Fprintln(opts.IO.Err, stoppedLine(*r))
 	}
 	return err
+}
+
+// journalReader reads the journal in the state dir for the dashboard's
+// history and journal view; nil without a state dir.
+func journalReader(stateDir string) func(context.Context) ([]engine.JournalEntry, error) {
+	if stateDir == "" {
+		return nil
+	}
+	return func(context.Context) ([]engine.JournalEntry, error) { return engine.ReadJournalLines(stateDir) }
 }
 
 // dashboardGCPercent is the dashboard's GOGC unless the environment sets

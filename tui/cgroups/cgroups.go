@@ -259,9 +259,10 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 // Selected returns the selected node's container ID, pod UID or path.
 func (m Model) Selected() (string, bool) { return m.SelectedID() }
 
-// Click selects the row at line y.
-func (m Model) Click(_, y int) Model {
-	m.ClickRow(y)
+// Click sorts by the column whose header is clicked, or selects the row
+// at line y.
+func (m Model) Click(x, y int) Model {
+	grid.Click(&m.Pane, x, y, sortColumn[:], &m.sort, m.rebuild)
 	return m
 }
 
@@ -296,4 +297,10 @@ func (m Model) ShortHelp() []key.Binding {
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
 	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Toggle, m.Keys.ExpandAll, m.Keys.CollapseAll}, m.Keys.Table()}
+}
+
+// Find selects the first row naming s (`:` command).
+func (m Model) Find(s string) (Model, bool) {
+	ok := m.Pane.Find(s)
+	return m, ok
 }

@@ -63,6 +63,9 @@ type Model struct {
 	pods map[string]string
 	now  time.Time
 	tree *cgroupfs.Tree
+	// explained are the engine's rows of the last refresh, for the raw
+	// view of a pod.
+	explained []engine.ContainerRow
 }
 
 var columns = []grid.Column{
@@ -99,6 +102,7 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 		}
 	}
 	rows := engine.ExplainContainers(s, p)
+	m.explained = rows
 	byPod := make(map[string]*group)
 	var order []*group
 	m.pods = make(map[string]string)
@@ -243,11 +247,16 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 // row.
 func (m Model) Selected() (string, bool) { return m.SelectedID() }
 
-// Click selects the row at line y.
-func (m Model) Click(_, y int) Model {
-	m.ClickRow(y)
+// Click sorts by the column whose header is clicked, or selects the row
+// at line y.
+func (m Model) Click(x, y int) Model {
+	grid.Click(&m.Pane, x, y, sortColumn[:], &m.sort, m.rebuild)
 	return m
 }
+
+// sortColumn is the column each order sorts by: every order sorts the
+// pods, whose column's title names the count.
+var sortColumn = [numSorts]int{}
 
 func (m *Model) nextSort() {
 	m.sort = (m.sort + 1) % numSorts
@@ -280,4 +289,23 @@ func (m Model) ShortHelp() []key.Binding {
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
 	return [][]key.Binding{m.Keys.Navigation(), append([]key.Binding{m.Keys.Drill}, m.Keys.Table()...)}
+}
+
+// Find selects the first row naming s (`:` command).
+func (m Model) Find(s string) (Model, bool) {
+	ok := m.Pane.Find(s)
+	return m, ok
+}
+
+// Aliases are the pane's other names for `:`: k9s calls it pods.
+func (m Model) Aliases() []string { return []string{"pods"} }
+
+// Item returns the selected dead container (not a pod's row), which
+// ctrl+d offers to remove alone.
+func (m Model) Item() (feed.Item, bool) {
+	r, ok := m.Grid.Selected()
+	if !ok || r.ID == "" || r.Kind == grid.Group {
+		return feed.Item{}, false
+	}
+	return feed.Item{Kind: engine.ItemContainer, ID: r.ID, Name: strings.TrimSpace(r.Cells[0])}, true
 }

@@ -99,7 +99,18 @@ func (m Model) Detail() (feed.Detail, bool) {
 			l = append(l, fmt.Sprintf("    %-28s %s", cn, usage(c)))
 		}
 	}
-	return feed.Detail{Title: "Pod " + name, Lines: l}, true
+	var rows []engine.ContainerRow
+	for _, r := range m.explained {
+		if slices.ContainsFunc(cs, func(c engine.Container) bool { return c.ID == r.ID }) {
+			rows = append(rows, r)
+		}
+	}
+	raw := struct {
+		Sandboxes   []engine.Sandbox      `json:"sandboxes"`
+		Containers  []engine.Container    `json:"containers"`
+		Explanation []engine.ContainerRow `json:"explanation"`
+	}{sbs, cs, rows}
+	return feed.Detail{Title: "Pod " + name, Lines: l, Raw: raw}, true
 }
 
 // usage is one cgroup's memory (of its limit), CPU time and pids.

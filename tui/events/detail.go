@@ -21,8 +21,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 	}
 	var p *engine.PassReport
 	for i := range m.passes {
-		id := fmt.Sprint(m.passes[i].ID)
-		if strings.HasPrefix(r.Key, "pass/"+id+"/") || strings.HasPrefix(r.Key, id+"/") {
+		if k := passKey(m.passes[i]); r.Key == k || strings.HasPrefix(r.Key, k+"/") {
 			p = &m.passes[i]
 			break
 		}
@@ -92,7 +91,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 	if len(p.Items) == 0 {
 		l = append(l, "nothing was planned: the pass had nothing to do")
 	}
-	return feed.Detail{Title: fmt.Sprintf("Pass #%d", p.ID), Lines: l}, true
+	return feed.Detail{Title: fmt.Sprintf("Pass #%d", p.ID), Lines: l, Raw: *p}, true
 }
 
 // name is an item's name from the pass's plan: an image's first tag, a

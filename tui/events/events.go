@@ -95,13 +95,14 @@ func (m Model) Passes() []engine.PassReport { return m.passes }
 // Events returns the kubelet-style events, newest first.
 func (m Model) Events() []engine.Event { return m.events }
 
-// AddPass records a finished pass. Dry-runs are not passes and are
-// ignored; a pass seen twice (from its notice and from Apply) is kept once.
+// AddPass records a finished pass, of this run or, read from the journal,
+// of an earlier one. Dry-runs are not passes and are ignored; a pass seen
+// twice (from its notice and from Apply) is kept once.
 func (m *Model) AddPass(r engine.PassReport) {
 	if r.DryRun {
 		return
 	}
-	if r.ID != 0 && slices.ContainsFunc(m.passes, func(p engine.PassReport) bool { return p.ID == r.ID }) {
+	if r.ID != 0 && slices.ContainsFunc(m.passes, func(p engine.PassReport) bool { return samePass(p, r) }) {
 		return
 	}
 	m.passes = append(m.passes, r)
@@ -121,6 +122,16 @@ func (m *Model) AddPass(r engine.PassReport) {
 		m.addEvent(e)
 	}
 	m.rebuild()
+}
+
+// samePass reports whether a and b are one pass: the same pass ID (run
+// and number) when both have one, else the same number. Passes of
+// earlier runs, read from the journal, share numbers with this run's.
+func samePass(a, b engine.PassReport) bool {
+	if a.Run != "" && b.Run != "" {
+		return a.PassID() == b.PassID()
+	}
+	return a.ID == b.ID
 }
 
 // AddEvent records a kubelet-style event.
@@ -159,7 +170,7 @@ func (m *Model) rebuild() {
 			}
 			group = append(group, grid.Row{
 				Cells: []string{fmt.Sprintf("      %s %s %s: %s", mark(it.Outcome), it.Kind, format.ShortID(it.ID), msg)},
-				Span:  true, Kind: kind, Key: fmt.Sprintf("%d/%s/%s", p.ID, it.Kind, it.ID), ID: it.ID,
+				Span:  true, Kind: kind, Key: passKey(p) + "/" + string(it.Kind) + "/" + it.ID, ID: it.ID,
 			})
 		}
 		if m.Filter.Active() && !slices.ContainsFunc(group, func(r grid.Row) bool { return m.Filter.Match(strings.Join(r.Cells, " ")) }) {
@@ -219,9 +230,13 @@ func passRow(p engine.PassReport) grid.Row {
 			fmt.Sprint(removed), format.Bytes(p.EstimatedBytesFreed), measured, fmt.Sprint(failed), result,
 		},
 		Kind: k,
-		Key:  fmt.Sprintf("pass/%d/%s", p.ID, p.StartedAt),
+		Key:  passKey(p),
 	}
 }
+
+// passKey identifies a pass's rows: its number and start, since passes of
+// earlier runs (from the journal) share numbers with this run's.
+func passKey(p engine.PassReport) string { return fmt.Sprintf("pass/%d/%s", p.ID, p.StartedAt) }
 
 // Update handles the pane's keys (navigation and filter) and the passes
 // and events it lists.
@@ -283,3 +298,12 @@ func (m Model) ShortHelp() []key.Binding {
 func (m Model) FullHelp() [][]key.Binding {
 	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Drill, m.Keys.Filter, m.Keys.ClearFilter, m.Keys.Copy}}
 }
+
+// Find selects the first row naming s (`:` command).
+func (m Model) Find(s string) (Model, bool) {
+	ok := m.Pane.Find(s)
+	return m, ok
+}
+
+// Aliases are the pane's other names for `:`.
+func (m Model) Aliases() []string { return []string{"passes"} }

@@ -67,7 +67,11 @@ func (m Model) Detail() (feed.Detail, bool) {
 	if len(r.UsedBy) == 0 {
 		l = append(l, "  none")
 	}
-	return feed.Detail{Title: "Image " + it.name, Lines: l}, true
+	raw := struct {
+		Image       engine.Image    `json:"image"`
+		Explanation engine.ImageRow `json:"explanation"`
+	}{im, r}
+	return feed.Detail{Title: "Image " + it.name, Lines: l, Raw: raw}, true
 }
 
 // when is an instant and how long ago it was, or none for nil.

@@ -239,9 +239,10 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 // Selected returns the selected image's ID.
 func (m Model) Selected() (string, bool) { return m.SelectedID() }
 
-// Click selects the row at line y.
-func (m Model) Click(_, y int) Model {
-	m.ClickRow(y)
+// Click sorts by the column whose header is clicked, or selects the row
+// at line y.
+func (m Model) Click(x, y int) Model {
+	grid.Click(&m.Pane, x, y, sortColumn[:], &m.sort, m.rebuild)
 	return m
 }
 
@@ -269,4 +270,19 @@ func (m Model) ShortHelp() []key.Binding {
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
 	return [][]key.Binding{m.Keys.Navigation(), append([]key.Binding{m.Keys.Drill}, m.Keys.Table()...)}
+}
+
+// Find selects the first row naming s (`:` command).
+func (m Model) Find(s string) (Model, bool) {
+	ok := m.Pane.Find(s)
+	return m, ok
+}
+
+// Item returns the selected image, which ctrl+d offers to remove alone.
+func (m Model) Item() (feed.Item, bool) {
+	r, ok := m.Grid.Selected()
+	if !ok || r.ID == "" {
+		return feed.Item{}, false
+	}
+	return feed.Item{Kind: engine.ItemImage, ID: r.ID, Name: r.Cells[1]}, true
 }

@@ -49,6 +49,17 @@ type KeyMap struct {
 	Copy key.Binding
 	// Drill opens the selected row's details.
 	Drill key.Binding
+	// SearchNext shows the next match of a search in the details; Raw
+	// switches the details to the raw object as JSON (k9s y).
+	SearchNext key.Binding
+	Raw        key.Binding
+	// RemoveOne previews the removal of the selected image or dead
+	// container alone (k9s ctrl+d, lazydocker d); y applies it.
+	RemoveOne key.Binding
+	// Journal opens the journal view (k9s l, lazydocker's logs).
+	Journal key.Binding
+	// Command opens the command line (k9s :): `:images redis`.
+	Command key.Binding
 
 	Up       key.Binding
 	Down     key.Binding
@@ -112,6 +123,11 @@ func Default(readOnly bool) KeyMap {
 		Freeze:          key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "freeze")),
 		Copy:            key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy ID")),
 		Drill:           key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
+		SearchNext:      key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next match")),
+		Raw:             key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "raw JSON")),
+		RemoveOne:       key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "rm item")),
+		Journal:         key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "journal")),
+		Command:         key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "go to")),
 		Up:              key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 		Down:            key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		PageUp:          key.NewBinding(key.WithKeys("pgup", "b", "ctrl+b"), key.WithHelp("pgup/b", "page up")),
@@ -141,6 +157,7 @@ func Default(readOnly bool) KeyMap {
 		k.ReclaimAll.SetEnabled(false)
 		k.Confirm.SetEnabled(false)
 		k.StopPass.SetEnabled(false)
+		k.RemoveOne.SetEnabled(false)
 		k.Pause.SetEnabled(false) // a read-only dashboard runs no passes to pause
 	} else {
 		k.ReadOnly.SetEnabled(false)

@@ -40,4 +40,16 @@ type Cgroups struct {
 type Detail struct {
 	Title string
 	Lines []string
+	// Raw is the object itself, shown as JSON on request (k9s y): the
+	// CRI object and nodegc's explanation row of it.
+	Raw any
+}
+
+// Item is one object a pane's row stands for, which ctrl+d offers to
+// remove alone: an image or a dead container.
+type Item struct {
+	Kind engine.ItemKind
+	ID   string
+	// Name is how the row names it.
+	Name string
 }

@@ -551,3 +551,19 @@ func StylesFrom(s style.Styles) Styles {
 
 // Height returns the table's height, header included.
 func (m Model) Height() int { return m.height }
+
+// ColumnAt returns the index of the column drawn at cell x of a row (the
+// cursor gutter is cell 0), or -1 for the gutter, a gap or past the end.
+func (m Model) ColumnAt(x int) int {
+	at := 1
+	for i, w := range m.widths {
+		if w == 0 {
+			continue
+		}
+		if x >= at && x < at+w {
+			return i
+		}
+		at += w + 1
+	}
+	return -1
+}

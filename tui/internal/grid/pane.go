@@ -2,6 +2,7 @@ package grid
 
 import (
 	"fmt"
+	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -148,4 +149,67 @@ func (p Pane) SelectedID() (string, bool) {
 // descending when desc, reversed when the pane is.
 func (p *Pane) SortArrow(col int, desc bool) {
 	p.Grid.SetSort(col, desc != p.Reversed)
+}
+
+// ClickSort sorts by the column header clicked at (x, y) of the pane, as
+// btop does: cols[s] is the column order s sorts by, cur the order now. A
+// click on another sortable column picks its order; on the sorted column
+// it picks the next order that sorts by it, or reverses the order when
+// there is none. It reports the order and whether the click was on a
+// sortable header; the caller rebuilds its rows under it.
+func (p *Pane) ClickSort(x, y int, cols []int, cur int) (int, bool) {
+	if y != p.Top+1 || len(cols) == 0 {
+		return cur, false
+	}
+	col := p.Grid.ColumnAt(x)
+	if col < 0 {
+		return cur, false
+	}
+	next := -1
+	for i := range cols {
+		s := (cur + 1 + i) % len(cols)
+		if cols[s] == col {
+			next = s
+			break
+		}
+	}
+	switch {
+	case next < 0:
+		return cur, false
+	case next == cur:
+		p.Reversed = !p.Reversed
+	default:
+		p.Reversed = false
+	}
+	p.Grid.Top()
+	return next, true
+}
+
+// Click handles a click at (x, y) of a sortable table pane: on a header
+// it sorts (ClickSort, with *sort the pane's order and cols the column of
+// each order) and rebuilds; on a row it selects it.
+func Click[S ~int](p *Pane, x, y int, cols []int, sort *S, rebuild func()) {
+	if s, ok := p.ClickSort(x, y, cols, int(*sort)); ok {
+		*sort = S(s)
+		rebuild()
+		return
+	}
+	p.ClickRow(y)
+}
+
+// Find puts the cursor on the first row, from the top, whose cells or ID
+// contain s (ignoring case), and reports whether there is one: `:images
+// redis` selects redis on the Images pane.
+func (p *Pane) Find(s string) bool {
+	s = strings.ToLower(s)
+	for i, r := range p.Grid.Rows() {
+		if r.Kind == Cut {
+			continue
+		}
+		if strings.Contains(strings.ToLower(strings.Join(r.Cells, " ")+" "+r.ID), s) {
+			p.Grid.SetCursor(i)
+			return true
+		}
+	}
+	return false
 }
