@@ -262,9 +262,10 @@ func TestDashboardAttaches(t *testing.T) {
 	cmd := strings.Join(append([]string{"env", "CONTAINER_RUNTIME_ENDPOINT=", n.bin, "--refresh", "500ms"}, n.common...), " ")
 	run("new-session", "-d", "-x", "200", "-y", "50", cmd)
 	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
+	// Generous: the packages' tests share two cores in CI.
 	waitScreen := func(what string) string {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		var screen string
 		for time.Now().Before(deadline) {
 			screen = run("capture-pane", "-p")
@@ -278,8 +279,7 @@ func TestDashboardAttaches(t *testing.T) {
 	}
 	waitScreen(fmt.Sprintf("attached to agent (pid %d, up", agent.Process.Pid))
 	run("send-keys", "i")
-	waitScreen("y")
-	time.Sleep(500 * time.Millisecond) // the preview loads
+	waitScreen("Force image GC")
 	run("send-keys", "y")
 	screen := waitScreen("#1 images")
 	reports, err := n.client(t, true).Reports(context.Background())
