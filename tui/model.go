@@ -109,6 +109,21 @@ type Model struct {
 	// flashTTL unless it is sticky.
 	flashAt     time.Time
 	flashSticky bool
+
+	// now is the time the screen is drawn at: every age and countdown on
+	// it is computed from the data's own timestamps and now, whatever
+	// brought the data. clockAt is when the next of them changes, with
+	// one tick armed for it; clockGen drops ticks armed before.
+	now      time.Time
+	clockAt  time.Time
+	clockGen uint64
+	// quiet marks an update that changed nothing on screen (a timer that
+	// only started a read, a read that found nothing new); the screen
+	// drawn for gen is then drawn again from frame. gen is unique across
+	// copies of the model, so a copy never takes another's frame.
+	quiet bool
+	gen   uint64
+	frame *frame
 }
 
 // New returns the dashboard's model with its default panes. Run runs it;
@@ -132,6 +147,7 @@ func newModel(o Options, k keys.KeyMap, panes ...pane) Model {
 	}
 	m := Model{
 		o: o, ctx: context.Background(), keys: k, st: st, help: h,
+		now: o.Now(), gen: nextGen(), frame: &frame{},
 		panes:      panes,
 		stale:      make([]bool, len(panes)),
 		self:       overview.Self{CPUPercent: -1},
@@ -227,17 +243,28 @@ func (m Model) Close() {
 // A quit question whose pass has ended by then goes too: it would say a
 // pass is in flight when none is.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	m.now, m.quiet = m.o.Now(), false
 	nm, cmd := m.update(msg)
-	if m, ok := nm.(Model); ok && m.modal != nil && m.modal.kind == modalQuit && m.inFlight() == "" {
-		m.modal = nil
-		m.setFlash("the pass has ended: q quits now", false)
-		return m, cmd
+	mm, ok := nm.(Model)
+	if !ok {
+		return nm, cmd
 	}
-	return nm, cmd
+	if mm.modal != nil && mm.modal.kind == modalQuit && mm.inFlight() == "" {
+		mm.modal = nil
+		mm.setFlash("the pass has ended: q quits now", false)
+		mm.quiet = false
+	}
+	if !mm.quiet {
+		mm.gen = nextGen()
+		mm.tellClock()
+	}
+	return mm, tea.Batch(cmd, mm.armClock())
 }
 
 func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	m.expireFlash()
+	if m.expireFlash() {
+		m.quiet = false
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -251,7 +278,15 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.BackgroundColorMsg:
 		m.setStyles(style.Default(msg.IsDark()))
 		return m, nil
+	case clockMsg:
+		if msg.gen != m.clockGen {
+			m.quiet = true // armed for a change that moved
+			return m, nil
+		}
+		m.clockAt = time.Time{}
+		return m, nil
 	case tickMsg:
+		m.quiet = true // the re-list shows when its answer comes
 		if msg.gen != m.listGen {
 			return m, nil // armed at an interval no longer in force
 		}
@@ -272,6 +307,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, cg
 	case pulseMsg:
+		m.quiet = true
 		return m, m.onPulse()
 	case cgroupsMsg:
 		if msg.seq != m.cgSeq {
@@ -280,7 +316,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.cgReading, m.cgAt = false, msg.at
 		return m, m.broadcast(feed.Cgroups{Tree: msg.tree, At: msg.at, Err: msg.err})
 	case fsMsg:
-		m.fsReading = false
+		m.fsReading, m.quiet = false, true
 		if msg.err != nil || !m.haveSnap {
 			return m, nil
 		}
@@ -310,6 +346,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			return m, tea.Batch(more, m.eventsDown(err), m.onEvent())
 		}
+		m.quiet = true // the re-list shows when its answer comes
 		return m, tea.Batch(waitEvents(msg.ch), m.onEvent())
 	case eventsRetryMsg:
 		if m.o.Events == nil {

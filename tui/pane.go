@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"time"
+
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
@@ -39,6 +41,9 @@ type pane interface {
 	Detail() (feed.Detail, bool)
 	// Click selects the row at (x, y) of the pane's body.
 	Click(x, y int) pane
+	// NextChange is when an age or countdown the pane shows next reads
+	// differently at the time it last got (feed.Clock); zero: never.
+	NextChange() time.Time
 }
 
 // component is what a pane package provides: a value model whose Update
@@ -66,6 +71,7 @@ type (
 	selector       interface{ Selected() (string, bool) }
 	detailer       interface{ Detail() (feed.Detail, bool) }
 	clicker[M any] interface{ Click(x, y int) M }
+	clocked        interface{ NextChange() time.Time }
 )
 
 // adapt wraps a component as a pane.
@@ -105,6 +111,13 @@ func (a adapted[M, P]) Click(x, y int) pane {
 		return adapted[M, P]{c.Click(x, y)}
 	}
 	return a
+}
+
+func (a adapted[M, P]) NextChange() time.Time {
+	if c, ok := any(a.m).(clocked); ok {
+		return c.NextChange()
+	}
+	return time.Time{}
 }
 
 // unwrap returns the component inside a pane, when it is an M.

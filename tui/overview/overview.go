@@ -17,6 +17,8 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/format"
+	"github.com/nodegc/nodegc/tui/internal/feed"
+	"github.com/nodegc/nodegc/tui/internal/grid"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -80,10 +82,40 @@ func (m Model) Title() string { return "Overview" }
 // Update takes the data the root hands it; the pane has no keys of its
 // own.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	if d, ok := msg.(Data); ok {
-		m.SetData(d)
+	switch msg := msg.(type) {
+	case Data:
+		m.SetData(msg)
+	case feed.Clock:
+		m.d.Now = msg.Now
 	}
 	return m, nil
+}
+
+// NextChange is when a countdown or age the pane shows next reads
+// differently: the next passes, the last pass's age, the history's span.
+func (m Model) NextChange() time.Time {
+	if !m.loaded {
+		return time.Time{}
+	}
+	d := m.d
+	var next time.Time
+	at := func(t time.Time) { next = grid.Earliest(next, format.NextChange(t, d.Now)) }
+	if s := d.Status; d.Controlled && !d.ReadOnly && !s.ReadOnly && !s.Paused {
+		// A countdown reads "now" once due, until the status moves it.
+		if !s.ImageGCDisabled && s.NextImagePass.After(d.Now) {
+			at(s.NextImagePass)
+		}
+		if s.NextContainerPass.After(d.Now) {
+			at(s.NextContainerPass)
+		}
+	}
+	if r := d.Status.LastReport; r != nil {
+		at(r.FinishedAt)
+	}
+	if len(d.History.Usage) > 0 {
+		at(d.History.Usage[0].At)
+	}
+	return next
 }
 
 // Capturing reports whether the pane takes every key; it never does.
