@@ -63,6 +63,8 @@ type Model struct {
 	pods map[string]string
 	now  time.Time
 	tree *cgroupfs.Tree
+	// treeAt is when tree was read.
+	treeAt time.Time
 }
 
 var columns = []grid.Column{
@@ -237,7 +239,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		m.Grid.SetNow(msg.Now)
 	case feed.Cgroups:
 		if msg.Tree != nil {
-			m.tree = msg.Tree
+			m.tree, m.treeAt = msg.Tree, msg.At
 		}
 	}
 	return m, nil
