@@ -98,3 +98,46 @@ func TestAgesAndCountdownsMoveWithTheClock(t *testing.T) {
 		}
 	}
 }
+
+// Issue 22 item 2: an idle dashboard draws nothing new. A timer that only
+// starts a read, or a read that finds nothing new, keeps the last frame;
+// the clock is armed for the next change shown, not every second.
+func TestIdleDrawsOnlyWhatChanges(t *testing.T) {
+	c := &fakeClock{now: fixedNow}
+	ctl := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
+	ctl.status.Paused = true // no countdown on the Overview
+	o := fixtureOptions(ctl, &c.now)
+	o.timer = c.timer
+	m := refreshNow(t, send(New(o), windowSize(160, 40)))
+	m, _ = update(m, eventsOpenedMsg{ch: make(chan engine.ContainerEvent)})
+	m = finishRefresh(t, m)
+	gen := m.gen
+	for _, msg := range []tea.Msg{pulseMsg{}, tickMsg{gen: m.listGen + 1}, fsMsg{fs: fixtureSnapshot().ImageFs}} {
+		m, _ = update(m, msg)
+		if m.gen != gen {
+			t.Errorf("%T drew a new frame on an idle dashboard", msg)
+		}
+	}
+	// The Events pane shows clock times, no age: nothing to tick for.
+	m = send(m, keyMsg("5"))
+	if next := m.nextChange(); !next.IsZero() {
+		t.Errorf("Events with live events: the clock is armed for %s; want never", next.Sub(c.now))
+	}
+}
+
+// Issue 23 item 8: polling, data older than the refresh interval says
+// when it was read, and the mark moves with the clock.
+func TestStaleDataSaysAsOf(t *testing.T) {
+	c := &fakeClock{now: fixedNow}
+	o := fixtureOptions(newFakeController(fixtureSnapshot(), engine.DefaultPolicy()), &c.now)
+	o.timer = c.timer
+	m := refreshNow(t, send(New(o), windowSize(160, 40)))
+	if s := ansi.Strip(m.Screen()); dataAge.MatchString(s) {
+		t.Fatalf("fresh data carries an as-of mark:\n%s", s)
+	}
+	// No tick re-lists (a hung runtime): the mark comes after the interval.
+	m = c.advance(t, m, m.o.RefreshInterval+3*time.Second)
+	if s := ansi.Strip(m.Screen()); !regexp.MustCompile(`as of 12:00:00 \(5s ago\)`).MatchString(s) {
+		t.Errorf("data 5 s old: no \"as of 12:00:00 (5s ago)\" mark:\n%s", s)
+	}
+}
