@@ -1,6 +1,7 @@
 package tui
 
 import (
+	tea "charm.land/bubbletea/v2"
 	"context"
 	"fmt"
 	"sync"
@@ -247,8 +248,13 @@ func fixtureOptions(c Controller, now *time.Time) Options {
 		Version:     "v0.1.0-test",
 		JournalPath: "/var/lib/nodegc/journal.jsonl",
 		Now:         func() time.Time { return *now },
+		timer:       noTimer,
 	}
 }
+
+// noTimer arms no clock tick: tests that drive the model by hand run
+// every command they get (runCmd), and a tick would wait in real time.
+func noTimer(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
 
 // planWith is an Options.Plan for a fixture without an engine: the
 // planner with the policy as it stands (no fresh-start hold-back).

@@ -119,6 +119,21 @@ type Model struct {
 	// flashTTL unless it is sticky.
 	flashAt     time.Time
 	flashSticky bool
+
+	// now is the time the screen is drawn at: every age and countdown on
+	// it is computed from the data's own timestamps and now, whatever
+	// brought the data. clockAt is when the next of them changes, with
+	// one tick armed for it; clockGen drops ticks armed before.
+	now      time.Time
+	clockAt  time.Time
+	clockGen uint64
+	// quiet marks an update that changed nothing on screen (a timer that
+	// only started a read, a read that found nothing new); the screen
+	// drawn for gen is then drawn again from frame. gen is unique across
+	// copies of the model, so a copy never takes another's frame.
+	quiet bool
+	gen   uint64
+	frame *frame
 }
 
 // New returns the dashboard's model with its default panes. Run runs it;
@@ -142,6 +157,7 @@ func newModel(o Options, k keys.KeyMap, panes ...pane) Model {
 	}
 	m := Model{
 		o: o, ctx: context.Background(), keys: k, st: st, help: h,
+		now: o.Now(), gen: nextGen(), frame: &frame{},
 		panes:      panes,
 		cmd:        newCommand(k, st, paneNames(panes)),
 		stale:      make([]bool, len(panes)),
@@ -243,22 +259,31 @@ func (m Model) Close() {
 // A quit question whose pass has ended by then goes too: it would say a
 // pass is in flight when none is.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	m.now, m.quiet = m.o.Now(), false
 	nm, cmd := m.update(msg)
-	if m, ok := nm.(Model); ok {
-		var more tea.Cmd
-		nm, more = m.followJournal(msg)
-		cmd = tea.Batch(cmd, more)
+	mm, ok := nm.(Model)
+	if !ok {
+		return nm, cmd
 	}
-	if m, ok := nm.(Model); ok && m.modal != nil && m.modal.kind == modalQuit && m.inFlight() == "" {
-		m.modal = nil
-		m.setFlash("the pass has ended: q quits now", false)
-		return m, cmd
+	var more tea.Cmd
+	mm, more = mm.followJournal(msg)
+	cmd = tea.Batch(cmd, more)
+	if mm.modal != nil && mm.modal.kind == modalQuit && mm.inFlight() == "" {
+		mm.modal = nil
+		mm.setFlash("the pass has ended: q quits now", false)
+		mm.quiet = false
 	}
-	return nm, cmd
+	if !mm.quiet {
+		mm.gen = nextGen()
+		mm.tellClock()
+	}
+	return mm, tea.Batch(cmd, mm.armClock())
 }
 
 func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	m.expireFlash()
+	if m.expireFlash() {
+		m.quiet = false
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -272,7 +297,15 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.BackgroundColorMsg:
 		m.setStyles(style.Default(msg.IsDark()))
 		return m, nil
+	case clockMsg:
+		if msg.gen != m.clockGen {
+			m.quiet = true // armed for a change that moved
+			return m, nil
+		}
+		m.clockAt = time.Time{}
+		return m, nil
 	case tickMsg:
+		m.quiet = true // the re-list shows when its answer comes
 		if msg.gen != m.listGen {
 			return m, nil // armed at an interval no longer in force
 		}
@@ -293,6 +326,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, cg
 	case pulseMsg:
+		m.quiet = true
 		return m, m.onPulse()
 	case spinner.TickMsg:
 		var cmd tea.Cmd
@@ -305,7 +339,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.cgReading, m.cgAt = false, msg.at
 		return m, m.broadcast(feed.Cgroups{Tree: msg.tree, At: msg.at, Err: msg.err})
 	case fsMsg:
-		m.fsReading = false
+		m.fsReading, m.quiet = false, true
 		if msg.err != nil || !m.haveSnap {
 			return m, nil
 		}
@@ -335,6 +369,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			return m, tea.Batch(more, m.eventsDown(err), m.onEvent())
 		}
+		m.quiet = true // the re-list shows when its answer comes
 		return m, tea.Batch(waitEvents(msg.ch), m.onEvent())
 	case eventsRetryMsg:
 		if m.o.Events == nil {

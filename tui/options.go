@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
 )
@@ -119,6 +121,9 @@ type Options struct {
 	// so a hung one is never joined by another.
 	refreshTimeout time.Duration
 	snapshotSlot   chan struct{}
+	// timer arms the clock's tick (tea.Tick unless a test drives the
+	// model by hand).
+	timer func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 }
 
 // CgroupsFrom returns an Options.Cgroups that reads the tree with cfg. One
@@ -172,5 +177,8 @@ func (o Options) withDefaults() Options {
 		o.refreshTimeout = refreshTimeout
 	}
 	o.snapshotSlot = make(chan struct{}, 1)
+	if o.timer == nil {
+		o.timer = tea.Tick
+	}
 	return o
 }

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"time"
+
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
@@ -47,6 +49,9 @@ type pane interface {
 	// Find selects the first row naming s, and reports whether there is
 	// one.
 	Find(s string) (pane, bool)
+	// NextChange is when an age or countdown the pane shows next reads
+	// differently at the time it last got (feed.Clock); zero: never.
+	NextChange() time.Time
 }
 
 // component is what a pane package provides: a value model whose Update
@@ -77,6 +82,7 @@ type (
 	aliaser        interface{ Aliases() []string }
 	itemer         interface{ Item() (feed.Item, bool) }
 	finder[M any]  interface{ Find(s string) (M, bool) }
+	clocked        interface{ NextChange() time.Time }
 )
 
 // adapt wraps a component as a pane.
@@ -138,6 +144,13 @@ func (a adapted[M, P]) Find(s string) (pane, bool) {
 		return adapted[M, P]{m}, found
 	}
 	return a, false
+}
+
+func (a adapted[M, P]) NextChange() time.Time {
+	if c, ok := any(a.m).(clocked); ok {
+		return c.NextChange()
+	}
+	return time.Time{}
 }
 
 // unwrap returns the component inside a pane, when it is an M.

@@ -47,8 +47,8 @@ func tickOnce(t *testing.T, m Model) Model {
 	return m
 }
 
-// dataAge is the header's badge for data older than the refresh interval.
-var dataAge = regexp.MustCompile(`data \S+ old`)
+// dataAge is the header's "as of" mark on data older than the refresh interval.
+var dataAge = regexp.MustCompile(`as of \d\d:\d\d:\d\d`)
 
 // Issue 10: while polling, the tick asks the light poll and refreshes in
 // full only on a change, or every SafetyInterval.

@@ -235,7 +235,7 @@ func (m *Model) pushOverview() {
 	m.broadcast(overview.Data{
 		Snapshot: m.snap, Plan: m.plan, Policy: m.o.Policy, Status: m.status,
 		Controlled: m.o.Controller != nil, Self: m.self, HideSelf: m.o.HideSelf,
-		Now: m.o.Now(), Version: m.o.Version, ReadOnly: m.o.ReadOnly,
+		Now: m.now, Version: m.o.Version, ReadOnly: m.o.ReadOnly,
 		History: m.history, Agent: (*overview.Agent)(m.o.Agent),
 	})
 }

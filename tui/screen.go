@@ -20,7 +20,7 @@ import (
 
 func (m *Model) setFlash(s string, bad bool) {
 	m.flash, m.flashBad, m.flashSticky = s, bad, false
-	m.flashAt = m.o.Now()
+	m.flashAt = m.now
 }
 
 // setStickyFlash shows a status message that stays until the next one: the
@@ -36,11 +36,13 @@ func (m *Model) setStickyFlash(s string) {
 const flashTTL = 6 * time.Second
 
 // expireFlash drops a status message older than flashTTL, unless it is
-// sticky.
-func (m *Model) expireFlash() {
-	if m.flash != "" && !m.flashSticky && m.o.Now().Sub(m.flashAt) >= flashTTL {
+// sticky, and reports whether it did.
+func (m *Model) expireFlash() bool {
+	if m.flash != "" && !m.flashSticky && m.now.Sub(m.flashAt) >= flashTTL {
 		m.flash = ""
+		return true
 	}
+	return false
 }
 
 // inFlight is the kind of a pass running now, "" when none.
@@ -159,10 +161,11 @@ func (m Model) Screen() string {
 	if m.frozen {
 		badges = append(badges, st.BadgeWarn.Render("FROZEN"))
 	}
-	// Freshness: while polling, say how old the data is once it is older
-	// than the refresh interval (a slow or failing runtime).
-	if age := m.o.Now().Sub(m.freshAt()); m.haveSnap && !m.eventsLive && age > m.o.RefreshInterval {
-		badges = append(badges, st.BadgeWarn.Render("data "+age.Truncate(time.Second).String()+" old"))
+	// Freshness: while polling, say when the data was read once it is
+	// older than the refresh interval (a slow or failing runtime).
+	if m.asOfShown() {
+		at := m.freshAt()
+		badges = append(badges, st.BadgeWarn.Render("as of "+at.Format(time.TimeOnly)+" ("+format.Ago(at, m.now)+")"))
 	}
 	right := strings.Join(badges, " ")
 	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
@@ -205,7 +208,7 @@ func (m Model) Screen() string {
 	case m.firstRun() != "":
 		status = st.Warn.Render(m.firstRun())
 	}
-	helpView := m.fullHelpView()
+	var helpView string
 	switch {
 	case m.cmd.Open():
 		helpView = ansi.Truncate(m.cmd.View()+"  "+m.help.ShortHelpView(m.cmd.Help()), m.width, "…")
@@ -214,7 +217,9 @@ func (m Model) Screen() string {
 		// only the keys that work.
 		k := m.keys
 		helpView = ansi.Truncate(st.Faint.Render("typing a filter: ")+m.help.ShortHelpView([]key.Binding{k.FilterDone, k.ClearFilter, k.FilterBackspace, k.FilterErase}), m.width, "…")
-	case !m.help.ShowAll:
+	case m.help.ShowAll:
+		helpView = m.fullHelpView()
+	default:
 		// The help and quit keys always show; the rest fit before them.
 		sb := m.ShortHelp()
 		tail := m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
@@ -247,9 +252,18 @@ func (m Model) firstRun() string {
 	return fmt.Sprintf("periodic passes are on and will delete: %s · %s pauses them · d previews", when, p)
 }
 
-// View renders the screen in the alternate screen.
+// View renders the screen in the alternate screen. An update that
+// changed nothing on screen (quiet) draws the last frame again without
+// rendering it.
 func (m Model) View() tea.View {
-	v := tea.NewView(m.Screen())
+	f := m.frame
+	if f == nil || f.gen != m.gen {
+		f = &frame{gen: m.gen, screen: m.Screen()}
+		if m.frame != nil {
+			*m.frame = *f
+		}
+	}
+	v := tea.NewView(f.screen)
 	v.AltScreen = true
 	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = "nodegc"

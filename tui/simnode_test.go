@@ -39,7 +39,8 @@ func simOptions(s *engine.Scheduler, now func() time.Time) Options {
 	e := s.Engine()
 	return Options{
 		Controller: s, Snapshot: e.Snapshot, Plan: e.PlanSnapshot, Policy: e.Policy(), Now: now, HideSelf: true,
-		Self: func() (SelfSample, error) { return SelfSample{}, nil },
+		Self:  func() (SelfSample, error) { return SelfSample{}, nil },
+		timer: noTimer,
 	}
 }
 

@@ -267,10 +267,20 @@ func journalReader(stateDir string) func(context.Context) ([]engine.JournalEntry
 // twice, for about no CPU, since an idle dashboard allocates little.
 const dashboardGCPercent = 50
 
-// lightGC applies dashboardGCPercent unless GOGC is set.
+// dashboardMemoryLimit is the dashboard's soft memory limit unless the
+// environment sets GOMEMLIMIT: the heap it holds on a 1,000-pod node is
+// 10–25 MB, and the limit makes the collector return the garbage of a
+// refresh before the heap grows past it.
+const dashboardMemoryLimit = 40 << 20
+
+// lightGC applies dashboardGCPercent unless GOGC is set, and
+// dashboardMemoryLimit unless GOMEMLIMIT is.
 func lightGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(dashboardGCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(dashboardMemoryLimit)
 	}
 }
 

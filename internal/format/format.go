@@ -63,6 +63,43 @@ func AppendDuration(dst []byte, d time.Duration) []byte {
 	return append(strconv.AppendInt(dst, int64(d/time.Second), 10), 's')
 }
 
+// NextChange is the first instant after now at which Duration of the
+// time between at and the clock changes, so that Ago(at, ·) and In(at, ·)
+// read differently: the next second below an hour, the next minute below a
+// day, the next hour beyond (Duration keeps two units, rounded to the
+// second). A countdown ends at at itself. The zero time gives the zero
+// time: nothing shown moves.
+func NextChange(at, now time.Time) time.Time {
+	if at.IsZero() {
+		return time.Time{}
+	}
+	const half = time.Second / 2
+	if d := now.Sub(at); d >= 0 {
+		dr := d.Round(time.Second)
+		r := resolution(dr)
+		return at.Add((dr/r+1)*r - half)
+	}
+	dr := at.Sub(now).Round(time.Second)
+	r := resolution(dr)
+	edge := (dr/r)*r - half
+	if edge <= 0 {
+		return at
+	}
+	return at.Add(-edge + 1)
+}
+
+// resolution is the smallest unit Duration shows of d (rounded to the
+// second).
+func resolution(d time.Duration) time.Duration {
+	switch {
+	case d >= 24*time.Hour:
+		return time.Hour
+	case d >= time.Hour:
+		return time.Minute
+	}
+	return time.Second
+}
+
 // Ago formats t relative to now: "3h10m ago", or "in 5m" for a t after
 // now; the zero time is "never".
 func Ago(t, now time.Time) string { return string(AppendAgo(nil, t, now)) }

@@ -97,3 +97,43 @@ func TestShortIDAndNames(t *testing.T) {
 		t.Errorf("Plural = %q", got)
 	}
 }
+
+func TestNextChange(t *testing.T) {
+	at := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name string
+		now  time.Duration // after at (negative: before)
+	}{
+		{"an age in seconds", 12*time.Second + 200*time.Millisecond},
+		{"an age on a half second", 12*time.Second + 500*time.Millisecond},
+		{"an age in minutes and seconds", 5*time.Minute + 3*time.Second},
+		{"an age in hours and minutes", 2*time.Hour + 7*time.Minute + 10*time.Second},
+		{"an age just under an hour", 59*time.Minute + 59*time.Second + 600*time.Millisecond},
+		{"an age in days", 50*time.Hour + 20*time.Minute},
+		{"a countdown in seconds", -(34*time.Second + 100*time.Millisecond)},
+		{"a countdown under half a second", -300 * time.Millisecond},
+		{"a countdown in hours", -(3*time.Hour + 30*time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := at.Add(tt.now)
+			show := func(n time.Time) string { return Ago(at, n) }
+			next := NextChange(at, now)
+			if !next.After(now) {
+				t.Fatalf("NextChange = %s, not after now %s", next, now)
+			}
+			// Nothing changes before next; it changes at next.
+			for p := now; p.Before(next); p = p.Add(max(next.Sub(now)/50, time.Millisecond)) {
+				if show(p) != show(now) {
+					t.Fatalf("changed at %s (%q → %q), before NextChange %s", p.Sub(at), show(now), show(p), next.Sub(at))
+				}
+			}
+			if show(next) == show(now) {
+				t.Fatalf("no change at NextChange %s: still %q", next.Sub(at), show(next))
+			}
+		})
+	}
+	if !NextChange(time.Time{}, at).IsZero() {
+		t.Error("the zero time must give the zero time")
+	}
+}

@@ -31,26 +31,7 @@ var deadCount = regexp.MustCompile(`(\d+) dead in \d+ pods`)
 func BenchmarkContainerDeathToScreen(b *testing.B) {
 	requireTmux(b)
 	bin := buildNodegc(b)
-	dir, err := os.MkdirTemp("", "ngc-lat-") // short: a socket path fits in 108 bytes
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "sim.sock")
-	sim := exec.Command(bin, "simnode", "--listen", "unix://"+sock, "--preset", "large")
-	if err := sim.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { sim.Process.Kill(); sim.Wait() })
-	for i := 0; ; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if i > 600 {
-			b.Fatal("simnode did not serve within 60 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	sock, dir := startSimnode(b, bin, "large")
 	events := os.Getenv("EVENTS")
 	if events == "" {
 		events = "true"
@@ -107,4 +88,31 @@ func BenchmarkContainerDeathToScreen(b *testing.B) {
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms-to-screen")
 	b.ReportMetric(float64(worst.Milliseconds()), "max-ms")
 	s.press(b, "q")
+}
+
+// startSimnode serves a separate `nodegc simnode --preset preset` (no
+// workload: nothing changes unless a test asks) until the test ends, and
+// returns its socket and a short temp dir for the dashboard's state.
+func startSimnode(tb testing.TB, bin, preset string) (sock, dir string) {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "ngc-sim-") // short: a socket path fits in 108 bytes
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	sock = filepath.Join(dir, "sim.sock")
+	sim := exec.Command(bin, "simnode", "--listen", "unix://"+sock, "--preset", preset)
+	if err := sim.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { sim.Process.Kill(); sim.Wait() })
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			return sock, dir
+		}
+		if i > 600 {
+			tb.Fatal("simnode did not serve within 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

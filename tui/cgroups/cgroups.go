@@ -94,7 +94,9 @@ func (m *Model) SetError(err error) {
 }
 
 // SetTree shows a tree read at the time at. CPU rates come from this read
-// and the previous one.
+// and the previous one; where they cannot (a read at the same instant, a
+// counter that went back), the last rate stays until one can, so a
+// column does not flicker to "—" between reads.
 func (m *Model) SetTree(t *cgroupfs.Tree, at time.Time) {
 	m.err = ""
 	m.tree = t
@@ -103,8 +105,17 @@ func (m *Model) SetTree(t *cgroupfs.Tree, at time.Time) {
 	var walk func(n *cgroupfs.Node)
 	walk = func(n *cgroupfs.Node) {
 		next[n.Path] = sample{n.CPUUsageNanos, at}
-		if p, ok := m.prev[n.Path]; ok && at.After(p.at) && n.CPUUsageNanos >= p.nanos {
+		p, ok := m.prev[n.Path]
+		switch {
+		case ok && at.After(p.at) && n.CPUUsageNanos >= p.nanos:
 			rate[n.Path] = float64(n.CPUUsageNanos-p.nanos) / float64(at.Sub(p.at).Nanoseconds())
+		case ok && !at.After(p.at):
+			next[n.Path] = p // measure the next rate from the older read
+			fallthrough
+		default:
+			if r, had := m.rate[n.Path]; had {
+				rate[n.Path] = r
+			}
 		}
 		for _, c := range n.Children {
 			walk(c)

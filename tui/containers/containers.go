@@ -66,6 +66,8 @@ type Model struct {
 	// explained are the engine's rows of the last refresh, for the raw
 	// view of a pod.
 	explained []engine.ContainerRow
+	// treeAt is when tree was read.
+	treeAt time.Time
 }
 
 var columns = []grid.Column{
@@ -82,6 +84,12 @@ var columns = []grid.Column{
 func New(k keys.KeyMap, st style.Styles) Model {
 	return Model{Pane: grid.NewPane(k, st, columns, 1, 1)}
 }
+
+// ago is how long ago at was, as the FINISHED column reads it.
+func ago(at, now time.Time) string { return format.Ago(at, now) }
+
+// NextChange is when an age on screen next reads differently.
+func (m Model) NextChange() time.Time { return m.Grid.NextChange() }
 
 // Title names the pane.
 func (m Model) Title() string { return "Containers" }
@@ -125,15 +133,16 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 		if kind == grid.Remove {
 			g.removals++
 		}
-		fin := "—"
+		var clocks []grid.Clock
 		if r.FinishedAt != nil {
-			fin = format.Duration(now.Sub(*r.FinishedAt)) + " ago"
+			clocks = []grid.Clock{{Col: 3, At: *r.FinishedAt, Text: ago}}
 		}
 		g.rows = append(g.rows, grid.Row{
-			Cells: []string{"  " + r.Name, strconv.FormatUint(uint64(r.Attempt), 10), exit, fin, strings.ToLower(r.State.Short()), plan, r.Detail},
-			Kind:  kind,
-			Key:   r.ID,
-			ID:    r.ID,
+			Cells:  []string{"  " + r.Name, strconv.FormatUint(uint64(r.Attempt), 10), exit, "—", strings.ToLower(r.State.Short()), plan, r.Detail},
+			Clocks: clocks,
+			Kind:   kind,
+			Key:    r.ID,
+			ID:     r.ID,
 		})
 	}
 	m.groups = m.groups[:0]
@@ -235,9 +244,13 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		m.HandleKey(msg, m.rebuild, m.nextSort, nil)
 	case feed.Snapshot:
 		m.SetData(msg.Snap, msg.Plan, msg.At)
+		m.Grid.SetNow(msg.At)
+	case feed.Clock:
+		m.now = msg.Now
+		m.Grid.SetNow(msg.Now)
 	case feed.Cgroups:
 		if msg.Tree != nil {
-			m.tree = msg.Tree
+			m.tree, m.treeAt = msg.Tree, msg.At
 		}
 	}
 	return m, nil

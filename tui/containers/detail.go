@@ -68,7 +68,9 @@ func (m Model) Detail() (feed.Detail, bool) {
 			plan[row.Key] = row.Cells[5]
 		}
 	}
+	running := map[string]bool{}
 	for _, c := range cs {
+		running[c.ID] = c.State == engine.ContainerRunning
 		s := fmt.Sprintf("  %-20s #%-3d %-8s %s", c.Name, c.Attempt, strings.ToLower(c.State.Short()), format.ShortID(c.ID))
 		if c.State != engine.ContainerRunning {
 			s += fmt.Sprintf("  exit %d", c.ExitCode)
@@ -82,7 +84,13 @@ func (m Model) Detail() (feed.Detail, bool) {
 		l = append(l, s)
 	}
 
-	l = append(l, "", "CGROUP")
+	head := "CGROUP"
+	if m.tree != nil && !m.treeAt.IsZero() {
+		// The tree is read on its own clock (every 30 s while the Cgroups
+		// pane is hidden): say when.
+		head += "  as of " + m.treeAt.Format(time.TimeOnly) + " (" + format.Ago(m.treeAt, m.now) + ")"
+	}
+	l = append(l, "", head)
 	n := podNode(m.tree, uid)
 	switch {
 	case m.tree == nil:
@@ -95,6 +103,12 @@ func (m Model) Detail() (feed.Detail, bool) {
 			cn := cgroupfs.Unknown
 			if c.Container != nil {
 				cn = c.Container.Name + " " + format.ShortID(c.Container.ID)
+				if !running[c.Container.ID] {
+					// A cgroup left behind by an exited container: its
+					// numbers are not the pod's current usage.
+					l = append(l, fmt.Sprintf("    %-28s not running: usage not current", cn))
+					continue
+				}
 			}
 			l = append(l, fmt.Sprintf("    %-28s %s", cn, usage(c)))
 		}

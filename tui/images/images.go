@@ -49,6 +49,7 @@ type item struct {
 	status   string
 	kind     grid.Kind
 	cells    []string
+	clocks   []grid.Clock
 }
 
 // Model is the Images pane. It renders the engine's explanation of the
@@ -100,15 +101,16 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 			it.lastUsed = *r.LastUsed
 		}
 		it.status, it.kind = status(r)
-		first := "—"
-		if r.FirstDetected != nil {
-			first = format.Duration(now.Sub(*r.FirstDetected))
-		}
-		last := "never"
+		it.cells = []string{strconv.Itoa(r.Rank), it.name, format.ShortID(r.Image.ID), format.Bytes(r.Image.SizeBytes), "never", "—", it.status, r.Detail}
 		if !it.lastUsed.IsZero() {
-			last = format.Duration(now.Sub(it.lastUsed))
+			it.clocks = append(it.clocks, grid.Clock{Col: 4, At: it.lastUsed, Text: age})
 		}
-		it.cells = []string{strconv.Itoa(r.Rank), it.name, format.ShortID(r.Image.ID), format.Bytes(r.Image.SizeBytes), last, first, it.status, r.Detail}
+		if r.FirstDetected != nil {
+			it.clocks = append(it.clocks, grid.Clock{Col: 5, At: *r.FirstDetected, Text: age})
+		}
+		if r.EligibleAt != nil && r.Reason == string(engine.KeepTooYoung) {
+			it.clocks = append(it.clocks, grid.Clock{Col: 7, At: *r.EligibleAt, Text: eligible})
+		}
 		m.items[i] = it
 	}
 
@@ -140,6 +142,18 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	}
 	m.summary = b.String()
 	m.rebuild()
+}
+
+// age is how long ago at was, as the LAST USED and FIRST SEEN columns
+// read it.
+func age(at, now time.Time) string { return format.Duration(now.Sub(at)) }
+
+// eligible is a too-young image's countdown to its MinAge.
+func eligible(at, now time.Time) string {
+	if !at.After(now) {
+		return "eligible now"
+	}
+	return "eligible in " + format.Duration(at.Sub(now))
 }
 
 // displayName drops the implied registry of Docker Hub's official images,
@@ -200,7 +214,7 @@ func (m *Model) rebuild() {
 			rows = append(rows, cutRow)
 			cutDone = true
 		}
-		rows = append(rows, grid.Row{Cells: it.cells, Kind: it.kind, Key: id, ID: id})
+		rows = append(rows, grid.Row{Cells: it.cells, Clocks: it.clocks, Kind: it.kind, Key: id, ID: id})
 		matched++
 	}
 	if !cutDone {
@@ -232,9 +246,17 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		m.HandleKey(msg, m.rebuild, m.nextSort, nil)
 	case feed.Snapshot:
 		m.SetData(msg.Snap, msg.Plan, msg.At)
+		m.Grid.SetNow(msg.At)
+	case feed.Clock:
+		m.now = msg.Now
+		m.Grid.SetNow(msg.Now)
 	}
 	return m, nil
 }
+
+// NextChange is when an age or countdown on screen next reads
+// differently.
+func (m Model) NextChange() time.Time { return m.Grid.NextChange() }
 
 // Selected returns the selected image's ID.
 func (m Model) Selected() (string, bool) { return m.SelectedID() }

@@ -18,6 +18,8 @@ import (
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/firstseen"
 	"github.com/nodegc/nodegc/internal/format"
+	"github.com/nodegc/nodegc/tui/internal/feed"
+	"github.com/nodegc/nodegc/tui/internal/grid"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -67,21 +69,32 @@ type Model struct {
 	loaded bool
 	width  int
 	height int
+	// memo is the last render of this data, size and palette: a tick of
+	// the clock redraws only the lines with a countdown or an age. It is
+	// replaced whenever anything else it shows changes.
+	memo *memo
+}
+
+// memo holds a render and where its clock lines are (-1: not shown).
+type memo struct {
+	lines []string
+	at    [3]int
 }
 
 // New returns an empty pane.
 func New(k keys.KeyMap, st style.Styles) Model { return Model{keys: k, st: st} }
 
 // SetStyles switches the palette.
-func (m *Model) SetStyles(st style.Styles) { m.st = st }
+func (m *Model) SetStyles(st style.Styles) { m.st, m.memo = st, &memo{} }
 
 // SetSize sets the pane's size.
-func (m *Model) SetSize(w, h int) { m.width, m.height = w, h }
+func (m *Model) SetSize(w, h int) { m.width, m.height, m.memo = w, h, &memo{} }
 
 // SetData shows a refresh.
 func (m *Model) SetData(d Data) {
 	m.d = d
 	m.loaded = true
+	m.memo = &memo{}
 }
 
 // Title names the pane.
@@ -90,10 +103,40 @@ func (m Model) Title() string { return "Overview" }
 // Update takes the data the root hands it; the pane has no keys of its
 // own.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	if d, ok := msg.(Data); ok {
-		m.SetData(d)
+	switch msg := msg.(type) {
+	case Data:
+		m.SetData(msg)
+	case feed.Clock:
+		m.d.Now = msg.Now
 	}
 	return m, nil
+}
+
+// NextChange is when a countdown or age the pane shows next reads
+// differently: the next passes, the last pass's age, the history's span.
+func (m Model) NextChange() time.Time {
+	if !m.loaded {
+		return time.Time{}
+	}
+	d := m.d
+	var next time.Time
+	at := func(t time.Time) { next = grid.Earliest(next, format.NextChange(t, d.Now)) }
+	if s := d.Status; d.Controlled && !d.ReadOnly && !s.ReadOnly && !s.Paused {
+		// A countdown reads "now" once due, until the status moves it.
+		if !s.ImageGCDisabled && s.NextImagePass.After(d.Now) {
+			at(s.NextImagePass)
+		}
+		if s.NextContainerPass.After(d.Now) {
+			at(s.NextContainerPass)
+		}
+	}
+	if r := d.Status.LastReport; r != nil {
+		at(r.FinishedAt)
+	}
+	if len(d.History.Usage) > 0 {
+		at(d.History.Usage[0].At)
+	}
+	return next
 }
 
 // Capturing reports whether the pane takes every key; it never does.
@@ -134,11 +177,37 @@ func evictionFraction(d Data) (frac float64, label string) {
 	return 1 - float64(b)/float64(fs.CapacityBytes), v
 }
 
-// View renders the pane.
+// View renders the pane: in full once per data, size and palette, and
+// then, as the clock moves, only its clock lines.
 func (m Model) View() string {
 	if !m.loaded {
 		return m.st.Faint.Render("waiting for the first snapshot…")
 	}
+	c := m.memo
+	if c == nil || c.lines == nil {
+		lines, at := m.render()
+		if c == nil {
+			return strings.Join(lines, "\n")
+		}
+		c.lines, c.at = lines, at
+	}
+	lines := slices.Clone(c.lines)
+	for i, l := range m.clockLines() {
+		if c.at[i] >= 0 {
+			lines[c.at[i]] = ansi.Truncate(l, m.width, "…")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// clockLines are the lines that move with the clock: the engine's
+// countdowns, the last pass's age and the history's span.
+func (m Model) clockLines() [3]string {
+	return [3]string{m.engineLine(), m.lastPassLine(), m.usageHead()}
+}
+
+// render lays out the pane, and says where its clock lines went.
+func (m Model) render() ([]string, [3]int) {
 	d, st := m.d, m.st
 	var lines []string
 	add := func(s ...string) { lines = append(lines, s...) }
@@ -219,13 +288,23 @@ func (m Model) View() string {
 	}
 	lines = append(lines, tail...)
 
+	at := [3]int{-1, -1, -1}
+	clock := m.clockLines()
 	for i, l := range lines {
+		if j := slices.Index(clock[:], l); j >= 0 && at[j] < 0 {
+			at[j] = i
+		}
 		lines[i] = ansi.Truncate(l, m.width, "…")
 	}
 	if len(lines) > m.height && m.height > 0 {
 		lines = lines[:m.height]
 	}
-	return strings.Join(lines, "\n")
+	for j, i := range at {
+		if i >= len(lines) {
+			at[j] = -1
+		}
+	}
+	return lines, at
 }
 
 // history draws the session's image fs usage, with the GC band marked,
@@ -236,12 +315,9 @@ func (m Model) history(rows int) []string {
 	h := d.History
 	pol := d.Policy.Image
 	w := max(m.width-14, 10)
-	usageNow := "—"
-	if n := len(h.Usage); n > 0 {
-		usageNow = fmt.Sprintf("%d%%", h.Usage[n-1].Value)
-	}
+	usageNow := m.usageNow()
 	freedMax := maxValue(h.Freed)
-	uHead := st.Header.Render("USAGE HISTORY") + "  " + st.Label.Render(fmt.Sprintf("image fs, now %s · band %d–%d%% (┄ high, ┈ low) · %s", usageNow, pol.LowThresholdPercent, pol.HighThresholdPercent, span(h.Usage, d.Now)))
+	uHead := m.usageHead()
 	fHead := st.Header.Render("FREED PER PASS") + "  " + st.Label.Render(fmt.Sprintf("%d passes this session · most %s", len(h.Freed), format.Bytes(freedMax)))
 	if len(h.Freed) == 0 {
 		fHead = st.Header.Render("FREED PER PASS") + "  " + st.Label.Render("no pass this session yet")
@@ -280,6 +356,20 @@ func (m Model) history(rows int) []string {
 		out = append(out, st.Label.Render(fmt.Sprintf("%11s ", label))+st.Accent.Render(r))
 	}
 	return out[:min(len(out), rows)]
+}
+
+// usageNow is the latest image fs usage of the history.
+func (m Model) usageNow() string {
+	if n := len(m.d.History.Usage); n > 0 {
+		return fmt.Sprintf("%d%%", m.d.History.Usage[n-1].Value)
+	}
+	return "—"
+}
+
+// usageHead is the usage chart's heading, with the span of the history.
+func (m Model) usageHead() string {
+	d, st, pol := m.d, m.st, m.d.Policy.Image
+	return st.Header.Render("USAGE HISTORY") + "  " + st.Label.Render(fmt.Sprintf("image fs, now %s · band %d–%d%% (┄ high, ┈ low) · %s", m.usageNow(), pol.LowThresholdPercent, pol.HighThresholdPercent, span(d.History.Usage, d.Now)))
 }
 
 // usageStyle colours the usage chart: hot while the latest sample is at or

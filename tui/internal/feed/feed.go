@@ -53,3 +53,8 @@ type Item struct {
 	// Name is how the row names it.
 	Name string
 }
+
+// Clock is the time the screen is drawn at, sent to the pane on screen
+// when it moves: a pane draws every age and countdown from its data's
+// timestamps and Now, so they move whatever brought the data.
+type Clock struct{ Now time.Time }

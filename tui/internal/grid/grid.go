@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -63,6 +65,20 @@ type Row struct {
 	// ID is what c copies to the clipboard: an image, container or pod
 	// ID. Empty: the row has nothing to copy.
 	ID string
+	// Clocks are the row's cells that move with the clock (an age, a
+	// countdown): drawn at render from the time SetNow gave, over the
+	// text in Cells.
+	Clocks []Clock
+}
+
+// Clock is a cell whose text depends on the time: Text(At, now) is
+// drawn in column Col. Text must change only where format.NextChange(At,
+// now) says (a format.Duration of the time between them, with words
+// around it), so the dashboard redraws exactly when it changes.
+type Clock struct {
+	Col  int
+	At   time.Time
+	Text func(at, now time.Time) string
 }
 
 // Styles draw the header, the selected row and each row kind.
@@ -90,6 +106,8 @@ type Model struct {
 	// desc says the arrow points down.
 	sortCol int
 	desc    bool
+	// now is the time the Clocks of the rows are drawn at.
+	now time.Time
 }
 
 // New returns a table with the columns.
@@ -101,6 +119,30 @@ func New(cols []Column, s Styles) Model {
 
 // SetStyles replaces the styles (the background turned out light).
 func (m *Model) SetStyles(s Styles) { m.styles = s }
+
+// SetNow sets the time the rows' Clocks are drawn at.
+func (m *Model) SetNow(now time.Time) { m.now = now }
+
+// NextChange is when the next clocked cell on screen changes its text,
+// the zero time when none will.
+func (m Model) NextChange() time.Time {
+	var next time.Time
+	for i := m.offset; i < m.end(); i++ {
+		r := m.rows[i]
+		for _, c := range r.Clocks {
+			next = Earliest(next, format.NextChange(c.At, m.now))
+		}
+	}
+	return next
+}
+
+// Earliest is the earlier of a and b, where the zero time is never.
+func Earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
 
 // SetColumns replaces the columns.
 func (m *Model) SetColumns(cols []Column) {
@@ -377,8 +419,7 @@ func (m Model) View() string {
 		}
 	}
 	b.WriteString(m.styles.Header.Render(" " + m.line(hdr)))
-	end := min(m.offset+m.bodyHeight(), len(m.rows))
-	for i := m.offset; i < end; i++ {
+	for i := m.offset; i < m.end(); i++ {
 		b.WriteByte('\n')
 		r := m.rows[i]
 		var s string
@@ -387,6 +428,12 @@ func (m Model) View() string {
 			s = cutLine(r.Cells[0], m.inner())
 		case r.Span:
 			s = fit(r.Cells[0], m.inner(), false)
+		case len(r.Clocks) > 0:
+			cells := slices.Clone(r.Cells)
+			for _, c := range r.Clocks {
+				cells[c.Col] = c.Text(c.At, m.now)
+			}
+			s = m.line(cells)
 		default:
 			s = m.line(r.Cells)
 		}
@@ -400,6 +447,9 @@ func (m Model) View() string {
 	}
 	return b.String()
 }
+
+// end is the index after the last row on screen.
+func (m Model) end() int { return min(m.offset+m.bodyHeight(), len(m.rows)) }
 
 // inner is the width of a row after the one-column cursor gutter.
 func (m Model) inner() int { return max(m.width-1, 0) }
