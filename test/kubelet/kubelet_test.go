@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,12 +18,19 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodegc/nodegc/internal/kubetest"
 	"github.com/nodegc/nodegc/internal/realnode"
 )
 
-// kubeVersion is the k8s.io/kubernetes version tools/kube/go.mod requires;
-// the default cache dir is keyed by it, as in scripts/build-kube.sh.
-const kubeVersion = "v1.36.3"
+// The helpers test/cluster shares (internal/kubetest).
+var (
+	skipOrFail   = kubetest.SkipOrFail
+	kubeBinary   = kubetest.Binary
+	freePort     = kubetest.FreePort
+	startProcess = kubetest.StartProcess
+	waitFor      = kubetest.WaitFor
+	tail         = kubetest.Tail
+)
 
 // buildDir holds the binaries built once per test process.
 var buildDir string
@@ -39,34 +45,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// skipOrFail skips the test with the reason, or fails it under
-// NODEGC_REQUIRE_CONTAINERD=1, where CI wants every real test to run.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv(realnode.RequireEnv) == "1" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format+" (set %s=1 to make this a failure)", append(args, realnode.RequireEnv)...)
-}
-
-// kubeBinary returns the path of a binary scripts/build-kube.sh built.
-func kubeBinary(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("NODEGC_KUBE_DIR")
-	if dir == "" {
-		cache := os.Getenv("NODEGC_CACHE")
-		if cache == "" {
-			cache = "/var/cache/nodegc"
-		}
-		dir = filepath.Join(cache, "kube-"+kubeVersion)
-	}
-	p := filepath.Join(dir, name)
-	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
-		skipOrFail(t, "%s not built in %s (run make kube)", name, dir)
-	}
-	return p
 }
 
 // build builds a command of this module into buildDir once per name.
@@ -312,17 +290,6 @@ func readJSON(t *testing.T, file string, v any) {
 	}
 }
 
-// freePort returns a TCP port free right now, for the kubelet's server.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // removePods stops and removes every sandbox on the node, the kubelet's
 // pods with their containers, once the kubelet is stopped.
 func removePods(t *testing.T, n *realnode.Node) {
@@ -380,19 +347,6 @@ func unmountUnder(t *testing.T, dir string) {
 			t.Errorf("unmount %s: %v", mounts[i], err)
 		}
 	}
-}
-
-// tail returns the last lines of a file.
-func tail(path string, lines int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }
 
 // klogLine matches a klog text header and its message:
