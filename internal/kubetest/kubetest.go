@@ -6,6 +6,7 @@ package kubetest
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodegc/nodegc/internal/realnode"
 )
@@ -131,4 +134,63 @@ func Tail(path string, lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
+}
+
+// RemovePods stops and removes every sandbox on the node, the kubelet's
+// pods with their containers, once the kubelet is stopped.
+func RemovePods(t testing.TB, n *realnode.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt := n.RuntimeClient()
+	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Errorf("list sandboxes: %v", err)
+		return
+	}
+	for _, s := range resp.GetItems() {
+		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
+			t.Errorf("stop sandbox %s: %v", s.GetId(), err)
+		}
+		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
+			t.Errorf("remove sandbox %s: %v", s.GetId(), err)
+		}
+	}
+}
+
+// RemoveLinks removes the /var/log/containers links the kubelet made for
+// this node's containers (they point into podLogsDir).
+func RemoveLinks(t testing.TB, podLogsDir string) {
+	t.Helper()
+	const dir = "/var/log/containers"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		target, err := os.Readlink(p)
+		if err != nil || !strings.HasPrefix(target, podLogsDir+"/") {
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			t.Errorf("remove %s: %v", p, err)
+		}
+	}
+}
+
+// UnmountUnder lazily unmounts whatever the kubelet mounted under dir, so
+// t.TempDir can remove it.
+func UnmountUnder(t testing.TB, dir string) {
+	t.Helper()
+	mounts, err := realnode.MountsUnder(dir)
+	if err != nil {
+		t.Logf("mounts under %s: %v", dir, err)
+		return
+	}
+	for i := len(mounts) - 1; i >= 0; i-- {
+		if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("unmount %s: %v", mounts[i], err)
+		}
+	}
 }

@@ -2,9 +2,7 @@ package kubelet
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodegc/nodegc/internal/kubetest"
 	"github.com/nodegc/nodegc/internal/realnode"
@@ -30,6 +27,9 @@ var (
 	startProcess = kubetest.StartProcess
 	waitFor      = kubetest.WaitFor
 	tail         = kubetest.Tail
+	removePods   = kubetest.RemovePods
+	removeLinks  = kubetest.RemoveLinks
+	unmountUnder = kubetest.UnmountUnder
 )
 
 // buildDir holds the binaries built once per test process.
@@ -287,65 +287,6 @@ func readJSON(t *testing.T, file string, v any) {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("decode %s: %v", file, err)
-	}
-}
-
-// removePods stops and removes every sandbox on the node, the kubelet's
-// pods with their containers, once the kubelet is stopped.
-func removePods(t *testing.T, n *realnode.Node) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rt := n.RuntimeClient()
-	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		t.Errorf("list sandboxes: %v", err)
-		return
-	}
-	for _, s := range resp.GetItems() {
-		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
-			t.Errorf("stop sandbox %s: %v", s.GetId(), err)
-		}
-		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
-			t.Errorf("remove sandbox %s: %v", s.GetId(), err)
-		}
-	}
-}
-
-// removeLinks removes the /var/log/containers links the kubelet made for
-// this node's containers (they point into podLogsDir).
-func removeLinks(t *testing.T, podLogsDir string) {
-	t.Helper()
-	const dir = "/var/log/containers"
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		target, err := os.Readlink(p)
-		if err != nil || !strings.HasPrefix(target, podLogsDir+"/") {
-			continue
-		}
-		if err := os.Remove(p); err != nil {
-			t.Errorf("remove %s: %v", p, err)
-		}
-	}
-}
-
-// unmountUnder lazily unmounts whatever the kubelet mounted under dir, so
-// t.TempDir can remove it.
-func unmountUnder(t *testing.T, dir string) {
-	t.Helper()
-	mounts, err := realnode.MountsUnder(dir)
-	if err != nil {
-		t.Logf("mounts under %s: %v", dir, err)
-		return
-	}
-	for i := len(mounts) - 1; i >= 0; i-- {
-		if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
-			t.Errorf("unmount %s: %v", mounts[i], err)
-		}
 	}
 }
 
