@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/nodegc/nodegc/internal/kubetest"
 	"github.com/nodegc/nodegc/internal/realnode"
 )
