@@ -50,15 +50,17 @@ export NODEGC_KUBE_DIR
 kube:
 	@GO='$(GO)' ./scripts/build-kube.sh
 
-# test/kubelet runs real kubelets; it runs after the other packages, not
-# beside them, since their nodegc commands read the running kubelet's
-# command line as on a real node. The engine, the dashboard, the CLI and
-# the simulated node run once more under the race detector.
+# test/kubelet and test/cluster run real kubelets; they run after the other
+# packages and one after the other, not beside them, since nodegc reads the
+# running kubelet's command line as on a real node. The engine, the
+# dashboard, the CLI and the simulated node run once more under the race
+# detector.
 test: deps kube
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 45m $$($(GO) list $(PKGS) | grep -v '/test/kubelet$$')
+	$(GO) test -count=1 -timeout 45m $$($(GO) list $(PKGS) | grep -v -e '/test/kubelet$$' -e '/test/cluster$$')
 	$(GO) test -race -count=1 -timeout 15m ./engine/... ./tui/... ./cmd/... ./internal/simnode
 	$(GO) test -count=1 -timeout 30m ./test/kubelet
+	$(GO) test -count=1 -timeout 20m ./test/cluster
 
 # bench prints the figures quoted in README.md's Performance section. The
 # real-runtime benchmarks need root (they start containerd) and skip without.

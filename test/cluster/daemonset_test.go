@@ -1,0 +1,299 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodegc/nodegc/internal/kubetest"
+	"github.com/nodegc/nodegc/internal/realnode"
+)
+
+// cluster is a one-node cluster: a real containerd 2.2 with the image
+// imported, the control plane, and a kubelet registered with it.
+type cluster struct {
+	node     *realnode.Node
+	cp       *controlPlane
+	cs       *kubernetes.Clientset
+	nodeName string
+	dir      string // root-owned, 0700, outside /tmp: the kubelet's files
+	// kubeletConfig is the kubelet's --config, which the agent reads.
+	kubeletConfig string
+}
+
+// startCluster starts everything and waits until the Node is Ready.
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "a real cluster needs root (running as uid %d)", os.Geteuid())
+	}
+	kubelet := kubeBinary(t, "kubelet")
+	archive := buildImage(t)
+	c := &cluster{nodeName: fmt.Sprintf("nodegc-cluster-%d", os.Getpid())}
+	// Not under /tmp: the agent believes a file the kubelet's flags name
+	// only when every directory above it is root's alone.
+	dir, err := os.MkdirTemp("/var/lib", "nodegc-cluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.dir = dir
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	c.node = realnode.Start(t, realnode.Options{Runtime: realnode.Containerd2(), ImageFsSize: 512 << 20})
+	c.node.Must(t).Import(archive)
+	// The runtime's network is ready once it loads a CNI config; every pod
+	// here runs on the host network, so no plugin ever runs.
+	netd := filepath.Join(c.node.Dir(), "cni", "net.d")
+	if err := os.MkdirAll(netd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(netd, "10-host-only.conflist"),
+		[]byte(`{"cniVersion": "1.0.0", "name": "host-only", "plugins": [{"type": "loopback"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.cp = startControlPlane(t, c.nodeName)
+	c.cs = c.cp.client(t)
+
+	rootDir := filepath.Join(dir, "kubelet")
+	scratch := filepath.Join(dir, "cwd")
+	for _, d := range []string{rootDir, scratch} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.kubeletConfig = filepath.Join(dir, "config.yaml")
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: %s
+podLogsDir: %s
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+failCgroupV1: false
+readOnlyPort: 0
+port: %d
+healthzPort: 0
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+`, c.node.Endpoint(), c.node.PodLogsDir(), freePort(t))
+	if err := os.WriteFile(c.kubeletConfig, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Cleanups run last first: this one after the kubelet has stopped.
+	t.Cleanup(func() {
+		kubetest.RemovePods(t, c.node)
+		kubetest.RemoveLinks(t, c.node.PodLogsDir())
+		kubetest.UnmountUnder(t, rootDir)
+	})
+	startProcess(t, filepath.Join(scratch, "kubelet.log"), kubelet,
+		"--config="+c.kubeletConfig, "--root-dir="+rootDir,
+		"--kubeconfig="+c.cp.kubeconfig(t, "kubelet", kubeletToken),
+		"--hostname-override="+c.nodeName, "--v=2")
+	if !waitFor(3*time.Minute, func() bool {
+		n, err := c.cs.CoreV1().Nodes().Get(t.Context(), c.nodeName, metav1.GetOptions{})
+		return err == nil && condition(n.Status.Conditions, corev1.NodeReady)
+	}) {
+		t.Fatalf("node %s not Ready; kubelet log:\n%s", c.nodeName, tail(filepath.Join(scratch, "kubelet.log"), 40))
+	}
+	return c
+}
+
+func condition(conds []corev1.NodeCondition, typ corev1.NodeConditionType) bool {
+	for _, c := range conds {
+		if c.Type == typ {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// applyDeploy renders deploy/ with kubectl kustomize, points the
+// DaemonSet at this node's paths and the imported image, and applies it
+// with kubectl through the API server. It returns the metrics port.
+func (c *cluster) applyDeploy(t *testing.T) int {
+	t.Helper()
+	kubectl := kubeBinary(t, "kubectl")
+	out, err := exec.Command(kubectl, "kustomize", "../../deploy").Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v", err)
+	}
+	port := freePort(t)
+	var docs [][]byte
+	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatal(err)
+		}
+		if meta.Kind == "DaemonSet" {
+			var ds appsv1.DaemonSet
+			if err := yaml.UnmarshalStrict(doc, &ds); err != nil {
+				t.Fatal(err)
+			}
+			c.patch(t, &ds, port)
+			if doc, err = yaml.Marshal(&ds); err != nil {
+				t.Fatal(err)
+			}
+		}
+		docs = append(docs, doc)
+	}
+	manifest := filepath.Join(c.dir, "deploy.yaml")
+	if err := os.WriteFile(manifest, bytes.Join(docs, []byte("\n---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	apply := exec.Command(kubectl, "--kubeconfig="+c.cp.Admin, "apply", "-f", manifest)
+	if b, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v: %s", err, b)
+	}
+	return port
+}
+
+// patch changes what differs on this test node from a kubeadm node: where
+// the runtime, the kubelet config, the pod logs and the image fs are, the
+// image (imported, never pulled), a free metrics port (another agent may
+// hold 10263 on this machine), and the API server's address (no
+// kube-proxy serves the kubernetes Service here).
+func (c *cluster) patch(t *testing.T, ds *appsv1.DaemonSet, port int) {
+	t.Helper()
+	spec := &ds.Spec.Template.Spec
+	ctr := &spec.Containers[0]
+	ctr.Image, ctr.ImagePullPolicy = imageRef, corev1.PullNever
+	for i, a := range ctr.Args {
+		if strings.HasPrefix(a, "--metrics-bind-address=") {
+			ctr.Args[i] = fmt.Sprintf("--metrics-bind-address=:%d", port)
+		}
+	}
+	ctr.Ports[0].ContainerPort = int32(port)
+	ctr.Env = append(ctr.Env,
+		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
+		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: strconv.Itoa(c.cp.Port)})
+	socket := corev1.HostPathSocket
+	paths := map[string]struct {
+		path string
+		typ  *corev1.HostPathType
+	}{
+		"cri-socket":     {c.node.Socket(), &socket},
+		"kubelet-config": {c.kubeletConfig, nil},
+		"pod-logs":       {c.node.PodLogsDir(), nil},
+		"state":          {filepath.Join(c.dir, "state"), nil},
+		"image-fs":       {c.node.Root(), nil},
+	}
+	mountAt := map[string]string{}
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		p, ok := paths[v.Name]
+		if !ok {
+			continue
+		}
+		v.HostPath.Path = p.path
+		if p.typ != nil {
+			v.HostPath.Type = p.typ
+		}
+		if v.Name != "state" { // the agent's --state-dir stays /var/lib/nodegc
+			mountAt[v.Name] = p.path
+		}
+	}
+	for i := range ctr.VolumeMounts {
+		if p, ok := mountAt[ctr.VolumeMounts[i].Name]; ok {
+			ctr.VolumeMounts[i].MountPath = p
+		}
+	}
+}
+
+// TestDaemonSetBecomesReady: deploy/ applied through the API server, the
+// DaemonSet controller creates the agent's pod, the scheduler binds it to
+// the node, the kubelet runs the imported image, and the pod becomes
+// Ready: /readyz answers 200 only when the runtime answers, the state dir
+// is writable and the pod source (in-cluster, with deploy/'s RBAC) has
+// synced. The API server's proxy reaches its metrics.
+func TestDaemonSetBecomesReady(t *testing.T) {
+	c := startCluster(t)
+	port := c.applyDeploy(t)
+	var pod corev1.Pod
+	crashed := false
+	if !waitFor(4*time.Minute, func() bool {
+		pods, err := c.cs.CoreV1().Pods("nodegc").List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nodegc"})
+		if err != nil || len(pods.Items) != 1 {
+			return false
+		}
+		pod = pods.Items[0]
+		if cs := pod.Status.ContainerStatuses; len(cs) == 1 && cs[0].RestartCount >= 2 {
+			crashed = true
+			return true
+		}
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}) {
+		c.dump(t, &pod)
+		t.Fatalf("the agent's pod is not Ready")
+	}
+	if crashed {
+		c.dump(t, &pod)
+		t.Fatalf("the agent's container keeps exiting")
+	}
+	if pod.Spec.NodeName != c.nodeName {
+		t.Errorf("pod on node %q, want %s", pod.Spec.NodeName, c.nodeName)
+	}
+	ds, err := c.cs.AppsV1().DaemonSets("nodegc").Get(t.Context(), "nodegc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Status.NumberReady != 1 || ds.Status.DesiredNumberScheduled != 1 {
+		t.Errorf("DaemonSet status %+v", ds.Status)
+	}
+	body, err := c.cs.CoreV1().Pods("nodegc").ProxyGet("http", pod.Name, strconv.Itoa(port), "/metrics", nil).DoRaw(t.Context())
+	if err != nil {
+		t.Errorf("metrics through the API server's proxy: %v", err)
+	} else if !bytes.Contains(body, []byte(`nodegc_build_info{goversion=`)) || !bytes.Contains(body, []byte("nodegc_pod_source_synced 1")) {
+		t.Errorf("metrics through the proxy lack build info or a synced pod source:\n%.2000s", body)
+	}
+	if logs := c.agentLog(); testing.Verbose() || t.Failed() {
+		t.Logf("agent log:\n%s", logs)
+	}
+	if t.Failed() {
+		c.dump(t, &pod)
+	}
+}
+
+// agentLog is the agent container's latest log file.
+func (c *cluster) agentLog() string {
+	logs, _ := filepath.Glob(filepath.Join(c.node.PodLogsDir(), "nodegc_*", "nodegc", "*.log"))
+	if len(logs) == 0 {
+		return "(no log)"
+	}
+	return tail(logs[len(logs)-1], 30)
+}
+
+// dump logs the pod's status, the namespace's events and the agent's log.
+func (c *cluster) dump(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	if b, err := yaml.Marshal(pod.Status); err == nil {
+		t.Logf("pod %s status:\n%s", pod.Name, b)
+	}
+	if evs, err := c.cs.CoreV1().Events("nodegc").List(t.Context(), metav1.ListOptions{}); err == nil {
+		for _, e := range evs.Items {
+			t.Logf("event %s %s: %s", e.InvolvedObject.Kind, e.Reason, e.Message)
+		}
+	}
+	t.Logf("agent log:\n%s", c.agentLog())
+}
