@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodegc/nodegc/internal/kubetest"
@@ -221,7 +224,8 @@ func (c *cluster) patch(t *testing.T, ds *appsv1.DaemonSet, port int) {
 // the node, the kubelet runs the imported image, and the pod becomes
 // Ready: /readyz answers 200 only when the runtime answers, the state dir
 // is writable and the pod source (in-cluster, with deploy/'s RBAC) has
-// synced. The API server's proxy reaches its metrics.
+// synced. The API server's proxy reaches its metrics. Killed with SIGKILL,
+// the agent is restarted by the kubelet and is Ready again.
 func TestDaemonSetBecomesReady(t *testing.T) {
 	c := startCluster(t)
 	port := c.applyDeploy(t)
@@ -267,12 +271,68 @@ func TestDaemonSetBecomesReady(t *testing.T) {
 	} else if !bytes.Contains(body, []byte(`nodegc_build_info{goversion=`)) || !bytes.Contains(body, []byte("nodegc_pod_source_synced 1")) {
 		t.Errorf("metrics through the proxy lack build info or a synced pod source:\n%.2000s", body)
 	}
+	if !t.Failed() {
+		c.killAgent(t, pod.Name)
+	}
 	if logs := c.agentLog(); testing.Verbose() || t.Failed() {
 		t.Logf("agent log:\n%s", logs)
 	}
 	if t.Failed() {
 		c.dump(t, &pod)
 	}
+}
+
+// killAgent SIGKILLs the agent's process (as the OOM killer would) and
+// waits until the kubelet has restarted it and the pod is Ready again.
+func (c *cluster) killAgent(t *testing.T, podName string) {
+	t.Helper()
+	pid := c.agentPID(t)
+	if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "VmRSS:") || strings.HasPrefix(line, "VmHWM:") {
+				t.Logf("agent (pid %d) %s", pid, strings.Join(strings.Fields(line), " "))
+			}
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill agent pid %d: %v", pid, err)
+	}
+	if !waitFor(2*time.Minute, func() bool {
+		pod, err := c.cs.CoreV1().Pods("nodegc").Get(t.Context(), podName, metav1.GetOptions{})
+		if err != nil || len(pod.Status.ContainerStatuses) != 1 {
+			return false
+		}
+		st := pod.Status.ContainerStatuses[0]
+		return st.RestartCount >= 1 && st.Ready
+	}) {
+		t.Errorf("the agent killed with SIGKILL was not restarted and Ready again within 2 minutes")
+		return
+	}
+	if next := c.agentPID(t); next == pid {
+		t.Errorf("the agent's pid is still %d", pid)
+	}
+}
+
+// agentPID is the host pid of the agent's running container, from CRI.
+func (c *cluster) agentPID(t *testing.T) int {
+	t.Helper()
+	rt := c.node.RuntimeClient()
+	list, err := rt.ListContainers(t.Context(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{"io.kubernetes.container.name": "nodegc"},
+	}})
+	if err != nil || len(list.GetContainers()) != 1 {
+		t.Fatalf("the agent's running container: %v (%d found)", err, len(list.GetContainers()))
+	}
+	st, err := rt.ContainerStatus(t.Context(), &runtimeapi.ContainerStatusRequest{ContainerId: list.GetContainers()[0].GetId(), Verbose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct{ Pid int }
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil || info.Pid == 0 {
+		t.Fatalf("the agent container's pid: %v in %.300s", err, st.GetInfo()["info"])
+	}
+	return info.Pid
 }
 
 // agentLog is the agent container's latest log file.
