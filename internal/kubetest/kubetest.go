@@ -7,6 +7,7 @@ package kubetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -193,4 +194,32 @@ func UnmountUnder(t testing.TB, dir string) {
 			t.Errorf("unmount %s: %v", mounts[i], err)
 		}
 	}
+}
+
+// KubeletConfig is the KubeletConfiguration the tests' kubelets share, on
+// a realnode: its CRI socket and podLogsDir, the cgroupfs driver without
+// QoS cgroups (host-network pods, no node allocatable), no read-only or
+// healthz port, and its API on port (anonymous, AlwaysAllow: these
+// kubelets hold only the tests' pods). extra is appended (more fields).
+func KubeletConfig(n *realnode.Node, port int, extra string) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: %s
+podLogsDir: %s
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+failCgroupV1: false
+readOnlyPort: 0
+port: %d
+healthzPort: 0
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+`, n.Endpoint(), n.PodLogsDir(), port) + extra
 }

@@ -1,7 +1,6 @@
 package ociarchive
 
 import (
-	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
@@ -117,22 +116,11 @@ func TestWriteImageMissingBinary(t *testing.T) {
 
 func readTar(t *testing.T, r io.Reader) map[string][]byte {
 	t.Helper()
-	out := map[string][]byte{}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[h.Name] = data
+	files, err := Files(r)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return files
 }
 
 func blobOf(t *testing.T, files map[string][]byte, d Descriptor) []byte {

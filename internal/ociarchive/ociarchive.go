@@ -195,3 +195,25 @@ func (c *CountWriter) Write(p []byte) (int, error) {
 
 // Digest is h's sum as an OCI digest, sha256:<hex>.
 func Digest(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
+
+// Files reads a tar stream (an archive, or an uncompressed layer) into its
+// regular files' and directories' contents by name: for tests and small
+// archives.
+func Files(r io.Reader) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, err
+		}
+		files[h.Name] = b
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,22 +98,11 @@ func readArchive(t *testing.T, path string) map[string][]byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	files := map[string][]byte{}
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[h.Name] = b
+	files, err := ociarchive.Files(f)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return files
 }
 
 func TestWriteArchive(t *testing.T) {

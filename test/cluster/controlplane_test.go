@@ -17,6 +17,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodegc/nodegc/internal/kubetest"
 )
 
 // controlPlane is etcd, kube-apiserver (RBAC and Node authorization, the
@@ -40,20 +42,20 @@ const adminToken = "nodegc-cluster-admin"
 // its data. nodeName gets a kubelet token (system:node:<name>).
 func startControlPlane(t *testing.T, nodeName string) *controlPlane {
 	t.Helper()
-	apiserver := kubeBinary(t, "kube-apiserver")
-	kcm := kubeBinary(t, "kube-controller-manager")
-	scheduler := kubeBinary(t, "kube-scheduler")
+	apiserver := kubetest.Binary(t, "kube-apiserver")
+	kcm := kubetest.Binary(t, "kube-controller-manager")
+	scheduler := kubetest.Binary(t, "kube-scheduler")
 	etcd, err := exec.LookPath("etcd")
 	if err != nil {
-		skipOrFail(t, "etcd not installed (make deps installs Debian's etcd-server)")
+		kubetest.SkipOrFail(t, "etcd not installed (make deps installs Debian's etcd-server)")
 	}
 	dir := t.TempDir()
 	cp := &controlPlane{dir: dir, CAFile: filepath.Join(dir, "ca.crt")}
-	client, peer := freePort(t), freePort(t)
-	cp.Port = freePort(t)
+	client, peer := kubetest.FreePort(t), kubetest.FreePort(t)
+	cp.Port = kubetest.FreePort(t)
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", client)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	startProcess(t, filepath.Join(dir, "etcd.log"), etcd,
+	kubetest.StartProcess(t, filepath.Join(dir, "etcd.log"), etcd,
 		"--name=default", "--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
@@ -77,7 +79,7 @@ func startControlPlane(t *testing.T, nodeName string) *controlPlane {
 		}
 	}
 	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", cp.Port)
-	startProcess(t, filepath.Join(dir, "kube-apiserver.log"), apiserver,
+	kubetest.StartProcess(t, filepath.Join(dir, "kube-apiserver.log"), apiserver,
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", cp.Port),
 		"--tls-cert-file="+certFile, "--tls-private-key-file="+keyFile,
@@ -88,20 +90,20 @@ func startControlPlane(t *testing.T, nodeName string) *controlPlane {
 		"--service-cluster-ip-range=10.96.0.0/24")
 	cp.Admin = cp.kubeconfig(t, "admin", adminToken)
 	cs := cp.client(t)
-	if !waitFor(2*time.Minute, func() bool {
+	if !kubetest.WaitFor(2*time.Minute, func() bool {
 		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context())
 		return err == nil
 	}) {
-		t.Fatalf("kube-apiserver not ready at %s; tail of its log:\n%s", cp.URL, tail(filepath.Join(dir, "kube-apiserver.log"), 30))
+		t.Fatalf("kube-apiserver not ready at %s; tail of its log:\n%s", cp.URL, kubetest.Tail(filepath.Join(dir, "kube-apiserver.log"), 30))
 	}
-	startProcess(t, filepath.Join(dir, "kube-controller-manager.log"), kcm,
+	kubetest.StartProcess(t, filepath.Join(dir, "kube-controller-manager.log"), kcm,
 		"--kubeconfig="+cp.Admin, "--leader-elect=false",
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", freePort(t)),
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", kubetest.FreePort(t)),
 		"--root-ca-file="+cp.CAFile, "--service-account-private-key-file="+saKey,
 		"--use-service-account-credentials=false")
-	startProcess(t, filepath.Join(dir, "kube-scheduler.log"), scheduler,
+	kubetest.StartProcess(t, filepath.Join(dir, "kube-scheduler.log"), scheduler,
 		"--kubeconfig="+cp.Admin, "--leader-elect=false",
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", freePort(t)))
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", kubetest.FreePort(t)))
 	return cp
 }
 

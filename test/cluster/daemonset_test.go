@@ -40,9 +40,9 @@ type cluster struct {
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "a real cluster needs root (running as uid %d)", os.Geteuid())
+		kubetest.SkipOrFail(t, "a real cluster needs root (running as uid %d)", os.Geteuid())
 	}
-	kubelet := kubeBinary(t, "kubelet")
+	kubelet := kubetest.Binary(t, "kubelet")
 	archive := buildImage(t)
 	c := &cluster{nodeName: fmt.Sprintf("nodegc-cluster-%d", os.Getpid())}
 	// Not under /tmp: the agent believes a file the kubelet's flags name
@@ -76,26 +76,7 @@ func startCluster(t *testing.T) *cluster {
 		}
 	}
 	c.kubeletConfig = filepath.Join(dir, "config.yaml")
-	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-containerRuntimeEndpoint: %s
-podLogsDir: %s
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-failCgroupV1: false
-readOnlyPort: 0
-port: %d
-healthzPort: 0
-authentication:
-  anonymous:
-    enabled: false
-  webhook:
-    enabled: false
-authorization:
-  mode: AlwaysAllow
-`, c.node.Endpoint(), c.node.PodLogsDir(), freePort(t))
+	cfg := kubetest.KubeletConfig(c.node, kubetest.FreePort(t), "")
 	if err := os.WriteFile(c.kubeletConfig, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -105,15 +86,15 @@ authorization:
 		kubetest.RemoveLinks(t, c.node.PodLogsDir())
 		kubetest.UnmountUnder(t, rootDir)
 	})
-	startProcess(t, filepath.Join(scratch, "kubelet.log"), kubelet,
+	kubetest.StartProcess(t, filepath.Join(scratch, "kubelet.log"), kubelet,
 		"--config="+c.kubeletConfig, "--root-dir="+rootDir,
 		"--kubeconfig="+c.cp.kubeconfig(t, "kubelet", kubeletToken),
 		"--hostname-override="+c.nodeName, "--v=2")
-	if !waitFor(3*time.Minute, func() bool {
+	if !kubetest.WaitFor(3*time.Minute, func() bool {
 		n, err := c.cs.CoreV1().Nodes().Get(t.Context(), c.nodeName, metav1.GetOptions{})
 		return err == nil && condition(n.Status.Conditions, corev1.NodeReady)
 	}) {
-		t.Fatalf("node %s not Ready; kubelet log:\n%s", c.nodeName, tail(filepath.Join(scratch, "kubelet.log"), 40))
+		t.Fatalf("node %s not Ready; kubelet log:\n%s", c.nodeName, kubetest.Tail(filepath.Join(scratch, "kubelet.log"), 40))
 	}
 	return c
 }
@@ -132,12 +113,12 @@ func condition(conds []corev1.NodeCondition, typ corev1.NodeConditionType) bool 
 // with kubectl through the API server. It returns the metrics port.
 func (c *cluster) applyDeploy(t *testing.T) int {
 	t.Helper()
-	kubectl := kubeBinary(t, "kubectl")
+	kubectl := kubetest.Binary(t, "kubectl")
 	out, err := exec.Command(kubectl, "kustomize", "../../deploy").Output()
 	if err != nil {
 		t.Fatalf("kubectl kustomize: %v", err)
 	}
-	port := freePort(t)
+	port := kubetest.FreePort(t)
 	var docs [][]byte
 	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
 		var meta struct{ Kind string }
@@ -231,7 +212,7 @@ func TestDaemonSetBecomesReady(t *testing.T) {
 	port := c.applyDeploy(t)
 	var pod corev1.Pod
 	crashed := false
-	if !waitFor(4*time.Minute, func() bool {
+	if !kubetest.WaitFor(4*time.Minute, func() bool {
 		pods, err := c.cs.CoreV1().Pods("nodegc").List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nodegc"})
 		if err != nil || len(pods.Items) != 1 {
 			return false
@@ -297,7 +278,7 @@ func (c *cluster) killAgent(t *testing.T, podName string) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill agent pid %d: %v", pid, err)
 	}
-	if !waitFor(2*time.Minute, func() bool {
+	if !kubetest.WaitFor(2*time.Minute, func() bool {
 		pod, err := c.cs.CoreV1().Pods("nodegc").Get(t.Context(), podName, metav1.GetOptions{})
 		if err != nil || len(pod.Status.ContainerStatuses) != 1 {
 			return false
@@ -341,7 +322,7 @@ func (c *cluster) agentLog() string {
 	if len(logs) == 0 {
 		return "(no log)"
 	}
-	return tail(logs[len(logs)-1], 30)
+	return kubetest.Tail(logs[len(logs)-1], 30)
 }
 
 // dump logs the pod's status, the namespace's events and the agent's log.

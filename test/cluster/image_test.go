@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nodegc/nodegc/internal/kubetest"
 	"github.com/nodegc/nodegc/internal/realnode"
 )
 
@@ -24,9 +25,17 @@ var (
 	imageErr     error
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if imageArchive != "" {
+		os.RemoveAll(filepath.Dir(imageArchive))
+	}
+	os.Exit(code)
+}
+
 // buildImage writes the image as make image does (the same go build flags
-// and tools/mkimage) once per test process, into a temp dir removed at the
-// end of the first test that asked.
+// and tools/mkimage) once per test process, into a temp dir TestMain
+// removes.
 func buildImage(t *testing.T) string {
 	t.Helper()
 	imageOnce.Do(func() {
@@ -52,7 +61,6 @@ func buildImage(t *testing.T) string {
 	if imageErr != nil {
 		t.Fatal(imageErr)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(imageArchive)) })
 	return imageArchive
 }
 
@@ -61,7 +69,7 @@ func buildImage(t *testing.T) string {
 // (`nodegc --version`, no shell, no libc).
 func TestImageImportsAndRuns(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "a real containerd needs root (running as uid %d)", os.Geteuid())
+		kubetest.SkipOrFail(t, "a real containerd needs root (running as uid %d)", os.Geteuid())
 	}
 	archive := buildImage(t)
 	for _, rt := range realnode.Runtimes() {

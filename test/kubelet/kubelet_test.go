@@ -129,28 +129,7 @@ func startKubelet(t *testing.T, n *realnode.Node, o kubeletOptions) *kubelet {
 		}
 	}
 	port := freePort(t)
-	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-staticPodPath: %s
-fileCheckFrequency: 5s
-containerRuntimeEndpoint: %s
-podLogsDir: %s
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-failCgroupV1: false
-readOnlyPort: 0
-port: %d
-healthzPort: 0
-authentication:
-  anonymous:
-    enabled: true
-  webhook:
-    enabled: false
-authorization:
-  mode: AlwaysAllow
-`, k.manifests, n.Endpoint(), n.PodLogsDir(), port)
+	cfg := kubetest.KubeletConfig(n, port, fmt.Sprintf("staticPodPath: %s\nfileCheckFrequency: 5s\n", k.manifests))
 	if o.ImageGCHigh > 0 {
 		cfg += fmt.Sprintf("imageGCHighThresholdPercent: %d\nimageGCLowThresholdPercent: %d\n", o.ImageGCHigh, o.ImageGCLow)
 	}
