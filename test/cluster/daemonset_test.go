@@ -34,6 +34,8 @@ type cluster struct {
 	dir      string // root-owned, 0700, outside /tmp: the kubelet's files
 	// kubeletConfig is the kubelet's --config, which the agent reads.
 	kubeletConfig string
+	// agentArgs are added to the agent's arguments.
+	agentArgs []string
 }
 
 // startCluster starts everything and waits until the Node is Ready.
@@ -163,6 +165,7 @@ func (c *cluster) patch(t *testing.T, ds *appsv1.DaemonSet, port int) {
 			ctr.Args[i] = fmt.Sprintf("--metrics-bind-address=:%d", port)
 		}
 	}
+	ctr.Args = append(ctr.Args, c.agentArgs...)
 	ctr.Ports[0].ContainerPort = int32(port)
 	ctr.Env = append(ctr.Env,
 		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
@@ -210,6 +213,38 @@ func (c *cluster) patch(t *testing.T, ds *appsv1.DaemonSet, port int) {
 func TestDaemonSetBecomesReady(t *testing.T) {
 	c := startCluster(t)
 	port := c.applyDeploy(t)
+	pod := c.waitAgentReady(t)
+	if pod.Spec.NodeName != c.nodeName {
+		t.Errorf("pod on node %q, want %s", pod.Spec.NodeName, c.nodeName)
+	}
+	ds, err := c.cs.AppsV1().DaemonSets("nodegc").Get(t.Context(), "nodegc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Status.NumberReady != 1 || ds.Status.DesiredNumberScheduled != 1 {
+		t.Errorf("DaemonSet status %+v", ds.Status)
+	}
+	body, err := c.cs.CoreV1().Pods("nodegc").ProxyGet("http", pod.Name, strconv.Itoa(port), "/metrics", nil).DoRaw(t.Context())
+	if err != nil {
+		t.Errorf("metrics through the API server's proxy: %v", err)
+	} else if !bytes.Contains(body, []byte(`nodegc_build_info{goversion=`)) || !bytes.Contains(body, []byte("nodegc_pod_source_synced 1")) {
+		t.Errorf("metrics through the proxy lack build info or a synced pod source:\n%.2000s", body)
+	}
+	if !t.Failed() {
+		c.killAgent(t, pod.Name)
+	}
+	if logs := c.agentLog(); testing.Verbose() || t.Failed() {
+		t.Logf("agent log:\n%s", logs)
+	}
+	if t.Failed() {
+		c.dump(t, &pod)
+	}
+}
+
+// waitAgentReady waits until the DaemonSet's one pod is Ready and returns
+// it; a container that keeps exiting fails at once.
+func (c *cluster) waitAgentReady(t *testing.T) corev1.Pod {
+	t.Helper()
 	var pod corev1.Pod
 	crashed := false
 	if !kubetest.WaitFor(4*time.Minute, func() bool {
@@ -236,31 +271,7 @@ func TestDaemonSetBecomesReady(t *testing.T) {
 		c.dump(t, &pod)
 		t.Fatalf("the agent's container keeps exiting")
 	}
-	if pod.Spec.NodeName != c.nodeName {
-		t.Errorf("pod on node %q, want %s", pod.Spec.NodeName, c.nodeName)
-	}
-	ds, err := c.cs.AppsV1().DaemonSets("nodegc").Get(t.Context(), "nodegc", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ds.Status.NumberReady != 1 || ds.Status.DesiredNumberScheduled != 1 {
-		t.Errorf("DaemonSet status %+v", ds.Status)
-	}
-	body, err := c.cs.CoreV1().Pods("nodegc").ProxyGet("http", pod.Name, strconv.Itoa(port), "/metrics", nil).DoRaw(t.Context())
-	if err != nil {
-		t.Errorf("metrics through the API server's proxy: %v", err)
-	} else if !bytes.Contains(body, []byte(`nodegc_build_info{goversion=`)) || !bytes.Contains(body, []byte("nodegc_pod_source_synced 1")) {
-		t.Errorf("metrics through the proxy lack build info or a synced pod source:\n%.2000s", body)
-	}
-	if !t.Failed() {
-		c.killAgent(t, pod.Name)
-	}
-	if logs := c.agentLog(); testing.Verbose() || t.Failed() {
-		t.Logf("agent log:\n%s", logs)
-	}
-	if t.Failed() {
-		c.dump(t, &pod)
-	}
+	return pod
 }
 
 // killAgent SIGKILLs the agent's process (as the OOM killer would) and
