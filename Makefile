@@ -5,10 +5,28 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build test deps kube bench bench-cost bench-gc demo lint sandbox sandbox-down screenshots clean
+.PHONY: build image test deps kube bench bench-cost bench-gc demo lint sandbox sandbox-down screenshots clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nodegc
+
+# image writes nodegc's container image as an OCI archive ($(IMAGE_ARCHIVE))
+# with no Docker daemon: the static binary (CGO_ENABLED=0) as the one layer,
+# entrypoint ["/nodegc", "agent"], tagged $(IMAGE). Import it on a node with
+# `ctr -n k8s.io images import`, push it with `skopeo copy
+# oci-archive:$(IMAGE_ARCHIVE) docker://$(IMAGE)`. The same commit gives the
+# same digests (SOURCE_DATE_EPOCH is the commit's time).
+IMAGE_REPO    ?= ghcr.io/nodegc/nodegc
+IMAGE_TAG     ?= $(subst +,-,$(VERSION))
+IMAGE         ?= $(IMAGE_REPO):$(IMAGE_TAG)
+IMAGE_ARCHIVE ?= bin/nodegc-image.tar
+GOARCH        ?= $(shell $(GO) env GOARCH)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o bin/image/nodegc ./cmd/nodegc
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./tools/mkimage --binary bin/image/nodegc --arch $(GOARCH) \
+		--ref $(IMAGE) --version $(VERSION) -o $(IMAGE_ARCHIVE)
 
 # deps installs what the real-runtime suite needs (containerd 1.6 and runc
 # from Debian) when it is missing, and builds containerd 2 from source once
@@ -19,10 +37,11 @@ deps:
 	@if [ "$$(id -u)" = 0 ]; then GO=$(GO) ./scripts/build-containerd2.sh >/dev/null; \
 	else echo "deps: not root, containerd 2 not built; the real-runtime tests will skip" >&2; fi
 
-# kube builds the real kubelet and kube-apiserver that test/kubelet runs
-# beside nodegc (version from tools/kube/go.mod) into a versioned cache dir;
-# the tests find them through NODEGC_KUBE_DIR. The first build takes about
-# 6 minutes on 2 cores; later runs find the binaries and skip it.
+# kube builds the real kubelet, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubectl that test/kubelet and test/cluster run beside
+# nodegc (version from tools/kube/go.mod) into a versioned cache dir; the
+# tests find them through NODEGC_KUBE_DIR. The first build takes 10-35
+# minutes on 2 cores, by load; later runs find the binaries and skip it.
 KUBE_VERSION := $(shell awk '$$1 == "require" && $$2 == "k8s.io/kubernetes" {print $$3}' tools/kube/go.mod)
 NODEGC_CACHE ?= /var/cache/nodegc
 NODEGC_KUBE_DIR ?= $(NODEGC_CACHE)/kube-$(KUBE_VERSION)
@@ -31,15 +50,17 @@ export NODEGC_KUBE_DIR
 kube:
 	@GO='$(GO)' ./scripts/build-kube.sh
 
-# test/kubelet runs real kubelets; it runs after the other packages, not
-# beside them, since their nodegc commands read the running kubelet's
-# command line as on a real node. The engine, the dashboard, the CLI and
-# the simulated node run once more under the race detector.
+# test/kubelet and test/cluster run real kubelets; they run after the other
+# packages and one after the other, not beside them, since nodegc reads the
+# running kubelet's command line as on a real node. The engine, the
+# dashboard, the CLI and the simulated node run once more under the race
+# detector.
 test: deps kube
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 45m $$($(GO) list $(PKGS) | grep -v '/test/kubelet$$')
+	$(GO) test -count=1 -timeout 45m $$($(GO) list $(PKGS) | grep -v -e '/test/kubelet$$' -e '/test/cluster$$')
 	$(GO) test -race -count=1 -timeout 15m ./engine/... ./tui/... ./cmd/... ./internal/simnode
 	$(GO) test -count=1 -timeout 30m ./test/kubelet
+	$(GO) test -count=1 -timeout 20m ./test/cluster
 
 # bench prints the figures quoted in README.md's Performance section. The
 # real-runtime benchmarks need root (they start containerd) and skip without.

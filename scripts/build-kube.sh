@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the real kubelet and kube-apiserver (k8s.io/kubernetes, pinned in
-# tools/kube/go.mod) that test/kubelet runs beside nodegc, into a cache dir
-# keyed by version: $NODEGC_KUBE_DIR, default
+# Builds the real kubelet, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubectl (k8s.io/kubernetes, pinned in tools/kube/go.mod)
+# that test/kubelet and test/cluster run beside nodegc, into a cache dir keyed
+# by version: $NODEGC_KUBE_DIR, default
 # ${NODEGC_CACHE:-/var/cache/nodegc}/kube-<version>. Skips what is already
-# there. The first build takes about 10 minutes on 2 cores; Go's build cache
-# and the cache dir make later runs fast. Prints one line.
+# there. The first build takes 10-35 minutes on 2 cores, depending on load;
+# Go's build cache and the cache dir make later runs fast. Prints one line.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 version="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$root/tools/kube/go.mod")"
@@ -13,13 +14,13 @@ if [ -z "$version" ]; then
 	exit 1
 fi
 dir="${NODEGC_KUBE_DIR:-${NODEGC_CACHE:-/var/cache/nodegc}/kube-$version}"
-cmds=(kubelet kube-apiserver)
+cmds=(kubelet kube-apiserver kube-controller-manager kube-scheduler kubectl)
 missing=()
 for c in "${cmds[@]}"; do
 	[ -x "$dir/$c" ] || missing+=("$c")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "build-kube: kubelet and kube-apiserver $version present in $dir"
+	echo "build-kube: ${cmds[*]} $version present in $dir"
 	exit 0
 fi
 mkdir -p "$dir"

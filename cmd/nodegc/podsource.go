@@ -51,7 +51,8 @@ type podSourceConfig struct {
 }
 
 // resolvePodSource finds the API credentials and the node name:
-// --kubeconfig, else the running kubelet's --kubeconfig, else
+// --kubeconfig, else the running kubelet's --kubeconfig (in a pod, only
+// when the pod has that file), else
 // defaultKubeletKubeconfig when it exists, else the in-cluster config
 // when nodegc runs in a pod. Only the operator's --kubeconfig is used as
 // given; the others must pass loadKubeconfig's checks. An unreadable
@@ -72,15 +73,19 @@ func resolvePodSource(f *factory, g *globalOptions, cfg *kubeletConfig) (podSour
 		return podSourceConfig{}, err
 	}
 	pc := podSourceConfig{NodeName: name}
+	// In a pod (the DaemonSet of deploy/, with hostPID) the kubelet's
+	// command line names a file of the host's mount namespace, which the
+	// pod does not mount: its own ServiceAccount is what it was granted.
+	inPod := f.Getenv("KUBERNETES_SERVICE_HOST") != ""
 	var path string
 	switch {
 	case g.Kubeconfig != "":
 		path, pc.Origin = g.Kubeconfig, "--kubeconfig "+g.Kubeconfig
-	case kn.Kubeconfig != "":
+	case kn.Kubeconfig != "" && !(inPod && !exists(kn.Kubeconfig)):
 		path, pc.Origin = kn.Kubeconfig, fmt.Sprintf("kubelet command line (pid %d): %s", kn.PID, kn.Kubeconfig)
 	case f.DefaultKubeconfig != "" && exists(f.DefaultKubeconfig):
 		path, pc.Origin = f.DefaultKubeconfig, f.DefaultKubeconfig
-	case f.Getenv("KUBERNETES_SERVICE_HOST") != "":
+	case inPod:
 		rc, err := rest.InClusterConfig()
 		if err != nil {
 			pc.Why = fmt.Sprintf("in-cluster config: %v", err)

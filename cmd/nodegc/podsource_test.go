@@ -99,6 +99,13 @@ func TestResolvePodSource(t *testing.T) {
 			wantWhy:  "kubelet command line (pid 77): " + broken,
 		},
 		{
+			name:     "in a pod, a kubelet kubeconfig the pod does not mount gives way to the in-cluster config",
+			cfg:      kubelet(map[string]string{"kubeconfig": filepath.Join(dir, "host-only.conf")}),
+			env:      map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+			wantNode: "node-a.example",
+			wantWhy:  "in-cluster config",
+		},
+		{
 			name:     "--pod-source=off asks nothing",
 			g:        globalOptions{Kubeconfig: flagCfg, PodSource: podSourceOff},
 			wantWhy:  "off (--pod-source=off)",

@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"io"
 	mrand "math/rand/v2"
 	"os"
@@ -19,6 +17,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/internal/ociarchive"
 )
 
 // testBinPkg is the program every built image runs.
@@ -27,12 +27,6 @@ const testBinPkg = "github.com/nodegc/nodegc/internal/realnode/cmd/nodegc-testbi
 // Paths and media types of the images BuildImage writes.
 const (
 	imageBinPath     = "/nodegc-testbin"
-	mediaIndex       = "application/vnd.oci.image.index.v1+json"
-	mediaManifest    = "application/vnd.oci.image.manifest.v1+json"
-	mediaConfig      = "application/vnd.oci.image.config.v1+json"
-	mediaLayerTar    = "application/vnd.oci.image.layer.v1.tar"
-	annotationName   = "io.containerd.image.name"
-	annotationRef    = "org.opencontainers.image.ref.name"
 	minPadding       = 4 << 10
 	tarBlock         = 512
 	layerTarOverhead = 4 * tarBlock // two headers and the end-of-archive blocks
@@ -169,67 +163,18 @@ func archiveRefs(path string) ([]string, error) {
 		if h.Name != "index.json" {
 			continue
 		}
-		var idx ociIndex
+		var idx ociarchive.Index
 		if err := json.NewDecoder(tr).Decode(&idx); err != nil {
 			return nil, fmt.Errorf("parse index.json: %w", err)
 		}
 		var refs []string
 		for _, m := range idx.Manifests {
-			if r := m.Annotations[annotationName]; r != "" {
+			if r := m.Annotations[ociarchive.AnnotationName]; r != "" {
 				refs = append(refs, r)
 			}
 		}
 		return refs, nil
 	}
-}
-
-// OCI image layout documents, with only the fields the harness writes.
-type (
-	ociDescriptor struct {
-		MediaType   string            `json:"mediaType"`
-		Digest      string            `json:"digest"`
-		Size        int64             `json:"size"`
-		Annotations map[string]string `json:"annotations,omitempty"`
-		Platform    *ociPlatform      `json:"platform,omitempty"`
-	}
-	ociPlatform struct {
-		Architecture string `json:"architecture"`
-		OS           string `json:"os"`
-	}
-	ociIndex struct {
-		SchemaVersion int             `json:"schemaVersion"`
-		MediaType     string          `json:"mediaType"`
-		Manifests     []ociDescriptor `json:"manifests"`
-	}
-	ociManifest struct {
-		SchemaVersion int             `json:"schemaVersion"`
-		MediaType     string          `json:"mediaType"`
-		Config        ociDescriptor   `json:"config"`
-		Layers        []ociDescriptor `json:"layers"`
-	}
-	ociConfig struct {
-		Created      string        `json:"created"`
-		Architecture string        `json:"architecture"`
-		OS           string        `json:"os"`
-		Config       ociExecConfig `json:"config"`
-		RootFS       struct {
-			Type    string   `json:"type"`
-			DiffIDs []string `json:"diff_ids"`
-		} `json:"rootfs"`
-	}
-	ociExecConfig struct {
-		Entrypoint []string          `json:"Entrypoint"`
-		Env        []string          `json:"Env"`
-		Labels     map[string]string `json:"Labels"`
-		StopSignal string            `json:"StopSignal"`
-	}
-)
-
-// blob is a content-addressed file of the layout: in memory, or a temp file.
-type blob struct {
-	desc ociDescriptor
-	data []byte
-	file string
 }
 
 // writeArchive writes an OCI layout tar with one image per spec.
@@ -238,138 +183,66 @@ func (n *Node) writeArchive(path string, specs []imageSpec) ([]ImageRef, error) 
 	if err != nil {
 		return nil, err
 	}
-	var blobs []blob
+	var blobs []ociarchive.Blob
 	defer func() {
 		for _, b := range blobs {
-			if b.file != "" {
-				os.Remove(b.file)
+			if b.File != "" {
+				os.Remove(b.File)
 			}
 		}
 	}()
-	idx := ociIndex{SchemaVersion: 2, MediaType: mediaIndex}
+	idx := ociarchive.Index{SchemaVersion: 2, MediaType: ociarchive.MediaIndex}
 	imgs := make([]ImageRef, 0, len(specs))
-	platform := &ociPlatform{Architecture: runtime.GOARCH, OS: "linux"}
+	platform := &ociarchive.Platform{Architecture: runtime.GOARCH, OS: "linux"}
 	for _, s := range specs {
 		layer, err := n.writeLayer(bin, s.size)
 		if err != nil {
 			return nil, err
 		}
 		blobs = append(blobs, layer)
-		var cfg ociConfig
-		cfg.Created = "2024-01-01T00:00:00Z"
-		cfg.Architecture, cfg.OS = platform.Architecture, platform.OS
-		cfg.Config = ociExecConfig{
-			Entrypoint: []string{imageBinPath},
-			Env:        []string{"PATH=/"},
-			Labels:     map[string]string{"io.nodegc.realnode.ref": s.ref},
-			StopSignal: "SIGTERM",
+		cfg := ociarchive.Config{
+			Created:      "2024-01-01T00:00:00Z",
+			Architecture: platform.Architecture,
+			OS:           platform.OS,
+			Config: ociarchive.ExecConfig{
+				Entrypoint: []string{imageBinPath},
+				Env:        []string{"PATH=/"},
+				Labels:     map[string]string{"io.nodegc.realnode.ref": s.ref},
+				StopSignal: "SIGTERM",
+			},
+			RootFS: ociarchive.RootFS{Type: "layers", DiffIDs: []string{layer.Desc.Digest}},
 		}
-		cfg.RootFS.Type = "layers"
-		cfg.RootFS.DiffIDs = []string{layer.desc.Digest}
-		config, err := jsonBlob(mediaConfig, cfg)
+		config, err := ociarchive.JSONBlob(ociarchive.MediaConfig, cfg)
 		if err != nil {
 			return nil, err
 		}
-		manifest, err := jsonBlob(mediaManifest, ociManifest{
-			SchemaVersion: 2, MediaType: mediaManifest,
-			Config: config.desc, Layers: []ociDescriptor{layer.desc},
+		manifest, err := ociarchive.JSONBlob(ociarchive.MediaManifest, ociarchive.Manifest{
+			SchemaVersion: 2, MediaType: ociarchive.MediaManifest,
+			Config: config.Desc, Layers: []ociarchive.Descriptor{layer.Desc},
 		})
 		if err != nil {
 			return nil, err
 		}
 		blobs = append(blobs, config, manifest)
-		desc := manifest.desc
-		_, tag, _ := strings.Cut(s.ref[strings.LastIndex(s.ref, "/")+1:], ":")
-		desc.Annotations = map[string]string{annotationName: s.ref, annotationRef: tag}
-		desc.Platform = platform
-		idx.Manifests = append(idx.Manifests, desc)
+		idx.Manifests = append(idx.Manifests, ociarchive.ImageDescriptor(manifest.Desc, s.ref, platform))
 		imgs = append(imgs, ImageRef{
 			Ref:  s.ref,
-			ID:   config.desc.Digest,
-			Size: manifest.desc.Size + config.desc.Size + layer.desc.Size,
+			ID:   config.Desc.Digest,
+			Size: manifest.Desc.Size + config.Desc.Size + layer.Desc.Size,
 		})
 	}
-	index, err := json.Marshal(idx)
-	if err != nil {
-		return nil, fmt.Errorf("encode index.json: %w", err)
-	}
-
-	out, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("create archive: %w", err)
-	}
-	defer out.Close()
-	tw := tar.NewWriter(out)
-	add := func(name string, data []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
-	}
-	if err := add("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
-		return nil, fmt.Errorf("write archive: %w", err)
-	}
-	if err := add("index.json", index); err != nil {
-		return nil, fmt.Errorf("write archive: %w", err)
-	}
-	for _, d := range []string{"blobs/", "blobs/sha256/"} {
-		if err := tw.WriteHeader(&tar.Header{Name: d, Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
-			return nil, fmt.Errorf("write archive: %w", err)
-		}
-	}
-	for _, b := range blobs {
-		name := "blobs/sha256/" + strings.TrimPrefix(b.desc.Digest, "sha256:")
-		if b.file == "" {
-			if err := add(name, b.data); err != nil {
-				return nil, fmt.Errorf("write archive: %w", err)
-			}
-			continue
-		}
-		if err := copyFileInto(tw, name, b.file, b.desc.Size); err != nil {
-			return nil, fmt.Errorf("write archive: %w", err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("write archive: %w", err)
-	}
-	if err := out.Close(); err != nil {
-		return nil, fmt.Errorf("write archive: %w", err)
+	if err := ociarchive.Write(path, idx, blobs); err != nil {
+		return nil, err
 	}
 	return imgs, nil
 }
 
-func copyFileInto(tw *tar.Writer, name, file string, size int64) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
-		return err
-	}
-	_, err = io.Copy(tw, f)
-	return err
-}
-
-func jsonBlob(mediaType string, v any) (blob, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return blob{}, fmt.Errorf("encode %s: %w", mediaType, err)
-	}
-	sum := sha256.Sum256(data)
-	return blob{
-		desc: ociDescriptor{MediaType: mediaType, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(data))},
-		data: data,
-	}, nil
-}
-
 // writeLayer writes an uncompressed layer tar (binary plus random padding)
 // of about size bytes to a temp file, hashing it on the way.
-func (n *Node) writeLayer(bin string, size int64) (blob, error) {
+func (n *Node) writeLayer(bin string, size int64) (ociarchive.Blob, error) {
 	fi, err := os.Stat(bin)
 	if err != nil {
-		return blob{}, fmt.Errorf("stat test binary: %w", err)
+		return ociarchive.Blob{}, fmt.Errorf("stat test binary: %w", err)
 	}
 	pad := size - layerTarOverhead - roundUp(fi.Size())
 	pad -= pad % tarBlock
@@ -378,21 +251,21 @@ func (n *Node) writeLayer(bin string, size int64) (blob, error) {
 	}
 	f, err := os.CreateTemp(n.imagesDir, "layer-*")
 	if err != nil {
-		return blob{}, fmt.Errorf("create layer: %w", err)
+		return ociarchive.Blob{}, fmt.Errorf("create layer: %w", err)
 	}
 	defer f.Close()
-	b := blob{file: f.Name()}
+	b := ociarchive.Blob{File: f.Name()}
 	h := sha256.New()
-	cw := &countWriter{w: io.MultiWriter(f, h)}
+	cw := &ociarchive.CountWriter{W: io.MultiWriter(f, h)}
 	if err := writeLayerTar(cw, bin, fi.Size(), pad); err != nil {
 		os.Remove(f.Name())
-		return blob{}, fmt.Errorf("write layer: %w", err)
+		return ociarchive.Blob{}, fmt.Errorf("write layer: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(f.Name())
-		return blob{}, fmt.Errorf("write layer: %w", err)
+		return ociarchive.Blob{}, fmt.Errorf("write layer: %w", err)
 	}
-	b.desc = ociDescriptor{MediaType: mediaLayerTar, Digest: digestOf(h), Size: cw.n}
+	b.Desc = ociarchive.Descriptor{MediaType: ociarchive.MediaLayerTar, Digest: ociarchive.Digest(h), Size: cw.N}
 	return b, nil
 }
 
@@ -422,18 +295,5 @@ func writeLayerTar(w io.Writer, bin string, binSize, pad int64) error {
 	}
 	return tw.Close()
 }
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func digestOf(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
 
 func roundUp(n int64) int64 { return (n + tarBlock - 1) / tarBlock * tarBlock }

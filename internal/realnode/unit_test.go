@@ -5,11 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodegc/nodegc/internal/ociarchive"
 )
 
 func TestNormalizeRef(t *testing.T) {
@@ -97,22 +98,11 @@ func readArchive(t *testing.T, path string) map[string][]byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	files := map[string][]byte{}
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[h.Name] = b
+	files, err := ociarchive.Files(f)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return files
 }
 
 func TestWriteArchive(t *testing.T) {
@@ -144,7 +134,7 @@ func TestWriteArchive(t *testing.T) {
 	if string(files["oci-layout"]) != `{"imageLayoutVersion":"1.0.0"}` {
 		t.Errorf("oci-layout = %q", files["oci-layout"])
 	}
-	var idx ociIndex
+	var idx ociarchive.Index
 	if err := json.Unmarshal(files["index.json"], &idx); err != nil {
 		t.Fatal(err)
 	}
@@ -155,19 +145,19 @@ func TestWriteArchive(t *testing.T) {
 	for i, desc := range idx.Manifests {
 		spec, img := specs[i], imgs[i]
 		t.Run(spec.ref, func(t *testing.T) {
-			if desc.Annotations[annotationName] != spec.ref || desc.Annotations[annotationRef] != "v1" || img.Ref != spec.ref {
+			if desc.Annotations[ociarchive.AnnotationName] != spec.ref || desc.Annotations[ociarchive.AnnotationRef] != "v1" || img.Ref != spec.ref {
 				t.Errorf("annotations %v, ref %q; want name %s and tag v1", desc.Annotations, img.Ref, spec.ref)
 			}
-			var man ociManifest
+			var man ociarchive.Manifest
 			if err := json.Unmarshal(blob(desc.Digest), &man); err != nil {
 				t.Fatal(err)
 			}
-			var cfg ociConfig
+			var cfg ociarchive.Config
 			if err := json.Unmarshal(blob(man.Config.Digest), &cfg); err != nil {
 				t.Fatal(err)
 			}
 			layer := blob(man.Layers[0].Digest)
-			if man.Layers[0].MediaType != mediaLayerTar || len(man.Layers) != 1 {
+			if man.Layers[0].MediaType != ociarchive.MediaLayerTar || len(man.Layers) != 1 {
 				t.Errorf("layers %+v, want one uncompressed tar", man.Layers)
 			}
 			if cfg.RootFS.DiffIDs[0] != man.Layers[0].Digest {

@@ -1,7 +1,6 @@
 package kubelet
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -131,55 +129,4 @@ func (a *apiServer) client(t *testing.T) *kubernetes.Clientset {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-// startProcess starts a long-running helper in its own process group with
-// its output in logFile; t.Cleanup ends it (SIGTERM, then SIGKILL after
-// 10 s) and waits for it.
-func startProcess(t *testing.T, logFile, bin string, args ...string) {
-	t.Helper()
-	log, err := os.Create(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = filepath.Dir(logFile)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		t.Fatalf("start %s: %v", filepath.Base(bin), err)
-	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		log.Close()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("tail of %s:\n%s", logFile, tail(logFile, 20))
-		}
-	})
-}
-
-// waitFor reports whether cond becomes true within d, trying every 200 ms.
-func waitFor(d time.Duration, cond func() bool) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return true
 }

@@ -2,11 +2,8 @@ package kubelet
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,14 +14,22 @@ import (
 	"testing"
 	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
+	"github.com/nodegc/nodegc/internal/kubetest"
 	"github.com/nodegc/nodegc/internal/realnode"
 )
 
-// kubeVersion is the k8s.io/kubernetes version tools/kube/go.mod requires;
-// the default cache dir is keyed by it, as in scripts/build-kube.sh.
-const kubeVersion = "v1.36.3"
+// The helpers test/cluster shares (internal/kubetest).
+var (
+	skipOrFail   = kubetest.SkipOrFail
+	kubeBinary   = kubetest.Binary
+	freePort     = kubetest.FreePort
+	startProcess = kubetest.StartProcess
+	waitFor      = kubetest.WaitFor
+	tail         = kubetest.Tail
+	removePods   = kubetest.RemovePods
+	removeLinks  = kubetest.RemoveLinks
+	unmountUnder = kubetest.UnmountUnder
+)
 
 // buildDir holds the binaries built once per test process.
 var buildDir string
@@ -39,34 +44,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// skipOrFail skips the test with the reason, or fails it under
-// NODEGC_REQUIRE_CONTAINERD=1, where CI wants every real test to run.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv(realnode.RequireEnv) == "1" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format+" (set %s=1 to make this a failure)", append(args, realnode.RequireEnv)...)
-}
-
-// kubeBinary returns the path of a binary scripts/build-kube.sh built.
-func kubeBinary(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("NODEGC_KUBE_DIR")
-	if dir == "" {
-		cache := os.Getenv("NODEGC_CACHE")
-		if cache == "" {
-			cache = "/var/cache/nodegc"
-		}
-		dir = filepath.Join(cache, "kube-"+kubeVersion)
-	}
-	p := filepath.Join(dir, name)
-	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
-		skipOrFail(t, "%s not built in %s (run make kube)", name, dir)
-	}
-	return p
 }
 
 // build builds a command of this module into buildDir once per name.
@@ -152,28 +129,7 @@ func startKubelet(t *testing.T, n *realnode.Node, o kubeletOptions) *kubelet {
 		}
 	}
 	port := freePort(t)
-	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-staticPodPath: %s
-fileCheckFrequency: 5s
-containerRuntimeEndpoint: %s
-podLogsDir: %s
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-failCgroupV1: false
-readOnlyPort: 0
-port: %d
-healthzPort: 0
-authentication:
-  anonymous:
-    enabled: true
-  webhook:
-    enabled: false
-authorization:
-  mode: AlwaysAllow
-`, k.manifests, n.Endpoint(), n.PodLogsDir(), port)
+	cfg := kubetest.KubeletConfig(n, port, fmt.Sprintf("staticPodPath: %s\nfileCheckFrequency: 5s\n", k.manifests))
 	if o.ImageGCHigh > 0 {
 		cfg += fmt.Sprintf("imageGCHighThresholdPercent: %d\nimageGCLowThresholdPercent: %d\n", o.ImageGCHigh, o.ImageGCLow)
 	}
@@ -310,89 +266,6 @@ func readJSON(t *testing.T, file string, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("decode %s: %v", file, err)
 	}
-}
-
-// freePort returns a TCP port free right now, for the kubelet's server.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// removePods stops and removes every sandbox on the node, the kubelet's
-// pods with their containers, once the kubelet is stopped.
-func removePods(t *testing.T, n *realnode.Node) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rt := n.RuntimeClient()
-	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		t.Errorf("list sandboxes: %v", err)
-		return
-	}
-	for _, s := range resp.GetItems() {
-		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
-			t.Errorf("stop sandbox %s: %v", s.GetId(), err)
-		}
-		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
-			t.Errorf("remove sandbox %s: %v", s.GetId(), err)
-		}
-	}
-}
-
-// removeLinks removes the /var/log/containers links the kubelet made for
-// this node's containers (they point into podLogsDir).
-func removeLinks(t *testing.T, podLogsDir string) {
-	t.Helper()
-	const dir = "/var/log/containers"
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		target, err := os.Readlink(p)
-		if err != nil || !strings.HasPrefix(target, podLogsDir+"/") {
-			continue
-		}
-		if err := os.Remove(p); err != nil {
-			t.Errorf("remove %s: %v", p, err)
-		}
-	}
-}
-
-// unmountUnder lazily unmounts whatever the kubelet mounted under dir, so
-// t.TempDir can remove it.
-func unmountUnder(t *testing.T, dir string) {
-	t.Helper()
-	mounts, err := realnode.MountsUnder(dir)
-	if err != nil {
-		t.Logf("mounts under %s: %v", dir, err)
-		return
-	}
-	for i := len(mounts) - 1; i >= 0; i-- {
-		if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
-			t.Errorf("unmount %s: %v", mounts[i], err)
-		}
-	}
-}
-
-// tail returns the last lines of a file.
-func tail(path string, lines int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }
 
 // klogLine matches a klog text header and its message:

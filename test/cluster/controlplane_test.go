@@ -1,0 +1,201 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodegc/nodegc/internal/kubetest"
+)
+
+// controlPlane is etcd, kube-apiserver (RBAC and Node authorization, the
+// ServiceAccount admission plugin), kube-controller-manager and
+// kube-scheduler, all on loopback ports of their own, with a CA of their
+// own so pods verify the API server as on a real cluster.
+type controlPlane struct {
+	URL  string
+	Port int
+	dir  string
+	// CAFile signs the API server's certificate; the controller manager
+	// publishes it to every namespace (kube-root-ca.crt).
+	CAFile string
+	// Admin is a kubeconfig of system:masters.
+	Admin string
+}
+
+const adminToken = "nodegc-cluster-admin"
+
+// startControlPlane starts the control plane; t.Cleanup ends it and removes
+// its data. nodeName gets a kubelet token (system:node:<name>).
+func startControlPlane(t *testing.T, nodeName string) *controlPlane {
+	t.Helper()
+	apiserver := kubetest.Binary(t, "kube-apiserver")
+	kcm := kubetest.Binary(t, "kube-controller-manager")
+	scheduler := kubetest.Binary(t, "kube-scheduler")
+	etcd, err := exec.LookPath("etcd")
+	if err != nil {
+		kubetest.SkipOrFail(t, "etcd not installed (make deps installs Debian's etcd-server)")
+	}
+	dir := t.TempDir()
+	cp := &controlPlane{dir: dir, CAFile: filepath.Join(dir, "ca.crt")}
+	client, peer := kubetest.FreePort(t), kubetest.FreePort(t)
+	cp.Port = kubetest.FreePort(t)
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", client)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+	kubetest.StartProcess(t, filepath.Join(dir, "etcd.log"), etcd,
+		"--name=default", "--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL)
+
+	certFile, keyFile := filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key")
+	writeCerts(t, cp.CAFile, certFile, keyFile)
+	saKey := filepath.Join(dir, "sa.key")
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(dir, "tokens.csv")
+	for file, data := range map[string][]byte{
+		saKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		tokens: []byte(adminToken + ",admin,admin,system:masters\n" +
+			kubeletToken + ",system:node:" + nodeName + ",kubelet,system:nodes\n"),
+	} {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", cp.Port)
+	kubetest.StartProcess(t, filepath.Join(dir, "kube-apiserver.log"), apiserver,
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", cp.Port),
+		"--tls-cert-file="+certFile, "--tls-private-key-file="+keyFile,
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file="+saKey, "--service-account-signing-key-file="+saKey,
+		"--token-auth-file="+tokens, "--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		"--service-cluster-ip-range=10.96.0.0/24")
+	cp.Admin = cp.kubeconfig(t, "admin", adminToken)
+	cs := cp.client(t)
+	if !kubetest.WaitFor(2*time.Minute, func() bool {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(t.Context())
+		return err == nil
+	}) {
+		t.Fatalf("kube-apiserver not ready at %s; tail of its log:\n%s", cp.URL, kubetest.Tail(filepath.Join(dir, "kube-apiserver.log"), 30))
+	}
+	kubetest.StartProcess(t, filepath.Join(dir, "kube-controller-manager.log"), kcm,
+		"--kubeconfig="+cp.Admin, "--leader-elect=false",
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", kubetest.FreePort(t)),
+		"--root-ca-file="+cp.CAFile, "--service-account-private-key-file="+saKey,
+		"--use-service-account-credentials=false")
+	kubetest.StartProcess(t, filepath.Join(dir, "kube-scheduler.log"), scheduler,
+		"--kubeconfig="+cp.Admin, "--leader-elect=false",
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", kubetest.FreePort(t)))
+	return cp
+}
+
+const kubeletToken = "nodegc-cluster-kubelet"
+
+// kubeconfig writes a token kubeconfig that verifies the API server with
+// the CA, and returns its path.
+func (cp *controlPlane) kubeconfig(t *testing.T, name, token string) string {
+	t.Helper()
+	p := filepath.Join(cp.dir, name+".kubeconfig")
+	data := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: u
+  user:
+    token: %s
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+`, cp.URL, cp.CAFile, token)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// client is an admin clientset.
+func (cp *controlPlane) client(t *testing.T) *kubernetes.Clientset {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// writeCerts writes a CA and the API server's serving certificate, for
+// loopback (the kubelet, the tests, and the agent on the host network)
+// and the in-cluster names.
+func writeCerts(t *testing.T, caFile, certFile, keyFile string) {
+	t.Helper()
+	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "nodegc-cluster-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, block := range map[string]*pem.Block{
+		caFile:   {Type: "CERTIFICATE", Bytes: caDER},
+		certFile: {Type: "CERTIFICATE", Bytes: der},
+		keyFile:  {Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)},
+	} {
+		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

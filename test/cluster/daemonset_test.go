@@ -1,0 +1,351 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodegc/nodegc/internal/kubetest"
+	"github.com/nodegc/nodegc/internal/realnode"
+)
+
+// cluster is a one-node cluster: a real containerd 2.2 with the image
+// imported, the control plane, and a kubelet registered with it.
+type cluster struct {
+	node     *realnode.Node
+	cp       *controlPlane
+	cs       *kubernetes.Clientset
+	nodeName string
+	dir      string // root-owned, 0700, outside /tmp: the kubelet's files
+	// kubeletConfig is the kubelet's --config, which the agent reads.
+	kubeletConfig string
+	// agentArgs are added to the agent's arguments.
+	agentArgs []string
+}
+
+// startCluster starts everything and waits until the Node is Ready.
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		kubetest.SkipOrFail(t, "a real cluster needs root (running as uid %d)", os.Geteuid())
+	}
+	kubelet := kubetest.Binary(t, "kubelet")
+	archive := buildImage(t)
+	c := &cluster{nodeName: fmt.Sprintf("nodegc-cluster-%d", os.Getpid())}
+	// Not under /tmp: the agent believes a file the kubelet's flags name
+	// only when every directory above it is root's alone.
+	dir, err := os.MkdirTemp("/var/lib", "nodegc-cluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.dir = dir
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	c.node = realnode.Start(t, realnode.Options{Runtime: realnode.Containerd2(), ImageFsSize: 512 << 20})
+	c.node.Must(t).Import(archive)
+	// The runtime's network is ready once it loads a CNI config; every pod
+	// here runs on the host network, so no plugin ever runs.
+	netd := filepath.Join(c.node.Dir(), "cni", "net.d")
+	if err := os.MkdirAll(netd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(netd, "10-host-only.conflist"),
+		[]byte(`{"cniVersion": "1.0.0", "name": "host-only", "plugins": [{"type": "loopback"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.cp = startControlPlane(t, c.nodeName)
+	c.cs = c.cp.client(t)
+
+	rootDir := filepath.Join(dir, "kubelet")
+	scratch := filepath.Join(dir, "cwd")
+	for _, d := range []string{rootDir, scratch} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.kubeletConfig = filepath.Join(dir, "config.yaml")
+	cfg := kubetest.KubeletConfig(c.node, kubetest.FreePort(t), "")
+	if err := os.WriteFile(c.kubeletConfig, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Cleanups run last first: this one after the kubelet has stopped.
+	t.Cleanup(func() {
+		kubetest.RemovePods(t, c.node)
+		kubetest.RemoveLinks(t, c.node.PodLogsDir())
+		kubetest.UnmountUnder(t, rootDir)
+	})
+	kubetest.StartProcess(t, filepath.Join(scratch, "kubelet.log"), kubelet,
+		"--config="+c.kubeletConfig, "--root-dir="+rootDir,
+		"--kubeconfig="+c.cp.kubeconfig(t, "kubelet", kubeletToken),
+		"--hostname-override="+c.nodeName, "--v=2")
+	if !kubetest.WaitFor(3*time.Minute, func() bool {
+		n, err := c.cs.CoreV1().Nodes().Get(t.Context(), c.nodeName, metav1.GetOptions{})
+		return err == nil && condition(n.Status.Conditions, corev1.NodeReady)
+	}) {
+		t.Fatalf("node %s not Ready; kubelet log:\n%s", c.nodeName, kubetest.Tail(filepath.Join(scratch, "kubelet.log"), 40))
+	}
+	return c
+}
+
+func condition(conds []corev1.NodeCondition, typ corev1.NodeConditionType) bool {
+	for _, c := range conds {
+		if c.Type == typ {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// applyDeploy renders deploy/ with kubectl kustomize, points the
+// DaemonSet at this node's paths and the imported image, and applies it
+// with kubectl through the API server. It returns the metrics port.
+func (c *cluster) applyDeploy(t *testing.T) int {
+	t.Helper()
+	kubectl := kubetest.Binary(t, "kubectl")
+	out, err := exec.Command(kubectl, "kustomize", "../../deploy").Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v", err)
+	}
+	port := kubetest.FreePort(t)
+	var docs [][]byte
+	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatal(err)
+		}
+		if meta.Kind == "DaemonSet" {
+			var ds appsv1.DaemonSet
+			if err := yaml.UnmarshalStrict(doc, &ds); err != nil {
+				t.Fatal(err)
+			}
+			c.patch(t, &ds, port)
+			if doc, err = yaml.Marshal(&ds); err != nil {
+				t.Fatal(err)
+			}
+		}
+		docs = append(docs, doc)
+	}
+	manifest := filepath.Join(c.dir, "deploy.yaml")
+	if err := os.WriteFile(manifest, bytes.Join(docs, []byte("\n---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	apply := exec.Command(kubectl, "--kubeconfig="+c.cp.Admin, "apply", "-f", manifest)
+	if b, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v: %s", err, b)
+	}
+	return port
+}
+
+// patch changes what differs on this test node from a kubeadm node: where
+// the runtime, the kubelet config, the pod logs and the image fs are, the
+// image (imported, never pulled), a free metrics port (another agent may
+// hold 10263 on this machine), and the API server's address (no
+// kube-proxy serves the kubernetes Service here).
+func (c *cluster) patch(t *testing.T, ds *appsv1.DaemonSet, port int) {
+	t.Helper()
+	spec := &ds.Spec.Template.Spec
+	ctr := &spec.Containers[0]
+	ctr.Image, ctr.ImagePullPolicy = imageRef, corev1.PullNever
+	for i, a := range ctr.Args {
+		if strings.HasPrefix(a, "--metrics-bind-address=") {
+			ctr.Args[i] = fmt.Sprintf("--metrics-bind-address=:%d", port)
+		}
+	}
+	ctr.Args = append(ctr.Args, c.agentArgs...)
+	ctr.Ports[0].ContainerPort = int32(port)
+	ctr.Env = append(ctr.Env,
+		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
+		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: strconv.Itoa(c.cp.Port)})
+	socket := corev1.HostPathSocket
+	paths := map[string]struct {
+		path string
+		typ  *corev1.HostPathType
+	}{
+		"cri-socket":     {c.node.Socket(), &socket},
+		"kubelet-config": {c.kubeletConfig, nil},
+		"pod-logs":       {c.node.PodLogsDir(), nil},
+		"state":          {filepath.Join(c.dir, "state"), nil},
+		"image-fs":       {c.node.Root(), nil},
+	}
+	mountAt := map[string]string{}
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		p, ok := paths[v.Name]
+		if !ok {
+			continue
+		}
+		v.HostPath.Path = p.path
+		if p.typ != nil {
+			v.HostPath.Type = p.typ
+		}
+		if v.Name != "state" { // the agent's --state-dir stays /var/lib/nodegc
+			mountAt[v.Name] = p.path
+		}
+	}
+	for i := range ctr.VolumeMounts {
+		if p, ok := mountAt[ctr.VolumeMounts[i].Name]; ok {
+			ctr.VolumeMounts[i].MountPath = p
+		}
+	}
+}
+
+// TestDaemonSetBecomesReady: deploy/ applied through the API server, the
+// DaemonSet controller creates the agent's pod, the scheduler binds it to
+// the node, the kubelet runs the imported image, and the pod becomes
+// Ready: /readyz answers 200 only when the runtime answers, the state dir
+// is writable and the pod source (in-cluster, with deploy/'s RBAC) has
+// synced. The API server's proxy reaches its metrics. Killed with SIGKILL,
+// the agent is restarted by the kubelet and is Ready again.
+func TestDaemonSetBecomesReady(t *testing.T) {
+	c := startCluster(t)
+	port := c.applyDeploy(t)
+	pod := c.waitAgentReady(t)
+	if pod.Spec.NodeName != c.nodeName {
+		t.Errorf("pod on node %q, want %s", pod.Spec.NodeName, c.nodeName)
+	}
+	ds, err := c.cs.AppsV1().DaemonSets("nodegc").Get(t.Context(), "nodegc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Status.NumberReady != 1 || ds.Status.DesiredNumberScheduled != 1 {
+		t.Errorf("DaemonSet status %+v", ds.Status)
+	}
+	body, err := c.cs.CoreV1().Pods("nodegc").ProxyGet("http", pod.Name, strconv.Itoa(port), "/metrics", nil).DoRaw(t.Context())
+	if err != nil {
+		t.Errorf("metrics through the API server's proxy: %v", err)
+	} else if !bytes.Contains(body, []byte(`nodegc_build_info{goversion=`)) || !bytes.Contains(body, []byte("nodegc_pod_source_synced 1")) {
+		t.Errorf("metrics through the proxy lack build info or a synced pod source:\n%.2000s", body)
+	}
+	if !t.Failed() {
+		c.killAgent(t, pod.Name)
+	}
+	if logs := c.agentLog(); testing.Verbose() || t.Failed() {
+		t.Logf("agent log:\n%s", logs)
+	}
+	if t.Failed() {
+		c.dump(t, &pod)
+	}
+}
+
+// waitAgentReady waits until the DaemonSet's one pod is Ready and returns
+// it; a container that keeps exiting fails at once.
+func (c *cluster) waitAgentReady(t *testing.T) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	crashed := false
+	if !kubetest.WaitFor(4*time.Minute, func() bool {
+		pods, err := c.cs.CoreV1().Pods("nodegc").List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nodegc"})
+		if err != nil || len(pods.Items) != 1 {
+			return false
+		}
+		pod = pods.Items[0]
+		if cs := pod.Status.ContainerStatuses; len(cs) == 1 && cs[0].RestartCount >= 2 {
+			crashed = true
+			return true
+		}
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}) {
+		c.dump(t, &pod)
+		t.Fatalf("the agent's pod is not Ready")
+	}
+	if crashed {
+		c.dump(t, &pod)
+		t.Fatalf("the agent's container keeps exiting")
+	}
+	return pod
+}
+
+// killAgent SIGKILLs the agent's process (as the OOM killer would) and
+// waits until the kubelet has restarted it and the pod is Ready again.
+func (c *cluster) killAgent(t *testing.T, podName string) {
+	t.Helper()
+	pid := c.agentPID(t)
+	if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "VmRSS:") || strings.HasPrefix(line, "VmHWM:") {
+				t.Logf("agent (pid %d) %s", pid, strings.Join(strings.Fields(line), " "))
+			}
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill agent pid %d: %v", pid, err)
+	}
+	if !kubetest.WaitFor(2*time.Minute, func() bool {
+		pod, err := c.cs.CoreV1().Pods("nodegc").Get(t.Context(), podName, metav1.GetOptions{})
+		if err != nil || len(pod.Status.ContainerStatuses) != 1 {
+			return false
+		}
+		st := pod.Status.ContainerStatuses[0]
+		return st.RestartCount >= 1 && st.Ready
+	}) {
+		t.Errorf("the agent killed with SIGKILL was not restarted and Ready again within 2 minutes")
+		return
+	}
+	if next := c.agentPID(t); next == pid {
+		t.Errorf("the agent's pid is still %d", pid)
+	}
+}
+
+// agentPID is the host pid of the agent's running container, from CRI.
+func (c *cluster) agentPID(t *testing.T) int {
+	t.Helper()
+	rt := c.node.RuntimeClient()
+	list, err := rt.ListContainers(t.Context(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{"io.kubernetes.container.name": "nodegc"},
+	}})
+	if err != nil || len(list.GetContainers()) != 1 {
+		t.Fatalf("the agent's running container: %v (%d found)", err, len(list.GetContainers()))
+	}
+	st, err := rt.ContainerStatus(t.Context(), &runtimeapi.ContainerStatusRequest{ContainerId: list.GetContainers()[0].GetId(), Verbose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct{ Pid int }
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil || info.Pid == 0 {
+		t.Fatalf("the agent container's pid: %v in %.300s", err, st.GetInfo()["info"])
+	}
+	return info.Pid
+}
+
+// agentLog is the agent container's latest log file.
+func (c *cluster) agentLog() string {
+	logs, _ := filepath.Glob(filepath.Join(c.node.PodLogsDir(), "nodegc_*", "nodegc", "*.log"))
+	if len(logs) == 0 {
+		return "(no log)"
+	}
+	return kubetest.Tail(logs[len(logs)-1], 30)
+}
+
+// dump logs the pod's status, the namespace's events and the agent's log.
+func (c *cluster) dump(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	if b, err := yaml.Marshal(pod.Status); err == nil {
+		t.Logf("pod %s status:\n%s", pod.Name, b)
+	}
+	if evs, err := c.cs.CoreV1().Events("nodegc").List(t.Context(), metav1.ListOptions{}); err == nil {
+		for _, e := range evs.Items {
+			t.Logf("event %s %s: %s", e.InvolvedObject.Kind, e.Reason, e.Message)
+		}
+	}
+	t.Logf("agent log:\n%s", c.agentLog())
+}

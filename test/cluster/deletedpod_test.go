@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/internal/kubetest"
+	"github.com/nodegc/nodegc/internal/realnode"
+)
+
+// TestDeletedPodGoesAtTheAgentsPass: a crash-looping pod made through the
+// API leaves dead containers; deleted through the API, its containers
+// (the kubelet removes them as it kills the pod), its sandbox and its log
+// directory are gone, the last two at the agent's next container pass,
+// which counts them in its metrics as pod-removable: the pod source (the
+// API server, through deploy/'s RBAC) and the hostPath mounts of the logs
+// work in the pod. The agent's container pass runs every 2 s here (the
+// kubelet's own GC runs every minute), so the agent's pass comes first.
+func TestDeletedPodGoesAtTheAgentsPass(t *testing.T) {
+	c := startCluster(t)
+	c.agentArgs = []string{"--container-gc-period=2s"}
+	port := c.applyDeploy(t)
+	agent := c.waitAgentReady(t)
+
+	m := c.node.Must(t)
+	archive, img := m.BuildImage("nodegc/crash", "v1", 64<<10)
+	m.Import(archive)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "crash", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName:                      c.nodeName,
+			HostNetwork:                   true,
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: new(int64),
+			Containers: []corev1.Container{{
+				Name: "crash", Image: img.Ref, ImagePullPolicy: corev1.PullNever, Args: []string{"exit", "1"},
+			}},
+		},
+	}
+	created, err := c.cs.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(created.UID)
+	if !kubetest.WaitFor(2*time.Minute, func() bool { return len(c.containersOf(t, uid)) >= 2 }) {
+		t.Fatalf("pod %s left no dead containers (%d containers)", uid, len(c.containersOf(t, uid)))
+	}
+	logDir := filepath.Join(c.node.PodLogsDir(), "default_crash_"+uid)
+	if _, err := os.Stat(logDir); err != nil {
+		t.Fatalf("pod log directory: %v", err)
+	}
+	if err := c.cs.CoreV1().Pods("default").Delete(t.Context(), "crash", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	gone := kubetest.WaitFor(90*time.Second, func() bool {
+		_, err := os.Stat(logDir)
+		return len(c.containersOf(t, uid)) == 0 && len(c.sandboxesOf(t, uid)) == 0 && os.IsNotExist(err)
+	})
+	if !gone {
+		t.Errorf("after the pod's deletion: %d containers, %d sandboxes of %s left; log directory %s still there", len(c.containersOf(t, uid)), len(c.sandboxesOf(t, uid)), uid, logDir)
+	}
+	body, err := c.cs.CoreV1().Pods("nodegc").ProxyGet("http", agent.Name, strconv.Itoa(port), "/metrics", nil).DoRaw(t.Context())
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	// The kubelet removes a deleted pod's dead containers itself as it
+	// kills the pod; its sandbox and log directory wait for a GC pass.
+	for _, want := range []string{
+		`nodegc_container_gc_sandbox_removals_total{reason="pod-removable",result="removed"} 1`,
+		`nodegc_container_gc_log_removals_total{reason="pod-removable",result="removed"} 1`,
+	} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("the agent's metrics lack %s; they have:\n%s", want, grep(body, "nodegc_container_gc_"))
+		}
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Logf("agent log:\n%s", c.agentLog())
+	}
+}
+
+// containersOf lists the pod's containers through CRI.
+func (c *cluster) containersOf(t *testing.T, uid string) []*runtimeapi.Container {
+	t.Helper()
+	resp, err := c.node.RuntimeClient().ListContainers(t.Context(), &runtimeapi.ListContainersRequest{
+		Filter: &runtimeapi.ContainerFilter{LabelSelector: map[string]string{realnode.LabelPodUID: uid}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetContainers()
+}
+
+// sandboxesOf lists the pod's sandboxes through CRI.
+func (c *cluster) sandboxesOf(t *testing.T, uid string) []*runtimeapi.PodSandbox {
+	t.Helper()
+	resp, err := c.node.RuntimeClient().ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{
+		Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{realnode.LabelPodUID: uid}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetItems()
+}
+
+// grep returns the lines of b that contain s.
+func grep(b []byte, s string) string {
+	var out bytes.Buffer
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if bytes.Contains(line, []byte(s)) {
+			fmt.Fprintf(&out, "%s\n", line)
+		}
+	}
+	return out.String()
+}
