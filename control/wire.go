@@ -71,7 +71,9 @@ type Notice struct {
 	Report   *engine.PassReport `json:"report,omitempty"`
 	Event    *engine.Event      `json:"event,omitempty"`
 	Progress *engine.Progress   `json:"progress,omitempty"`
-	Status   engine.Status      `json:"status"`
+	// Containers is engine.Notice.Containers.
+	Containers bool          `json:"containers,omitempty"`
+	Status     engine.Status `json:"status"`
 }
 
 // Error is the body of every reply that is not 200.
@@ -95,9 +97,9 @@ const (
 const ReadOnlyHeader = "Nodegc-Read-Only"
 
 func toWire(n engine.Notice) Notice {
-	return Notice{Report: n.Report, Event: n.Event, Progress: n.Progress, Status: n.Status}
+	return Notice{Report: n.Report, Event: n.Event, Progress: n.Progress, Containers: n.Containers, Status: n.Status}
 }
 
 func fromWire(n Notice) engine.Notice {
-	return engine.Notice{Report: n.Report, Event: n.Event, Progress: n.Progress, Status: n.Status}
+	return engine.Notice{Report: n.Report, Event: n.Event, Progress: n.Progress, Containers: n.Containers, Status: n.Status}
 }

@@ -93,10 +93,11 @@ type Engine struct {
 	// following is set while FollowEvents holds the runtime's container
 	// event stream open.
 	following atomic.Bool
+	// stream is the follower's state (EventStream).
+	stream atomic.Pointer[EventStream]
 
-	progressMu sync.Mutex
-	progress   map[int]func(Progress)
-	progressID int
+	progress   listeners[Progress]
+	containers listeners[EventStream]
 
 	// passMu serialises passes. A pass holds it throughout, and e.mu only
 	// while it touches the records, the notes and the journal's
@@ -137,30 +138,10 @@ func (e *Engine) Following() bool { return e.following.Load() }
 // OnProgress registers fn to receive a running pass's progress after each
 // item; it returns a func that unregisters it. fn runs on the pass's
 // goroutines and must not block.
-func (e *Engine) OnProgress(fn func(Progress)) (cancel func()) {
-	e.progressMu.Lock()
-	defer e.progressMu.Unlock()
-	if e.progress == nil {
-		e.progress = map[int]func(Progress){}
-	}
-	id := e.progressID
-	e.progressID++
-	e.progress[id] = fn
-	return func() {
-		e.progressMu.Lock()
-		delete(e.progress, id)
-		e.progressMu.Unlock()
-	}
-}
+func (e *Engine) OnProgress(fn func(Progress)) (cancel func()) { return e.progress.add(fn) }
 
 // publishProgress calls every progress listener.
-func (e *Engine) publishProgress(p Progress) {
-	e.progressMu.Lock()
-	defer e.progressMu.Unlock()
-	for _, fn := range e.progress {
-		fn(p)
-	}
-}
+func (e *Engine) publishProgress(p Progress) { e.progress.publish(p) }
 
 // runID names one run of an engine: its start time (UTC, to the second)
 // and 8 random hex digits, so that two runs never share a name even when

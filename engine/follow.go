@@ -38,6 +38,42 @@ func followBackoff() wait.Backoff {
 	return wait.Backoff{Duration: time.Second, Factor: 2, Steps: math.MaxInt32, Cap: followRetry}
 }
 
+// EventStream is the state of the engine's follower of the runtime's
+// container event stream (FollowEvents), for those who refresh on its
+// notices (OnContainers) rather than poll: the dashboard.
+type EventStream struct {
+	// Live is set while the stream is open.
+	Live bool `json:"live"`
+	// Down says why the stream is not open ("" while live, or before a
+	// follower started).
+	Down string `json:"down,omitempty"`
+	// NoStream is set when the runtime has no stream (ErrNoEventStream):
+	// the follower has ended.
+	NoStream bool `json:"noStream,omitempty"`
+}
+
+// EventStream returns the follower's state; zero when none ever ran.
+func (e *Engine) EventStream() EventStream {
+	if st := e.stream.Load(); st != nil {
+		return *st
+	}
+	return EventStream{}
+}
+
+// OnContainers registers fn to be told, with the follower's state, each
+// time the node's containers may have changed: a burst of container
+// events (of any type), and every opening, breaking or end of the stream.
+// It returns a func that unregisters it. fn runs on the follower's
+// goroutine and must not block.
+func (e *Engine) OnContainers(fn func(EventStream)) (cancel func()) { return e.containers.add(fn) }
+
+// setStream records the follower's state and tells the listeners.
+func (e *Engine) setStream(st EventStream) {
+	e.following.Store(st.Live)
+	e.stream.Store(&st)
+	e.containers.publish(st)
+}
+
 // followEvents is FollowEvents' loop; it returns when it stops following.
 func (e *Engine) followEvents(ctx context.Context, src EventSource) {
 	backoff := followBackoff()
@@ -45,20 +81,19 @@ func (e *Engine) followEvents(ctx context.Context, src EventSource) {
 		ch, err := src.ContainerEvents(ctx)
 		if errors.Is(err, ErrNoEventStream) {
 			e.log.Info("runtime has no container event stream: re-checks rely on the view window alone")
+			e.setStream(EventStream{Down: err.Error(), NoStream: true})
 			return
 		}
 		if err == nil {
 			e.ContainerEvent()
-			e.following.Store(true)
+			e.setStream(EventStream{Live: true})
 			backoff = followBackoff()
-			for ev := range ch {
-				if ev.Type == ContainerCreatedEvent || ev.Type == ContainerStartedEvent {
-					e.ContainerEvent()
-				}
-			}
+			err = e.readEvents(ch)
 			// Until it is open again (which re-lists), image re-checks
 			// list the active containers themselves.
-			e.following.Store(false)
+			e.setStream(EventStream{Down: err.Error()})
+		} else {
+			e.setStream(EventStream{Down: err.Error()})
 		}
 		if ctx.Err() != nil {
 			return
@@ -72,3 +107,35 @@ func (e *Engine) followEvents(ctx context.Context, src EventSource) {
 		}
 	}
 }
+
+// readEvents reads the open stream until it closes, and returns why. A
+// container created or started makes the passes list the node again
+// (ContainerEvent); every burst of events, however many are buffered
+// together, tells the listeners once.
+func (e *Engine) readEvents(ch <-chan ContainerEvent) error {
+	err := errStreamClosed
+	for ev := range ch {
+		for more := true; more; {
+			switch {
+			case ev.Err != nil:
+				err = ev.Err
+			case ev.Type == ContainerCreatedEvent || ev.Type == ContainerStartedEvent:
+				e.ContainerEvent()
+			}
+			select {
+			case next, ok := <-ch:
+				if !ok {
+					return err
+				}
+				ev = next
+			default:
+				more = false
+			}
+		}
+		e.containers.publish(EventStream{Live: true})
+	}
+	return err
+}
+
+// errStreamClosed is why a stream that closed without an error is down.
+var errStreamClosed = errors.New("the stream closed")

@@ -31,17 +31,25 @@ type Status struct {
 	LastReport        *PassReport `json:"lastReport,omitempty"`
 	Passes            int64       `json:"passes"`
 	ReadOnly          bool        `json:"readOnly"`
+	// Events is the engine's follower of the runtime's container event
+	// stream (Engine.EventStream).
+	Events EventStream `json:"events"`
 }
 
 // Notice is what subscribers receive: a finished pass, an event, a running
-// pass's progress, or a change of status (pause, resume, a pass starting).
-// Status is always set.
+// pass's progress, a change of the node's containers, or a change of
+// status (pause, resume, a pass starting). Status is always set.
 type Notice struct {
 	Report *PassReport
 	Event  *Event
 	// Progress is set while a real pass runs, after each item.
 	Progress *Progress
-	Status   Status
+	// Containers is set when the node's containers may have changed: the
+	// engine's follower of the runtime's event stream read a burst of
+	// events, or the stream opened, broke or ended (Status.Events says
+	// which). One stream serves the passes and every subscriber.
+	Containers bool
+	Status     Status
 }
 
 // noticeBuffer is how many notices a subscriber may fall behind by before
@@ -85,6 +93,7 @@ func NewScheduler(e *Engine, o SchedulerOptions) *Scheduler {
 	}
 	s := &Scheduler{e: e, o: o, wake: make(chan struct{}, 1), subs: map[int]chan Notice{}}
 	e.OnProgress(func(p Progress) { s.publish(Notice{Progress: &p}) })
+	e.OnContainers(func(EventStream) { s.publish(Notice{Containers: true}) })
 	now := o.Now()
 	s.st = Status{
 		Paused:            o.Paused,
@@ -299,7 +308,9 @@ func (s *Scheduler) setPaused(p bool) {
 func (s *Scheduler) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.st
+	st := s.st
+	st.Events = s.e.EventStream()
+	return st
 }
 
 // Subscribe returns a channel of notices and a func that unsubscribes. A
@@ -327,6 +338,7 @@ func (s *Scheduler) publish(n Notice) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n.Status = s.st
+	n.Status.Events = s.e.EventStream()
 	for _, ch := range s.subs {
 		select {
 		case ch <- n:

@@ -77,7 +77,8 @@ func TestAgesAndCountdownsMoveWithTheClock(t *testing.T) {
 				o.Changed = (&fakeChanged{}).Changed
 				m := refreshNow(t, send(New(o), windowSize(160, 40)))
 				if path.live {
-					m, _ = update(m, eventsOpenedMsg{ch: make(chan engine.ContainerEvent)})
+					m.o.Events = true
+					m, _ = update(m, streamNotice(m, liveStream))
 					m = finishRefresh(t, m)
 				}
 				m = send(m, keyMsg(r.key))
@@ -109,7 +110,8 @@ func TestIdleDrawsOnlyWhatChanges(t *testing.T) {
 	o := fixtureOptions(ctl, &c.now)
 	o.timer = c.timer
 	m := refreshNow(t, send(New(o), windowSize(160, 40)))
-	m, _ = update(m, eventsOpenedMsg{ch: make(chan engine.ContainerEvent)})
+	m.o.Events = true
+	m, _ = update(m, streamNotice(m, liveStream))
 	m = finishRefresh(t, m)
 	gen := m.gen
 	for _, msg := range []tea.Msg{pulseMsg{}, tickMsg{gen: m.listGen + 1}, fsMsg{fs: fixtureSnapshot().ImageFs}} {

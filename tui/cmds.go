@@ -74,76 +74,16 @@ type tickMsg struct{ gen uint64 }
 // every change the light check finds, already makes it list again.
 const SafetyInterval = 60 * time.Second
 
-// Reconnect backoff of the event stream: a broken stream is retried after
-// eventsRetryMin, doubling to eventsRetryMax; a runtime that has no stream
-// at all (Unimplemented) is asked again only every noStreamRetry.
-const (
-	eventsRetryMin = time.Second
-	eventsRetryMax = time.Minute
-	noStreamRetry  = 5 * time.Minute
-)
-
-// eventsOpenedMsg is the result of opening the runtime's event stream.
-type eventsOpenedMsg struct {
-	ch  <-chan engine.ContainerEvent
-	err error
-}
-
-// containerEventsMsg is one or more container events read from the
-// stream (a burst is coalesced into one message), or its end: closed is
-// set when the channel closed, err when the stream broke.
-type containerEventsMsg struct {
-	n      int
-	ch     <-chan engine.ContainerEvent
-	err    error
-	closed bool
-}
-
-// eventsRetryMsg asks to open the event stream again.
-type eventsRetryMsg struct{}
-
-func openEventsCmd(ctx context.Context, src engine.EventSource) tea.Cmd {
-	return func() tea.Msg {
-		ch, err := src.ContainerEvents(ctx)
-		return eventsOpenedMsg{ch: ch, err: err}
-	}
-}
-
-// waitEvents blocks for the next event, then takes every event already
-// buffered with it, so that a burst costs one re-list. It is re-armed by
-// Update after each message, as Bubble Tea's realtime example does.
-func waitEvents(ch <-chan engine.ContainerEvent) tea.Cmd {
-	return func() tea.Msg {
-		ev, ok := <-ch
-		msg := containerEventsMsg{ch: ch}
-		for ok {
-			if ev.Err != nil {
-				msg.err = ev.Err
-			} else {
-				msg.n++
-			}
-			select {
-			case ev, ok = <-ch:
-				continue
-			default:
-			}
-			return msg
-		}
-		msg.closed = true
-		return msg
-	}
-}
-
-func retryEvents(d time.Duration) tea.Cmd {
-	return tea.Tick(d, func(time.Time) tea.Msg { return eventsRetryMsg{} })
-}
-
-// eventsNote is the status line's word on a stream that is not live.
-func eventsNote(err error) string {
-	if errors.Is(err, engine.ErrNoEventStream) {
+// eventsNote is the status line's word on an event stream that is not
+// live (engine.Status.Events); "" before the engine's follower said.
+func eventsNote(st engine.EventStream) string {
+	switch {
+	case st.NoStream:
 		return "events: polling (runtime has no event stream)"
+	case st.Down != "":
+		return "events: polling (event stream: " + st.Down + "); reconnecting"
 	}
-	return "events: polling (event stream: " + err.Error() + "); reconnecting"
+	return ""
 }
 
 // CgroupsHiddenInterval is how often the cgroup tree is read while its

@@ -30,29 +30,38 @@ func finishRefresh(t *testing.T, m Model) Model {
 	return m
 }
 
-// fakeEvents is an event source whose stream is ch.
-type fakeEvents struct{ ch chan engine.ContainerEvent }
-
-func (f fakeEvents) ContainerEvents(context.Context) (<-chan engine.ContainerEvent, error) {
-	return f.ch, nil
+// streamNotice is the scheduler's notice of the node's containers, with
+// the engine's event stream in state st, which the fixture's controller
+// then reports too.
+func streamNotice(m Model, st engine.EventStream) noticeMsg {
+	if c, ok := m.o.Controller.(*fakeController); ok {
+		c.mu.Lock()
+		c.status.Events = st
+		c.mu.Unlock()
+	}
+	status := m.status
+	status.Events = st
+	return noticeMsg{n: engine.Notice{Containers: true, Status: status}, ok: true}
 }
 
+// liveStream is the engine's event stream, open.
+var liveStream = engine.EventStream{Live: true}
+
 func TestRefreshOnContainerEvents(t *testing.T) {
-	live := func(t *testing.T) (Model, chan engine.ContainerEvent) {
+	live := func(t *testing.T) Model {
 		m, _ := fixtureModel(t, 100, 30)
-		ch := make(chan engine.ContainerEvent, 8)
-		m.o.Events = fakeEvents{ch}
-		m, cmd := update(m, eventsOpenedMsg{ch: ch})
+		m.o.Events = true
+		m, cmd := update(m, streamNotice(m, liveStream))
 		if cmd == nil {
 			t.Fatal("opening the stream armed nothing")
 		}
 		if m.refreshing {
 			m = finishRefresh(t, m)
 		}
-		return m, ch
+		return m
 	}
 	t.Run("an open stream replaces the short periodic re-list with the safety net", func(t *testing.T) {
-		m, _ := live(t)
+		m := live(t)
 		if !m.EventsLive() || m.ListInterval() != SafetyInterval {
 			t.Fatalf("live %v, re-list every %s; want live and every %s", m.EventsLive(), m.ListInterval(), SafetyInterval)
 		}
@@ -63,19 +72,19 @@ func TestRefreshOnContainerEvents(t *testing.T) {
 		}
 	})
 	t.Run("a container event re-lists at once, without waiting for a tick", func(t *testing.T) {
-		m, ch := live(t)
+		m := live(t)
 		seq := m.refreshSeq
-		m, cmd := update(m, containerEventsMsg{n: 1, ch: ch})
+		m, cmd := update(m, streamNotice(m, liveStream))
 		if cmd == nil || !m.refreshing || m.refreshSeq != seq+1 {
 			t.Fatalf("after an event: refreshing %v, seq %d -> %d; want a new refresh", m.refreshing, seq, m.refreshSeq)
 		}
 	})
 	t.Run("events during a refresh give exactly one more refresh after it", func(t *testing.T) {
-		m, ch := live(t)
-		m, _ = update(m, containerEventsMsg{n: 1, ch: ch})
+		m := live(t)
+		m, _ = update(m, streamNotice(m, liveStream))
 		seq := m.refreshSeq
-		m, _ = update(m, containerEventsMsg{n: 5, ch: ch})
-		m, _ = update(m, containerEventsMsg{n: 2, ch: ch})
+		m, _ = update(m, streamNotice(m, liveStream))
+		m, _ = update(m, streamNotice(m, liveStream))
 		if m.refreshSeq != seq {
 			t.Fatalf("events during a refresh started %d more at once", m.refreshSeq-seq)
 		}
@@ -88,22 +97,10 @@ func TestRefreshOnContainerEvents(t *testing.T) {
 			t.Error("a third refresh followed one burst")
 		}
 	})
-	t.Run("a burst buffered on the channel is one message", func(t *testing.T) {
-		ch := make(chan engine.ContainerEvent, 8)
-		for range 5 {
-			ch <- engine.ContainerEvent{Type: engine.ContainerStoppedEvent}
-		}
-		msg := waitEvents(ch)().(containerEventsMsg)
-		if msg.n != 5 || msg.closed || msg.err != nil {
-			t.Errorf("waitEvents = %+v; want the 5 events in one message", msg)
-		}
-	})
 	t.Run("a runtime without a stream falls back to polling and says so", func(t *testing.T) {
 		m, _ := fixtureModel(t, 100, 30)
-		m, cmd := update(m, eventsOpenedMsg{err: fmt.Errorf("container events: %w: Unimplemented", engine.ErrNoEventStream)})
-		if cmd == nil {
-			t.Error("no reconnect was armed")
-		}
+		m.o.Events = true
+		m, _ = update(m, streamNotice(m, engine.EventStream{NoStream: true, Down: fmt.Errorf("container events: %w: Unimplemented", engine.ErrNoEventStream).Error()}))
 		if m.EventsLive() || m.ListInterval() != m.o.RefreshInterval {
 			t.Errorf("live %v, re-list every %s; want polling every %s", m.EventsLive(), m.ListInterval(), m.o.RefreshInterval)
 		}
@@ -112,31 +109,24 @@ func TestRefreshOnContainerEvents(t *testing.T) {
 		}
 	})
 	t.Run("a broken stream falls back to polling, re-lists, and reconnects", func(t *testing.T) {
-		m, ch := live(t)
+		m := live(t)
 		seq := m.refreshSeq
-		m, cmd := update(m, containerEventsMsg{ch: ch, err: fmt.Errorf("container events: %w", engine.ErrUnavailable)})
+		m, cmd := update(m, streamNotice(m, engine.EventStream{Down: fmt.Errorf("container events: %w", engine.ErrUnavailable).Error()}))
 		if cmd == nil || m.EventsLive() || m.ListInterval() != m.o.RefreshInterval || m.refreshSeq != seq+1 {
 			t.Fatalf("live %v, every %s, seq %d -> %d; want polling and a re-list", m.EventsLive(), m.ListInterval(), seq, m.refreshSeq)
 		}
 		if s := m.Screen(); !strings.Contains(s, "reconnecting") {
 			t.Errorf("status line does not say it reconnects:\n%s", s)
 		}
-		m, cmd = update(m, eventsRetryMsg{})
-		if cmd == nil {
-			t.Fatal("the retry did not open the stream again")
-		}
-		if _, ok := cmd().(eventsOpenedMsg); !ok {
-			t.Error("the retry's command does not open the stream")
-		}
+		// The engine's follower reconnects (engine TestFollowEvents).
 	})
 }
 
 func TestLiveDashboardListsOnlyOnChange(t *testing.T) {
 	live := func(t *testing.T) Model {
 		m, _ := fixtureModel(t, 100, 30)
-		ch := make(chan engine.ContainerEvent, 8)
-		m.o.Events = fakeEvents{ch}
-		m, _ = update(m, eventsOpenedMsg{ch: ch})
+		m.o.Events = true
+		m, _ = update(m, streamNotice(m, liveStream))
 		if m.refreshing {
 			m = finishRefresh(t, m)
 		}
@@ -164,6 +154,7 @@ func TestLiveDashboardListsOnlyOnChange(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := live(t)
 			seq := m.refreshSeq
+			tt.msg.n.Status = m.status // every notice carries the status, the stream's too
 			m, _ = update(m, tt.msg)
 			if got := m.refreshSeq != seq; got != tt.relist {
 				t.Errorf("re-listed %v; want %v", got, tt.relist)

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -68,11 +67,11 @@ type Model struct {
 	// stream is live; listGen drops ticks armed at the old interval.
 	listEvery time.Duration
 	listGen   uint64
-	// eventsLive reports whether the runtime's event stream is open;
-	// eventsStatus says why not, for the status line.
+	// eventsLive reports whether the engine's follower of the runtime's
+	// event stream is live (Status.Events) and the dashboard refreshes on
+	// its notices; eventsStatus says why not, for the status line.
 	eventsLive   bool
 	eventsStatus string
-	eventsRetry  time.Duration
 	// eventPending marks an event that came while a refresh was running:
 	// one more refresh follows it.
 	eventPending bool
@@ -214,9 +213,6 @@ func (m Model) Init() tea.Cmd {
 		refreshCmd(m.ctx, m.o, m.refreshSeq),
 		tick(m.listEvery, m.listGen),
 	}
-	if m.o.Events != nil {
-		cmds = append(cmds, openEventsCmd(m.ctx, m.o.Events))
-	}
 	if m.o.Cgroups != nil || m.o.ImageFs != nil {
 		cmds = append(cmds, pulse(m.o.RefreshInterval))
 	}
@@ -319,7 +315,8 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onChanged(msg)
 	case RefreshMsg:
 		m = m.applyRefresh(msg)
-		cg := m.cgroupsDue()
+		ev, _ := m.syncEvents(false)
+		cg := tea.Batch(m.cgroupsDue(), ev)
 		if m.eventPending && !m.refreshing {
 			m.eventPending = false
 			return m, tea.Batch(cg, m.startRefresh(false))
@@ -349,33 +346,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.onEvent()
 		}
 		return m, nil
-	case eventsOpenedMsg:
-		if msg.err != nil {
-			return m, m.eventsDown(msg.err)
-		}
-		m.eventsLive, m.eventsStatus, m.eventsRetry = true, "", 0
-		// Events may have come between the last list and the stream's
-		// opening: list once more, then only on events.
-		return m, tea.Batch(waitEvents(msg.ch), m.setListEvery(SafetyInterval), m.onEvent())
-	case containerEventsMsg:
-		if msg.closed || msg.err != nil {
-			err := msg.err
-			if err == nil {
-				err = errors.New("the stream closed")
-			}
-			var more tea.Cmd
-			if !msg.closed {
-				more = waitEvents(msg.ch) // drain to the close
-			}
-			return m, tea.Batch(more, m.eventsDown(err), m.onEvent())
-		}
-		m.quiet = true // the re-list shows when its answer comes
-		return m, tea.Batch(waitEvents(msg.ch), m.onEvent())
-	case eventsRetryMsg:
-		if m.o.Events == nil {
-			return m, nil
-		}
-		return m, openEventsCmd(m.ctx, m.o.Events)
 	case subscribedMsg:
 		m.notices, m.unsubscribe = msg.ch, msg.cancel
 		return m, waitNotice(msg.ch)
@@ -385,6 +355,12 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.status = msg.n.Status
 		var cmds []tea.Cmd
+		if cmd, moved := m.syncEvents(true); moved {
+			cmds = append(cmds, cmd)
+		} else if msg.n.Containers && m.eventsLive {
+			m.quiet = true // the re-list shows when its answer comes
+			cmds = append(cmds, m.onEvent())
+		}
 		if p := msg.n.Progress; p != nil {
 			pp := *p
 			m.progress = &pp

@@ -70,12 +70,15 @@ type Options struct {
 	// when the usage moved (an image pulled or removed sends no container
 	// event). (*engine.Engine).ImageFs fits.
 	ImageFs func(ctx context.Context) (engine.FsStats, error)
-	// Events is the runtime's container event stream; nil polls. While
-	// it is live the dashboard lists the node on each event (a burst
-	// coalesced), on a pass, on r, and every SafetyInterval, instead of
-	// every RefreshInterval; when it is missing or breaks, it polls, says
-	// so on the status line and reconnects with backoff.
-	Events engine.EventSource
+	// Events makes the dashboard refresh on the Controller's notices of
+	// the node's containers (engine.Notice.Containers), from the engine's
+	// one follower of the runtime's event stream; false polls. While the
+	// stream is live (engine.Status.Events) the dashboard lists the node
+	// on each notice (a burst coalesced), on a pass, on r, and every
+	// SafetyInterval, instead of every RefreshInterval; when it is
+	// missing or broken, it polls and says so on the status line, until
+	// the engine reconnects.
+	Events bool
 	// Changed is the light poll of a runtime without an event stream: it
 	// reports whether the node's containers differ from the ones whose
 	// engine.ContainersFingerprint is since (the dashboard passes its

@@ -6,7 +6,6 @@
 package tui
 
 import (
-	"errors"
 	"slices"
 	"time"
 
@@ -45,7 +44,8 @@ func (m *Model) setListEvery(d time.Duration) tea.Cmd {
 // stream is live.
 func (m Model) ListInterval() time.Duration { return m.listEvery }
 
-// EventsLive reports whether the runtime's event stream is open.
+// EventsLive reports whether the runtime's event stream, which the
+// engine follows, is open and the dashboard refreshes on its notices.
 func (m Model) EventsLive() bool { return m.eventsLive }
 
 // cgroupInterval is how often the cgroup tree is read now: every
@@ -158,18 +158,29 @@ func (m *Model) onEvent() tea.Cmd {
 	return m.startRefresh(false)
 }
 
-// eventsDown falls back to polling, says so on the status line, and asks
-// to reconnect after a backoff: long for a runtime with no stream at all,
-// doubling from eventsRetryMin for a broken one.
-func (m *Model) eventsDown(err error) tea.Cmd {
-	m.eventsLive = false
-	m.eventsStatus = eventsNote(err)
-	d := noStreamRetry
-	if !errors.Is(err, engine.ErrNoEventStream) {
-		d = min(max(m.eventsRetry*2, eventsRetryMin), eventsRetryMax)
-		m.eventsRetry = d
+// syncEvents follows the engine's event stream (Status.Events) when the
+// dashboard refreshes on its notices (Options.Events). The stream
+// opening arms the SafetyInterval re-list and, when relist is set, lists
+// once more (events may have come since the last list); its breaking or
+// missing falls back to polling and says so on the status line, and a
+// break lists again. It reports whether the state moved.
+func (m *Model) syncEvents(relist bool) (tea.Cmd, bool) {
+	st := m.status.Events
+	if !m.o.Events || st.Live == m.eventsLive {
+		if m.o.Events && !st.Live {
+			m.eventsStatus = eventsNote(st)
+		}
+		return nil, false
 	}
-	return tea.Batch(m.setListEvery(m.o.RefreshInterval), retryEvents(d))
+	m.eventsLive, m.eventsStatus = st.Live, eventsNote(st)
+	if st.Live {
+		cmd := m.setListEvery(SafetyInterval)
+		if relist {
+			cmd = tea.Batch(cmd, m.onEvent())
+		}
+		return cmd, true
+	}
+	return tea.Batch(m.setListEvery(m.o.RefreshInterval), m.onEvent()), true
 }
 
 func (m *Model) applyRefresh(msg RefreshMsg) Model {

@@ -211,18 +211,20 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	lightGC()
 	so.Paused = opts.Paused
 	// The passes follow the runtime's event stream whatever --events says
-	// of the display: a container created on an image is seen at once.
-	ctx, s, stop := startScheduler(ctx, e, so, opts.eventSource)
-	var events engine.EventSource
-	if opts.Events {
-		events = opts.eventSource
+	// of the display: a container created on an image is seen at once. The
+	// display refreshes on the scheduler's notices of that one stream; a
+	// read-only engine, which runs no pass, follows it only for them.
+	events := opts.eventSource
+	if e.ReadOnly() && !opts.Events {
+		events = nil
 	}
+	ctx, s, stop := startScheduler(ctx, e, so, events)
 	journal := ""
 	if !e.ReadOnly() {
 		journal = filepath.Join(opts.stateDir, "journal.jsonl")
 	}
 	err := opts.runTUI(ctx, tui.Options{
-		Events:          events,
+		Events:          opts.Events && events != nil,
 		Controller:      s,
 		Snapshot:        e.Snapshot,
 		Plan:            e.PlanSnapshot,

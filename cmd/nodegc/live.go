@@ -80,8 +80,9 @@ func (n *liveNode) Close() error {
 }
 
 // startScheduler runs the scheduler's periodic passes on e, with e
-// following the runtime's container event stream (when it has one and e
-// can remove: a container created on an image is seen at once), until
+// following the runtime's container event stream when events is set (a
+// container created on an image is seen at once, and the scheduler's
+// subscribers are told of every change of the node's containers), until
 // the returned stop is called. The returned context ends at stop; the
 // caller's commands (forced passes) use it. stop cancels it, so a pass in
 // flight stops after its items in flight, waits until they are journalled
@@ -95,7 +96,7 @@ func startScheduler(ctx context.Context, e *engine.Engine, so engine.SchedulerOp
 		s.Run(ctx) // ends with ctx
 	}()
 	stopFollowing := func() {}
-	if events != nil && !e.ReadOnly() {
+	if events != nil {
 		stopFollowing = e.FollowEvents(ctx, events)
 	}
 	return ctx, s, func() *engine.PassReport {
