@@ -12,7 +12,6 @@ import (
 
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/tui/events"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/overview"
@@ -230,16 +229,6 @@ func (m Model) Active() Pane { return m.active }
 
 // Frozen reports whether the display is frozen (f).
 func (m Model) Frozen() bool { return m.frozen }
-
-// Passes returns the pass history the Events pane shows, newest first.
-func (m Model) Passes() []engine.PassReport {
-	for _, p := range m.panes {
-		if e, ok := unwrap[events.Model](p); ok {
-			return e.Passes()
-		}
-	}
-	return nil
-}
 
 // ModalOpen reports whether a modal (preview or quit question) is shown.
 func (m Model) ModalOpen() bool { return m.modal != nil }

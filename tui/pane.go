@@ -52,6 +52,10 @@ type pane interface {
 	// NextChange is when an age or countdown the pane shows next reads
 	// differently at the time it last got (feed.Clock); zero: never.
 	NextChange() time.Time
+	// ReadsCgroups reports whether the pane draws the cgroup tree
+	// (feed.Cgroups) itself, so that the tree is read at the full rate
+	// while it is on screen.
+	ReadsCgroups() bool
 }
 
 // component is what a pane package provides: a value model whose Update
@@ -83,6 +87,7 @@ type (
 	itemer         interface{ Item() (feed.Item, bool) }
 	finder[M any]  interface{ Find(s string) (M, bool) }
 	clocked        interface{ NextChange() time.Time }
+	cgroupReader   interface{ ReadsCgroups() bool }
 )
 
 // adapt wraps a component as a pane.
@@ -153,10 +158,9 @@ func (a adapted[M, P]) NextChange() time.Time {
 	return time.Time{}
 }
 
-// unwrap returns the component inside a pane, when it is an M.
-func unwrap[M component[M], P sizable[M]](p pane) (M, bool) {
-	a, ok := p.(adapted[M, P])
-	return a.m, ok
+func (a adapted[M, P]) ReadsCgroups() bool {
+	c, ok := any(a.m).(cgroupReader)
+	return ok && c.ReadsCgroups()
 }
 
 // Pane indexes the registered panes, in tab order; keys 1-9 select them.

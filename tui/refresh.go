@@ -12,7 +12,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/tui/cgroups"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/overview"
 )
@@ -53,7 +52,7 @@ func (m Model) EventsLive() bool { return m.eventsLive }
 // CgroupsHiddenInterval (the Overview's summary can wait; the tree's
 // re-read is the dashboard's most expensive idle work).
 func (m Model) cgroupInterval() time.Duration {
-	if _, ok := unwrap[cgroups.Model](m.activePane()); ok {
+	if m.activePane().ReadsCgroups() {
 		return m.o.RefreshInterval
 	}
 	return CgroupsHiddenInterval

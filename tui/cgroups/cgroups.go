@@ -85,6 +85,10 @@ func New(k keys.KeyMap, st style.Styles, hasReader bool) Model {
 // Title names the pane.
 func (m Model) Title() string { return "Cgroups" }
 
+// ReadsCgroups reports that the pane draws the cgroup tree itself: the
+// root reads it every refresh interval while the pane is on screen.
+func (m Model) ReadsCgroups() bool { return true }
+
 // SetError shows a failed read; the last good tree stays.
 func (m *Model) SetError(err error) {
 	m.err = ""

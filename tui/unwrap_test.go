@@ -1,0 +1,23 @@
+package tui
+
+import (
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/events"
+)
+
+// unwrap returns the component inside a pane, when it is an M: tests
+// read a pane's own state; the root never does.
+func unwrap[M component[M], P sizable[M]](p pane) (M, bool) {
+	a, ok := p.(adapted[M, P])
+	return a.m, ok
+}
+
+// passes returns the pass history the Events pane shows, newest first.
+func passes(m Model) []engine.PassReport {
+	for _, p := range m.panes {
+		if e, ok := unwrap[events.Model](p); ok {
+			return e.Passes()
+		}
+	}
+	return nil
+}
