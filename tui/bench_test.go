@@ -7,6 +7,7 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/simnode"
+	"github.com/nodegc/nodegc/tui/internal/feed"
 )
 
 // largeModel is the dashboard at 100×30 over simnode.DemoLarge (2,000
@@ -96,8 +97,10 @@ func BenchmarkOverviewHistory(b *testing.B) {
 	m = send(m, windowSize(220, 60))
 	now := m.o.Now()
 	for i := range 720 {
-		m.history.AddUsage(now.Add(time.Duration(i-720)*time.Second), 70+i%20)
-		m.history.AddPass(engine.PassReport{FinishedAt: now.Add(time.Duration(i-720) * time.Second), EstimatedBytesFreed: int64(i) << 20})
+		var usage engine.Plan
+		usage.ImageGC.UsagePercent = 70 + i%20
+		m.broadcast(feed.State{At: now.Add(time.Duration(i-720) * time.Second), Refreshes: uint64(1000 + i), Plan: usage})
+		m.broadcast(feed.Pass{Report: engine.PassReport{FinishedAt: now.Add(time.Duration(i-720) * time.Second), EstimatedBytesFreed: int64(i) << 20}})
 	}
 	for b.Loop() {
 		nm, _ := m.Update(RefreshMsg{Seq: m.refreshSeq, At: now, Snapshot: snap, Plan: plan(b, m, snap, now)})

@@ -13,12 +13,11 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/format"
-	"github.com/nodegc/nodegc/tui/events"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 )
 
-// JournalLines bounds the journal view: its last lines. The Events pane
-// takes the last events.MaxPasses passes.
+// JournalLines bounds the journal view: its last lines. The panes take
+// the last feed.MaxPasses passes.
 const JournalLines = 5000
 
 // journalMsg is a read of the journal: its lines, oldest first.
@@ -234,8 +233,8 @@ func (j *journalView) view(inner, h int) []string {
 // start: the Events pane then lists the passes of earlier runs.
 func (m *Model) loadHistory(msg journalMsg) tea.Cmd {
 	var cmds []tea.Cmd
-	for _, r := range journalPasses(msg.lines, events.MaxPasses) {
-		cmds = append(cmds, m.broadcast(feed.Pass{Report: r}))
+	for _, r := range journalPasses(msg.lines, feed.MaxPasses) {
+		cmds = append(cmds, m.broadcast(feed.Pass{Report: r, Earlier: true}))
 	}
 	return tea.Batch(cmds...)
 }

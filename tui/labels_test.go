@@ -147,7 +147,7 @@ func TestPassesWithEqualFinishTimesAllCount(t *testing.T) {
 		r.FinishedAt = fixedNow // the same finish time
 		m = applied(m, r)
 	}
-	if n := len(m.history.Freed); n != 3 {
+	if n := len(history(m).Freed); n != 3 {
 		t.Errorf("the chart holds %d passes, want 3", n)
 	}
 	if s := screen(press(m, "1")); !strings.Contains(s, "3 passes") {

@@ -14,7 +14,6 @@ import (
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/keys"
-	"github.com/nodegc/nodegc/tui/overview"
 	"github.com/nodegc/nodegc/tui/style"
 )
 
@@ -45,13 +44,14 @@ type Model struct {
 	snapFP uint64
 	// stale marks panes that have not seen the latest refresh (feed);
 	// a pane gets it when it comes on screen.
-	stale    []bool
-	feed     feed.Snapshot
-	history  overview.History
-	status   engine.Status
-	self     overview.Self
-	lastSelf *SelfSample
-	selfAt   time.Time
+	stale []bool
+	feed  feed.Snapshot
+	// refreshes counts the refreshes applied (feed.State).
+	refreshes uint64
+	status    engine.Status
+	self      feed.Self
+	lastSelf  *SelfSample
+	selfAt    time.Time
 
 	// load turns a spinner in the body until the first snapshot.
 	load loader
@@ -159,7 +159,7 @@ func newModel(o Options, k keys.KeyMap, panes ...pane) Model {
 		panes:      panes,
 		cmd:        newCommand(k, st, paneNames(panes)),
 		stale:      make([]bool, len(panes)),
-		self:       overview.Self{CPUPercent: -1},
+		self:       feed.Self{CPUPercent: -1},
 		load:       newLoader(o.Now()),
 		refreshSeq: 1,
 		refreshing: true,
@@ -169,7 +169,6 @@ func newModel(o Options, k keys.KeyMap, panes ...pane) Model {
 		m.status = o.Controller.Status()
 		if r := m.status.LastReport; r != nil {
 			m.broadcast(feed.Pass{Report: *r})
-			m.history.AddPass(*r)
 		}
 	}
 	return m
@@ -359,7 +358,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if r := msg.n.Report; r != nil && !r.DryRun {
 			m.progress = nil
-			m.history.AddPass(*r)
 			cmds = append(cmds, m.broadcast(feed.Pass{Report: *r}))
 			if !m.eventsLive || passChanged(*r) {
 				cmds = append(cmds, m.startRefresh(false))
@@ -401,7 +399,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setFlash(fmt.Sprintf("%s pass failed: %v", msg.kind, msg.err), true)
 		} else {
 			r := msg.report
-			m.history.AddPass(r)
 			cmd = m.broadcast(feed.Pass{Report: r})
 			m.setFlash(passSummary(r), !r.OK())
 		}

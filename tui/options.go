@@ -101,7 +101,7 @@ type Options struct {
 	// Journal reads the deletion journal's lines, oldest first
 	// (engine.ReadJournalLines over the state dir); nil leaves the Events
 	// pane to this session's passes and disables the journal view (L).
-	// The Events pane lists the last events.MaxPasses passes it records,
+	// The Events pane lists the last feed.MaxPasses passes it records,
 	// earlier runs' too; the journal view its last JournalLines lines.
 	Journal func(ctx context.Context) ([]engine.JournalEntry, error)
 	// JournalPath is the deletion journal's path, named in a pass's

@@ -13,7 +13,6 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui/internal/feed"
-	"github.com/nodegc/nodegc/tui/overview"
 )
 
 // startRefresh begins a refresh unless one is running or force is false
@@ -208,7 +207,7 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 	if m.o.Changed != nil {
 		m.snapFP = engine.ContainersFingerprint(m.snap.Containers)
 	}
-	m.history.AddUsage(msg.At, msg.Plan.ImageGC.UsagePercent)
+	m.refreshes++
 	// Only the visible pane takes the refresh now; the others wait until
 	// they are shown, which halves the work of a refresh on a large node.
 	m.feed = feed.Snapshot{Snap: m.snap, Plan: m.plan, At: m.at}
@@ -237,15 +236,17 @@ func (m *Model) syncActive() {
 	m.setPane(m.active, p)
 }
 
-// pushOverview hands the Overview its data.
+// pushOverview hands every pane the dashboard's state (the Overview
+// shows it).
 func (m *Model) pushOverview() {
 	if !m.haveSnap {
 		return
 	}
-	m.broadcast(overview.Data{
-		Snapshot: m.snap, Plan: m.plan, Policy: m.o.Policy, Status: m.status,
+	m.broadcast(feed.State{
+		Snapshot: m.snap, Plan: m.plan, At: m.at, Refreshes: m.refreshes,
+		Policy: m.o.Policy, Status: m.status,
 		Controlled: m.o.Controller != nil, Self: m.self, HideSelf: m.o.HideSelf,
 		Now: m.now, Version: m.o.Version, ReadOnly: m.o.ReadOnly,
-		History: m.history, Agent: (*overview.Agent)(m.o.Agent),
+		Agent: (*feed.Agent)(m.o.Agent),
 	})
 }

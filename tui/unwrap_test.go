@@ -3,6 +3,7 @@ package tui
 import (
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui/events"
+	"github.com/nodegc/nodegc/tui/overview"
 )
 
 // unwrap returns the component inside a pane, when it is an M: tests
@@ -20,4 +21,14 @@ func passes(m Model) []engine.PassReport {
 		}
 	}
 	return nil
+}
+
+// history returns the session's history the Overview keeps.
+func history(m Model) overview.History {
+	for _, p := range m.panes {
+		if o, ok := unwrap[overview.Model](p); ok {
+			return o.History()
+		}
+	}
+	return overview.History{}
 }

@@ -25,7 +25,7 @@ import (
 
 // MaxPasses and MaxEvents bound the history kept in memory.
 const (
-	MaxPasses = 500
+	MaxPasses = feed.MaxPasses
 	MaxEvents = 500
 )
 

@@ -25,40 +25,17 @@ import (
 )
 
 // Self is nodegc's own footprint.
-type Self struct {
-	// CPUPercent is the CPU used since the previous sample, in percent of
-	// one core; negative when unknown (first sample).
-	CPUPercent float64
-	// RSSBytes is the resident set size; 0 when unknown.
-	RSSBytes int64
-}
-
-// Data is everything the pane shows, taken from one refresh.
-type Data struct {
-	Snapshot engine.Snapshot
-	Plan     engine.Plan
-	Policy   engine.Policy
-	Status   engine.Status
-	// Controlled reports whether a scheduler runs passes (else the engine
-	// lines say "no scheduler").
-	Controlled bool
-	Self       Self
-	// HideSelf leaves nodegc's own usage out (golden tests).
-	HideSelf bool
-	Now      time.Time
-	Version  string
-	ReadOnly bool
-	// History is the session's image fs usage and bytes freed per pass.
-	History History
-	// Agent is the agent the dashboard is attached to; nil when its
-	// engine is its own.
-	Agent *Agent
-}
+type Self = feed.Self
 
 // Agent names the nodegc agent the dashboard is attached to.
-type Agent struct {
-	PID       int
-	StartedAt time.Time
+type Agent = feed.Agent
+
+// Data is everything the pane shows: the dashboard's state (feed.State)
+// and the session's history, which the pane keeps itself.
+type Data struct {
+	feed.State
+	// History is the session's image fs usage and bytes freed per pass.
+	History History
 }
 
 // Model is the Overview pane.
@@ -67,6 +44,10 @@ type Model struct {
 	st     style.Styles
 	d      Data
 	loaded bool
+	// hist is the session's history: the usage at each refresh
+	// (feed.State with a new Refreshes) and the bytes each pass of this session
+	// freed (feed.Pass).
+	hist   History
 	width  int
 	height int
 	// memo is the last render of this data, size and palette: a tick of
@@ -90,9 +71,16 @@ func (m *Model) SetStyles(st style.Styles) { m.st, m.memo = st, &memo{} }
 // SetSize sets the pane's size.
 func (m *Model) SetSize(w, h int) { m.width, m.height, m.memo = w, h, &memo{} }
 
-// SetData shows a refresh.
-func (m *Model) SetData(d Data) {
-	m.d = d
+// History returns the session's history the pane keeps.
+func (m Model) History() History { return m.hist }
+
+// setState shows the dashboard's state, and records the usage of a
+// refresh it has not seen.
+func (m *Model) setState(st feed.State) {
+	if st.Refreshes != m.d.Refreshes {
+		m.hist.AddUsage(st.At, st.Plan.ImageGC.UsagePercent)
+	}
+	m.d = Data{State: st, History: m.hist}
 	m.loaded = true
 	m.memo = &memo{}
 }
@@ -104,8 +92,13 @@ func (m Model) Title() string { return "Overview" }
 // own.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case Data:
-		m.SetData(msg)
+	case feed.State:
+		m.setState(msg)
+	case feed.Pass:
+		if !msg.Earlier {
+			// Shown with the state that follows every pass.
+			m.hist.AddPass(msg.Report)
+		}
 	case feed.Clock:
 		m.d.Now = msg.Now
 	}

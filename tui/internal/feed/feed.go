@@ -22,8 +22,57 @@ type Snapshot struct {
 	At   time.Time
 }
 
+// MaxPasses bounds the passes a pane keeps, and so the earlier runs'
+// passes the root reads from the journal at start.
+const MaxPasses = 500
+
 // Pass is a finished pass (never a dry-run), sent to every pane.
-type Pass struct{ Report engine.PassReport }
+// Earlier marks a pass of an earlier run, read from the journal at start:
+// it belongs to the list of passes, not to this session's history.
+type Pass struct {
+	Report  engine.PassReport
+	Earlier bool
+}
+
+// State is the dashboard's state, sent to every pane after each refresh,
+// notice or pass: the latest refresh, taken at At, the scheduler's status
+// and the dashboard's own.
+type State struct {
+	Snapshot engine.Snapshot
+	Plan     engine.Plan
+	At       time.Time
+	// Refreshes counts the refreshes applied: a new count is a new
+	// refresh.
+	Refreshes uint64
+	Policy    engine.Policy
+	Status    engine.Status
+	// Controlled reports whether a scheduler runs passes.
+	Controlled bool
+	Self       Self
+	// HideSelf leaves nodegc's own usage out (golden tests).
+	HideSelf bool
+	Now      time.Time
+	Version  string
+	ReadOnly bool
+	// Agent is the agent the dashboard is attached to; nil when its
+	// engine is its own.
+	Agent *Agent
+}
+
+// Self is nodegc's own footprint.
+type Self struct {
+	// CPUPercent is the CPU used since the previous sample, in percent of
+	// one core; negative when unknown (first sample).
+	CPUPercent float64
+	// RSSBytes is the resident set size; 0 when unknown.
+	RSSBytes int64
+}
+
+// Agent names the nodegc agent the dashboard is attached to.
+type Agent struct {
+	PID       int
+	StartedAt time.Time
+}
 
 // Event is a kubelet-style event, sent to every pane.
 type Event struct{ Event engine.Event }
