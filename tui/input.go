@@ -101,6 +101,10 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Refresh):
 		m.setFlash("refreshing…", false)
 		return m, m.startRefresh(true)
+	case key.Matches(msg, k.Faster):
+		return m, m.stepRefresh(-1)
+	case key.Matches(msg, k.Slower):
+		return m, m.stepRefresh(+1)
 	case key.Matches(msg, k.Freeze):
 		m.frozen = !m.frozen
 		if m.frozen {

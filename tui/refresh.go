@@ -6,12 +6,14 @@
 package tui
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 )
 
@@ -35,6 +37,49 @@ func (m *Model) setListEvery(d time.Duration) tea.Cmd {
 	m.listEvery = d
 	m.listGen++
 	return tick(d, m.listGen)
+}
+
+// RefreshSteps are the refresh intervals + and - step through (btop).
+var RefreshSteps = []time.Duration{
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, 60 * time.Second,
+}
+
+// stepRefresh moves the refresh interval dir steps along RefreshSteps
+// (-1 faster, +1 slower) from the one in force, which need not be a step
+// (--refresh 3s). It re-arms the periodic re-list while polling (the event
+// stream's safety net stays as it is) and says the new interval.
+func (m *Model) stepRefresh(dir int) tea.Cmd {
+	cur := m.o.RefreshInterval
+	next := cur
+	if dir < 0 {
+		for i := len(RefreshSteps) - 1; i >= 0; i-- {
+			if RefreshSteps[i] < cur {
+				next = RefreshSteps[i]
+				break
+			}
+		}
+	} else {
+		for _, d := range RefreshSteps {
+			if d > cur {
+				next = d
+				break
+			}
+		}
+	}
+	if next == cur {
+		edge := "shortest"
+		if dir > 0 {
+			edge = "longest"
+		}
+		m.setFlash(fmt.Sprintf("refresh every %s: the %s interval", format.Duration(cur), edge), false)
+		return nil
+	}
+	m.o.RefreshInterval = next
+	m.setFlash(fmt.Sprintf("refresh every %s (+ faster, - slower)", format.Duration(next)), false)
+	if m.eventsLive {
+		return nil
+	}
+	return m.setListEvery(next)
 }
 
 // ListInterval is the interval of the periodic re-list armed now:

@@ -80,7 +80,7 @@ func (m Model) FullHelp() [][]key.Binding {
 	g := [][]key.Binding{
 		{k.NextPane, k.PrevPane, k.Panes[0], k.Command, k.Help, k.Quit},
 		{k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.Pause, k.StopPass},
-		{k.Refresh, k.Freeze, k.Journal, k.RemoveOne, k.Confirm, k.Cancel},
+		{k.Refresh, k.Faster, k.Freeze, k.Journal, k.RemoveOne, k.Confirm, k.Cancel},
 	}
 	return append(g, m.activePane().FullHelp()...)
 }
@@ -168,6 +168,15 @@ func (m Model) Screen() string {
 		badges = append(badges, st.BadgeWarn.Render("as of "+at.Format(time.TimeOnly)+" ("+format.Ago(at, m.now)+")"))
 	}
 	right := strings.Join(badges, " ")
+	// The refresh interval (+/- change it, btop) goes first, in words when
+	// they fit, else as ⟳, else not at all: the state badges never give
+	// way to it.
+	for _, r := range []string{"refresh " + format.Duration(m.o.RefreshInterval), "⟳ " + format.Duration(m.o.RefreshInterval)} {
+		if ansi.StringWidth(left)+ansi.StringWidth(r)+1+ansi.StringWidth(right)+1 <= m.width {
+			right = st.Faint.Render(r) + " " + right
+			break
+		}
+	}
 	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
 	bar := left + strings.Repeat(" ", max(gap, 1)) + right
 	if gap < 1 {

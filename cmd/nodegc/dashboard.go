@@ -348,6 +348,11 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	}
 	defer d.Close()
 
+	// The node has a history: image records as nodegc would have kept
+	// them over a week, so the least recently used order shows.
+	if err := seedDemoHistory(ctx, d.client.ReadOnly(), filepath.Join(dir, "state"), start, opts.Seed); err != nil {
+		return err
+	}
 	eo := engine.Options{
 		Reader:    d.client.ReadOnly(),
 		Statfs:    simfs.Local(d.node),
@@ -372,8 +377,8 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	}
 	opts.eventSource = d.client
 	opts.stateDir = eo.StateDir
-	// The first snapshot records every image as first seen at start; the
-	// workload then runs for the warm-up, so that images age past the
+	// The first snapshot marks the images in use at start as used then
+	// (the others keep their seeded history); the workload then runs for the warm-up, so that images age past the
 	// minimum TTL, pods die and the disk fills, as on a node that has
 	// been up for a while.
 	if _, err := e.Snapshot(ctx); err != nil {

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nodegc/nodegc/cgroupfs"
@@ -117,4 +121,45 @@ func (d *demoNode) Close() {
 	d.client.Close()
 	d.node.Stop()
 	<-d.served
+}
+
+// seedDemoHistory writes image records into the demo's empty state dir, as
+// a node that has run nodegc for a week would have them: each image present
+// at start was first detected between a week and an hour before start, and
+// most were last used at some point since (one in five never was). Without
+// it every image is first seen at start and never used, so the least
+// recently used order is the tie-break's ID order. The history is drawn
+// from seed, so the same seed gives the same demo. Images in use at start
+// are last used at start once the first snapshot sees them.
+func seedDemoHistory(ctx context.Context, r engine.Reader, stateDir string, start time.Time, seed int64) error {
+	images, err := r.ListImages(ctx)
+	if err != nil {
+		return fmt.Errorf("demo: list images: %w", err)
+	}
+	slices.SortFunc(images, func(a, b engine.Image) int { return strings.Compare(a.ID, b.ID) })
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e6f64656763)) // "nodegc"
+	const week = 7 * 24 * time.Hour
+	recs := make([]engine.ImageRecord, 0, len(images))
+	for _, img := range images {
+		first := start.Add(-time.Hour - time.Duration(rng.Int64N(int64(week-time.Hour)))).Truncate(time.Second)
+		rec := engine.ImageRecord{ID: img.ID, FirstDetected: first}
+		if rng.IntN(5) != 0 {
+			used := first.Add(time.Duration(rng.Int64N(int64(start.Sub(first) - 10*time.Minute)))).Truncate(time.Second)
+			rec.LastUsed = &used
+		}
+		recs = append(recs, rec)
+	}
+	data, err := json.MarshalIndent(map[string]any{
+		"apiVersion": engine.APIVersion, "kind": "ImageRecords", "savedAt": start, "records": recs,
+	}, "", " ")
+	if err != nil {
+		return fmt.Errorf("demo: image records: %w", err)
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(stateDir, "image-records.json"), data, 0o600); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	return nil
 }
