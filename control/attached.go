@@ -51,10 +51,7 @@ func (a *Attached) Run(ctx context.Context) {
 				}
 				n.Status = a.st
 				for _, sub := range a.subs {
-					select {
-					case sub <- n:
-					default: // a subscriber that falls behind loses notices
-					}
+					engine.SendNewest(sub, n)
 				}
 				a.mu.Unlock()
 			}

@@ -332,16 +332,32 @@ func (s *Scheduler) Subscribe() (<-chan Notice, func()) {
 	}
 }
 
-// publish sends n, with the current status, to every subscriber that has
-// room.
+// publish sends n, with the current status, to every subscriber; one
+// that fell behind loses its oldest notice, never this one.
 func (s *Scheduler) publish(n Notice) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n.Status = s.st
 	n.Status.Events = s.e.EventStream()
 	for _, ch := range s.subs {
+		SendNewest(ch, n)
+	}
+}
+
+// SendNewest sends v on ch without blocking. When ch is full it drops the
+// oldest value to make room: a subscriber that falls behind (a slow
+// screen, a loaded machine) misses intermediate notices, never the last
+// one, whose status (a pass ended, its report) it would otherwise show
+// as stale until the next. Only the sender may call it for a given ch.
+func SendNewest[T any](ch chan T, v T) {
+	for range 2 {
 		select {
-		case ch <- n:
+		case ch <- v:
+			return
+		default:
+		}
+		select {
+		case <-ch:
 		default:
 		}
 	}
