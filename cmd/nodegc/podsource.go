@@ -212,7 +212,12 @@ func nodeName(f *factory, flag, override string) (string, error) {
 // API server's list at odds with the node (a wrong node name) always
 // prints one.
 type podSources struct {
-	src  *podsource.Source
+	src *podsource.Source
+	// client is the API client the source uses, nil without one; the
+	// agent sends its Node events through it.
+	client *kubeclient.Client
+	// node is this node's name, as the kubelet names it.
+	node string
 	why  string
 	warn func()
 	// warnInconsistent prints the description of an inconsistent source.
@@ -257,6 +262,7 @@ func startPodSource(ctx context.Context, f *factory, g *globalOptions, cfg *kube
 		ps.why = fmt.Sprintf("%s: %v", pc.Origin, oneLine(err.Error()))
 		return ps, nil
 	}
+	ps.client, ps.node = kc, pc.NodeName
 	ps.src, err = podsource.Start(ctx, podsource.Options{Pods: kc.Pods(), NodeName: pc.NodeName, Server: pc.Rest.Host})
 	if err != nil {
 		return nil, err
