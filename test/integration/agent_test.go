@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,105 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/proctest"
 	"github.com/nodegc/nodegc/internal/realnode"
 )
-
-// process is a binary the test started, with its stderr lines.
-type process struct {
-	cmd   *exec.Cmd
-	lines <-chan string
-	seen  []string
-}
-
-// startBinary starts bin with args, its stderr read line by line. It is
-// killed at cleanup if the test did not end it.
-func startBinary(t *testing.T, bin string, args ...string) *process {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CONTAINER_RUNTIME_ENDPOINT=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 4096)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(pipe)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	p := &process{cmd: cmd, lines: lines}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			p.wait()
-		}
-	})
-	return p
-}
-
-// waitLine returns the first stderr line containing every one of subs,
-// failing the test after timeout.
-func (p *process) waitLine(t *testing.T, timeout time.Duration, subs ...string) string {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case l, ok := <-p.lines:
-			if !ok {
-				t.Fatalf("%s ended before a line with %q; stderr:\n%s", p.cmd.Path, subs, strings.Join(p.seen, "\n"))
-			}
-			p.seen = append(p.seen, l)
-			if !slices.ContainsFunc(subs, func(s string) bool { return !strings.Contains(l, s) }) {
-				return l
-			}
-		case <-deadline:
-			t.Fatalf("no line with %q within %s; stderr so far:\n%s", subs, timeout, strings.Join(p.seen, "\n"))
-		}
-	}
-}
-
-// wait reads the rest of stderr and waits for the process to end.
-func (p *process) wait() error {
-	for l := range p.lines {
-		p.seen = append(p.seen, l)
-	}
-	return p.cmd.Wait()
-}
-
-// stop ends the process with SIGTERM and waits for it.
-func (p *process) stop(t *testing.T) {
-	t.Helper()
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.wait(); err != nil {
-		t.Errorf("%s after SIGTERM: %v; stderr:\n%s", p.cmd.Path, err, strings.Join(p.seen, "\n"))
-	}
-}
-
-// freeAddress returns a loopback address nothing listens on now.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // fillImageFs imports images until the image filesystem is at least
 // usage percent full, and returns them.
@@ -159,10 +65,10 @@ func startPrometheus(t *testing.T, target string) string {
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddress(t)
-	p := startBinary(t, bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+	addr := proctest.FreeAddress(t)
+	p := proctest.Start(t, bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn") // few lines: stop reads them
-	t.Cleanup(func() { p.stop(t) }) // runs before TempDir's removal
+	t.Cleanup(func() { p.Stop(t) }) // runs before TempDir's removal
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
@@ -246,13 +152,13 @@ func testAgentPrometheus(t *testing.T, rt realnode.Runtime) {
 	needPrometheus(t)
 	fillImageFs(t, n, 60)
 	state := t.TempDir()
-	metricsAddr := freeAddress(t)
-	agent := startBinary(t, nodegc(t), agentFlags(t, n, state, metricsAddr)...)
-	agent.waitLine(t, time.Minute, `"msg":"agent started"`)
+	metricsAddr := proctest.FreeAddress(t)
+	agent := proctest.Start(t, nodegc(t), agentFlags(t, n, state, metricsAddr)...)
+	agent.WaitLine(t, time.Minute, proctest.Contains(`"msg":"agent started"`))
 	prom := startPrometheus(t, metricsAddr)
 
 	gc := runCLI(t, gcFlags(t, n, state, "--images", "--yes")...)
-	if gc.Code != 0 || !strings.Contains(gc.Stdout, "agent pid "+strconv.Itoa(agent.cmd.Process.Pid)) {
+	if gc.Code != 0 || !strings.Contains(gc.Stdout, "agent pid "+strconv.Itoa(agent.Cmd.Process.Pid)) {
 		t.Fatalf("gc through the agent: exit %d\nstdout:\n%s\nstderr:\n%s", gc.Code, gc.Stdout, gc.Stderr)
 	}
 	if u, _ := fsUsage(t, n); u > 40 {
@@ -296,7 +202,7 @@ func testAgentPrometheus(t *testing.T, rt realnode.Runtime) {
 	if got := query(t, prom, `nodegc_image_gc_freed_bytes{measure="runtime"} > 0`); len(got) != 1 {
 		t.Errorf("runtime-reported freed bytes in Prometheus: %+v, want one sample above 0", got)
 	}
-	agent.stop(t)
+	agent.Stop(t)
 }
 
 // TestAgentKilledMidPass kills the agent (SIGKILL) in the middle of an
@@ -312,19 +218,19 @@ func testAgentKilledMidPass(t *testing.T, rt realnode.Runtime) {
 	imgs := m.ImportImages(40, imageSize, "victim")
 	before := m.State().Images
 	state := t.TempDir()
-	agent := startBinary(t, nodegc(t), append(agentFlags(t, n, state, "0"), "--parallel", "1")...)
-	agent.waitLine(t, time.Minute, `"msg":"agent started"`)
+	agent := proctest.Start(t, nodegc(t), append(agentFlags(t, n, state, "0"), "--parallel", "1")...)
+	agent.WaitLine(t, time.Minute, proctest.Contains(`"msg":"agent started"`))
 
-	gc := startBinary(t, nodegc(t), gcFlags(t, n, state, "--reclaim-all", "--yes")...)
+	gc := proctest.Start(t, nodegc(t), gcFlags(t, n, state, "--reclaim-all", "--yes")...)
 	for range 3 {
-		agent.waitLine(t, time.Minute, `"msg":"removed image"`)
+		agent.WaitLine(t, time.Minute, proctest.Contains(`"msg":"removed image"`))
 	}
-	if err := agent.cmd.Process.Kill(); err != nil {
+	if err := agent.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	agent.wait()
-	if err := gc.wait(); err == nil {
-		t.Errorf("gc succeeded with its agent killed mid-pass; stderr:\n%s", strings.Join(gc.seen, "\n"))
+	agent.Wait()
+	if err := gc.Wait(); err == nil {
+		t.Errorf("gc succeeded with its agent killed mid-pass; stderr:\n%s", strings.Join(gc.Seen, "\n"))
 	}
 	mid := m.State().Images
 	left := 0
@@ -339,9 +245,9 @@ func testAgentKilledMidPass(t *testing.T, rt realnode.Runtime) {
 	t.Logf("killed with %d of %d images left", left, len(imgs))
 
 	// A new agent reconciles the dead one's intents at its first snapshot.
-	agent = startBinary(t, nodegc(t), agentFlags(t, n, state, "0")...)
-	agent.waitLine(t, time.Minute, `"msg":"agent started"`)
-	agent.stop(t)
+	agent = proctest.Start(t, nodegc(t), agentFlags(t, n, state, "0")...)
+	agent.WaitLine(t, time.Minute, proctest.Contains(`"msg":"agent started"`))
+	agent.Stop(t)
 
 	after := m.State().Images
 	lines, err := engine.ReadJournalLines(state)

@@ -1,18 +1,17 @@
 package kubelet
 
 import (
-	"bufio"
 	"context"
 	"maps"
-	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodegc/nodegc/internal/proctest"
 )
 
 // TestAgentEventsOnTheNode runs `nodegc agent` beside a real kubelet
@@ -27,40 +26,12 @@ func TestAgentEventsOnTheNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	c := startCluster(ctx, t, "events")
-	agent := exec.Command(c.nodegc, "agent", "--metrics-bind-address", "0",
+	agent := proctest.Start(t, c.nodegc, "agent", "--metrics-bind-address", "0",
 		"--kubeconfig", c.kubeconfig, "--node-name", c.k.nodeName, "--kubelet-pid", "-1",
 		"--runtime-endpoint", c.n.Endpoint(), "--pod-logs-dir", c.n.PodLogsDir(), "--state-dir", t.TempDir(),
 		"--image-gc-high-threshold", "0", "--image-gc-low-threshold", "0", "--minimum-image-ttl-duration", "0",
 		"--image-gc-period", "2s", "--container-gc-period", "1h")
-	stderr, err := agent.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var logLines []string
-	logged := make(chan struct{})
-	go func() {
-		defer close(logged)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logLines = append(logLines, sc.Text())
-		}
-	}()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		agent.Process.Signal(syscall.SIGTERM)
-		<-logged
-		if err := agent.Wait(); err != nil {
-			t.Errorf("agent after SIGTERM: %v", err)
-		}
-	}
-	defer stop()
+	agent.WaitLine(t, time.Minute, proctest.Contains(`"msg":"agent started"`))
 
 	want := map[string]string{"GarbageCollected": corev1.EventTypeNormal, "FreeDiskSpaceFailed": corev1.EventTypeWarning, "ImageGCFailed": corev1.EventTypeWarning}
 	found := map[string]corev1.Event{}
@@ -80,12 +51,12 @@ func TestAgentEventsOnTheNode(t *testing.T) {
 		}
 		return len(found) >= len(want)
 	})
-	stop()
+	agent.Stop(t)
 	for reason, typ := range want {
 		ev, ok := found[reason]
 		switch {
 		case !ok:
-			t.Errorf("no %s event from nodegc on Node %s; found %v; agent log:\n%s", reason, c.k.nodeName, slices.Sorted(maps.Keys(found)), strings.Join(logLines, "\n"))
+			t.Errorf("no %s event from nodegc on Node %s; found %v; agent log:\n%s", reason, c.k.nodeName, slices.Sorted(maps.Keys(found)), strings.Join(agent.Seen, "\n"))
 		case ev.Type != typ || string(ev.InvolvedObject.UID) != c.k.nodeName || ev.ReportingInstance != "nodegc-"+c.k.nodeName || ev.Message == "":
 			t.Errorf("%s event: type %s, regarding %+v, instance %q, message %q", reason, ev.Type, ev.InvolvedObject, ev.ReportingInstance, ev.Message)
 		default:
