@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what nodegc's real-runtime tests and tools need, when missing:
-# containerd, runc, tmux, etcd and promtool (prometheus) from Debian's
+# containerd, runc, tmux, etcd and prometheus (with promtool) from Debian's
 # packages. Safe to run again.
 set -euo pipefail
 need=()
@@ -9,8 +9,9 @@ command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 # etcd for the real kube-apiserver the parity suite (test/kubelet) runs.
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
-# promtool lints the agent's /metrics (metrics tests).
-command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# prometheus (with promtool): promtool lints the agent's /metrics, and the
+# real suite starts a prometheus server that scrapes the agent.
+{ command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0
 fi

@@ -17,6 +17,7 @@ import (
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/metrics"
+	"github.com/nodegc/nodegc/nodeevents"
 )
 
 // defaultMetricsAddress is where the agent serves /metrics, /healthz and
@@ -213,9 +214,10 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 		stop()
 		return err
 	}
+	events := startNodeEvents(n.Conn.pods, log)
 	notices, unsubscribe := s.Subscribe()
 	var wg sync.WaitGroup
-	wg.Go(func() { followNotices(log, col, notices) })
+	wg.Go(func() { followNotices(log, col, events, notices) })
 	var srv *http.Server
 	if l != nil {
 		srv = &http.Server{Handler: metrics.NewHandler(col, readyChecks(n, g)...), ReadHeaderTimeout: 5 * time.Second}
@@ -242,18 +244,22 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	}
 	unsubscribe()
 	wg.Wait()
+	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	events.Stop(flush)
+	cancel()
 	log.Info("agent stopped")
 	return nil
 }
 
-// followNotices feeds the scheduler's notices to the collector and logs
-// each pass and event, until the channel closes.
-func followNotices(log *slog.Logger, col *metrics.Collector, notices <-chan engine.Notice) {
+// followNotices feeds the scheduler's notices to the collector and the
+// Node's events, and logs each pass and event, until the channel closes.
+func followNotices(log *slog.Logger, col *metrics.Collector, events *nodeevents.Recorder, notices <-chan engine.Notice) {
 	for n := range notices {
 		col.ObserveStatus(n.Status)
 		switch {
 		case n.Report != nil && !n.Report.DryRun:
 			col.ObserveReport(*n.Report)
+			events.Report(*n.Report)
 			logReport(log, *n.Report)
 		case n.Event != nil:
 			level := slog.LevelInfo
@@ -274,6 +280,15 @@ func logReport(log *slog.Logger, r engine.PassReport) {
 	if r.Error != "" {
 		log.Error("pass failed", "pass", r.PassID(), "kind", r.Kind, "err", r.Error)
 	}
+}
+
+// startNodeEvents starts the recorder of the Node's events on the pod
+// source's API client; nil (no events, no error) without one.
+func startNodeEvents(ps *podSources, log *slog.Logger) *nodeevents.Recorder {
+	if ps == nil || ps.client == nil {
+		return nil
+	}
+	return nodeevents.Start(nodeevents.Options{Client: ps.client, NodeName: ps.node, Log: log})
 }
 
 // readyChecks are /readyz's conditions: the runtime answers (its image

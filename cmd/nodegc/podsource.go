@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/podsource"
+	"github.com/nodegc/nodegc/internal/kubeclient"
 	"github.com/nodegc/nodegc/internal/trust"
 )
 
@@ -212,7 +212,12 @@ func nodeName(f *factory, flag, override string) (string, error) {
 // API server's list at odds with the node (a wrong node name) always
 // prints one.
 type podSources struct {
-	src  *podsource.Source
+	src *podsource.Source
+	// client is the API client the source uses, nil without one; the
+	// agent sends its Node events through it.
+	client *kubeclient.Client
+	// node is this node's name, as the kubelet names it.
+	node string
 	why  string
 	warn func()
 	// warnInconsistent prints the description of an inconsistent source.
@@ -252,12 +257,13 @@ func startPodSource(ctx context.Context, f *factory, g *globalOptions, cfg *kube
 	// dashboard and clutter plan's output: its lines go to --log-file.
 	klog.LogToStderr(false)
 	klog.SetOutput(cmp.Or[io.Writer](g.logOut, io.Discard))
-	cs, err := kubernetes.NewForConfig(pc.Rest)
+	kc, err := kubeclient.New(pc.Rest)
 	if err != nil {
 		ps.why = fmt.Sprintf("%s: %v", pc.Origin, oneLine(err.Error()))
 		return ps, nil
 	}
-	ps.src, err = podsource.Start(ctx, podsource.Options{Client: cs, NodeName: pc.NodeName, Server: pc.Rest.Host})
+	ps.client, ps.node = kc, pc.NodeName
+	ps.src, err = podsource.Start(ctx, podsource.Options{Pods: kc.Pods(), NodeName: pc.NodeName, Server: pc.Rest.Host})
 	if err != nil {
 		return nil, err
 	}

@@ -17,12 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/kubeclient"
 )
 
 const node = "node-a"
@@ -141,7 +141,7 @@ func snapshotOf(uids ...string) engine.Snapshot {
 // its first list.
 func startFake(t *testing.T, cs *fake.Clientset) *Source {
 	t.Helper()
-	src, err := Start(context.Background(), Options{Client: cs, NodeName: node, Server: "https://fake:6443", SyncTimeout: time.Minute})
+	src, err := Start(context.Background(), Options{Pods: cs.CoreV1().Pods(""), NodeName: node, Server: "https://fake:6443", SyncTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestSourceNotSynced(t *testing.T) {
 	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("connection refused")
 	})
-	src, err := Start(context.Background(), Options{Client: cs, NodeName: node, Server: "https://down:6443", SyncTimeout: time.Hour})
+	src, err := Start(context.Background(), Options{Pods: cs.CoreV1().Pods(""), NodeName: node, Server: "https://down:6443", SyncTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +499,7 @@ func TestStartRefusesMissingOptions(t *testing.T) {
 	if _, err := Start(context.Background(), Options{NodeName: node}); err == nil {
 		t.Error("Start without a client succeeded")
 	}
-	if _, err := Start(context.Background(), Options{Client: fake.NewClientset()}); err == nil {
+	if _, err := Start(context.Background(), Options{Pods: fake.NewClientset().CoreV1().Pods("")}); err == nil {
 		t.Error("Start without a node name succeeded")
 	}
 }
@@ -567,11 +567,11 @@ func TestSourceReportsAnUnreachableAPIServer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			url := tt.server(t)
-			cs, err := kubernetes.NewForConfig(&rest.Config{Host: url})
+			kc, err := kubeclient.New(&rest.Config{Host: url})
 			if err != nil {
 				t.Fatal(err)
 			}
-			src, err := Start(context.Background(), Options{Client: cs, NodeName: node, Server: url, SyncTimeout: tt.sync})
+			src, err := Start(context.Background(), Options{Pods: kc.Pods(), NodeName: node, Server: url, SyncTimeout: tt.sync})
 			if err != nil {
 				t.Fatal(err)
 			}

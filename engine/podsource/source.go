@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/kubeclient"
 )
 
 // DefaultSyncTimeout is how long the first snapshots wait for the first
@@ -32,10 +32,10 @@ const listTimeout = 30 * time.Second
 
 // Options configure a Source.
 type Options struct {
-	// Client reads pods: a clientset (kubernetes.NewForConfig, or the
-	// fake one in tests, which tells the informer it cannot stream a
-	// watch-list). Required.
-	Client kubernetes.Interface
+	// Pods lists and watches the pods of every namespace: a
+	// kubeclient.Client's Pods, or in tests a fake clientset's
+	// CoreV1().Pods(""). Required.
+	Pods kubeclient.Pods
 	// NodeName is the node whose pods are watched, as the kubelet names
 	// it (NodeName). Required.
 	NodeName string
@@ -80,7 +80,7 @@ type Source struct {
 // waited out the backoff. Every list and watch error is recorded as it
 // happens, retried internally or not.
 func Start(ctx context.Context, o Options) (*Source, error) {
-	if o.Client == nil {
+	if o.Pods == nil {
 		return nil, errors.New("pod source: no API client")
 	}
 	if o.NodeName == "" {
@@ -90,7 +90,7 @@ func Start(ctx context.Context, o Options) (*Source, error) {
 		o.SyncTimeout = DefaultSyncTimeout
 	}
 	selector := fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
-	pods := o.Client.CoreV1().Pods(metav1.NamespaceAll)
+	pods := o.Pods
 	s := &Source{o: o, done: make(chan struct{}), failed: make(chan struct{})}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -23,6 +22,7 @@ import (
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/cri"
 	"github.com/nodegc/nodegc/engine/podsource"
+	"github.com/nodegc/nodegc/internal/kubeclient"
 	"github.com/nodegc/nodegc/internal/simnode"
 )
 
@@ -138,7 +138,7 @@ func judge(t *testing.T, s engine.Snapshot, nodeName string, pods ...apiPod) (en
 	for _, p := range pods {
 		objs = append(objs, p.object())
 	}
-	src, err := podsource.Start(context.Background(), podsource.Options{Client: fake.NewClientset(objs...), NodeName: nodeName, Server: "https://api:6443", SyncTimeout: time.Minute})
+	src, err := podsource.Start(context.Background(), podsource.Options{Pods: fake.NewClientset(objs...).CoreV1().Pods(""), NodeName: nodeName, Server: "https://api:6443", SyncTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,8 +226,8 @@ func TestPodSourceForgedMirror(t *testing.T) {
 // TestPodSourceRefusedAPIServer is item 14: with the API server's port
 // refused, the first pass must learn it at the first failed list, well
 // within the 5 s bound, and say so with the error; stopping the source
-// must not wait. The client is a real clientset, which client-go lets
-// stream a watch-list.
+// must not wait. The client is the one nodegc runs with
+// (kubeclient), not a fake.
 func TestPodSourceRefusedAPIServer(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -235,11 +235,11 @@ func TestPodSourceRefusedAPIServer(t *testing.T) {
 	}
 	url := "http://" + l.Addr().String()
 	l.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: url})
+	kc, err := kubeclient.New(&rest.Config{Host: url})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := podsource.Start(context.Background(), podsource.Options{Client: cs, NodeName: apiNode, Server: url})
+	src, err := podsource.Start(context.Background(), podsource.Options{Pods: kc.Pods(), NodeName: apiNode, Server: url})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,121 @@
+// Package proctest runs a binary under test (nodegc, its agent, a helper
+// server) and reads its stderr line by line, for tests that wait for a
+// line before they go on.
+package proctest
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Process is a started binary and its stderr lines.
+type Process struct {
+	Cmd *exec.Cmd
+	// Lines are its stderr lines, closed at EOF.
+	Lines <-chan string
+	// Seen holds every line WaitLine and Wait read.
+	Seen []string
+}
+
+// Start starts bin with args, without CONTAINER_RUNTIME_ENDPOINT in its
+// environment. It is killed at cleanup if the test did not end it.
+func Start(tb testing.TB, bin string, args ...string) *Process {
+	tb.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CONTAINER_RUNTIME_ENDPOINT=") })
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	lines := make(chan string, 4096)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(pipe)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	p := &Process{Cmd: cmd, Lines: lines}
+	tb.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			p.Wait()
+		}
+	})
+	return p
+}
+
+// WaitLine returns the first line for which match is true.
+func (p *Process) WaitLine(tb testing.TB, timeout time.Duration, match func(string) bool) string {
+	tb.Helper()
+	return WaitLine(tb, p.Lines, &p.Seen, timeout, match)
+}
+
+// WaitLine returns the first of lines for which match is true, failing
+// the test after timeout or at the end of lines; seen collects every line
+// read.
+func WaitLine(tb testing.TB, lines <-chan string, seen *[]string, timeout time.Duration, match func(string) bool) string {
+	tb.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				tb.Fatalf("stderr ended before the line awaited; it was:\n%s", strings.Join(*seen, "\n"))
+			}
+			*seen = append(*seen, l)
+			if match(l) {
+				return l
+			}
+		case <-deadline:
+			tb.Fatalf("no line awaited within %s; stderr so far:\n%s", timeout, strings.Join(*seen, "\n"))
+		}
+	}
+}
+
+// Contains matches a line that contains every one of subs.
+func Contains(subs ...string) func(string) bool {
+	return func(l string) bool {
+		return !slices.ContainsFunc(subs, func(s string) bool { return !strings.Contains(l, s) })
+	}
+}
+
+// Wait reads the rest of stderr into Seen and waits for the process.
+func (p *Process) Wait() error {
+	for l := range p.Lines {
+		p.Seen = append(p.Seen, l)
+	}
+	return p.Cmd.Wait()
+}
+
+// Stop ends the process with SIGTERM and waits for it; an exit other
+// than 0 fails the test, with its stderr.
+func (p *Process) Stop(tb testing.TB) {
+	tb.Helper()
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.Wait(); err != nil {
+		tb.Errorf("%s after SIGTERM: %v; stderr:\n%s", p.Cmd.Path, err, strings.Join(p.Seen, "\n"))
+	}
+}
+
+// FreeAddress returns a loopback address nothing listens on now.
+func FreeAddress(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
