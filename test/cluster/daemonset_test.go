@@ -217,9 +217,17 @@ func TestDaemonSetBecomesReady(t *testing.T) {
 	if pod.Spec.NodeName != c.nodeName {
 		t.Errorf("pod on node %q, want %s", pod.Spec.NodeName, c.nodeName)
 	}
-	ds, err := c.cs.AppsV1().DaemonSets("nodegc").Get(t.Context(), "nodegc", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// The DaemonSet controller counts the pod Ready a moment after the
+	// kubelet reports it.
+	var ds *appsv1.DaemonSet
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		var err error
+		if ds, err = c.cs.AppsV1().DaemonSets("nodegc").Get(t.Context(), "nodegc", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if ds.Status.NumberReady == 1 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if ds.Status.NumberReady != 1 || ds.Status.DesiredNumberScheduled != 1 {
 		t.Errorf("DaemonSet status %+v", ds.Status)
