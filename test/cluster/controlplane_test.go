@@ -40,7 +40,7 @@ const adminToken = "nodegc-cluster-admin"
 
 // startControlPlane starts the control plane; t.Cleanup ends it and removes
 // its data. nodeName gets a kubelet token (system:node:<name>).
-func startControlPlane(t *testing.T, nodeName string) *controlPlane {
+func startControlPlane(t testing.TB, nodeName string) *controlPlane {
 	t.Helper()
 	apiserver := kubetest.Binary(t, "kube-apiserver")
 	kcm := kubetest.Binary(t, "kube-controller-manager")
@@ -111,7 +111,7 @@ const kubeletToken = "nodegc-cluster-kubelet"
 
 // kubeconfig writes a token kubeconfig that verifies the API server with
 // the CA, and returns its path.
-func (cp *controlPlane) kubeconfig(t *testing.T, name, token string) string {
+func (cp *controlPlane) kubeconfig(t testing.TB, name, token string) string {
 	t.Helper()
 	p := filepath.Join(cp.dir, name+".kubeconfig")
 	data := fmt.Sprintf(`apiVersion: v1
@@ -137,7 +137,7 @@ current-context: c
 }
 
 // client is an admin clientset.
-func (cp *controlPlane) client(t *testing.T) *kubernetes.Clientset {
+func (cp *controlPlane) client(t testing.TB) *kubernetes.Clientset {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Admin)
 	if err != nil {
@@ -153,7 +153,7 @@ func (cp *controlPlane) client(t *testing.T) *kubernetes.Clientset {
 // writeCerts writes a CA and the API server's serving certificate, for
 // loopback (the kubelet, the tests, and the agent on the host network)
 // and the in-cluster names.
-func writeCerts(t *testing.T, caFile, certFile, keyFile string) {
+func writeCerts(t testing.TB, caFile, certFile, keyFile string) {
 	t.Helper()
 	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

@@ -36,10 +36,25 @@ type cluster struct {
 	kubeletConfig string
 	// agentArgs are added to the agent's arguments.
 	agentArgs []string
+	// proxy is the CRI socket the kubelet and the agent use (socket),
+	// in front of containerd's.
+	proxy  *criProxy
+	socket string
+	// port is the agent's metrics port once deploy/ is applied.
+	port int
 }
 
+// The image GC band the agent reads from the kubelet's config file, and
+// the image filesystem's size: 1 GiB of tmpfs, so that a band of 5 % is
+// about 50 MiB (what a few dozen small images hold).
+const (
+	imageGCHigh = 50
+	imageGCLow  = 45
+	imageFsSize = 1 << 30
+)
+
 // startCluster starts everything and waits until the Node is Ready.
-func startCluster(t *testing.T) *cluster {
+func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		kubetest.SkipOrFail(t, "a real cluster needs root (running as uid %d)", os.Geteuid())
@@ -55,8 +70,10 @@ func startCluster(t *testing.T) *cluster {
 	}
 	c.dir = dir
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	c.node = realnode.Start(t, realnode.Options{Runtime: realnode.Containerd2(), ImageFsSize: 512 << 20})
+	c.node = realnode.Start(t, realnode.Options{Runtime: realnode.Containerd2(), ImageFsSize: imageFsSize})
 	c.node.Must(t).Import(archive)
+	c.socket = filepath.Join(dir, "cri.sock")
+	c.proxy = startCRIProxy(t, c.socket, c.node.Socket())
 	// The runtime's network is ready once it loads a CNI config; every pod
 	// here runs on the host network, so no plugin ever runs.
 	netd := filepath.Join(c.node.Dir(), "cni", "net.d")
@@ -78,7 +95,8 @@ func startCluster(t *testing.T) *cluster {
 		}
 	}
 	c.kubeletConfig = filepath.Join(dir, "config.yaml")
-	cfg := kubetest.KubeletConfig(c.node, kubetest.FreePort(t), "")
+	cfg := strings.Replace(kubetest.KubeletConfig(c.node, kubetest.FreePort(t), ""),
+		"containerRuntimeEndpoint: "+c.node.Endpoint(), "containerRuntimeEndpoint: unix://"+c.socket, 1)
 	if err := os.WriteFile(c.kubeletConfig, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +116,16 @@ func startCluster(t *testing.T) *cluster {
 	}) {
 		t.Fatalf("node %s not Ready; kubelet log:\n%s", c.nodeName, kubetest.Tail(filepath.Join(scratch, "kubelet.log"), 40))
 	}
+	// The kubelet has read its config (image GC at its defaults, 85 and
+	// 80 %, images at least 2 minutes old). The file now gets the band
+	// the agent reads when its pod starts, as it reads a node's: the
+	// kubelet's own image GC (at its start, then every 5 minutes) never
+	// reaches 85 % here, so every image that goes is the agent's doing
+	// and in its journal.
+	band := fmt.Sprintf("imageGCHighThresholdPercent: %d\nimageGCLowThresholdPercent: %d\nimageMinimumGCAge: 0s\n", imageGCHigh, imageGCLow)
+	if err := os.WriteFile(c.kubeletConfig, []byte(cfg+band), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -113,7 +141,7 @@ func condition(conds []corev1.NodeCondition, typ corev1.NodeConditionType) bool 
 // applyDeploy renders deploy/ with kubectl kustomize, points the
 // DaemonSet at this node's paths and the imported image, and applies it
 // with kubectl through the API server. It returns the metrics port.
-func (c *cluster) applyDeploy(t *testing.T) int {
+func (c *cluster) applyDeploy(t testing.TB) int {
 	t.Helper()
 	kubectl := kubetest.Binary(t, "kubectl")
 	out, err := exec.Command(kubectl, "kustomize", "../../deploy").Output()
@@ -155,7 +183,7 @@ func (c *cluster) applyDeploy(t *testing.T) int {
 // image (imported, never pulled), a free metrics port (another agent may
 // hold 10263 on this machine), and the API server's address (no
 // kube-proxy serves the kubernetes Service here).
-func (c *cluster) patch(t *testing.T, ds *appsv1.DaemonSet, port int) {
+func (c *cluster) patch(t testing.TB, ds *appsv1.DaemonSet, port int) {
 	t.Helper()
 	spec := &ds.Spec.Template.Spec
 	ctr := &spec.Containers[0]
@@ -175,7 +203,7 @@ func (c *cluster) patch(t *testing.T, ds *appsv1.DaemonSet, port int) {
 		path string
 		typ  *corev1.HostPathType
 	}{
-		"cri-socket":     {c.node.Socket(), &socket},
+		"cri-socket":     {c.socket, &socket},
 		"kubelet-config": {c.kubeletConfig, nil},
 		"pod-logs":       {c.node.PodLogsDir(), nil},
 		"state":          {filepath.Join(c.dir, "state"), nil},
@@ -211,8 +239,8 @@ func (c *cluster) patch(t *testing.T, ds *appsv1.DaemonSet, port int) {
 // synced. The API server's proxy reaches its metrics. Killed with SIGKILL,
 // the agent is restarted by the kubelet and is Ready again.
 func TestDaemonSetBecomesReady(t *testing.T) {
-	c := startCluster(t)
-	port := c.applyDeploy(t)
+	c := sharedCluster(t)
+	port := c.port
 	pod := c.waitAgentReady(t)
 	if pod.Spec.NodeName != c.nodeName {
 		t.Errorf("pod on node %q, want %s", pod.Spec.NodeName, c.nodeName)

@@ -26,10 +26,13 @@ import (
 // work in the pod. The agent's container pass runs every 2 s here (the
 // kubelet's own GC runs every minute), so the agent's pass comes first.
 func TestDeletedPodGoesAtTheAgentsPass(t *testing.T) {
-	c := startCluster(t)
-	c.agentArgs = []string{"--container-gc-period=2s"}
-	port := c.applyDeploy(t)
+	c := sharedCluster(t)
 	agent := c.waitAgentReady(t)
+	series := []string{
+		`nodegc_container_gc_sandbox_removals_total{reason="pod-removable",result="removed"}`,
+		`nodegc_container_gc_log_removals_total{reason="pod-removable",result="removed"}`,
+	}
+	before := c.metrics(t, agent.Name)
 
 	m := c.node.Must(t)
 	archive, img := m.BuildImage("nodegc/crash", "v1", 64<<10)
@@ -68,23 +71,39 @@ func TestDeletedPodGoesAtTheAgentsPass(t *testing.T) {
 	if !gone {
 		t.Errorf("after the pod's deletion: %d containers, %d sandboxes of %s left; log directory %s still there", len(c.containersOf(t, uid)), len(c.sandboxesOf(t, uid)), uid, logDir)
 	}
-	body, err := c.cs.CoreV1().Pods("nodegc").ProxyGet("http", agent.Name, strconv.Itoa(port), "/metrics", nil).DoRaw(t.Context())
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
-	}
+	after := c.metrics(t, agent.Name)
 	// The kubelet removes a deleted pod's dead containers itself as it
 	// kills the pod; its sandbox and log directory wait for a GC pass.
-	for _, want := range []string{
-		`nodegc_container_gc_sandbox_removals_total{reason="pod-removable",result="removed"} 1`,
-		`nodegc_container_gc_log_removals_total{reason="pod-removable",result="removed"} 1`,
-	} {
-		if !bytes.Contains(body, []byte(want)) {
-			t.Errorf("the agent's metrics lack %s; they have:\n%s", want, grep(body, "nodegc_container_gc_"))
+	for _, s := range series {
+		if d := metricValue(after, s) - metricValue(before, s); d != 1 {
+			t.Errorf("%s went up by %v over the pod's deletion, want 1; the agent's metrics:\n%s", s, d, grep(after, "nodegc_container_gc_"))
 		}
 	}
 	if t.Failed() || testing.Verbose() {
 		t.Logf("agent log:\n%s", c.agentLog())
 	}
+}
+
+// metrics reads the agent's /metrics through the API server's proxy.
+func (c *cluster) metrics(t testing.TB, pod string) []byte {
+	t.Helper()
+	body, err := c.cs.CoreV1().Pods("nodegc").ProxyGet("http", pod, strconv.Itoa(c.port), "/metrics", nil).DoRaw(t.Context())
+	if err != nil {
+		t.Fatalf("the agent's metrics through the API server: %v", err)
+	}
+	return body
+}
+
+// metricValue is the value of one series (name and labels, as the agent
+// writes them) in a /metrics body; 0 when absent.
+func metricValue(body []byte, series string) float64 {
+	for line := range bytes.Lines(body) {
+		if v, ok := bytes.CutPrefix(line, []byte(series+" ")); ok {
+			f, _ := strconv.ParseFloat(string(bytes.TrimSpace(v)), 64)
+			return f
+		}
+	}
+	return 0
 }
 
 // containersOf lists the pod's containers through CRI.

@@ -25,18 +25,10 @@ var (
 	imageErr     error
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if imageArchive != "" {
-		os.RemoveAll(filepath.Dir(imageArchive))
-	}
-	os.Exit(code)
-}
-
 // buildImage writes the image as make image does (the same go build flags
 // and tools/mkimage) once per test process, into a temp dir TestMain
-// removes.
-func buildImage(t *testing.T) string {
+// (suite_test.go) removes.
+func buildImage(t testing.TB) string {
 	t.Helper()
 	imageOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "nodegc-image-")
