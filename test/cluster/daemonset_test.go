@@ -42,6 +42,9 @@ type cluster struct {
 	socket string
 	// port is the agent's metrics port once deploy/ is applied.
 	port int
+	// kubeletStarted is when the kubelet started: its own container GC
+	// runs then and every minute after.
+	kubeletStarted time.Time
 }
 
 // The image GC band the agent reads from the kubelet's config file, and
@@ -106,6 +109,7 @@ func startCluster(t testing.TB) *cluster {
 		kubetest.RemoveLinks(t, c.node.PodLogsDir())
 		kubetest.UnmountUnder(t, rootDir)
 	})
+	c.kubeletStarted = time.Now()
 	kubetest.StartProcess(t, filepath.Join(scratch, "kubelet.log"), kubelet,
 		"--config="+c.kubeletConfig, "--root-dir="+rootDir,
 		"--kubeconfig="+c.cp.kubeconfig(t, "kubelet", kubeletToken),
