@@ -43,8 +43,10 @@ type cluster struct {
 	// port is the agent's metrics port once deploy/ is applied.
 	port int
 	// kubeletStarted is when the kubelet started: its own container GC
-	// runs then and every minute after.
+	// runs a few seconds later and every minute after.
 	kubeletStarted time.Time
+	// kubeletLog is the kubelet's output.
+	kubeletLog string
 }
 
 // The image GC band the agent reads from the kubelet's config file, and
@@ -110,10 +112,13 @@ func startCluster(t testing.TB) *cluster {
 		kubetest.UnmountUnder(t, rootDir)
 	})
 	c.kubeletStarted = time.Now()
-	kubetest.StartProcess(t, filepath.Join(scratch, "kubelet.log"), kubelet,
+	c.kubeletLog = filepath.Join(scratch, "kubelet.log")
+	kubetest.StartProcess(t, c.kubeletLog, kubelet,
 		"--config="+c.kubeletConfig, "--root-dir="+rootDir,
 		"--kubeconfig="+c.cp.kubeconfig(t, "kubelet", kubeletToken),
-		"--hostname-override="+c.nodeName, "--v=2")
+		"--hostname-override="+c.nodeName, "--v=2",
+		// Its own container GC's removals, to tell them from the agent's.
+		"--vmodule=kuberuntime_gc=4")
 	if !kubetest.WaitFor(3*time.Minute, func() bool {
 		n, err := c.cs.CoreV1().Nodes().Get(t.Context(), c.nodeName, metav1.GetOptions{})
 		return err == nil && condition(n.Status.Conditions, corev1.NodeReady)

@@ -102,7 +102,8 @@ func TestRollingUpdateMidPass(t *testing.T) {
 	case term.ExitCode != 0:
 		t.Errorf("the old agent exited %d (%s), want 0: SIGTERM did not end it cleanly within the grace period", term.ExitCode, term.Reason)
 	default:
-		t.Logf("the old agent exited 0 %.1f s after the rollout began", term.FinishedAt.Sub(rolled).Seconds())
+		// FinishedAt is to the second.
+		t.Logf("the old agent exited 0 (%s) at %s; the rollout began at %s", term.Reason, term.FinishedAt.Format(time.TimeOnly), rolled.Format("15:04:05.000"))
 	}
 	pod := c.waitNewAgentReady(t, old.UID)
 	// The stopped pass left the usage inside the band, where no pass
