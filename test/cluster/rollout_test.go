@@ -1,8 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -127,6 +132,15 @@ func TestRollingUpdateMidPass(t *testing.T) {
 			t.Errorf("intent without an outcome: pass %s %s %s", l.Pass, l.Kind, l.ID)
 		}
 	}
+	// The started lines (written as each removal call is sent; only
+	// reconciliation reads them) each have their outcome after them.
+	open, started := startedWithoutOutcome(t, filepath.Join(c.dir, "state"))
+	for _, l := range open {
+		t.Errorf("started without an outcome: pass %s %s %s", l.Pass, l.Kind, l.ID)
+	}
+	if started == 0 {
+		t.Errorf("the journal holds no started line")
+	}
 	ops := map[engine.JournalOp]int{}
 	for _, l := range lines {
 		if l.Pass != oldPass || l.Op == engine.JournalIntent {
@@ -163,6 +177,51 @@ func TestRollingUpdateMidPass(t *testing.T) {
 	if t.Failed() {
 		c.dump(t, &pod)
 	}
+}
+
+// startedWithoutOutcome reads the journal's files in stateDir as they are
+// on disk (the current one, journal.jsonl, and the segments rotated out
+// of it, journal.jsonl.1 and on, oldest last) and returns the started
+// lines that no outcome line of the same pass and item follows, and how
+// many started lines it read.
+func startedWithoutOutcome(t testing.TB, stateDir string) ([]engine.JournalEntry, int) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(stateDir, "journal.jsonl.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(files) // oldest first (at most 4 segments: one digit)
+	files = append(files, filepath.Join(stateDir, "journal.jsonl"))
+	type key struct {
+		pass engine.JournalPass
+		kind engine.ItemKind
+		id   string
+	}
+	open := map[key]engine.JournalEntry{}
+	started := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		for dec.More() {
+			var l engine.JournalEntry
+			if err := dec.Decode(&l); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			k := key{l.Pass, l.Kind, l.ID}
+			switch l.Op {
+			case engine.JournalStarted:
+				open[k] = l
+				started++
+			case engine.JournalIntent, engine.JournalCheckpoint, "":
+			default:
+				delete(open, k)
+			}
+		}
+	}
+	return slices.Collect(maps.Values(open)), started
 }
 
 // waitNewAgentReady waits until the DaemonSet's one pod is another than
