@@ -220,7 +220,9 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	wg.Go(func() { followNotices(log, col, events, notices) })
 	var srv *http.Server
 	if l != nil {
-		srv = &http.Server{Handler: metrics.NewHandler(col, readyChecks(n, g)...), ReadHeaderTimeout: 5 * time.Second}
+		h, closeRemote := agentHandler(passCtx, metrics.NewHandler(col, readyChecks(n, g)...), col, n, s, started)
+		defer closeRemote()
+		srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		wg.Go(func() {
 			if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics listener", "err", err)
@@ -240,6 +242,7 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	if srv != nil {
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		_ = srv.Shutdown(shutdown)
+		srv.Close() // a remote dashboard's notices stream never ends by itself
 		cancel()
 	}
 	unsubscribe()
