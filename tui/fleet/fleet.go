@@ -126,7 +126,7 @@ func New(o Options) Model {
 	k := keys.Default(true)
 	k.Drill.SetHelp("enter", "node dashboard")
 	st := style.Default(true)
-	m := Model{Pane: grid.NewPane(k, st, columns, 2, 1), o: o, help: help.New()}
+	m := Model{Pane: grid.NewPane(k, st, columns, 2, 1), o: o, help: help.New(), seq: 1}
 	m.help.Styles = help.DefaultStyles(true)
 	if o.Filter != "" {
 		m.Filter.Start()
@@ -140,12 +140,18 @@ func New(o Options) Model {
 
 // Init reads the fleet at once and asks the terminal's background.
 func (m Model) Init() tea.Cmd {
-	return tea.Batch(m.read(), tea.RequestBackgroundColor)
+	return tea.Batch(m.readCmd(), tea.RequestBackgroundColor)
 }
 
-// read returns the command of the next read.
+// read starts the next read; a read still in flight is dropped when it
+// ends.
 func (m *Model) read() tea.Cmd {
 	m.seq++
+	return m.readCmd()
+}
+
+// readCmd is the command of read number m.seq.
+func (m Model) readCmd() tea.Cmd {
 	seq, read, ctx, now := m.seq, m.o.Read, m.o.Context, m.o.Now
 	return func() tea.Msg {
 		start := now()
