@@ -16,6 +16,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -408,3 +409,50 @@ func notOK(rows []fleet.Node, max int) []string {
 	return out
 }
 
+
+// TestFleetWithoutRights: a kubeconfig whose user lacks a right the fleet
+// view needs gets one line naming the verb, and exit 2; nothing is drawn.
+func TestFleetWithoutRights(t *testing.T) {
+	api := kubetest.StartAPIServer(t, kubetest.APIServerOptions{Tokens: map[string]string{"nobody-token": "nobody,nobody,people"}})
+	cs := api.Client(t)
+	bin := buildNodegc(t, t.TempDir())
+	kc := api.Kubeconfig(t, "nobody", "nobody-token")
+	fleetRun := func() (int, []string) {
+		cmd := exec.Command(bin, "fleet", "--kubeconfig", kc)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return code, strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	}
+	if code, lines := fleetRun(); code != 2 || len(lines) != 1 || !strings.Contains(lines[0], "may not list nodes") {
+		t.Errorf("without any right: exit %d, stderr %q; want exit 2 and one line naming list nodes", code, lines)
+	}
+	// Allowed to list nodes, not pods.
+	grant(t, cs, "nobody", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}})
+	if !kubetest.WaitFor(30*time.Second, func() bool {
+		code, lines := fleetRun()
+		return code == 2 && len(lines) == 1 && strings.Contains(lines[0], "may not list pods in namespace nodegc")
+	}) {
+		code, lines := fleetRun()
+		t.Errorf("with list nodes only: exit %d, stderr %q; want exit 2 and one line naming list pods", code, lines)
+	}
+}
+
+// grant binds a ClusterRole of the rule to user.
+func grant(t *testing.T, cs *kubernetes.Clientset, user string, rule rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := t.Context()
+	name := "test-" + user
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{rule}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
