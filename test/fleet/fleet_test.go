@@ -2,8 +2,11 @@ package fleet
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +22,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nodegc/nodegc/control"
+	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/fleet"
 	"github.com/nodegc/nodegc/internal/kubeclient"
 	"github.com/nodegc/nodegc/internal/kubetest"
@@ -136,7 +142,8 @@ func TestFleetAtScale(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	bin := buildNodegc(t, dir)
 	br := network(t)
-	api := kubetest.StartAPIServer(t, kubetest.APIServerOptions{Bind: bridgeIP})
+	api := kubetest.StartAPIServer(t, kubetest.APIServerOptions{Bind: bridgeIP,
+		Tokens: map[string]string{"viewer-token": "viewer,viewer,people"}})
 	cs := api.Client(t)
 	ctx := t.Context()
 
@@ -198,6 +205,42 @@ func TestFleetAtScale(t *testing.T) {
 	}
 
 	benchmark(t, reader, api, n, idle)
+
+	t.Run("a command through the API server needs update on the node in nodes.nodegc.io", func(t *testing.T) {
+		target := rows[0]
+		// viewer may reach the agent through the proxy and look, not act.
+		grant(t, cs, "viewer", "viewer-proxy", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/proxy"}, Verbs: []string{"get", "create"}})
+		viewer := remoteClient(t, api, target, "viewer-token")
+		if _, err := viewer.Status(ctx); !isStatus(err, 403) {
+			t.Fatalf("viewer without get on nodes.nodegc.io: status %v, want 403 from the agent", err)
+		}
+		grant(t, cs, "viewer", "viewer-get", rbacv1.PolicyRule{APIGroups: []string{"nodegc.io"}, Resources: []string{"nodes"}, Verbs: []string{"get"}})
+		var st control.Status
+		if !kubetest.WaitFor(30*time.Second, func() bool {
+			st, err = viewer.Status(ctx)
+			return err == nil
+		}) {
+			t.Fatalf("viewer with get: %v", err)
+		}
+		if !st.ReadOnly {
+			t.Errorf("viewer's status is not read-only")
+		}
+		if _, err := viewer.Force(ctx, engine.PassContainers); !isStatus(err, 403) {
+			t.Errorf("viewer's force: %v, want 403 from the agent", err)
+		}
+		admin := remoteClient(t, api, target, kubetest.AdminToken)
+		before := st.Scheduler.Passes
+		rep, err := admin.Force(ctx, engine.PassContainers)
+		if err != nil || rep.ID == 0 {
+			t.Fatalf("admin's force through the API server: %+v, %v", rep.ID, err)
+		}
+		if st, err := admin.Status(ctx); err != nil || st.Scheduler.Passes != before+1 || st.ReadOnly {
+			t.Errorf("after the forced pass: passes %d (was %d), read-only %v, %v", st.Scheduler.Passes, before, st.ReadOnly, err)
+		}
+	})
+	if shot := os.Getenv("NODEGC_FLEET_SHOT"); shot != "" {
+		screenshot(t, bin, api, nodes, reader, shot)
+	}
 
 	t.Run("an agent that does not answer shows as such and holds back no other row", func(t *testing.T) {
 		stopped := nodes[n/2]
@@ -409,7 +452,6 @@ func notOK(rows []fleet.Node, max int) []string {
 	return out
 }
 
-
 // TestFleetWithoutRights: a kubeconfig whose user lacks a right the fleet
 // view needs gets one line naming the verb, and exit 2; nothing is drawn.
 func TestFleetWithoutRights(t *testing.T) {
@@ -432,7 +474,7 @@ func TestFleetWithoutRights(t *testing.T) {
 		t.Errorf("without any right: exit %d, stderr %q; want exit 2 and one line naming list nodes", code, lines)
 	}
 	// Allowed to list nodes, not pods.
-	grant(t, cs, "nobody", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}})
+	grant(t, cs, "nobody", "nobody-nodes", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}})
 	if !kubetest.WaitFor(30*time.Second, func() bool {
 		code, lines := fleetRun()
 		return code == 2 && len(lines) == 1 && strings.Contains(lines[0], "may not list pods in namespace nodegc")
@@ -443,16 +485,103 @@ func TestFleetWithoutRights(t *testing.T) {
 }
 
 // grant binds a ClusterRole of the rule to user.
-func grant(t *testing.T, cs *kubernetes.Clientset, user string, rule rbacv1.PolicyRule) {
+func grant(t *testing.T, cs *kubernetes.Clientset, user, name string, rule rbacv1.PolicyRule) {
 	t.Helper()
 	ctx := t.Context()
-	name := "test-" + user
 	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{rule}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// remoteClient is a client of the row's agent through the API server's
+// pods proxy, sending token as nodegc fleet sends the user's.
+func remoteClient(t *testing.T, api *kubetest.APIServer, row fleet.Node, token string) *control.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", api.Kubeconfig(t, "remote", token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := url.Parse(api.URL + kubeclient.ProxyPath(row.Namespace, row.Pod, row.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := control.NewRemoteClient(headerRT{rt, "Bearer " + token}, base, false)
+	t.Cleanup(c.Close)
+	return c
+}
+
+type headerRT struct {
+	rt    http.RoundTripper
+	value string
+}
+
+func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(control.AuthorizationHeader, h.value)
+	return h.rt.RoundTrip(r)
+}
+
+func isStatus(err error, code int) bool {
+	var re *control.RemoteError
+	return errors.As(err, &re) && re.Status == code
+}
+
+// screenshot runs nodegc fleet in a tmux pane against the simulated
+// fleet and writes the pane, with its colours, to path (for
+// scripts/screenshots.sh): a few nodes have had a pass forced through the
+// API server, and one agent is stopped, so it shows as not answering.
+func screenshot(t *testing.T, bin string, api *kubetest.APIServer, nodes []simNode, reader *fleet.Reader, path string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatalf("NODEGC_FLEET_SHOT: tmux: %v", err)
+	}
+	rows, err := reader.Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		if r.State != fleet.OK || i%3 != 0 {
+			continue
+		}
+		kind := engine.PassImages
+		if i%2 == 0 {
+			kind = engine.PassFull
+		}
+		if _, err := remoteClient(t, api, r, kubetest.AdminToken).Force(t.Context(), kind); err != nil {
+			t.Fatalf("force on %s: %v", r.Name, err)
+		}
+	}
+	stopped := nodes[len(nodes)/3].agent.Process.Pid
+	syscall.Kill(stopped, syscall.SIGSTOP)
+	defer syscall.Kill(stopped, syscall.SIGCONT)
+	sock := fmt.Sprintf("nodegc-fleet-shot-%d", os.Getpid())
+	tm := func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	tm("new-session", "-d", "-x", "140", "-y", "30", "-s", "shot",
+		"env COLORTERM=truecolor TERM=tmux-256color KUBECONFIG="+api.Admin+" "+bin+" fleet; sleep 600")
+	tm("set-option", "-t", "shot", "status", "off")
+	if !kubetest.WaitFor(time.Minute, func() bool {
+		return strings.Contains(tm("capture-pane", "-p", "-t", "shot"), "1 no answer")
+	}) {
+		t.Fatalf("the fleet view did not show the stopped agent:\n%s", tm("capture-pane", "-p", "-t", "shot"))
+	}
+	time.Sleep(time.Second)
+	if err := os.WriteFile(path, []byte(tm("capture-pane", "-e", "-p", "-t", "shot")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
