@@ -58,7 +58,7 @@ func TestFleetThroughAPIServer(t *testing.T) {
 
 	// The row's figures are the pass's: the agent's latest image GC
 	// attempt, read through the API server.
-	out, err := exec.Command(bin, "fleet", "-o", "json", "--kubeconfig", c.cp.Admin).Output()
+	out, err := exec.Command(filepath.Join(filepath.Dir(bin), "nodegc"), "fleet", "-o", "json", "--kubeconfig", c.cp.Admin).Output()
 	if err != nil {
 		t.Fatalf("nodegc fleet -o json: %v", err)
 	}
