@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -29,7 +30,18 @@ type KubeAuthorizer struct {
 
 	mu    sync.Mutex
 	cache map[[sha256.Size + 1]byte]decision
+	// inFlight bounds the reviews sent at once: anyone who reaches the
+	// port can make the agent ask the API server about a token.
+	inFlight chan struct{}
+	once     sync.Once
 }
+
+// maxReviews is how many reviews an agent sends at once; a request
+// beyond them is refused (ErrBusy) rather than queued.
+const maxReviews = 4
+
+// ErrBusy is a request refused because maxReviews are in flight.
+var ErrBusy = errors.New("too many authorization reviews in flight; try again")
 
 type decision struct {
 	user    string
@@ -100,16 +112,27 @@ func (a *KubeAuthorizer) Authorize(ctx context.Context, token, verb string) (str
 	a.mu.Lock()
 	if d, ok := a.cache[key]; ok && now().Before(d.until) {
 		a.mu.Unlock()
+		if d.user == "" {
+			return "", false, ErrUnauthenticated
+		}
 		return d.user, d.allowed, nil
 	}
 	a.mu.Unlock()
+	a.once.Do(func() { a.inFlight = make(chan struct{}, maxReviews) })
+	select {
+	case a.inFlight <- struct{}{}:
+		defer func() { <-a.inFlight }()
+	default:
+		return "", false, ErrBusy
+	}
 
 	tr := tokenReview{APIVersion: "authentication.k8s.io/v1", Kind: "TokenReview"}
 	tr.Spec.Token = token
 	if err := a.call(ctx, "/apis/authentication.k8s.io/v1/tokenreviews", &tr); err != nil {
 		return "", false, fmt.Errorf("token review: %w", err)
 	}
-	if !tr.Status.Authenticated {
+	if !tr.Status.Authenticated || tr.Status.User.Username == "" {
+		a.remember(key, decision{until: now().Add(cacheTTL)})
 		return "", false, ErrUnauthenticated
 	}
 	u := tr.Status.User
@@ -122,13 +145,19 @@ func (a *KubeAuthorizer) Authorize(ctx context.Context, token, verb string) (str
 	if err := a.call(ctx, "/apis/authorization.k8s.io/v1/subjectaccessreviews", &ar); err != nil {
 		return u.Username, false, fmt.Errorf("access review: %w", err)
 	}
+	a.remember(key, decision{user: u.Username, allowed: ar.Status.Allowed, until: now().Add(cacheTTL)})
+	return u.Username, ar.Status.Allowed, nil
+}
+
+// remember keeps a decision (one without a user: a token the API server
+// rejected).
+func (a *KubeAuthorizer) remember(key [sha256.Size + 1]byte, d decision) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.cache == nil || len(a.cache) >= cacheMax {
 		a.cache = map[[sha256.Size + 1]byte]decision{}
 	}
-	a.cache[key] = decision{user: u.Username, allowed: ar.Status.Allowed, until: now().Add(cacheTTL)}
-	a.mu.Unlock()
-	return u.Username, ar.Status.Allowed, nil
+	a.cache[key] = d
 }
 
 // call posts v and decodes the reply into v.

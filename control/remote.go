@@ -80,6 +80,10 @@ func (s *Server) RemoteHandler(auth Authorizer) http.Handler {
 		case errors.Is(err, ErrUnauthenticated):
 			writeError(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
 			return
+		case errors.Is(err, ErrBusy):
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, CodeFailed, err.Error())
+			return
 		case err != nil:
 			writeError(w, http.StatusServiceUnavailable, CodeFailed, "authorize: "+err.Error())
 			return
@@ -87,7 +91,6 @@ func (s *Server) RemoteHandler(auth Authorizer) http.Handler {
 			writeError(w, http.StatusForbidden, CodeForbidden, forbidden(user, verb))
 			return
 		}
-		r.Header.Del(ReadOnlyHeader)
 		if verb == VerbRead && r.URL.Path == "/v1/status" {
 			// Tell the client whether its commands would be accepted, so
 			// its dashboard opens read-only when they would not.

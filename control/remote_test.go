@@ -138,8 +138,21 @@ func TestRemoteHandlerAuthorizesEveryRequest(t *testing.T) {
 			}
 		})
 	}
-	// Decisions are cached: asking again costs the API server nothing.
+	// A read-only client's commands are refused whatever its rights.
+	ro := NewRemoteClient(withToken("operator"), base, true)
+	defer ro.Close()
+	if _, err := ro.Force(ctx, engine.PassImages); code(err) != 403 {
+		t.Errorf("a read-only client's force: %v, want 403", err)
+	}
+	// Decisions are cached, a rejected token's too: asking again costs
+	// the API server nothing.
+	forged := NewRemoteClient(withToken("forged"), base, false)
+	defer forged.Close()
+	forged.Status(ctx)
 	n := api.reviews.Load()
+	if _, err := forged.Status(ctx); code(err) != 401 {
+		t.Errorf("forged token again: %v, want 401", err)
+	}
 	c := NewRemoteClient(withToken("operator"), base, false)
 	defer c.Close()
 	if _, err := c.Status(ctx); err != nil {
