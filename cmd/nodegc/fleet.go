@@ -167,7 +167,9 @@ func runFleet(ctx context.Context, opts *fleetOptions, node string) error {
 	}
 	// The first read checks the rights, before any screen: a missing one
 	// is one line naming the verb.
+	start := time.Now()
 	nodes, err := r.Read(ctx)
+	took := time.Since(start)
 	if err != nil {
 		return fleetError(err)
 	}
@@ -185,7 +187,9 @@ func runFleet(ctx context.Context, opts *fleetOptions, node string) error {
 	defer restore()
 	cursor, flash := "", ""
 	for {
-		m, err := opts.runTUI(ctx, tuifleet.Options{Read: r.Read, Refresh: opts.Refresh, Cursor: cursor, Flash: flash})
+		m, err := opts.runTUI(ctx, tuifleet.Options{Read: r.Read, Refresh: opts.Refresh, Cursor: cursor, Flash: flash,
+			Initial: nodes, InitialAt: start.Add(took), InitialTook: took})
+		nodes = nil // back from a node's dashboard, the view reads afresh
 		if err != nil || m.Enter == "" || ctx.Err() != nil {
 			return err
 		}

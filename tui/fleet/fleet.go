@@ -41,6 +41,14 @@ type Options struct {
 	Cursor string
 	// Filter is the filter to start with.
 	Filter string
+	// Initial, when not nil, is a read made before the program started
+	// (the caller's check of the rights): it is the first frame, and the
+	// next read follows Refresh later.
+	Initial []fleet.Node
+	// InitialAt and InitialTook are when that read ended and how long it
+	// took.
+	InitialAt   time.Time
+	InitialTook time.Duration
 	// Flash is a message to show until the first key (why a node's
 	// dashboard could not open).
 	Flash string
@@ -135,11 +143,25 @@ func New(o Options) Model {
 		}
 		m.Filter.Editing = false
 	}
+	if o.Initial != nil {
+		m.nodes, m.loaded, m.at, m.took = o.Initial, true, o.InitialAt, o.InitialTook
+		m.Frames++
+		m.rebuild()
+		if o.Cursor != "" {
+			m.Find(o.Cursor)
+			m.o.Cursor = ""
+		}
+	}
 	return m
 }
 
-// Init reads the fleet at once and asks the terminal's background.
+// Init reads the fleet at once (or shows the initial read and reads
+// again Refresh later) and asks the terminal's background.
 func (m Model) Init() tea.Cmd {
+	if m.loaded {
+		seq := m.seq
+		return tea.Batch(tea.Tick(m.o.Refresh, func(time.Time) tea.Msg { return tickMsg{seq} }), tea.RequestBackgroundColor)
+	}
 	return tea.Batch(m.readCmd(), tea.RequestBackgroundColor)
 }
 

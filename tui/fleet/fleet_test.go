@@ -110,6 +110,15 @@ func TestFleetView(t *testing.T) {
 			t.Errorf("screen:\n%s", screen)
 		}
 	})
+	t.Run("a read made before the program is its first frame", func(t *testing.T) {
+		m := New(Options{Now: func() time.Time { return now }, Initial: fixture(), InitialAt: now, Cursor: "node-d"})
+		if got := len(m.Grid.Rows()); got != 4 {
+			t.Fatalf("%d rows, want 4", got)
+		}
+		if r, ok := m.Grid.Selected(); !ok || r.Key != "node-d" {
+			t.Errorf("cursor on %q, want node-d", r.Key)
+		}
+	})
 	t.Run("a late read of an earlier refresh is dropped", func(t *testing.T) {
 		var tm tea.Model = loaded(t)
 		tm, _ = tm.Update(tickMsg{seq: 1})
