@@ -21,11 +21,18 @@ import (
 // dashboard's user is system:masters, so the agent's access review
 // allows update); its report reaches the screen; back in the fleet view
 // the node's row shows that pass, as `nodegc fleet -o json` reads it.
+// The agent's band is set below the node's usage, with three unused
+// images imported, so the pass removes them.
 func TestFleetThroughAPIServer(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		kubetest.SkipOrFail(t, "tmux not installed (make deps installs it)")
 	}
 	c := startCluster(t)
+	// A band the node is above, with images nothing uses, so the forced
+	// pass has something to remove; no periodic image pass meanwhile.
+	c.agentArgs = []string{"--image-gc-high-threshold=1", "--image-gc-low-threshold=0",
+		"--minimum-image-ttl-duration=0", "--image-gc-period=1h"}
+	c.node.Must(t).ImportImages(3, 1<<20, "fleet")
 	c.applyDeploy(t)
 	c.waitAgentReady(t)
 	bin := fleetBinary(t)
@@ -40,8 +47,8 @@ func TestFleetThroughAPIServer(t *testing.T) {
 		return strings.Contains(screen, "agent") && strings.Contains(screen, "Images")
 	})
 	s.press(t, "i")
-	s.waitFor(t, "the image pass's preview", func(screen string) bool {
-		return strings.Contains(screen, "y ") || strings.Contains(screen, "apply")
+	s.waitFor(t, "the image pass's preview, with removals to apply", func(screen string) bool {
+		return strings.Contains(screen, "Force image GC") && strings.Contains(screen, "y apply")
 	})
 	s.press(t, "y")
 	screen := s.waitFor(t, "the forced pass's report", func(screen string) bool {
