@@ -72,6 +72,11 @@ nothing):
   /healthz   200 while the agent runs.
   /readyz    200 when the runtime answers, the state dir is usable, and the
              pod source has synced (or is off); else 503 naming what is not.
+  /fleet/v1/summary  the node's row of nodegc fleet: counts only, as /metrics.
+  /v1/...    the control protocol for a dashboard through the API server's
+             pods proxy (nodegc fleet, kubectl nodegc NODE); every request
+             carries the user's token, which the agent has the API server
+             review, with the user's get or update on nodes.nodegc.io.
 
 It serves a control socket, <state-dir>/control.sock (root only, HTTP and
 JSON): while it runs, the dashboard, plan and gc on the node attach to it
