@@ -83,7 +83,7 @@ var columns = []grid.Column{
 	{Title: "AGENT", Width: 11},
 	{Title: "IMAGE FS", Width: 16},
 	{Title: "LAST GC", Width: 8, Right: true},
-	{Title: "RESULT", Width: 18},
+	{Title: "RESULT", Width: 26},
 	{Title: "FREED", Width: 9, Right: true},
 	{Title: "DEAD", Width: 5, Right: true},
 	{Title: "KEPT", Width: 22, MinTable: 120},
