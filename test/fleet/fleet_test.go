@@ -93,7 +93,12 @@ func namespace(t *testing.T, br string, i int) string {
 	ns := fmt.Sprintf("nodegc-fleet-%d-%d", os.Getpid(), i)
 	host := fmt.Sprintf("nf%d-%d", os.Getpid(), i)
 	run(t, "ip", "netns", "add", ns)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	t.Cleanup(func() {
+		exec.Command("ip", "netns", "del", ns).Run()
+		// The pair goes with the namespace, but only once the kernel lets
+		// go of it (a socket still closing holds it): remove our end now.
+		exec.Command("ip", "link", "del", host).Run()
+	})
 	run(t, "ip", "link", "add", host, "type", "veth", "peer", "name", "eth0", "netns", ns)
 	run(t, "ip", "link", "set", host, "master", br, "up")
 	run(t, "ip", "-n", ns, "addr", "add", nodeIP(i)+"/16", "dev", "eth0")
