@@ -5,10 +5,15 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build image test deps kube bench bench-cost bench-gc demo lint sandbox sandbox-down screenshots clean
+.PHONY: build plugin image test deps kube bench bench-cost bench-gc demo lint sandbox sandbox-down screenshots clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nodegc
+
+# plugin links bin/kubectl-nodegc to the binary: on PATH, `kubectl nodegc`
+# is `nodegc fleet` (the binary looks at the name it runs under).
+plugin: build
+	ln -sf nodegc bin/kubectl-nodegc
 
 # image writes nodegc's container image as an OCI archive ($(IMAGE_ARCHIVE))
 # with no Docker daemon: the static binary (CGO_ENABLED=0) as the one layer,
@@ -50,17 +55,19 @@ export NODEGC_KUBE_DIR
 kube:
 	@GO='$(GO)' ./scripts/build-kube.sh
 
-# test/kubelet and test/cluster run real kubelets; they run after the other
+# test/kubelet and test/cluster run real kubelets, test/fleet a hundred
+# agents behind a kube-apiserver; they run after the other
 # packages and one after the other, not beside them, since nodegc reads the
 # running kubelet's command line as on a real node. The engine, the
 # dashboard, the CLI and the simulated node run once more under the race
 # detector.
 test: deps kube
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 45m $$($(GO) list $(PKGS) | grep -v -e '/test/kubelet$$' -e '/test/cluster$$')
+	$(GO) test -count=1 -timeout 45m $$($(GO) list $(PKGS) | grep -v -e '/test/kubelet$$' -e '/test/cluster$$' -e '/test/fleet$$')
 	$(GO) test -race -count=1 -timeout 15m ./engine/... ./tui/... ./cmd/... ./internal/simnode
 	$(GO) test -count=1 -timeout 30m ./test/kubelet
 	$(GO) test -count=1 -timeout 20m ./test/cluster
+	$(GO) test -count=1 -timeout 20m ./test/fleet
 
 # bench prints the figures quoted in README.md's Performance section. The
 # real-runtime benchmarks need root (they start containerd) and skip without.

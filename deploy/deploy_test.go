@@ -115,7 +115,8 @@ func checkObjects(t *testing.T, o *objects, ns string) {
 		t.Errorf("namespace %q, kustomization's %q", o.Namespace.Name, ns)
 	}
 
-	// RBAC: exactly pods get/list/watch, nodes get, events create/patch.
+	// RBAC: exactly pods get/list/watch, nodes get, events create/patch,
+	// token and access reviews create.
 	got := map[string][]string{}
 	for _, r := range o.ClusterRole.Rules {
 		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
@@ -132,6 +133,10 @@ func checkObjects(t *testing.T, o *objects, ns string) {
 		"/nodes":               {"get"},
 		"/events":              {"create", "patch"},
 		"events.k8s.io/events": {"create", "patch"},
+		// A dashboard through the pods proxy: the agent reviews the
+		// user's token and rights (control.KubeAuthorizer).
+		"authentication.k8s.io/tokenreviews":        {"create"},
+		"authorization.k8s.io/subjectaccessreviews": {"create"},
 	}
 	if len(got) != len(want) {
 		t.Errorf("ClusterRole grants %v, want %v", got, want)

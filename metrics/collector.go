@@ -142,6 +142,8 @@ type attempt struct {
 	target       int64
 	runtimeFreed int64
 	statfsFreed  *int64
+	// result and reason are its attempts_total labels.
+	result, reason string
 }
 
 // New returns an empty Collector.
@@ -225,7 +227,7 @@ func (c *Collector) ObserveReport(r engine.PassReport) {
 	}
 	c.attempts[[3]string{trigger, result, reason}]++
 	observe(c.imageDur, trigger, secs)
-	a := &attempt{at: r.FinishedAt, target: r.Plan.ImageGC.BytesToFree, runtimeFreed: r.EstimatedBytesFreed, statfsFreed: r.MeasuredBytesFreed}
+	a := &attempt{at: r.FinishedAt, target: r.Plan.ImageGC.BytesToFree, runtimeFreed: r.EstimatedBytesFreed, statfsFreed: r.MeasuredBytesFreed, result: result, reason: reason}
 	c.last = a
 	c.targetSum += uint64(max(a.target, 0))
 	c.freedSum[MeasureRuntime] += uint64(max(a.runtimeFreed, 0))

@@ -9,6 +9,8 @@ command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 # etcd for the real kube-apiserver the parity suite (test/kubelet) runs.
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+# ip(8) for test/fleet's network namespaces.
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
 # prometheus (with promtool): promtool lints the agent's /metrics, and the
 # real suite starts a prometheus server that scrapes the agent.
 { command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need+=(prometheus)

@@ -199,4 +199,26 @@ wait_for 'shift\+tab'
 shot help
 
 press q
+
+# The fleet view needs a cluster: test/fleet's simulated one (root, ip(8),
+# etcd and `make kube`), FLEET_NODES simulated nodes behind a real
+# kube-apiserver. FLEET=0 skips it.
+if [ "${FLEET:-1}" = 1 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		log "fleet.png: not root, skipped (test/fleet needs network namespaces)"
+	else
+		log "fleet: ${FLEET_NODES:-24} simulated nodes behind a kube-apiserver"
+		NODEGC_FLEET_NODES=${FLEET_NODES:-24} NODEGC_FLEET_SHOT="$work/fleet.raw" \
+			flock /tmp/nodegc-kube.lock $go test -count=1 -timeout 15m -run 'TestFleetAtScale$' ./test/fleet >"$work/fleet.log" 2>&1 ||
+			{ tail -40 "$work/fleet.log" >&2; die "test/fleet failed"; }
+		carry_sgr <"$work/fleet.raw" >"$work/fleet.ansi"
+		"$work/freeze" --language ansi --window --theme dracula \
+			--background '#1e1f29' --padding 20,24 --margin 0 \
+			--border.radius 8 --font.family 'DejaVu Sans Mono' \
+			--font.size 14 --line-height 1.2 \
+			-o "$out/fleet.png" <"$work/fleet.ansi" >/dev/null
+		[ -s "$out/fleet.png" ] || die "freeze wrote no $out/fleet.png"
+		log "wrote $out/fleet.png"
+	fi
+fi
 log "done: $(ls "$out"/*.png | tr '\n' ' ')"

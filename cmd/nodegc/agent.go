@@ -72,6 +72,11 @@ nothing):
   /healthz   200 while the agent runs.
   /readyz    200 when the runtime answers, the state dir is usable, and the
              pod source has synced (or is off); else 503 naming what is not.
+  /fleet/v1/summary  the node's row of nodegc fleet: counts only, as /metrics.
+  /v1/...    the control protocol for a dashboard through the API server's
+             pods proxy (nodegc fleet, kubectl nodegc NODE); every request
+             carries the user's token, which the agent has the API server
+             review, with the user's get or update on nodes.nodegc.io.
 
 It serves a control socket, <state-dir>/control.sock (root only, HTTP and
 JSON): while it runs, the dashboard, plan and gc on the node attach to it
@@ -220,7 +225,9 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	wg.Go(func() { followNotices(log, col, events, notices) })
 	var srv *http.Server
 	if l != nil {
-		srv = &http.Server{Handler: metrics.NewHandler(col, readyChecks(n, g)...), ReadHeaderTimeout: 5 * time.Second}
+		h, closeRemote := agentHandler(passCtx, metrics.NewHandler(col, readyChecks(n, g)...), col, n, s, started)
+		defer closeRemote()
+		srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		wg.Go(func() {
 			if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics listener", "err", err)
@@ -240,6 +247,7 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	if srv != nil {
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		_ = srv.Shutdown(shutdown)
+		srv.Close() // a remote dashboard's notices stream never ends by itself
 		cancel()
 	}
 	unsubscribe()

@@ -109,7 +109,12 @@ func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConf
 		}
 		conn.Simulated, conn.Statfs = true, simfs.Statfs(remoteSimulatedFs(c))
 	}
-	if !conn.Simulated {
+	// A simulated node's pods are no API server's, unless the operator
+	// names one (--kubeconfig): test/fleet puts many simulated nodes
+	// behind one API server, each agent with its node's pod watch. Its
+	// pods (not in the API) make the source disagree with the node, so
+	// it is never believed there; nothing real is at stake either way.
+	if !conn.Simulated || g.Kubeconfig != "" {
 		if conn.pods, err = startPodSource(ctx, f, g, cfg); err != nil {
 			c.Close()
 			return nil, err

@@ -15,7 +15,7 @@ import (
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(pluginArgs(os.Args[0], os.Args[1:]), os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run is the whole program minus os.Exit, so tests can call it: it wires

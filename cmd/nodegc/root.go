@@ -213,6 +213,7 @@ func newCmdRoot(f *factory) *cobra.Command {
 		newCmdSnapshot(f, g, nil),
 		newCmdCgroups(f, g, nil),
 		newCmdAgent(f, g, nil),
+		newCmdFleet(f, g),
 		newCmdSimnode(f, nil),
 		newCmdVersion(f),
 	)

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestPluginArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		argv0 string
+		args  []string
+		want  []string
+	}{
+		{"kubectl nodegc is the fleet view", "/usr/local/bin/kubectl-nodegc", nil, []string{"fleet"}},
+		{"kubectl nodegc NODE is a node's dashboard", "kubectl-nodegc", []string{"worker-1"}, []string{"fleet", "worker-1"}},
+		{"nodegc is itself", "/usr/bin/nodegc", []string{"plan"}, []string{"plan"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pluginArgs(tc.argv0, tc.args); !slices.Equal(got, tc.want) {
+				t.Errorf("pluginArgs(%q, %q) = %q, want %q", tc.argv0, tc.args, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFleetBadInput(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a zero agent timeout", []string{"fleet", "--agent-timeout", "0"}, "--agent-timeout"},
+		{"no concurrency", []string{"fleet", "--concurrency", "0"}, "--concurrency"},
+		{"an unknown output", []string{"fleet", "-o", "yaml"}, "-o: must be json"},
+		{"a kubeconfig with no cluster", []string{"fleet", "--kubeconfig", kc}, "--kubeconfig"},
+		{"a missing kubeconfig", []string{"fleet", "--kubeconfig", filepath.Join(dir, "none")}, "--kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCLI("")
+			code := c.run(tc.args...)
+			stderr := c.err.String()
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if code != exitUsage || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and one line naming %s", code, stderr, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,149 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodegc/nodegc/fleet"
+	"github.com/nodegc/nodegc/internal/kubetest"
+)
+
+// TestFleetThroughAPIServer: with deploy/ applied, `nodegc fleet` (as
+// kubectl-nodegc, kubectl's plugin) reads the node's agent through the API
+// server's pods proxy; enter opens the node's dashboard through the same
+// path, where i and y force an image pass that the agent runs (the
+// dashboard's user is system:masters, so the agent's access review
+// allows update); its report reaches the screen; back in the fleet view
+// the node's row shows that pass, as `nodegc fleet -o json` reads it.
+// The agent's band is set below the node's usage, with three unused
+// images imported, so the pass removes them.
+func TestFleetThroughAPIServer(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		kubetest.SkipOrFail(t, "tmux not installed (make deps installs it)")
+	}
+	c := startCluster(t)
+	// A band the node is above, with images nothing uses, so the forced
+	// pass has something to remove; no periodic image pass meanwhile.
+	c.agentArgs = []string{"--image-gc-high-threshold=1", "--image-gc-low-threshold=0",
+		"--minimum-image-ttl-duration=0", "--image-gc-period=1h"}
+	c.node.Must(t).ImportImages(3, 1<<20, "fleet")
+	c.applyDeploy(t)
+	c.waitAgentReady(t)
+	bin := fleetBinary(t)
+	env := []string{"KUBECONFIG=" + c.cp.Admin, "TERM=xterm-256color"}
+
+	s := newFleetSession(t, 200, 40, env, bin)
+	s.waitFor(t, "the node's row with its agent answering", func(screen string) bool {
+		return strings.Contains(screen, c.nodeName) && strings.Contains(screen, "1 agents answer")
+	})
+	s.press(t, "Enter")
+	s.waitFor(t, "the node's dashboard attached to its agent", func(screen string) bool {
+		return strings.Contains(screen, "agent") && strings.Contains(screen, "Images")
+	})
+	s.press(t, "i")
+	s.waitFor(t, "the image pass's preview, with removals to apply", func(screen string) bool {
+		return strings.Contains(screen, "Force image GC") && strings.Contains(screen, "y apply")
+	})
+	s.press(t, "y")
+	screen := s.waitFor(t, "the forced pass's report", func(screen string) bool {
+		return strings.Contains(screen, "pass #") && strings.Contains(screen, "(images)")
+	})
+	if strings.Contains(screen, "read-only") || strings.Contains(screen, "forbidden") {
+		t.Errorf("the dashboard was refused:\n%s", screen)
+	}
+	s.press(t, "q")
+	s.waitFor(t, "the fleet view again, the node's row with the pass", func(screen string) bool {
+		return strings.Contains(screen, "nodegc fleet") && strings.Contains(screen, c.nodeName) &&
+			!strings.Contains(screen, "never")
+	})
+
+	// The row's figures are the pass's: the agent's latest image GC
+	// attempt, read through the API server.
+	out, err := exec.Command(filepath.Join(filepath.Dir(bin), "nodegc"), "fleet", "-o", "json", "--kubeconfig", c.cp.Admin).Output()
+	if err != nil {
+		t.Fatalf("nodegc fleet -o json: %v", err)
+	}
+	var rows []fleet.Node
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("nodegc fleet -o json: %v: %s", err, out)
+	}
+	if len(rows) != 1 || rows[0].Name != c.nodeName || rows[0].State != fleet.OK || rows[0].Summary == nil || rows[0].Summary.LastAttempt == nil {
+		t.Fatalf("fleet rows %s, want the node with its agent's last image GC attempt", out)
+	}
+	a := rows[0].Summary.LastAttempt
+	screen = s.capture(t)
+	if !strings.Contains(screen, a.Result+" "+a.Reason) {
+		t.Errorf("the fleet view does not show the pass's result %q:\n%s", a.Result+" "+a.Reason, screen)
+	}
+	if time.Since(a.At) > 5*time.Minute {
+		t.Errorf("the last attempt is from %s, not the forced pass", a.At)
+	}
+}
+
+// fleetBinary builds nodegc and links it as kubectl-nodegc (the plugin's
+// name, which makes it `nodegc fleet`); it returns the link.
+func fleetBinary(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "nodegc")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/nodegc/nodegc/cmd/nodegc").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v: %s", err, out)
+	}
+	link := filepath.Join(dir, "kubectl-nodegc")
+	if err := os.Symlink("nodegc", link); err != nil {
+		t.Fatal(err)
+	}
+	return link
+}
+
+// fleetSession is a private tmux server running one program.
+type fleetSession struct{ socket string }
+
+func newFleetSession(t *testing.T, w, h int, env []string, argv ...string) *fleetSession {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "tmux.conf")
+	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &fleetSession{socket: fmt.Sprintf("nodegc-fleet-%d", os.Getpid())}
+	t.Cleanup(func() { exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+	args := []string{"-f", conf, "new-session", "-d", "-s", "f", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "--", "env"}
+	s.tmux(t, append(append(args, env...), argv...)...)
+	return s
+}
+
+func (s *fleetSession) tmux(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (s *fleetSession) capture(t *testing.T) string {
+	return s.tmux(t, "capture-pane", "-p", "-t", "f")
+}
+
+func (s *fleetSession) press(t *testing.T, keys ...string) {
+	s.tmux(t, append([]string{"send-keys", "-t", "f"}, keys...)...)
+}
+
+// waitFor polls the screen until ok, or fails with it after two minutes.
+func (s *fleetSession) waitFor(t *testing.T, what string, ok func(string) bool) string {
+	t.Helper()
+	var screen string
+	if !kubetest.WaitFor(2*time.Minute, func() bool {
+		screen = s.capture(t)
+		return ok(screen)
+	}) {
+		t.Fatalf("waiting for %s; the screen:\n%s", what, screen)
+	}
+	return screen
+}
