@@ -162,6 +162,53 @@ type RunningLister interface {
 	ListRunningContainers(ctx context.Context) ([]Container, error)
 }
 
+// passViews are a pass's views of the node (see ViewWindow): all, every
+// container (and the images, for the image phase); running, the running
+// containers alone, for the container phase; active, the created and
+// running ones, for the image phase when the engine does not follow the
+// runtime's events.
+type passViews struct {
+	all, running, active *nodeView
+}
+
+// newPassViews makes a pass's views, whose listings run in ctx, and
+// starts listing what the first phase's re-checks of kind first read
+// ("" for none): the listing runs while the pass sets up. following says
+// whether the engine follows the runtime's events (the image phase then
+// needs no active view).
+func newPassViews(ctx context.Context, r Reader, gen *atomic.Uint64, first ItemKind, following bool) passViews {
+	vs := passViews{all: newNodeView(ctx, r, gen, viewAll), running: newNodeView(ctx, r, gen, viewRunning), active: newNodeView(ctx, r, gen, viewActive)}
+	switch first {
+	case "":
+	case ItemContainer:
+		vs.running.prefetch(false)
+	case ItemImage:
+		vs.all.prefetch(true)
+		if !following {
+			vs.active.prefetch(false)
+		}
+	default:
+		vs.all.prefetch(false)
+	}
+	return vs
+}
+
+// invalidate makes every view list again at its next use: the phase
+// before removed what they hold.
+func (vs passViews) invalidate() {
+	for _, v := range [...]*nodeView{vs.all, vs.running, vs.active} {
+		v.invalidate()
+	}
+}
+
+// close cancels the views' listings in flight and waits for them: none
+// outlives its pass.
+func (vs passViews) close() {
+	for _, v := range [...]*nodeView{vs.all, vs.running, vs.active} {
+		v.close()
+	}
+}
+
 // newNodeView returns an empty view that lists at its first use; ctx is
 // the context of its listings (each bounded by CallTimeout); kind says
 // which containers it holds.
