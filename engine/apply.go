@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -25,10 +24,12 @@ const CallTimeout = 2 * time.Minute
 // executor applies one plan. It re-checks every item against the runtime
 // just before it removes it, so a plan that went stale between planning
 // and applying can only remove less, never more. A pass is a chain of
-// steps: the plan's tasks (apply_tasks.go), the pass's set-up (below), the
-// pool (apply_pool.go) running each task's re-check and removal
+// steps: the pass's set-up (newExecutor: its tasks from apply_tasks.go,
+// its journal readied in reconcile.go, its views from view.go), the pool
+// (apply_pool.go) running each task's re-check and removal
 // (apply_image.go, apply_container.go, apply_sandbox.go, apply_log.go)
-// with its journal lines (apply_journal.go), and the report (below).
+// with its journal lines (apply_journal.go), the pass journal's end, and
+// the report (below).
 type executor struct {
 	e *Engine
 	// stop is the pass's context: once done, no new item starts.
@@ -41,12 +42,8 @@ type executor struct {
 	// the report's other fields change under mu.
 	passID  string
 	journal *passJournal
-	// view is the node's containers (and images) for the re-checks;
-	// running holds the running containers alone, for the container
-	// phase, and active the created and running ones, for the image
-	// phase when the engine does not follow the runtime's events. See
-	// ViewWindow.
-	view, running, active *nodeView
+	// views are the node's containers (and images) the re-checks read.
+	views passViews
 	// sandboxRefs are the runtime's sandbox image references, read once
 	// per pass; infoErr is set when they could not be read, and then no
 	// image is removed (the sandbox-image guard must not fail open).
@@ -81,16 +78,17 @@ type executor struct {
 
 // applyLocked performs p; e.passMu is held, and e.mu is taken only around
 // the engine's shared state. A failure is in the report: a journal without
-// room or a failed journal write stops the pass and sets its Error.
+// room or a failed journal write stops the pass and sets its Error. The
+// pass is set up (newExecutor), run in the pool (runPhases), its views
+// closed and its journal made durable, and reported (finishReport).
 func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (PassReport, error) {
 	defer e.markPassing()()
 	x, phases := e.newExecutor(ctx, p, start)
-	clean := x.prepare(phases)
 	stopWake := context.AfterFunc(ctx, x.wake)
 	x.runPhases(phases)
 	stopWake()
-	x.closeViews() // a background listing does not outlive the pass
-	x.endJournal(clean)
+	x.views.close() // a background listing does not outlive the pass
+	x.endJournal()
 	return e.finishReport(x, p), nil
 }
 
@@ -106,8 +104,11 @@ func (e *Engine) markPassing() (done func()) {
 	}
 }
 
-// newExecutor makes the executor of p: its report, tasks, views and
-// pass journal (a journal that cannot be readied halts the pass).
+// newExecutor sets up the pass of p: its report and tasks, its journal
+// readied (a journal that cannot be readied halts the pass) and the
+// intents an earlier pass left settled, its views (the first phase's
+// listed meanwhile), the image filesystem measured and the sandbox images
+// read.
 func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*executor, [][]task) {
 	r := &PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
 	parallel := e.o.Parallel
@@ -116,9 +117,6 @@ func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*exe
 	}
 	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: r, passID: r.PassID(), parallel: parallel, target: p.ImageGC.BytesToFree}
 	x.cond = sync.NewCond(&x.mu)
-	x.view = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewAll)
-	x.running = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewRunning)
-	x.active = newNodeView(x.calls, e.o.Reader, &e.containerGen, viewActive)
 	phases, planned := passTasks(p, p.ImageGC.Triggered && spacePassPlanned(p.ImageGC))
 	x.plan, x.results = planned, make([][]ItemResult, len(planned))
 	x.written, x.closed = make([]bool, len(planned)), make([]bool, len(planned))
@@ -126,65 +124,27 @@ func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*exe
 	for _, it := range planned {
 		x.prog.Bytes += max(it.SizeBytes, 0)
 	}
-	pj, note, err := e.newPassJournal(x.passID, p.Pass, len(planned), len(p.ContainerGC.Remove))
-	x.journal = pj
-	if note != "" {
-		e.log.Warn("journal repaired", "note", note)
-		r.Notes = append(r.Notes, note)
-	}
+	notes, clean, err := e.readyJournal(ctx, len(planned), len(p.ContainerGC.Remove))
+	r.Notes = append(r.Notes, notes...)
 	if err != nil {
 		x.halt(err.Error(), true)
 	}
-	return x, phases
-}
-
-// prepare readies a pass that was not halted: the first phase's view is
-// listed meanwhile, the journal reconciled, the image filesystem measured
-// and the sandbox images read. It reports whether no intent of an
-// earlier pass is open (the pass then ends on a checkpoint when all of
-// its own are closed).
-func (x *executor) prepare(phases [][]task) (clean bool) {
-	e := x.e
-	if !x.halted() {
-		if len(phases) > 0 {
-			x.prefetch(phases[0][0].item.Kind)
-		}
-		e.mu.Lock()
-		x.r.Notes = append(x.r.Notes, e.notes...)
-		x.r.Notes = append(x.r.Notes, e.reconcileLocked(x.stop)...)
-		e.notes = nil
-		clean = e.reconciled
-		e.mu.Unlock()
+	var first ItemKind
+	if len(phases) > 0 && err == nil && ctx.Err() == nil {
+		first = phases[0][0].item.Kind
 	}
+	x.views = newPassViews(x.calls, e.o.Reader, &e.containerGen, e.plannedListing(), first, e.Following())
+	x.journal = newPassJournal(e, x.passID, p.Pass, clean)
 	if before, err := e.imageFs(x.calls); err == nil {
-		x.r.ImageFsBefore = &before
+		r.ImageFsBefore = &before
 	}
 	if info, err := e.o.Reader.Info(x.calls); err == nil {
 		x.sandboxRefs = info.SandboxImages
 	} else {
 		x.infoErr = fmt.Errorf("runtime info (for the sandbox images): %w", err)
 	}
-	x.publish()
-	if x.halted() {
-		x.notRun()
-	}
-	return clean
-}
-
-// prefetch starts listing the view of the first phase, of kind, while
-// the pass sets up.
-func (x *executor) prefetch(kind ItemKind) {
-	switch kind {
-	case ItemContainer:
-		x.running.prefetch(false)
-	case ItemImage:
-		x.view.prefetch(true)
-		if !x.e.Following() {
-			x.active.prefetch(false)
-		}
-	default:
-		x.view.prefetch(false)
-	}
+	e.publishProgress(x.prog)
+	return x, phases
 }
 
 // wake wakes the feeder (the pass was stopped).
@@ -194,25 +154,10 @@ func (x *executor) wake() {
 	x.mu.Unlock()
 }
 
-// invalidateViews makes the next re-check list again: the phase before
-// removed what the views hold.
-func (x *executor) invalidateViews() {
-	for _, v := range [...]*nodeView{x.view, x.running, x.active} {
-		v.invalidate()
-	}
-}
-
-// closeViews cancels the listings in flight and waits for them.
-func (x *executor) closeViews() {
-	for _, v := range [...]*nodeView{x.view, x.running, x.active} {
-		v.close()
-	}
-}
-
-// endJournal makes the pass's lines durable (endPassJournal); a failed
+// endJournal makes the pass's lines durable (passJournal.end); a failed
 // sync fails the pass.
-func (x *executor) endJournal(clean bool) {
-	notes, err := x.e.endPassJournal(x.journal, clean)
+func (x *executor) endJournal() {
+	notes, err := x.journal.end()
 	if err != nil {
 		x.halt(fmt.Sprintf("journal write failed (%v)", err), true)
 	}
@@ -327,51 +272,4 @@ func hasEvent(evs []Event, reason string) bool {
 		}
 	}
 	return false
-}
-
-// outcome classifies a runtime error: nil is success, NotFound means the
-// item is already gone, anything else is a failure recorded on the item.
-func outcome(it ItemResult, what string, err error) ItemResult {
-	switch {
-	case err == nil:
-		it.Outcome = OutcomeRemoved
-	case errors.Is(err, ErrNotFound):
-		it.Outcome = OutcomeGone
-	default:
-		it.Outcome = OutcomeFailed
-		it.Error = fmt.Sprintf("%s: %v", what, err)
-	}
-	return it
-}
-
-// rt runs one runtime read of the pass with the per-call timeout.
-func rt[T any](x *executor, call func(ctx context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(x.calls, CallTimeout)
-	defer cancel()
-	return call(ctx)
-}
-
-// recheckFailed records an item whose re-check could not be made: NotFound
-// is already gone; anything else fails the item without removing it.
-func recheckFailed(it ItemResult, err error) ItemResult {
-	if errors.Is(err, ErrNotFound) {
-		it.Outcome = OutcomeGone
-		return it
-	}
-	it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("re-check: %v", err)
-	return it
-}
-
-// viewFailed records an item whose view of the node could not be listed:
-// it fails without removal, whatever the listing's error wraps (a
-// NotFound from a listing says nothing of the item).
-func viewFailed(it ItemResult, err error) ItemResult {
-	it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("re-check: %v", err)
-	return it
-}
-
-// skipped records an item the re-check kept.
-func skipped(it ItemResult, why string) ItemResult {
-	it.Outcome, it.Detail = OutcomeSkipped, why
-	return it
 }

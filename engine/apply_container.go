@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// container re-checks one dead container and removes its log file and
+// recheck re-checks one dead container and removes its log file and
 // its /var/log/containers link; the pool then removes the container. A container running again is skipped;
 // an UNKNOWN one is stopped first, as the kubelet does.
 //
@@ -21,9 +21,9 @@ import (
 // container planned in any other state can still change, one the view
 // shows running is confirmed, and the log path is only in the container's
 // status: the runtime is asked then, just before the removal.
-func (x *executor) container(rm ContainerRemoval, en *JournalEntry) checked {
+func (rm ContainerRemoval) recheck(x *executor, en *JournalEntry) checked {
 	it := ItemResult{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail}
-	v, err := x.running.fresh(false)
+	v, err := x.views.running.fresh(false)
 	if err != nil {
 		return checked{it: viewFailed(it, err)}
 	}

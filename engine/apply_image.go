@@ -5,17 +5,17 @@ import (
 	"fmt"
 )
 
-// image re-checks one image: it must still exist, be unpinned, not be a
+// recheck re-checks one image: it must still exist, be unpinned, not be a
 // sandbox image and be used by no container in any state, by the view of
 // the node, nor, when the engine does not follow the runtime's events,
 // by a created or running container of a listing begun at most
 // ViewWindow before the check (see ViewWindow).
-func (x *executor) image(rm ImageRemoval, en *JournalEntry) checked {
+func (rm ImageRemoval) recheck(x *executor, en *JournalEntry) checked {
 	it := ItemResult{Kind: ItemImage, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail, SizeBytes: rm.SizeBytes}
 	if x.infoErr != nil {
 		return checked{it: recheckFailed(it, x.infoErr)}
 	}
-	v, err := x.view.fresh(true)
+	v, err := x.views.all.fresh(true)
 	if err != nil {
 		return checked{it: viewFailed(it, err)}
 	}
@@ -35,7 +35,7 @@ func (x *executor) image(rm ImageRemoval, en *JournalEntry) checked {
 	}
 	views := []*viewData{v}
 	if !x.e.Following() {
-		a, err := x.active.fresh(false)
+		a, err := x.views.active.fresh(false)
 		if err != nil {
 			return checked{it: viewFailed(it, err)}
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -20,23 +21,20 @@ type passJournal struct {
 	pass JournalPass
 	kind PassKind
 	log  *slog.Logger
+	// clean is set when no intent of an earlier pass was open at the
+	// pass's start: the pass then ends on a checkpoint once all of its
+	// own are closed.
+	clean bool
 
 	mu  sync.Mutex
 	err error // the first failed write: the pass stops
 }
 
-// newPassJournal readies the engine's journal for a pass of items
-// planned removals (containers of them): it cuts what a failed write
-// left, and refuses a pass its filesystem has no room to journal. note
-// says what it cut.
-func (e *Engine) newPassJournal(passID string, kind PassKind, items, containers int) (pj *passJournal, note string, err error) {
-	pj = &passJournal{j: e.journal, now: e.now, boot: e.boot, pass: JournalPass(passID), kind: kind, log: e.log}
-	if note, err = e.journal.reset(); err != nil {
-		return pj, "", err
-	}
-	// Each item takes two lines (its intent and its outcome), a container
-	// up to four more for its logs.
-	return pj, note, e.journal.checkSpace(2*items + 4*containers)
+// newPassJournal returns the journal lines of a pass whose journal
+// readyJournal readied; clean says no intent of an earlier pass was open
+// then.
+func newPassJournal(e *Engine, passID string, kind PassKind, clean bool) *passJournal {
+	return &passJournal{j: e.journal, now: e.now, boot: e.boot, pass: JournalPass(passID), kind: kind, log: e.log, clean: clean}
 }
 
 // stamp fills a journal line's op, time and pass, and an intent's boot
@@ -120,24 +118,6 @@ func (pj *passJournal) close(t task, its []ItemResult) error {
 	return pj.note(pj.j.writeLazy(pj.stamp(op, en)))
 }
 
-// removal is how a re-checked item is removed: the runtime call, what
-// its error says it failed to do, and what the engine logs once it is
-// removed.
-type removal struct {
-	what string
-	call func(ctx context.Context) error
-	log  []any // the Info line's attributes; none: not logged
-}
-
-// checked is the re-check's verdict on one item: remove is set when it
-// is still to go, otherwise it holds its outcome; logs are a container's
-// log file and link, removed before it.
-type checked struct {
-	it     ItemResult
-	remove *removal
-	logs   []ItemResult
-}
-
 // perform removes a re-checked item: its started line is handed to the
 // kernel first (without it reconciliation may take the call for never
 // sent, so the call is not made when that write fails), then the call is
@@ -186,19 +166,36 @@ func (pj *passJournal) removeOwn(calls context.Context, it ItemResult, en Journa
 // end makes every line of the pass durable. The outcome lines were
 // written (or queued) without waiting for their fsync; when the sync
 // fails, queued lines are lost and the pass's intents are settled by the
-// next pass's reconciliation. clean says every intent is closed (none of
-// an earlier pass is open, and no write of this one failed): the pass
-// then ends on a checkpoint in the same fsync, and the journal is rotated
-// there when it is large (notes says when that failed).
-func (e *Engine) endPassJournal(pj *passJournal, clean bool) (notes []string, err error) {
-	if clean && pj.failed() == nil && e.journal.needsCheckpoint() {
-		clean = e.journal.writeLazy(checkpointLine(e.now())) == nil
+// next pass's reconciliation. When every intent is closed (none of an
+// earlier pass was open, and no write of this one failed) the pass ends
+// on a checkpoint in the same fsync, and the journal is rotated there
+// when it is large (notes says when that failed).
+func (pj *passJournal) end() (notes []string, err error) {
+	clean := pj.clean && pj.failed() == nil
+	if clean && pj.j.needsCheckpoint() {
+		clean = pj.j.writeLazy(checkpointLine(pj.now())) == nil
 	}
-	if err := pj.note(e.journal.sync()); err != nil {
+	if err := pj.note(pj.j.sync()); err != nil {
 		return nil, err
 	}
 	if clean && pj.failed() == nil {
-		return e.rotateJournal(), nil
+		return pj.j.rotateNoted(pj.log), nil
 	}
 	return nil, nil
+}
+
+// outcome classifies a removal call's error: nil is success, NotFound
+// means the item is already gone, anything else is a failure recorded on
+// the item.
+func outcome(it ItemResult, what string, err error) ItemResult {
+	switch {
+	case err == nil:
+		it.Outcome = OutcomeRemoved
+	case errors.Is(err, ErrNotFound):
+		it.Outcome = OutcomeGone
+	default:
+		it.Outcome = OutcomeFailed
+		it.Error = fmt.Sprintf("%s: %v", what, err)
+	}
+	return it
 }

@@ -11,13 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// logPath re-checks one log path: a pod log directory
+// recheck re-checks one log path: a pod log directory
 // directly inside the pod logs directory, or a symlink directly inside
 // /var/log/containers, reached from the directory's handle without
 // following symlinks. A pod directory whose pod runs a container again, a
 // symlink whose target exists or whose container has not exited, is
 // skipped.
-func (x *executor) logPath(rm LogRemoval) checked {
+func (rm LogRemoval) recheck(x *executor, _ *JournalEntry) checked {
 	it := ItemResult{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason}
 	podDir, linkDir := x.e.o.Policy.PodLogsDir, x.e.containerLogsDir()
 	// Only direct children: a nested path could pass through a symlinked
@@ -41,7 +41,7 @@ func (x *executor) logPath(rm LogRemoval) checked {
 	if err != nil {
 		return checked{it: recheckFailed(it, err)}
 	}
-	v, err := x.view.fresh(false)
+	v, err := x.views.all.fresh(false)
 	if err != nil {
 		return checked{it: viewFailed(it, err)}
 	}

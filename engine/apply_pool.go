@@ -22,7 +22,7 @@ func (x *executor) runPhases(phases [][]task) {
 	stop := x.startWorkers()
 	for i, ph := range phases {
 		if i > 0 {
-			x.invalidateViews()
+			x.views.invalidate()
 		}
 		x.runPhase(ph)
 	}
@@ -246,7 +246,7 @@ func (x *executor) startWorkers() (stop func()) {
 // run re-checks and removes one task's item and writes its outcome line
 // (outside x.mu: the other workers and the feeder do not wait for it).
 func (x *executor) run(t task) []ItemResult {
-	its := x.journal.perform(x.calls, t.check(x, t.intent))
+	its := x.journal.perform(x.calls, t.check.recheck(x, t.intent))
 	now := x.e.now()
 	for i := range its {
 		its[i].Time = now

@@ -6,9 +6,9 @@ import (
 	"fmt"
 )
 
-// sandbox re-checks and stops one sandbox: it must not be READY and no
+// recheck re-checks and stops one sandbox: it must not be READY and no
 // container may reference it.
-func (x *executor) sandbox(rm SandboxRemoval, en *JournalEntry) checked {
+func (rm SandboxRemoval) recheck(x *executor, en *JournalEntry) checked {
 	it := ItemResult{Kind: ItemSandbox, ID: rm.ID, Reason: rm.Reason}
 	cur, err := rt(x, func(ctx context.Context) (Sandbox, error) { return x.e.o.Reader.SandboxStatus(ctx, rm.ID) })
 	if err != nil {
@@ -21,7 +21,7 @@ func (x *executor) sandbox(rm SandboxRemoval, en *JournalEntry) checked {
 	if cur.State != SandboxNotReady {
 		return checked{it: skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))}
 	}
-	v, err := x.view.fresh(false)
+	v, err := x.views.all.fresh(false)
 	if err != nil {
 		return checked{it: viewFailed(it, err)}
 	}

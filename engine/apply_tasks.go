@@ -2,24 +2,85 @@ package engine
 
 import (
 	"cmp"
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 )
 
 // task is one planned item of a pass: its place in the report, its
-// journal line and its re-check.
+// journal line and its re-check. A task's check returns a checked; the
+// helpers below make its verdicts.
 type task struct {
 	idx   int // in plan order: the report's index
 	item  ItemResult
 	size  int64
 	space bool // subject to the space pass's target
-	// check re-checks the item and, when it is still to go, says how to
-	// remove it (apply_image.go, apply_container.go, apply_sandbox.go,
-	// apply_log.go).
-	check func(x *executor, en *JournalEntry) checked
+	// check is the planned removal, which re-checks the item and, when it
+	// is still to go, says how to remove it (apply_image.go,
+	// apply_container.go, apply_sandbox.go, apply_log.go).
+	check rechecker
 	// intent is its journal line: written as the intent (in a group with
 	// the next tasks' intents) before the task starts, from the plan; the
 	// re-check fills in what the runtime reports for the outcome.
 	intent *JournalEntry
+}
+
+// rechecker is a planned removal of one kind: recheck re-checks its item
+// against the runtime just before its removal, fills in what the runtime
+// reports in its journal line en, and returns the verdict.
+type rechecker interface {
+	recheck(x *executor, en *JournalEntry) checked
+}
+
+// checked is the re-check's verdict on one item: remove is set when it
+// is still to go, otherwise it holds its outcome; logs are a container's
+// log file and link, removed before it.
+type checked struct {
+	it     ItemResult
+	remove *removal
+	logs   []ItemResult
+}
+
+// removal is how a re-checked item is removed: the runtime call, what
+// its error says it failed to do, and what the engine logs once it is
+// removed.
+type removal struct {
+	what string
+	call func(ctx context.Context) error
+	log  []any // the Info line's attributes; none: not logged
+}
+
+// rt runs one runtime read of a re-check with the per-call timeout.
+func rt[T any](x *executor, call func(ctx context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(x.calls, CallTimeout)
+	defer cancel()
+	return call(ctx)
+}
+
+// recheckFailed records an item whose re-check could not be made: NotFound
+// is already gone; anything else fails the item without removing it.
+func recheckFailed(it ItemResult, err error) ItemResult {
+	if errors.Is(err, ErrNotFound) {
+		it.Outcome = OutcomeGone
+		return it
+	}
+	it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("re-check: %v", err)
+	return it
+}
+
+// viewFailed records an item whose view of the node could not be listed:
+// it fails without removal, whatever the listing's error wraps (a
+// NotFound from a listing says nothing of the item).
+func viewFailed(it ItemResult, err error) ItemResult {
+	it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("re-check: %v", err)
+	return it
+}
+
+// skipped records an item the re-check kept.
+func skipped(it ItemResult, why string) ItemResult {
+	it.Outcome, it.Detail = OutcomeSkipped, why
+	return it
 }
 
 // passTasks turns a plan into the pass's tasks, the one source of their
@@ -41,12 +102,12 @@ func passTasks(p Plan, targeted bool) (phases [][]task, items []ItemResult) {
 	for _, c := range p.ContainerGC.Remove {
 		add(&cs, task{item: ItemResult{Kind: ItemContainer, ID: c.ID, Reason: string(c.Reason), Detail: c.Detail},
 			intent: &JournalEntry{Kind: ItemContainer, ID: c.ID, Reason: string(c.Reason), PodUID: c.PodUID, Name: c.Name},
-			check:  func(x *executor, en *JournalEntry) checked { return x.container(c, en) }})
+			check:  c})
 	}
 	for _, s := range p.SandboxGC.Remove {
 		add(&ss, task{item: ItemResult{Kind: ItemSandbox, ID: s.ID, Reason: s.Reason},
 			intent: &JournalEntry{Kind: ItemSandbox, ID: s.ID, Reason: s.Reason, PodUID: s.PodUID},
-			check:  func(x *executor, en *JournalEntry) checked { return x.sandbox(s, en) }})
+			check:  s})
 	}
 	for _, l := range logsInOrder(p.LogGC) {
 		to := &ls
@@ -55,7 +116,7 @@ func passTasks(p Plan, targeted bool) (phases [][]task, items []ItemResult) {
 		}
 		add(to, task{item: ItemResult{Kind: ItemLog, ID: l.Path, Reason: l.Reason},
 			intent: &JournalEntry{Kind: ItemLog, ID: l.Path, Reason: l.Reason},
-			check:  func(x *executor, _ *JournalEntry) checked { return x.logPath(l) }})
+			check:  l})
 	}
 	for _, i := range p.ImageGC.Remove {
 		to, space := &ia, false
@@ -65,7 +126,7 @@ func passTasks(p Plan, targeted bool) (phases [][]task, items []ItemResult) {
 		add(to, task{item: ItemResult{Kind: ItemImage, ID: i.ID, Reason: string(i.Reason), Detail: i.Detail, SizeBytes: i.SizeBytes},
 			size: max(i.SizeBytes, 0), space: space,
 			intent: &JournalEntry{Kind: ItemImage, ID: i.ID, RepoTags: i.RepoTags, RepoDigests: i.RepoDigests, SizeBytes: i.SizeBytes, Reason: string(i.Reason)},
-			check:  func(x *executor, en *JournalEntry) checked { return x.image(i, en) }})
+			check:  i})
 	}
 	for _, ph := range [][]task{cs, ss, ls, ll, ia, is} {
 		if len(ph) > 0 {

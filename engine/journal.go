@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -256,16 +257,13 @@ func (j *journal) encode(entries []JournalEntry) ([]byte, error) {
 // sharing the write and the fsync with every line other goroutines add
 // meanwhile. A nil journal accepts and drops entries.
 func (j *journal) write(entries ...JournalEntry) error {
-	b, err := j.encode(entries)
-	if b == nil {
-		return err
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.err != nil {
-		return j.err
-	}
-	j.appendLocked(b, entries)
+	return j.queue(entries, j.flushedLocked)
+}
+
+// flushedLocked returns once the group now filling is on disk, leading
+// its write and fsync unless another writer does; j.mu is held and
+// released meanwhile.
+func (j *journal) flushedLocked(uint64) error {
 	mine := j.batch
 	for j.flushed < mine {
 		if j.err != nil {
@@ -402,6 +400,16 @@ func (j *journal) rotate() error {
 	return nil
 }
 
+// rotateNoted rotates the journal (rotate) and returns a note for the
+// report when that failed.
+func (j *journal) rotateNoted(log *slog.Logger) []string {
+	if err := j.rotate(); err != nil {
+		log.Error("rotate journal", "err", err)
+		return []string{fmt.Sprintf("journal not rotated: %v", err)}
+	}
+	return nil
+}
+
 // writeLazy writes the entries without waiting for them to be synced: the
 // next group's fsync (or sync) makes them durable. It is for outcome
 // lines: an outcome a crash loses leaves its intent open, and the next
@@ -413,6 +421,22 @@ func (j *journal) rotate() error {
 // is lost when a later write fails, and the executor, which then sees
 // failed, leaves its intent to the next pass's reconciliation.
 func (j *journal) writeLazy(entries ...JournalEntry) error {
+	return j.queue(entries, func(uint64) error {
+		j.dirty = true
+		if j.flushing {
+			return nil
+		}
+		j.putQueuedLocked()
+		return j.err
+	})
+}
+
+// queue encodes the entries and queues their lines for the next group,
+// then returns what then returns, called with j.mu held and the lines'
+// append number: the prologue the three writers share. A nil journal, or
+// no entries, queues nothing; a journal whose write failed queues nothing
+// more until reset.
+func (j *journal) queue(entries []JournalEntry, then func(mine uint64) error) error {
 	b, err := j.encode(entries)
 	if b == nil {
 		return err
@@ -422,13 +446,7 @@ func (j *journal) writeLazy(entries ...JournalEntry) error {
 	if j.err != nil {
 		return j.err
 	}
-	j.appendLocked(b, entries)
-	j.dirty = true
-	if j.flushing {
-		return nil
-	}
-	j.putQueuedLocked()
-	return j.err
+	return then(j.appendLocked(b, entries))
 }
 
 // putQueuedLocked leads a group write of everything queued, without an
@@ -458,28 +476,20 @@ func (j *journal) putQueuedLocked() {
 // line's boot ID lets reconciliation tell the two apart. Lines other
 // goroutines queue meanwhile go out in the same write.
 func (j *journal) writeOut(entries ...JournalEntry) error {
-	b, err := j.encode(entries)
-	if b == nil {
-		return err
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.err != nil {
-		return j.err
-	}
-	mine := j.appendLocked(b, entries)
-	j.dirty = true
-	for j.written < mine {
-		switch {
-		case j.err != nil:
-			return j.err
-		case j.flushing:
-			j.cond.Wait()
-		default:
-			j.putQueuedLocked()
+	return j.queue(entries, func(mine uint64) error {
+		j.dirty = true
+		for j.written < mine {
+			switch {
+			case j.err != nil:
+				return j.err
+			case j.flushing:
+				j.cond.Wait()
+			default:
+				j.putQueuedLocked()
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // sync makes every line written so far durable, writing the queued ones

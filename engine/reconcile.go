@@ -83,6 +83,37 @@ func reconcileOp(in openIntent, neverSent, exists bool) (JournalOp, string) {
 	}
 }
 
+// readyJournal readies the journal for a pass of items planned removals
+// (containers of them): it cuts what a failed write left and refuses a
+// pass its filesystem has no room to journal, then (unless ctx is done)
+// settles the intents an earlier pass left open (reconcileLocked). It
+// returns the notes for the pass's report, and clean: no intent of an
+// earlier pass is open, so the pass may end on a checkpoint.
+func (e *Engine) readyJournal(ctx context.Context, items, containers int) (notes []string, clean bool, err error) {
+	note, err := e.journal.reset()
+	if err != nil {
+		return nil, false, err
+	}
+	if note != "" {
+		e.log.Warn("journal repaired", "note", note)
+		notes = append(notes, note)
+	}
+	// Each item takes two lines (its intent and its outcome), a container
+	// up to four more for its logs.
+	if err := e.journal.checkSpace(2*items + 4*containers); err != nil {
+		return notes, false, err
+	}
+	if ctx.Err() != nil {
+		return notes, false, nil // the pass stops before its first item
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	notes = append(notes, e.notes...)
+	notes = append(notes, e.reconcileLocked(ctx)...)
+	e.notes = nil
+	return notes, e.reconciled, nil
+}
+
 // reconcileLocked settles the intents of an earlier, interrupted pass that
 // have no outcome: an intent whose removal call was never sent is closed
 // not-run; for the others it asks the runtime (or the filesystem, for
@@ -122,7 +153,7 @@ func (e *Engine) reconcileRound(ctx context.Context) []string {
 			}
 		}
 		e.reconciled = true
-		return e.rotateJournal()
+		return e.journal.rotateNoted(e.log)
 	}
 	counts := map[JournalOp]int{}
 	unchecked := 0
@@ -170,17 +201,7 @@ func (e *Engine) reconcileRound(ctx context.Context) []string {
 		note += fmt.Sprintf(", %d could not be checked (left for the next try)", unchecked)
 	}
 	e.log.Warn(note)
-	return append([]string{note}, e.rotateJournal()...)
-}
-
-// rotateJournal rotates the journal after a checkpoint when it is large
-// (journal.rotate), and returns a note when that failed.
-func (e *Engine) rotateJournal() []string {
-	if err := e.journal.rotate(); err != nil {
-		e.log.Error("rotate journal", "err", err)
-		return []string{fmt.Sprintf("journal not rotated: %v", err)}
-	}
-	return nil
+	return append([]string{note}, e.journal.rotateNoted(e.log)...)
 }
 
 // settle asks again, in rounds every reconcilePoll for up to

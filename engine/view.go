@@ -45,27 +45,33 @@ type nodeView struct {
 	// withImages is set once a re-check asked for images; from then on
 	// every listing lists them too.
 	withImages bool
+	// listed is set once the view has listed the node's containers itself
+	// (not taken them from its plan's listing).
+	listed bool
 }
 
 // viewData is one listing of the node with the indexes the re-checks
 // need, each built at its first use (an image phase needs none of the
-// container indexes). It is never modified once published, but for its
+// container indexes, a container phase only the one by ID). It is never modified once published, but for its
 // indexes, which are built once.
 type viewData struct {
-	at     time.Time // when its listing began
-	gen    uint64    // the container event generation before it began
-	images bool      // it holds the image list
+	at     time.Time     // when its listing began
+	gen    uint64        // the container event generation before it began
+	images bool          // it holds the image list
+	took   time.Duration // how long its listing took
 
 	containers []Container
 	imageList  []Image
 
-	imageIdx     sync.Once
-	users        map[string]Container // every ImageID and ImageRef to the first container naming it
-	imageByID    map[string]Image
-	containerIdx sync.Once
-	bySandbox    map[string]Container // a sandbox ID to the first container referencing it
-	byID         map[string]Container
-	byPodUID     map[string][]Container
+	imageIdx   sync.Once
+	users      map[string]Container // every ImageID and ImageRef to the first container naming it
+	imageByID  map[string]Image
+	idIdx      sync.Once
+	byID       map[string]Container
+	sandboxIdx sync.Once
+	bySandbox  map[string]Container // a sandbox ID to the first container referencing it
+	podIdx     sync.Once
+	byPodUID   map[string][]Container
 }
 
 // image returns the listed image with the ID.
@@ -95,40 +101,41 @@ func (d *viewData) indexImages() {
 
 // container returns the listed container with the ID.
 func (d *viewData) container(id string) (Container, bool) {
-	d.indexContainers()
+	d.idIdx.Do(func() {
+		d.byID = make(map[string]Container, len(d.containers))
+		for _, c := range d.containers {
+			d.byID[c.ID] = c
+		}
+	})
 	c, ok := d.byID[id]
 	return c, ok
 }
 
 // sandboxUser returns a container that references the sandbox.
 func (d *viewData) sandboxUser(id string) (Container, bool) {
-	d.indexContainers()
+	d.sandboxIdx.Do(func() {
+		d.bySandbox = make(map[string]Container, len(d.containers)/2)
+		for _, c := range d.containers {
+			if _, ok := d.bySandbox[c.PodSandboxID]; !ok && c.PodSandboxID != "" {
+				d.bySandbox[c.PodSandboxID] = c
+			}
+		}
+	})
 	c, ok := d.bySandbox[id]
 	return c, ok
 }
 
 // podContainers returns the listed containers of the pod.
 func (d *viewData) podContainers(uid string) []Container {
-	d.indexContainers()
-	return d.byPodUID[uid]
-}
-
-// indexContainers builds the container, sandbox and log phases' indexes.
-func (d *viewData) indexContainers() {
-	d.containerIdx.Do(func() {
-		d.bySandbox = make(map[string]Container, len(d.containers)/2)
-		d.byID = make(map[string]Container, len(d.containers))
+	d.podIdx.Do(func() {
 		d.byPodUID = make(map[string][]Container, len(d.containers)/2)
 		for _, c := range d.containers {
-			if _, ok := d.bySandbox[c.PodSandboxID]; !ok && c.PodSandboxID != "" {
-				d.bySandbox[c.PodSandboxID] = c
-			}
-			d.byID[c.ID] = c
 			if c.PodUID != "" {
 				d.byPodUID[c.PodUID] = append(d.byPodUID[c.PodUID], c)
 			}
 		}
 	})
+	return d.byPodUID[uid]
 }
 
 // viewKind says which containers a view lists.
@@ -160,6 +167,91 @@ type ActiveLister interface {
 // it, and filters the whole list otherwise.
 type RunningLister interface {
 	ListRunningContainers(ctx context.Context) ([]Container, error)
+}
+
+// listedAt is when a snapshot's image and container listings began (the
+// wall clock, and the container event generation before them) and how
+// long they took.
+type listedAt struct {
+	at   time.Time
+	gen  uint64
+	took time.Duration
+}
+
+// keepListingLocked keeps the image and container lists of s, a snapshot
+// just taken for a plan, as a view for the pass that applies it: a view
+// may be that old (see ViewWindow), so the pass's first re-checks need
+// not list the node again. The lists are copied (the caller owns s), and
+// dropped once no re-check could trust them. e.mu is held.
+func (e *Engine) keepListingLocked(s Snapshot) {
+	l := e.listed
+	d := &viewData{at: l.at, gen: l.gen, images: true, took: l.took,
+		containers: slices.Clone(s.Containers), imageList: slices.Clone(s.Images)}
+	e.planned = d
+	time.AfterFunc(time.Until(l.at.Add(max(ViewWindow, 2*l.took))), func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.planned == d {
+			e.planned = nil
+		}
+	})
+}
+
+// plannedListing returns the listing kept for a pass (keepListingLocked),
+// or nil.
+func (e *Engine) plannedListing() *viewData {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.planned
+}
+
+// passViews are a pass's views of the node (see ViewWindow): all, every
+// container (and the images, for the image phase); running, the running
+// containers alone, for the container phase; active, the created and
+// running ones, for the image phase when the engine does not follow the
+// runtime's events.
+type passViews struct {
+	all, running, active *nodeView
+}
+
+// newPassViews makes a pass's views, whose listings run in ctx, and
+// starts listing what the first phase's re-checks of kind first read
+// ("" for none): the listing runs while the pass sets up. planned is the
+// listing the pass's plan was made from (nil: none), which the whole view
+// starts from while it may be trusted. following says whether the engine
+// follows the runtime's events (the image phase then needs no active
+// view).
+func newPassViews(ctx context.Context, r Reader, gen *atomic.Uint64, planned *viewData, first ItemKind, following bool) passViews {
+	vs := passViews{all: newNodeView(ctx, r, gen, viewAll), running: newNodeView(ctx, r, gen, viewRunning), active: newNodeView(ctx, r, gen, viewActive)}
+	switch first {
+	case "":
+	case ItemContainer:
+		vs.running.prefetch(planned, false)
+	case ItemImage:
+		vs.all.prefetch(planned, true)
+		if !following {
+			vs.active.prefetch(planned, false)
+		}
+	default:
+		vs.all.prefetch(planned, false)
+	}
+	return vs
+}
+
+// invalidate makes every view list again at its next use: the phase
+// before removed what they hold.
+func (vs passViews) invalidate() {
+	for _, v := range [...]*nodeView{vs.all, vs.running, vs.active} {
+		v.invalidate()
+	}
+}
+
+// close cancels the views' listings in flight and waits for them: none
+// outlives its pass.
+func (vs passViews) close() {
+	for _, v := range [...]*nodeView{vs.all, vs.running, vs.active} {
+		v.close()
+	}
 }
 
 // newNodeView returns an empty view that lists at its first use; ctx is
@@ -202,15 +294,51 @@ func (v *nodeView) close() {
 	v.wait()
 }
 
-// prefetch starts the first listing ahead of the first re-check; images
-// asks for the image list too.
-func (v *nodeView) prefetch(images bool) {
+// prefetch starts the first listing ahead of the first re-check. Where
+// planned (a listing of the whole node, or nil) may be trusted now, the
+// view starts from the containers of it that it holds; images asks for
+// the image list too, which is listed again then (an image removed
+// behind nodegc's back since the plan is then already gone, not
+// removed).
+func (v *nodeView) prefetch(planned *viewData, images bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.withImages = v.withImages || images
-	if v.cur == nil && !v.listing {
-		v.startLocked()
+	now, gen := v.clock(), v.gen.Load()
+	if planned != nil && v.cur == nil && !v.listing {
+		p := planned.only(v.kind)
+		switch {
+		case !v.usable(p, now, gen):
+		case images:
+			v.startLocked(p)
+			return
+		default:
+			v.cur, v.took = p, p.took
+		}
 	}
+	if !v.listing && !v.usable(v.cur, now, gen) {
+		v.startLocked(nil)
+	}
+}
+
+// only is d with the containers a view of kind holds (d itself for
+// viewAll), as its own listing would have shown them.
+func (d *viewData) only(kind viewKind) *viewData {
+	if kind == viewAll {
+		return d
+	}
+	return &viewData{at: d.at, gen: d.gen, took: d.took, containers: slices.DeleteFunc(slices.Clone(d.containers), func(c Container) bool { return !kind.holds(c) })}
+}
+
+// holds reports whether a view of kind lists c.
+func (k viewKind) holds(c Container) bool {
+	switch k {
+	case viewRunning:
+		return c.State == ContainerRunning
+	case viewActive:
+		return c.State == ContainerRunning || c.State == ContainerCreated
+	}
+	return true
 }
 
 // window is how long a view is trusted: ViewWindow for the active
@@ -247,13 +375,17 @@ func (v *nodeView) fresh(images bool) (*viewData, error) {
 	for {
 		now := v.clock()
 		if d := v.cur; v.usable(d, began, since) {
-			if !v.listing && now.Sub(d.at)+v.took >= v.window() {
-				v.startLocked()
+			// A view about to expire lists again in the background, once
+			// the view has listed itself: one that starts from its plan's
+			// listing serves while it may (a short pass then lists
+			// nothing), and a pass that outlasts it waits for one listing.
+			if !v.listing && v.listed && now.Sub(d.at)+v.took >= v.window() {
+				v.startLocked(nil)
 			}
 			return d, nil
 		}
 		if !v.listing {
-			v.startLocked()
+			v.startLocked(nil)
 		}
 		seen := v.done
 		for v.done == seen {
@@ -266,7 +398,7 @@ func (v *nodeView) fresh(images bool) (*viewData, error) {
 }
 
 // startLocked begins a listing in the background; v.mu is held.
-func (v *nodeView) startLocked() {
+func (v *nodeView) startLocked(seed *viewData) {
 	v.listing = true
 	epoch, withImages := v.epoch, v.withImages
 	ctx, cancel := context.WithTimeout(v.ctx, CallTimeout)
@@ -275,8 +407,18 @@ func (v *nodeView) startLocked() {
 		defer cancel()
 		g := v.gen.Load()
 		at := v.clock()
-		d, err := v.list(ctx, withImages)
-		took := v.clock().Sub(at)
+		var d *viewData
+		var err error
+		var took time.Duration
+		if seed != nil {
+			// The containers of the plan's listing, with the images listed
+			// now: the view is as old as the older of the two.
+			g, at, took = seed.gen, seed.at, seed.took
+			d, err = v.listImages(ctx, seed)
+		} else {
+			d, err = v.list(ctx, withImages)
+			took = v.clock().Sub(at)
+		}
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		v.listing = false
@@ -288,6 +430,7 @@ func (v *nodeView) startLocked() {
 		}
 		if err == nil {
 			v.took = took
+			v.listed = v.listed || seed == nil
 			if epoch == v.epoch {
 				d.at, d.gen, d.images = at, g, withImages
 				v.cur = d
@@ -295,6 +438,15 @@ func (v *nodeView) startLocked() {
 		}
 		v.cond.Broadcast()
 	}()
+}
+
+// listImages lists the node's images, with the containers of seed.
+func (v *nodeView) listImages(ctx context.Context, seed *viewData) (*viewData, error) {
+	imgs, err := v.r.ListImages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	return &viewData{containers: seed.containers, imageList: imgs}, nil
 }
 
 // list lists the node's containers, and its images when asked.
@@ -331,13 +483,7 @@ func (v *nodeView) listContainers(ctx context.Context) ([]Container, error) {
 		}
 	}
 	cs, err := v.r.ListContainers(ctx)
-	switch v.kind {
-	case viewRunning:
-		cs = slices.DeleteFunc(cs, func(c Container) bool { return c.State != ContainerRunning })
-	case viewActive:
-		cs = slices.DeleteFunc(cs, func(c Container) bool { return c.State != ContainerRunning && c.State != ContainerCreated })
-	}
-	return cs, err
+	return slices.DeleteFunc(cs, func(c Container) bool { return !v.kind.holds(c) }), err
 }
 
 // imageUser returns a container that uses img by its ID, a tag or a
