@@ -13,9 +13,10 @@ import (
 // removed.
 const StopTimeout = 10 * time.Second
 
-// DefaultParallel is how many removals a pass keeps in flight unless
-// Options.Parallel says otherwise. 1 is the kubelet's strict one at a time.
-const DefaultParallel = 4
+// DefaultParallel is the Options.Parallel of the default pool, which
+// adapts how many removals it keeps in flight to the runtime (see knee).
+// 1 is the kubelet's strict one at a time.
+const DefaultParallel = 0
 
 // CallTimeout bounds each runtime call of a pass. The calls do not inherit
 // the pass's cancellation (a stop lets the items in flight finish), so this
@@ -52,7 +53,8 @@ type executor struct {
 	// image is removed (the sandbox-image guard must not fail open).
 	sandboxRefs []string
 	infoErr     error
-	parallel    int
+	parallel    int   // the pinned pool's width; 0: adaptive
+	knee        *knee // the adaptive pool's controller for this phase
 	// target is the space pass's bytesToFree when the plan's space pass
 	// runs (targeted): no space removal starts once the bytes removed
 	// plus the bytes in flight reach it.

@@ -98,6 +98,9 @@ type Engine struct {
 
 	progress   listeners[Progress]
 	containers listeners[EventStream]
+	// kneeFor makes the adaptive pool's controller of a phase; nil means
+	// newKnee on the wall clock (tests script it).
+	kneeFor func(widest int) *knee
 
 	// passMu serialises passes. A pass holds it throughout, and e.mu only
 	// while it touches the records, the notes and the journal's

@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"testing"
+	"time"
+)
+
+// kneeEpoch is one scripted epoch of the adaptive pool: the probes that
+// answer in it (milliseconds), then as many removals as the pool's width
+// ending at rate removals per second, the pool full unless notFull.
+type kneeEpoch struct {
+	probes  []float64
+	rate    float64
+	notFull bool
+}
+
+// kneeWant is what the controller must decide in an epoch, and the width
+// it must leave.
+type kneeWant struct {
+	d     kneeDecision
+	width int
+}
+
+// playKnee plays one epoch on k with the fake clock at *now: the probes
+// first (a decision on a probe ends the epoch there), then the removals,
+// the clock moving so that they end at the epoch's rate. It returns the
+// decision ("" when the epoch did not close).
+func playKnee(k *knee, now *time.Time, e kneeEpoch) kneeDecision {
+	for _, p := range e.probes {
+		if d := k.probed(time.Duration(p * float64(time.Millisecond))); d != "" {
+			return d
+		}
+	}
+	w := k.limit()
+	if !e.notFull {
+		k.started(w)
+	} else {
+		k.started(w - 1)
+	}
+	*now = now.Add(time.Duration(float64(w) / e.rate * float64(time.Second)))
+	var d kneeDecision
+	for range w {
+		d = k.finished()
+	}
+	return d
+}
+
+func TestKneeDecisions(t *testing.T) {
+	serial := []float64{10} // the serial pace: 10 ms per probe pair
+	grow := func(rate float64) kneeEpoch { return kneeEpoch{rate: rate} }
+	holdN := func(n, width int) []kneeWant {
+		var out []kneeWant
+		for range n {
+			out = append(out, kneeWant{kneeHold, width})
+		}
+		return out
+	}
+	cases := []struct {
+		name   string
+		widest int
+		epochs []kneeEpoch
+		want   []kneeWant
+	}{
+		{
+			name:   "the pool doubles while the removals per second rise",
+			widest: 64,
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, grow(80), grow(150), grow(300), grow(500)},
+			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeGrow, 8}, {kneeGrow, 16}, {kneeGrow, 32}},
+		},
+		{
+			name:   "a wider pool that brings less than a tenth more is held",
+			widest: 64,
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, grow(80), grow(85), grow(85), grow(200)},
+			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeHold, 4}, {kneeHold, 4}, {kneeHold, 4}},
+		},
+		{
+			name:   "a wider pool that is slower goes back to the width before",
+			widest: 64,
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, grow(80), grow(70), grow(90)},
+			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeHold, 2}, {kneeHold, 2}},
+		},
+		{
+			name:   "it backs off when the PLEG's calls take longer than at one in flight, plus half",
+			widest: 64,
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, grow(80), {probes: []float64{16, 16}, rate: 200}, grow(300)},
+			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeBackOff, 2}, {kneeHold, 2}},
+		},
+		{
+			name:   "it stays when they take up to the serial pace plus half",
+			widest: 64,
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, {probes: []float64{15, 15}, rate: 80}},
+			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}},
+		},
+		{
+			name:   "one slow probe is noise: it takes two in a row",
+			widest: 64,
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, {probes: []float64{19, 9}, rate: 80}, {probes: []float64{40}, rate: 150}},
+			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeGrow, 8}},
+		},
+		{
+			name:   "the slack is at least 2 ms",
+			widest: 64,
+			epochs: []kneeEpoch{{probes: []float64{1}, rate: 40}, {probes: []float64{2.9, 2.9}, rate: 80}, {probes: []float64{3.1, 3.1}, rate: 150}},
+			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeBackOff, 2}},
+		},
+		{
+			name:   "without a probe answered at one in flight the pool stays serial",
+			widest: 64,
+			epochs: []kneeEpoch{grow(40), grow(80), grow(160)},
+			want:   []kneeWant{{kneeHold, 1}, {kneeHold, 1}, {kneeHold, 1}},
+		},
+		{
+			name:   "a pool the feeder could not fill proves nothing",
+			widest: 64,
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, {rate: 200, notFull: true}, grow(200)},
+			want:   []kneeWant{{kneeGrow, 2}, {kneeHold, 2}, {kneeGrow, 4}},
+		},
+		{
+			name:   "it never grows past the widest pool",
+			widest: 4,
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, grow(80), grow(160), grow(320)},
+			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeHold, 4}, {kneeHold, 4}},
+		},
+		{
+			name:   "after holding kneeRetry epochs it tries the next width again",
+			widest: 64,
+			epochs: append([]kneeEpoch{{probes: serial, rate: 40}, grow(80), grow(85)},
+				append(repeat(grow(85), kneeRetry), grow(200))...),
+			want: append([]kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeHold, 4}},
+				append(holdN(kneeRetry-1, 4), kneeWant{kneeGrow, 8}, kneeWant{kneeGrow, 16})...),
+		},
+		{
+			name:   "back at one in flight it measures the serial pace afresh before it grows again",
+			widest: 64,
+			epochs: append([]kneeEpoch{{probes: serial, rate: 40}, {probes: []float64{30, 30}, rate: 80}, grow(40), {probes: []float64{30}, rate: 40}},
+				append(repeat(grow(40), kneeRetry-2), grow(40), kneeEpoch{probes: []float64{40, 40}, rate: 80})...),
+			want: append([]kneeWant{{kneeGrow, 2}, {kneeBackOff, 1}, {kneeHold, 1}, {kneeHold, 1}},
+				append(holdN(kneeRetry-2, 1), kneeWant{kneeGrow, 2}, kneeWant{kneeGrow, 4})...),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.epochs) != len(tc.want) {
+				t.Fatalf("script has %d epochs and %d wants", len(tc.epochs), len(tc.want))
+			}
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			k := newKnee(tc.widest, func() time.Time { return now })
+			if k.limit() != 1 {
+				t.Fatalf("a phase starts at %d in flight, want 1", k.limit())
+			}
+			for i, e := range tc.epochs {
+				if d := playKnee(k, &now, e); d != tc.want[i].d || k.limit() != tc.want[i].width {
+					t.Fatalf("epoch %d (%+v): %q to width %d, want %q to width %d", i, e, d, k.limit(), tc.want[i].d, tc.want[i].width)
+				}
+			}
+		})
+	}
+}
+
+func TestKneeEpochWaitsForEverySlot(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := newKnee(64, func() time.Time { return now })
+	k.probed(10 * time.Millisecond)
+	playKnee(k, &now, kneeEpoch{rate: 40})
+	playKnee(k, &now, kneeEpoch{rate: 80})
+	if k.limit() != 4 {
+		t.Fatalf("width %d, want 4", k.limit())
+	}
+	k.started(4)
+	now = now.Add(10 * time.Millisecond)
+	for i := range 3 {
+		if d := k.finished(); d != "" {
+			t.Fatalf("removal %d of 4 closed the epoch (%q): every slot must cycle first", i+1, d)
+		}
+	}
+	if d := k.finished(); d != kneeGrow {
+		t.Errorf("the fourth removal: %q, want the epoch closed and grown", d)
+	}
+	k.started(8)
+	for range 8 {
+		if d := k.finished(); d != "" {
+			t.Fatalf("an epoch shorter than kneeMinEpoch closed (%q)", d)
+		}
+	}
+}
+
+// repeat returns n copies of e.
+func repeat(e kneeEpoch, n int) []kneeEpoch {
+	out := make([]kneeEpoch, n)
+	for i := range out {
+		out[i] = e
+	}
+	return out
+}
