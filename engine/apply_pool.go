@@ -95,7 +95,8 @@ func (x *executor) startProbe() (stop func()) {
 			if d, err := probePLEG(ctx, x.e.o.Reader, time.Now); err == nil {
 				wait = max(wait, kneeProbeCost*d)
 				x.mu.Lock()
-				x.noteKnee(x.knee.probed(d))
+				was := x.knee.limit()
+				x.noteKnee(x.knee.probed(d), was)
 				x.mu.Unlock()
 			}
 			t.Reset(wait)
@@ -107,14 +108,13 @@ func (x *executor) startProbe() (stop func()) {
 	}
 }
 
-// noteKnee logs a change of the adaptive pool's width and wakes the
-// feeder; x.mu is held.
-func (x *executor) noteKnee(d kneeDecision) {
-	if d == "" || d == kneeHold {
-		return
+// noteKnee logs a change of the adaptive pool's width from was, by the
+// decision d, and wakes the feeder; x.mu is held.
+func (x *executor) noteKnee(d kneeDecision, was int) {
+	if w := x.knee.limit(); w != was {
+		x.e.log.Debug("pool width", "pass", x.passID, "decision", string(d), "from", was, "width", w)
+		x.cond.Broadcast()
 	}
-	x.e.log.Debug("pool width", "pass", x.passID, "decision", string(d), "width", x.knee.limit())
-	x.cond.Broadcast()
 }
 
 // runPhase runs one phase's tasks in a pool of x.width(), starting them in
@@ -354,7 +354,8 @@ func (x *executor) done(t task, its []ItemResult) {
 	x.closed[t.idx] = true
 	x.inflight--
 	if x.knee != nil {
-		x.noteKnee(x.knee.finished())
+		was := x.knee.limit()
+		x.noteKnee(x.knee.finished(), was)
 	}
 	removed := its[0].Outcome == OutcomeRemoved
 	if t.space {

@@ -254,7 +254,7 @@ func TestApplyNeverRemovesMoreThanTheSerialPass(t *testing.T) {
 						now = now.Add(time.Duration(jitter.IntN(20)) * time.Millisecond)
 						return now
 					})
-					k.serial, k.serialN = time.Hour, 1 // no probe backs it off
+					k.serial, k.serialN = time.Hour, kneeSerialSamples // no probe backs it off
 					return k
 				}
 			}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -34,10 +35,14 @@ const (
 	// many removals to end as it keeps in flight, so that every slot
 	// has cycled once.
 	kneeMinEpoch = 5 * time.Millisecond
-	// kneeSamples is how many probes in a row, at a width above one,
-	// must be slower on average than the serial pace allows for the
-	// pool to back off: one slow listing on a busy machine is noise.
-	kneeSamples = 2
+	// kneeSerialSamples is how many probes at one in flight measure the
+	// serial pace (their mean) before the pool first grows.
+	kneeSerialSamples = 2
+	// kneeSamples is how many of the last probes at a width above one
+	// the pool looks at: it backs off when their median is slower than
+	// the serial pace allows, so one slow listing on a busy machine is
+	// noise, two of three are not.
+	kneeSamples = 3
 	// kneeGain is how much more throughput a wider pool must bring to
 	// grow again: doubling the removals in flight for less than a tenth
 	// more is noise, or the knee.
@@ -49,7 +54,7 @@ const (
 	kneeSlackMin = 2 * time.Millisecond
 	// kneeRetry is how many epochs the pool holds before it tries the
 	// next width again (the machine's load changes over a long pass).
-	kneeRetry = 8
+	kneeRetry = 4
 )
 
 // kneeDecision is what the controller did: at the end of an epoch, or
@@ -78,11 +83,16 @@ type knee struct {
 	full  bool
 
 	// serial is the mean latency of the serialN probes at one in
-	// flight: the serial pace (unknown while serialN is 0); recent are
-	// the last probes at the current width above one.
+	// flight: the serial pace (unknown while serialN is below
+	// kneeSerialSamples); recent are the last probes at the current
+	// width above one. settled is false from a change of width until an
+	// epoch has run at the new one: until then the removals started at
+	// the width before are still in flight, and a probe says nothing of
+	// this one.
 	serial  time.Duration
 	serialN int
 	recent  []time.Duration
+	settled bool
 
 	// rate is the throughput of the last epoch at the width before;
 	// ceiling is the width the pool does not grow past until it retries
@@ -95,7 +105,7 @@ type knee struct {
 // newKnee returns a controller starting at one removal in flight and
 // growing to at most widest.
 func newKnee(widest int, now func() time.Time) *knee {
-	return &knee{now: now, max: max(widest, 1), width: 1, start: now()}
+	return &knee{now: now, max: max(widest, 1), width: 1, start: now(), settled: true}
 }
 
 // limit is how many removals may be in flight now.
@@ -121,10 +131,14 @@ func (k *knee) finished() kneeDecision {
 }
 
 // probed notes a probe of the PLEG's calls that took d. At one in flight
-// it measures the serial pace; above, it backs off when the last
-// kneeSamples probes took longer on average than the serial pace plus
-// its slack. It returns kneeBackOff or "".
+// it measures the serial pace; above, it backs off when the median of
+// the last kneeSamples probes is slower than the serial pace plus its
+// slack. A probe before the width settled is not counted. It returns
+// kneeBackOff or "".
 func (k *knee) probed(d time.Duration) kneeDecision {
+	if !k.settled {
+		return ""
+	}
 	if k.width == 1 {
 		k.serialN++
 		k.serial += (d - k.serial) / time.Duration(k.serialN)
@@ -134,7 +148,7 @@ func (k *knee) probed(d time.Duration) kneeDecision {
 	if len(k.recent) > kneeSamples {
 		k.recent = k.recent[1:]
 	}
-	if len(k.recent) == kneeSamples && meanLatency(k.recent) > k.serial+max(time.Duration(kneeSlack*float64(k.serial)), kneeSlackMin) {
+	if len(k.recent) == kneeSamples && medianLatency(k.recent) > k.serial+max(time.Duration(kneeSlack*float64(k.serial)), kneeSlackMin) {
 		return k.backOff()
 	}
 	return ""
@@ -144,9 +158,9 @@ func (k *knee) probed(d time.Duration) kneeDecision {
 // throughput rate (removals per second); full is whether the pool was
 // ever full in it.
 func (k *knee) step(rate float64, full bool) kneeDecision {
-	d := kneeHold
+	d, was := kneeHold, k.width
 	switch {
-	case k.serialN == 0:
+	case k.serialN < kneeSerialSamples:
 		// No probe has answered at one in flight: nothing says what a
 		// serial pass costs the kubelet's calls, so the pool stays
 		// serial.
@@ -175,6 +189,7 @@ func (k *knee) step(rate float64, full bool) kneeDecision {
 		}
 	}
 	k.start, k.done, k.full = k.now(), 0, false
+	k.settled = k.width == was
 	return d
 }
 
@@ -195,22 +210,21 @@ func (k *knee) setWidth(w int) {
 	if w == k.width {
 		return
 	}
-	k.width, k.recent = w, k.recent[:0]
+	k.width, k.recent, k.settled = w, k.recent[:0], false
 	if w == 1 {
 		k.serial, k.serialN = 0, 0
 	}
 }
 
-// meanLatency is the mean of the probes' latencies (0 for none).
-func meanLatency(ds []time.Duration) time.Duration {
+// medianLatency is the median of the probes' latencies (the upper
+// middle one of an even count; 0 for none).
+func medianLatency(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
-	var sum time.Duration
-	for _, d := range ds {
-		sum += d
-	}
-	return sum / time.Duration(len(ds))
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // probePLEG makes the calls the kubelet's PLEG makes on every relist,

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -46,15 +47,19 @@ func playKnee(k *knee, now *time.Time, e kneeEpoch) kneeDecision {
 }
 
 func TestKneeDecisions(t *testing.T) {
-	serial := []float64{10} // the serial pace: 10 ms per probe pair
-	grow := func(rate float64) kneeEpoch { return kneeEpoch{rate: rate} }
-	holdN := func(n, width int) []kneeWant {
+	serial := []float64{10, 10} // the serial pace: 10 ms per probe pair
+	at := func(rate float64) kneeEpoch { return kneeEpoch{rate: rate} }
+	probes := func(rate float64, ms ...float64) kneeEpoch { return kneeEpoch{probes: ms, rate: rate} }
+	holds := func(n, width int) []kneeWant {
 		var out []kneeWant
 		for range n {
 			out = append(out, kneeWant{kneeHold, width})
 		}
 		return out
 	}
+	// toFour grows to 4 and holds there (settled: its probes count).
+	toFour := []kneeEpoch{{probes: serial, rate: 40}, at(80), at(85)}
+	fourWant := []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeHold, 4}}
 	cases := []struct {
 		name   string
 		widest int
@@ -64,78 +69,88 @@ func TestKneeDecisions(t *testing.T) {
 		{
 			name:   "the pool doubles while the removals per second rise",
 			widest: 64,
-			epochs: []kneeEpoch{{probes: serial, rate: 40}, grow(80), grow(150), grow(300), grow(500)},
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, at(80), at(150), at(300), at(500)},
 			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeGrow, 8}, {kneeGrow, 16}, {kneeGrow, 32}},
+		},
+		{
+			name:   "it needs two probes at one in flight before it grows",
+			widest: 64,
+			epochs: []kneeEpoch{probes(40, 10), probes(40, 10), at(80)},
+			want:   []kneeWant{{kneeHold, 1}, {kneeGrow, 2}, {kneeGrow, 4}},
+		},
+		{
+			name:   "without a probe answered at one in flight the pool stays serial",
+			widest: 64,
+			epochs: []kneeEpoch{at(40), at(80), at(160)},
+			want:   holds(3, 1),
 		},
 		{
 			name:   "a wider pool that brings less than a tenth more is held",
 			widest: 64,
-			epochs: []kneeEpoch{{probes: serial, rate: 40}, grow(80), grow(85), grow(85), grow(200)},
-			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeHold, 4}, {kneeHold, 4}, {kneeHold, 4}},
+			epochs: append(toFour, at(85), at(200)),
+			want:   append(fourWant, kneeWant{kneeHold, 4}, kneeWant{kneeHold, 4}),
 		},
 		{
 			name:   "a wider pool that is slower goes back to the width before",
 			widest: 64,
-			epochs: []kneeEpoch{{probes: serial, rate: 40}, grow(80), grow(70), grow(90)},
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, at(80), at(70), at(90)},
 			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeHold, 2}, {kneeHold, 2}},
 		},
 		{
 			name:   "it backs off when the PLEG's calls take longer than at one in flight, plus half",
 			widest: 64,
-			epochs: []kneeEpoch{{probes: serial, rate: 40}, grow(80), {probes: []float64{16, 16}, rate: 200}, grow(300)},
-			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeBackOff, 2}, {kneeHold, 2}},
+			epochs: append(toFour, probes(85, 16, 16, 16), at(85)),
+			want:   append(fourWant, kneeWant{kneeBackOff, 2}, kneeWant{kneeHold, 2}),
 		},
 		{
 			name:   "it stays when they take up to the serial pace plus half",
 			widest: 64,
-			epochs: []kneeEpoch{{probes: serial, rate: 40}, {probes: []float64{15, 15}, rate: 80}},
-			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}},
+			epochs: append(toFour, probes(85, 15, 15, 15)),
+			want:   append(fourWant, kneeWant{kneeHold, 4}),
 		},
 		{
-			name:   "one slow probe is noise: it takes two in a row",
+			name:   "one slow probe in three is noise, two are not",
 			widest: 64,
-			epochs: []kneeEpoch{{probes: serial, rate: 40}, {probes: []float64{19, 9}, rate: 80}, {probes: []float64{40}, rate: 150}},
-			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeGrow, 8}},
+			epochs: append(toFour, probes(85, 40, 9, 10), probes(85, 40), probes(85, 40)),
+			want:   append(fourWant, kneeWant{kneeHold, 4}, kneeWant{kneeHold, 4}, kneeWant{kneeBackOff, 2}),
 		},
 		{
 			name:   "the slack is at least 2 ms",
 			widest: 64,
-			epochs: []kneeEpoch{{probes: []float64{1}, rate: 40}, {probes: []float64{2.9, 2.9}, rate: 80}, {probes: []float64{3.1, 3.1}, rate: 150}},
-			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeBackOff, 2}},
+			epochs: []kneeEpoch{probes(40, 1, 1), at(80), at(85), probes(85, 2.9, 2.9, 2.9), probes(85, 3.1, 3.1)},
+			want:   append(fourWant, kneeWant{kneeHold, 4}, kneeWant{kneeBackOff, 2}),
 		},
 		{
-			name:   "without a probe answered at one in flight the pool stays serial",
+			name:   "probes in the first epoch at a new width say nothing of it: the removals of the width before are in flight",
 			widest: 64,
-			epochs: []kneeEpoch{grow(40), grow(80), grow(160)},
-			want:   []kneeWant{{kneeHold, 1}, {kneeHold, 1}, {kneeHold, 1}},
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, probes(80, 50, 50, 50), probes(150, 50, 50, 50), probes(300, 50, 50, 50)},
+			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeGrow, 8}, {kneeGrow, 16}},
 		},
 		{
 			name:   "a pool the feeder could not fill proves nothing",
 			widest: 64,
-			epochs: []kneeEpoch{{probes: serial, rate: 40}, {rate: 200, notFull: true}, grow(200)},
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, {rate: 200, notFull: true}, at(200)},
 			want:   []kneeWant{{kneeGrow, 2}, {kneeHold, 2}, {kneeGrow, 4}},
 		},
 		{
 			name:   "it never grows past the widest pool",
 			widest: 4,
-			epochs: []kneeEpoch{{probes: serial, rate: 40}, grow(80), grow(160), grow(320)},
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, at(80), at(160), at(320)},
 			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeHold, 4}, {kneeHold, 4}},
 		},
 		{
 			name:   "after holding kneeRetry epochs it tries the next width again",
 			widest: 64,
-			epochs: append([]kneeEpoch{{probes: serial, rate: 40}, grow(80), grow(85)},
-				append(repeat(grow(85), kneeRetry), grow(200))...),
-			want: append([]kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeHold, 4}},
-				append(holdN(kneeRetry-1, 4), kneeWant{kneeGrow, 8}, kneeWant{kneeGrow, 16})...),
+			epochs: append(slices.Clone(toFour), append(repeat(at(85), kneeRetry), at(200))...),
+			want:   append(slices.Clone(fourWant), append(holds(kneeRetry-1, 4), kneeWant{kneeGrow, 8}, kneeWant{kneeGrow, 16})...),
 		},
 		{
-			name:   "back at one in flight it measures the serial pace afresh before it grows again",
+			name:   "back at one in flight it measures the serial pace afresh, then retries",
 			widest: 64,
-			epochs: append([]kneeEpoch{{probes: serial, rate: 40}, {probes: []float64{30, 30}, rate: 80}, grow(40), {probes: []float64{30}, rate: 40}},
-				append(repeat(grow(40), kneeRetry-2), grow(40), kneeEpoch{probes: []float64{40, 40}, rate: 80})...),
-			want: append([]kneeWant{{kneeGrow, 2}, {kneeBackOff, 1}, {kneeHold, 1}, {kneeHold, 1}},
-				append(holdN(kneeRetry-2, 1), kneeWant{kneeGrow, 2}, kneeWant{kneeGrow, 4})...),
+			epochs: append([]kneeEpoch{{probes: serial, rate: 40}, at(42), probes(42, 30, 30, 30), probes(40, 30, 30), probes(40, 30, 30)},
+				append(repeat(at(40), kneeRetry-2), at(40), at(42), probes(42, 40, 40, 40))...),
+			want: append([]kneeWant{{kneeGrow, 2}, {kneeHold, 2}, {kneeBackOff, 1}, {kneeHold, 1}, {kneeHold, 1}},
+				append(holds(kneeRetry-2, 1), kneeWant{kneeGrow, 2}, kneeWant{kneeHold, 2}, kneeWant{kneeHold, 2})...),
 		},
 	}
 	for _, tc := range cases {
@@ -160,6 +175,7 @@ func TestKneeDecisions(t *testing.T) {
 func TestKneeEpochWaitsForEverySlot(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	k := newKnee(64, func() time.Time { return now })
+	k.probed(10 * time.Millisecond)
 	k.probed(10 * time.Millisecond)
 	playKnee(k, &now, kneeEpoch{rate: 40})
 	playKnee(k, &now, kneeEpoch{rate: 80})
