@@ -67,9 +67,9 @@ func (x *executor) width() int {
 
 // startProbe starts making the calls the kubelet's PLEG makes while
 // removals are in flight, every kneeProbeEvery or every kneeProbeCost
-// times what they took, whichever is longer, and gives their latency to the phase's knee until the returned
-// func is called. A probe that fails gives nothing: the pool then stays
-// where it is, serial until one answers.
+// times what they took, whichever is longer, and gives their latency to
+// the phase's knee until the returned func is called. A probe that fails
+// gives nothing: a pool that has no serial pace yet stays serial.
 func (x *executor) startProbe() (stop func()) {
 	ctx, cancel := context.WithCancel(x.calls)
 	var wg sync.WaitGroup

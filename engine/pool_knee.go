@@ -45,7 +45,8 @@ const (
 	kneeSamples = 3
 	// kneeGain is how much more throughput a wider pool must bring to
 	// grow again: doubling the removals in flight for less than a tenth
-	// more is noise, or the knee.
+	// more is noise, or the knee; and how much less it must bring for
+	// the pool to go back to the width before.
 	kneeGain = 1.10
 	// kneeSlack and kneeSlackMin are how far above the serial pace the
 	// PLEG calls may go before the pool backs off: half of it, at least
@@ -169,9 +170,10 @@ func (k *knee) step(rate float64, full bool) kneeDecision {
 		// the space target, a journal write): this width proved
 		// nothing.
 	case k.rate > 0 && rate < k.rate*kneeGain:
-		// No gain over the width before: hold there, or go back to it
-		// when this one is slower.
-		if rate < k.rate {
+		// No gain over the width before: hold here, or go back to it
+		// when this one is slower by as much (a rate of a few removals
+		// is noisy).
+		if rate < k.rate/kneeGain {
 			k.setWidth(k.width / 2)
 		}
 		k.ceiling, k.rate = k.width, 0

@@ -97,6 +97,12 @@ func TestKneeDecisions(t *testing.T) {
 			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeHold, 2}, {kneeHold, 2}},
 		},
 		{
+			name:   "a wider pool that is slower by less than a tenth is held: a rate of a few removals is noisy",
+			widest: 64,
+			epochs: []kneeEpoch{{probes: serial, rate: 40}, at(80), at(75), at(200)},
+			want:   []kneeWant{{kneeGrow, 2}, {kneeGrow, 4}, {kneeHold, 4}, {kneeHold, 4}},
+		},
+		{
 			name:   "it backs off when the PLEG's calls take longer than at one in flight, plus half",
 			widest: 64,
 			epochs: append(toFour, probes(85, 16, 16, 16), at(85)),

@@ -35,6 +35,11 @@ const plegProbeEvery = 50 * time.Millisecond
 // poolBenchIdle is how long the probe runs on the idle node each round.
 const poolBenchIdle = 3 * time.Second
 
+// poolBenchRounds is how many rounds each iteration of the pool benchmark
+// runs: one run at -benchtime 1x gives the ranges (the harness runs a
+// benchmark once with b.N = 1 before any larger N).
+const poolBenchRounds = 3
+
 // rawRemoveImages removes the images with inFlight raw CRI RemoveImage
 // calls in flight, as fast as the runtime allows, and returns the time it
 // took.
@@ -222,7 +227,7 @@ func rawWidths(b *testing.B) []int {
 // gc-speed-of-best-raw, the best raw loop's time in a round over the
 // default pool's (the goal is at least 0.9), and gc-p99-over-p1-p99, the
 // default pool's probe p99 over --parallel 1's (the goal is at most 1).
-// Run as root with -benchtime 3x or more and -v.
+// Run as root with -benchtime 1x (poolBenchRounds rounds) and -v.
 func BenchmarkGCPoolVsRaw(b *testing.B) { forEachRuntimeB(b, benchmarkGCPoolVsRaw) }
 
 func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
@@ -248,7 +253,8 @@ func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 		variants = append(variants, poolVariant{name: "old-gc", bin: old})
 	}
 	rounds := make(map[string][]poolRound)
-	for i := range b.N {
+	total := poolBenchRounds * b.N
+	for i := range total {
 		for k := range variants {
 			v := variants[(i+k)%len(variants)]
 			var imgs []realnode.ImageRef
@@ -290,7 +296,7 @@ func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 	}
 	b.ReportMetric(0, "ns/op")
 	var speed, p99Ratio []float64
-	for i := range b.N {
+	for i := range total {
 		best := time.Duration(0)
 		for _, v := range variants {
 			if r := rounds[v.name][i]; v.raw > 0 && (best == 0 || r.took < best) {
