@@ -12,9 +12,17 @@ import (
 // removed.
 const StopTimeout = 10 * time.Second
 
-// DefaultParallel is how many removals a pass keeps in flight unless
-// Options.Parallel says otherwise. 1 is the kubelet's strict one at a time.
+// DefaultParallel is the pool of a pass that names none: four removals in
+// flight (issue 14). 1 is the kubelet's strict one at a time.
 const DefaultParallel = 4
+
+// AutoParallel is the Options.Parallel of the adaptive pool (`--parallel
+// auto`), which finds how many removals to keep in flight from the
+// runtime (see knee). It is opt-in: measured beside the pinned pool on a
+// loaded machine it neither reached the best raw speed nor kept the
+// kubelet's listings as fast as a serial pass, and its probes list the
+// node during the pass, which a node in trouble pays for.
+const AutoParallel = -1
 
 // CallTimeout bounds each runtime call of a pass. The calls do not inherit
 // the pass's cancellation (a stop lets the items in flight finish), so this
@@ -49,7 +57,8 @@ type executor struct {
 	// image is removed (the sandbox-image guard must not fail open).
 	sandboxRefs []string
 	infoErr     error
-	parallel    int
+	parallel    int   // the pinned pool's width; 0: adaptive
+	knee        *knee // the adaptive pool's controller for this phase
 	// target is the space pass's bytesToFree when the plan's space pass
 	// runs (targeted): no space removal starts once the bytes removed
 	// plus the bytes in flight reach it.
@@ -112,7 +121,7 @@ func (e *Engine) markPassing() (done func()) {
 func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*executor, [][]task) {
 	r := &PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
 	parallel := e.o.Parallel
-	if parallel <= 0 {
+	if parallel == 0 {
 		parallel = DefaultParallel
 	}
 	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: r, passID: r.PassID(), parallel: parallel, target: p.ImageGC.BytesToFree}

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // intentWindow is how many tasks' intent lines the feeder writes in its
@@ -17,19 +19,106 @@ const (
 )
 
 // runPhases runs the phases one after another in the pool; each phase's
-// views are listed again (the phase before removed what they hold).
+// views are listed again (the phase before removed what they hold). A
+// pinned pool (x.parallel above 0) keeps x.parallel removals in flight;
+// the adaptive one (AutoParallel) starts each phase at one and finds the runtime's knee
+// (pool_knee.go): each kind of removal has its own.
 func (x *executor) runPhases(phases [][]task) {
-	stop := x.startWorkers()
+	widest := x.parallel
+	if x.parallel == AutoParallel {
+		widest = 0
+		for _, ph := range phases {
+			widest = max(widest, min(len(ph), MaxParallel))
+		}
+	}
+	stop := x.startWorkers(widest)
 	for i, ph := range phases {
 		if i > 0 {
 			x.views.invalidate()
+		}
+		if x.parallel == AutoParallel {
+			x.mu.Lock()
+			x.knee = x.e.phaseKnee(min(len(ph), MaxParallel))
+			x.mu.Unlock()
+			endProbe := x.startProbe()
+			x.runPhase(ph)
+			endProbe()
+			continue
 		}
 		x.runPhase(ph)
 	}
 	stop()
 }
 
-// runPhase runs one phase's tasks in a pool of x.parallel, starting them in
+// phaseKnee makes the adaptive pool's controller of a phase.
+func (e *Engine) phaseKnee(widest int) *knee {
+	if e.kneeFor != nil {
+		return e.kneeFor(widest)
+	}
+	return newKnee(widest, time.Now)
+}
+
+// width is how many removals may be in flight now; x.mu is held.
+func (x *executor) width() int {
+	if x.knee != nil {
+		return x.knee.limit()
+	}
+	return x.parallel
+}
+
+// startProbe starts making the calls the kubelet's PLEG makes while
+// removals are in flight, every kneeProbeEvery or every kneeProbeCost
+// times what they took, whichever is longer, and gives their latency to
+// the phase's knee until the returned func is called. A probe that fails
+// gives nothing: a pool that has no serial pace yet stays serial.
+func (x *executor) startProbe() (stop func()) {
+	ctx, cancel := context.WithCancel(x.calls)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			// Only a probe made while removals run measures what they
+			// cost (the first removal waits for its intent's fsync).
+			x.mu.Lock()
+			busy := x.inflight > 0
+			x.mu.Unlock()
+			if !busy {
+				t.Reset(kneeProbeEvery / 5)
+				continue
+			}
+			wait := kneeProbeEvery
+			if d, err := probePLEG(ctx, x.e.o.Reader, time.Now); err == nil {
+				wait = max(wait, kneeProbeCost*d)
+				x.mu.Lock()
+				was := x.knee.limit()
+				x.noteKnee(x.knee.probed(d), was)
+				x.mu.Unlock()
+			}
+			t.Reset(wait)
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// noteKnee logs a change of the adaptive pool's width from was, by the
+// decision d, and wakes the feeder; x.mu is held.
+func (x *executor) noteKnee(d kneeDecision, was int) {
+	if w := x.knee.limit(); w != was {
+		x.e.log.Debug("pool width", "pass", x.passID, "decision", string(d), "from", was, "width", w)
+		x.cond.Broadcast()
+	}
+}
+
+// runPhase runs one phase's tasks in a pool of x.width(), starting them in
 // plan order, and returns when every started task has finished. Once the
 // pass stops (its context was cancelled or a journal write failed) no task
 // starts; those never started are reported as OutcomeNotRun.
@@ -65,7 +154,7 @@ feed:
 				}
 				break feed
 			}
-			if x.inflight >= x.parallel {
+			if x.inflight >= x.width() {
 				x.cond.Wait()
 				continue
 			}
@@ -84,6 +173,9 @@ feed:
 			break
 		}
 		x.inflight++
+		if x.knee != nil {
+			x.knee.started(x.inflight)
+		}
 		if t.space {
 			x.spaceN++
 			x.spaceBytes += t.size
@@ -223,14 +315,14 @@ func (x *executor) notRunLocked(idx int) {
 	x.r.Undone++
 }
 
-// startWorkers starts the pool's x.parallel workers, which run the tasks
+// startWorkers starts n workers, the pool's widest, which run the tasks
 // the feeder sends until stop is called. Long-lived workers keep their
 // grown stacks: a goroutine per task would grow a fresh stack through
 // every runtime call.
-func (x *executor) startWorkers() (stop func()) {
-	x.work = make(chan task, x.parallel)
+func (x *executor) startWorkers(n int) (stop func()) {
+	x.work = make(chan task, n)
 	var wg sync.WaitGroup
-	for range x.parallel {
+	for range n {
 		wg.Go(func() {
 			for t := range x.work {
 				x.done(t, x.run(t))
@@ -262,6 +354,10 @@ func (x *executor) done(t task, its []ItemResult) {
 	x.results[t.idx] = its
 	x.closed[t.idx] = true
 	x.inflight--
+	if x.knee != nil {
+		was := x.knee.limit()
+		x.noteKnee(x.knee.finished(), was)
+	}
 	removed := its[0].Outcome == OutcomeRemoved
 	if t.space {
 		x.spaceN--

@@ -47,7 +47,8 @@ type Options struct {
 	// Logger receives Info per deletion and Debug per item; nil discards.
 	Logger *slog.Logger
 	// Parallel is how many removals a pass keeps in flight; 0 means
-	// DefaultParallel, 1 the kubelet's strict one at a time.
+	// DefaultParallel, AutoParallel the adaptive pool, 1 the kubelet's
+	// strict one at a time.
 	Parallel int
 	// OnSnapshot, when set, is given every snapshot the engine takes
 	// (those of passes and plans too), once its records are updated, so
@@ -98,6 +99,9 @@ type Engine struct {
 
 	progress   listeners[Progress]
 	containers listeners[EventStream]
+	// kneeFor makes the adaptive pool's controller of a phase; nil means
+	// newKnee on the wall clock (tests script it).
+	kneeFor func(widest int) *knee
 
 	// passMu serialises passes. A pass holds it throughout, and e.mu only
 	// while it touches the records, the notes and the journal's

@@ -203,9 +203,12 @@ func TestApplySpaceTarget(t *testing.T) {
 
 // TestApplyNeverRemovesMoreThanTheSerialPass runs random plans with random
 // failures through the serial pass and through pools of several widths,
-// with random delays in the runtime, and compares what they removed.
+// with random delays in the runtime, and compares what they removed. The
+// adaptive pool (width 0) runs with a clock that jumps at random, so its
+// width moves up and down within a pass.
 func TestApplyNeverRemovesMoreThanTheSerialPass(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 8))
+	var widest atomic.Int32 // the most removals the adaptive pool had in flight
 	for round := range 60 {
 		n := 1 + rng.IntN(12)
 		sizes := make([]int64, n)
@@ -230,13 +233,31 @@ func TestApplyNeverRemovesMoreThanTheSerialPass(t *testing.T) {
 			}
 			jitter := rand.New(rand.NewPCG(seed, 1))
 			var mu sync.Mutex
+			var inFlight atomic.Int32
 			rt.before = func(string, string) {
 				mu.Lock()
 				d := time.Duration(jitter.IntN(300)) * time.Microsecond
 				mu.Unlock()
+				if n := inFlight.Add(1); parallel == AutoParallel && n > widest.Load() {
+					widest.Store(n)
+				}
 				time.Sleep(d) // reorders completions; nothing is timed
+				inFlight.Add(-1)
 			}
 			e := newPoolEngine(t, rt, parallel)
+			if parallel == AutoParallel {
+				e.kneeFor = func(n int) *knee {
+					now := execNow
+					k := newKnee(n, func() time.Time {
+						mu.Lock()
+						defer mu.Unlock()
+						now = now.Add(time.Duration(jitter.IntN(20)) * time.Millisecond)
+						return now
+					})
+					k.serial, k.serialN = time.Hour, kneeSerialSamples // no probe backs it off
+					return k
+				}
+			}
 			r, err := e.Apply(context.Background(), p)
 			if err != nil {
 				t.Fatal(err)
@@ -252,12 +273,15 @@ func TestApplyNeverRemovesMoreThanTheSerialPass(t *testing.T) {
 			return got
 		}
 		serial := run(1, 0)
-		for _, parallel := range []int{2, 3, 8} {
+		for _, parallel := range []int{2, 3, 8, AutoParallel} {
 			got := run(parallel, uint64(round*10+parallel))
 			if !slices.Equal(got, serial) {
 				t.Fatalf("round %d (sizes %v, target %d, failing %v): parallel %d tried %v, the serial pass %v", round, sizes, target, fails, parallel, got, serial)
 			}
 		}
+	}
+	if widest.Load() < 2 {
+		t.Errorf("the adaptive pool never had more than %d removal in flight: the test proved nothing of it", widest.Load())
 	}
 }
 

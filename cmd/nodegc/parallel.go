@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/nodegc/nodegc/engine"
@@ -10,25 +11,53 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// maxParallel is the largest --parallel. Each removal in flight is one
-// CRI call the runtime serves beside the kubelet's own calls. On real
-// containerd 1.6 the removals' throughput was still rising at 32 in flight
-// (issue 22), while every removal slowed the kubelet's PLEG calls; past a
-// few dozen a wider pool buys little but memory and load on a node already
-// in trouble. Without a bound a typo is a denial of service: --parallel
-// 100000000 ran out of memory after planning (issue 20). 64 is twice the
-// widest pool measured.
-const maxParallel = 64
-
-// addParallelFlag adds --parallel, the pool width of a pass's removals.
+// addParallelFlag adds --parallel, the pool of a pass's removals: a number
+// pins it (engine.DefaultParallel by default), "auto" adapts it to the
+// runtime.
 func addParallelFlag(fs *pflag.FlagSet, p *int) {
-	fs.IntVar(p, "parallel", engine.DefaultParallel, fmt.Sprintf("removals a pass keeps in flight, fed in plan order and never past what the serial pass removes; 1 is the kubelet's strict one-at-a-time order, at most %d: past a few dozen a wider pool frees the disk little sooner and slows the kubelet's own runtime calls", maxParallel))
+	*p = engine.DefaultParallel
+	fs.Var(parallelValue{p}, "parallel", fmt.Sprintf("removals a pass keeps in flight, fed in plan order and never past what the serial pass removes: a number from 1 to %d, 1 being the kubelet's strict one-at-a-time order; or auto (experimental), which starts each phase at one, doubles while the removals per second rise, and halves when the runtime's listings (the calls the kubelet's PLEG make, which it probes during the pass) slow past what one at a time causes", engine.MaxParallel))
 }
 
-// checkParallel rejects a pool width below 1 or above maxParallel.
+// parallelValue is --parallel's value: "auto" (stored as
+// engine.AutoParallel) or a width from 1 to engine.MaxParallel.
+// Without a bound a typo is a denial of service: --parallel 100000000 ran
+// out of memory after planning (issue 20).
+type parallelValue struct{ p *int }
+
+func (v parallelValue) String() string {
+	if v.p == nil {
+		return strconv.Itoa(engine.DefaultParallel)
+	}
+	if *v.p == engine.AutoParallel {
+		return "auto"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v parallelValue) Set(s string) error {
+	if s == "auto" {
+		*v.p = engine.AutoParallel
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("must be auto or from 1 to %d, got %q", engine.MaxParallel, s)
+	case n < 1 || n > engine.MaxParallel:
+		return fmt.Errorf("must be auto or from 1 to %d, got %d", engine.MaxParallel, n)
+	}
+	*v.p = n
+	return nil
+}
+
+func (v parallelValue) Type() string { return "auto|N" }
+
+// checkParallel rejects a pool width that is neither the adaptive pool's
+// (engine.AutoParallel) nor from 1 to engine.MaxParallel.
 func checkParallel(n int) error {
-	if n < 1 || n > maxParallel {
-		return usageErrorf("--parallel: must be from 1 to %d, got %d", maxParallel, n)
+	if n != engine.AutoParallel && (n < 1 || n > engine.MaxParallel) {
+		return usageErrorf("--parallel: must be auto or from 1 to %d, got %d", engine.MaxParallel, n)
 	}
 	return nil
 }

@@ -225,8 +225,11 @@ type engineOptions struct {
 	Clock    *clock // nil means time.Now
 	// Parallel is the pass's pool width; 0 means 1, the kubelet's serial
 	// order, which these tests pin (the journal's order, one removal in
-	// flight when containerd dies). pool_test.go runs the default pool.
+	// flight when containerd dies), unless AdaptivePool is set.
 	Parallel int
+	// AdaptivePool runs the engine's default pool, which adapts its
+	// width to the runtime (pool_test.go).
+	AdaptivePool bool
 }
 
 // newEngine builds an engine, failing the test on error.
@@ -235,6 +238,9 @@ func newEngine(tb testing.TB, n *realnode.Node, o engineOptions) *engine.Engine 
 	p := o.Policy
 	p.PodLogsDir = n.PodLogsDir()
 	eo := engine.Options{Reader: o.Runtime, Remover: o.Remover, Policy: p, StateDir: o.StateDir, Parallel: max(o.Parallel, 1)}
+	if o.AdaptivePool {
+		eo.Parallel = engine.AutoParallel
+	}
 	if eo.Remover == nil {
 		eo.Remover = o.Runtime
 	}

@@ -16,15 +16,20 @@ import (
 )
 
 // TestPoolRemovesThePlanOnRealContainerd runs a reclaim pass with the
-// default pool on the real containerd: it removes exactly the plan, and the
-// journal holds an intent and an outcome for each removal.
+// default pool, which adapts its width to the runtime, on each real
+// containerd: it removes exactly the plan, and the journal holds an intent
+// and an outcome for each removal.
 func TestPoolRemovesThePlanOnRealContainerd(t *testing.T) {
-	n := startNode(t, realnode.Containerd16, 512*MiB)
+	forEachRuntime(t, testPoolRemovesThePlanOnRealContainerd)
+}
+
+func testPoolRemovesThePlanOnRealContainerd(t *testing.T, rt realnode.Runtime) {
+	n := startNode(t, rt, 512*MiB)
 	c := dial(t, n)
-	imgs := n.Must(t).ImportImages(16, 0, "pool")
+	imgs := n.Must(t).ImportImages(48, 0, "pool")
 	state := t.TempDir()
 	detectAt(t, n, c, state, time.Now().Add(-time.Hour))
-	e := newEngine(t, n, engineOptions{Runtime: c, Policy: engine.DefaultPolicy(), StateDir: state, Parallel: engine.DefaultParallel})
+	e := newEngine(t, n, engineOptions{Runtime: c, Policy: engine.DefaultPolicy(), StateDir: state, AdaptivePool: true})
 	defer e.Close()
 	r, err := e.Run(context.Background(), engine.PassReclaimAll)
 	if err != nil {
@@ -48,10 +53,11 @@ func TestPoolRemovesThePlanOnRealContainerd(t *testing.T) {
 
 // TestSIGKILLMidPassLosesNothing kills `nodegc gc --reclaim-all` with
 // SIGKILL at random points of its pass (after a random number of journal
-// lines reached the disk), 20 times, on the real containerd. After the next
-// start's reconciliation the journal accounts for every image the runtime
-// no longer has, names none it still has, and holds no intent without an
-// outcome.
+// lines reached the disk), 20 times, on the real containerd, with a pool
+// of 4 and with the default pool, which adapts its width, in turn. After
+// the next start's reconciliation the journal accounts for every image the
+// runtime no longer has, names none it still has, and holds no intent
+// without an outcome.
 func TestSIGKILLMidPassLosesNothing(t *testing.T) {
 	n := startNode(t, realnode.Containerd16, 512*MiB)
 	c := dial(t, n)
@@ -66,7 +72,11 @@ func TestSIGKILLMidPassLosesNothing(t *testing.T) {
 		// Kill once this many journal lines are on disk: 1 is right after
 		// the first intent, 2*perRun-1 just before the last outcome.
 		killAt := 1 + rng.IntN(2*perRun-1)
-		args := append([]string{"gc", "--reclaim-all", "--yes", "--parallel", "4"}, cliFlags(t, n, state)...)
+		pool := []string{"--parallel", "4"}
+		if run%2 == 1 {
+			pool = nil // the default pool
+		}
+		args := append(append([]string{"gc", "--reclaim-all", "--yes"}, pool...), cliFlags(t, n, state)...)
 		cmd := exec.Command(bin, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
