@@ -43,12 +43,12 @@ func WritePlanJSON(w io.Writer, p Plan, x Explanation) error {
 	e.key("containerGC", false)
 	e.byte('{')
 	e.key("remove", true)
-	list(e, p.ContainerGC.Remove, (*jsonWriter).containerRemoval)
+	writeList(e, p.ContainerGC.Remove, (*jsonWriter).containerRemoval)
 	e.byte('}')
 	e.key("sandboxGC", false)
 	e.byte('{')
 	e.key("remove", true)
-	list(e, p.SandboxGC.Remove, (*jsonWriter).sandboxRemoval)
+	writeList(e, p.SandboxGC.Remove, (*jsonWriter).sandboxRemoval)
 	e.byte('}')
 	e.key("logGC", false)
 	e.marshal(p.LogGC)
@@ -57,15 +57,15 @@ func WritePlanJSON(w io.Writer, p Plan, x Explanation) error {
 	e.key("explanation", false)
 	e.byte('{')
 	e.key("images", true)
-	list(e, x.Images, (*jsonWriter).imageRow)
+	writeList(e, x.Images, (*jsonWriter).imageRow)
 	e.key("cutLine", false)
 	e.marshal(x.Cut)
 	e.key("containers", false)
-	list(e, x.Containers, (*jsonWriter).containerRow)
+	writeList(e, x.Containers, (*jsonWriter).containerRow)
 	e.key("sandboxes", false)
-	list(e, x.Sandboxes, (*jsonWriter).sandboxRow)
+	writeList(e, x.Sandboxes, (*jsonWriter).sandboxRow)
 	e.key("logs", false)
-	list(e, x.Logs, (*jsonWriter).logRow)
+	writeList(e, x.Logs, (*jsonWriter).logRow)
 	e.byte('}')
 	e.byte('}')
 	e.byte('\n')
@@ -175,9 +175,9 @@ func (e *jsonWriter) fail(err error) {
 	}
 }
 
-// list writes items with one, as encoding/json writes a slice: nil is
+// writeList writes items with one, as encoding/json writes a slice: nil is
 // null, empty is [].
-func list[T any](e *jsonWriter, items []T, one func(*jsonWriter, *T)) {
+func writeList[T any](e *jsonWriter, items []T, one func(*jsonWriter, *T)) {
 	if items == nil {
 		e.b = append(e.b, "null"...)
 		return
@@ -206,9 +206,9 @@ func (e *jsonWriter) imagePlan(g *ImagePlan) {
 	e.key("bytesFreed", false)
 	e.int(g.BytesFreed)
 	e.key("remove", false)
-	list(e, g.Remove, (*jsonWriter).imageRemoval)
+	writeList(e, g.Remove, (*jsonWriter).imageRemoval)
 	e.key("keep", false)
-	list(e, g.Keep, (*jsonWriter).imageKeep)
+	writeList(e, g.Keep, (*jsonWriter).imageKeep)
 	e.key("events", false)
 	e.marshal(g.Events)
 	if len(g.Order) > 0 {
