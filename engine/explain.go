@@ -212,7 +212,8 @@ func ExplainImages(s Snapshot, p Plan) ([]ImageRow, CutLine) {
 // explainImages is ExplainImages with the snapshot's displayPods.
 func explainImages(s Snapshot, p Plan, pods map[string]string) ([]ImageRow, CutLine) {
 	now := p.EvaluatedAt
-	entries := rankImages(s, now)
+	users, firstOf, usedBy := imageUsedBy(s, pods)
+	entries := rankImagesUsing(s, now, users)
 	byID := make(map[string]int, len(entries))
 	for i, e := range entries {
 		byID[e.img.ID] = i
@@ -257,7 +258,6 @@ func explainImages(s Snapshot, p Plan, pods map[string]string) ([]ImageRow, CutL
 		add(e.img.ID)
 	}
 
-	firstOf, usedBy := imageUsedBy(s, pods)
 	notPlanned := fmt.Sprintf("image GC is not part of a %s pass", p.Pass)
 	rows := make([]ImageRow, 0, len(order))
 	for i, id := range order {
@@ -305,8 +305,9 @@ func explainImages(s Snapshot, p Plan, pods map[string]string) ([]ImageRow, CutL
 // ID id (the users of images listed twice under one ID are merged, in
 // container order, as ImagesInUse merges them). A node's 100,000 dead
 // containers are five attempts of 20,000, listed pod by pod, so a name
-// is made once for consecutive containers of one pod and name.
-func imageUsedBy(s Snapshot, pods map[string]string) (firstOf map[string]int, usedBy [][]string) {
+// is made once for consecutive containers of one pod and name. users is
+// imageUsers, from the same walk.
+func imageUsedBy(s Snapshot, pods map[string]string) (users []imageUse, firstOf map[string]int, usedBy [][]string) {
 	firstOf = make(map[string]int, len(s.Images))
 	first := make([]int, len(s.Images))
 	for i, img := range s.Images {
@@ -317,7 +318,7 @@ func imageUsedBy(s Snapshot, pods map[string]string) (firstOf map[string]int, us
 		}
 		first[i] = j
 	}
-	usedBy = make([][]string, len(s.Images))
+	users, usedBy = make([]imageUse, len(s.Images)), make([][]string, len(s.Images))
 	var last *Container
 	label := ""
 	forEachUse(s.Images, s.Containers, func(i, ci int) {
@@ -327,8 +328,9 @@ func imageUsedBy(s Snapshot, pods map[string]string) (firstOf map[string]int, us
 			last = c
 		}
 		usedBy[first[i]] = append(usedBy[first[i]], label)
+		users[i].add(s.Containers, ci)
 	})
-	return firstOf, usedBy
+	return users, firstOf, usedBy
 }
 
 // cutLine says where the cut line falls among the rows and words it.

@@ -115,7 +115,7 @@ func (e *jsonWriter) key(name string, first bool) {
 // than ASCII) is left to encoding/json, whose escaping is the contract.
 func (e *jsonWriter) str(s string) {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainJSON[s[i]] {
 			e.marshal(s)
 			return
 		}
@@ -124,6 +124,15 @@ func (e *jsonWriter) str(s string) {
 	e.b = append(e.b, s...)
 	e.b = append(e.b, '"')
 }
+
+// plainJSON reports the bytes encoding/json writes as they are in a
+// string: printable ASCII but for ", \\, <, > and &.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c != 0x7f
+	}
+	return t
+}()
 
 // strs writes a string list; nil is null, as encoding/json writes it.
 func (e *jsonWriter) strs(ss []string) {
