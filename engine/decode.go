@@ -69,11 +69,8 @@ type wireFsStats struct {
 //	snapshot: imageFs.capacityBytes: want a number, got string
 func DecodeSnapshot(data []byte) (Snapshot, error) {
 	var w wireSnapshot
-	if !decodeFast(data, &w) {
-		w = wireSnapshot{}
-		if err := json.Unmarshal(data, &w); err != nil {
-			return Snapshot{}, decodeError(data, err)
-		}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return Snapshot{}, decodeError(data, err)
 	}
 	s := Snapshot{
 		APIVersion: w.APIVersion, Kind: w.Kind, TakenAt: w.TakenAt, Runtime: w.Runtime,
