@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -118,4 +120,64 @@ func TestBigSnapshotIsValidAndPlansSafely(t *testing.T) {
 			t.Fatalf("%d violations, first: %s", len(bad), bad[0])
 		}
 	})
+}
+
+// BenchmarkExplain10k explains the plan of bigSnapshot row by row, as
+// `nodegc plan` does before it prints.
+func BenchmarkExplain10k(b *testing.B) {
+	s, _ := bigSnapshot()
+	plan := PlanPass(s, benchPolicy(), PassFull, t0)
+	for b.Loop() {
+		Explain(s, plan)
+	}
+}
+
+// BenchmarkWritePlanJSON writes the plan of bigSnapshot and its
+// explanation as `nodegc plan -o json` does.
+func BenchmarkWritePlanJSON(b *testing.B) {
+	s, _ := bigSnapshot()
+	plan := PlanPass(s, benchPolicy(), PassFull, t0)
+	x := Explain(s, plan)
+	for b.Loop() {
+		if err := WritePlanJSON(io.Discard, plan, x); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPlanFromSnapshot is `nodegc plan --from FILE -o json` in one
+// process, minus reading the file and starting: decode, plan, explain
+// and write the JSON of bigSnapshot, side by side with its baseline,
+// json.Unmarshal of the same bytes into a Snapshot (internal/bare
+// decode), alternated each round. x-decode is the ratio of the medians.
+func BenchmarkPlanFromSnapshot(b *testing.B) {
+	_, data := bigSnapshot()
+	var base, ours []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		var s Snapshot
+		if err := json.Unmarshal(data, &s); err != nil {
+			b.Fatal(err)
+		}
+		mid := time.Now()
+		s, err := DecodeSnapshot(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		plan := PlanPass(s, benchPolicy(), PassFull, s.TakenAt)
+		if err := WritePlanJSON(io.Discard, plan, Explain(s, plan)); err != nil {
+			b.Fatal(err)
+		}
+		base, ours = append(base, mid.Sub(start)), append(ours, time.Since(mid))
+	}
+	mb, mo := medianDuration(base), medianDuration(ours)
+	b.ReportMetric(float64(mb.Milliseconds()), "decode-ms")
+	b.ReportMetric(float64(mo.Milliseconds()), "plan-ms")
+	b.ReportMetric(float64(mo)/float64(mb), "x-decode")
+}
+
+func medianDuration(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

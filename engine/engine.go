@@ -300,10 +300,13 @@ func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, er
 	if err != nil {
 		return s, err
 	}
-	used := ImagesInUse(s.Images, s.Containers)
-	inUse := make(map[string]bool, len(used))
-	for id := range used {
-		inUse[id] = true
+	// Which images are in use, by ImagesInUse's rule, without copying
+	// every container into a list per image.
+	inUse := make(map[string]bool, len(s.Images))
+	for i, u := range imageUsers(s.Images, s.Containers) {
+		if u.n > 0 {
+			inUse[s.Images[i].ID] = true
+		}
 	}
 	var changed bool
 	e.records, changed = updateRecords(e.records, s.Images, inUse, s.TakenAt)

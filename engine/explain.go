@@ -130,16 +130,29 @@ const (
 
 // containerKeep words why the plan keeps a dead container of the rank.
 func containerKeep(p Plan, r ContainerRow) (ContainerKeepReason, string) {
+	why, detail := containerKeepReason(p, r)
+	switch why {
+	case ContainerKeepNotPlanned:
+		return why, fmt.Sprintf("container GC is not part of a %s pass", p.Pass)
+	case ContainerKeepNewest:
+		return why, fmt.Sprintf("newest #%d of its pod's %s", r.Rank, cmp.Or(r.Name, "containers"))
+	}
+	return why, detail
+}
+
+// containerKeepReason is containerKeep's reason, and its detail but for
+// the not-planned and newest ones, which containerKeep words.
+func containerKeepReason(p Plan, r ContainerRow) (ContainerKeepReason, string) {
 	minAge := p.Policy.Container.MinAge
 	switch {
 	case p.Pass == PassImages:
-		return ContainerKeepNotPlanned, fmt.Sprintf("container GC is not part of a %s pass", p.Pass)
+		return ContainerKeepNotPlanned, ""
 	case !isDead(r.State):
 		return ContainerKeepActive, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", r.State)
 	case r.CreatedAt.After(p.EvaluatedAt.Add(-minAge)): // the planner's newestGCTime
 		return ContainerKeepTooYoung, "eligible at " + r.CreatedAt.Add(minAge).UTC().Format(time.RFC3339)
 	}
-	return ContainerKeepNewest, fmt.Sprintf("newest #%d of its pod's %s", r.Rank, cmp.Or(r.Name, "containers"))
+	return ContainerKeepNewest, ""
 }
 
 // SandboxRow is one sandbox the plan stops and removes.
@@ -166,8 +179,9 @@ type LogRow struct {
 // To explain what a pass would do, plan with the engine's effective
 // policy (Engine.PlanSnapshot), never with the configured one.
 func Explain(s Snapshot, p Plan) Explanation {
-	x := Explanation{Containers: ExplainContainers(s, p), Sandboxes: ExplainSandboxes(s, p)}
-	x.Images, x.Cut = ExplainImages(s, p)
+	pods := displayPods(s.Sandboxes)
+	x := Explanation{Containers: explainContainers(s, p, pods), Sandboxes: explainSandboxes(s, p, pods)}
+	x.Images, x.Cut = explainImages(s, p, pods)
 	x.Logs = make([]LogRow, len(p.LogGC.Remove))
 	for i, r := range p.LogGC.Remove {
 		x.Logs[i] = LogRow{Step: i + 1, Path: r.Path, Action: ActionRemove, Reason: r.Reason}
@@ -177,7 +191,11 @@ func Explain(s Snapshot, p Plan) Explanation {
 
 // ExplainSandboxes is Explain's sandbox rows alone.
 func ExplainSandboxes(s Snapshot, p Plan) []SandboxRow {
-	pods := displayPods(s.Sandboxes)
+	return explainSandboxes(s, p, displayPods(s.Sandboxes))
+}
+
+// explainSandboxes is ExplainSandboxes with the snapshot's displayPods.
+func explainSandboxes(s Snapshot, p Plan, pods map[string]string) []SandboxRow {
 	rows := make([]SandboxRow, len(p.SandboxGC.Remove))
 	for i, r := range p.SandboxGC.Remove {
 		rows[i] = SandboxRow{Step: i + 1, ID: r.ID, Pod: displayPod(pods, r.ID, r.PodUID), State: r.State, Action: ActionRemove, Reason: r.Reason}
@@ -188,8 +206,14 @@ func ExplainSandboxes(s Snapshot, p Plan) []SandboxRow {
 // ExplainImages is Explain's image rows and cut line alone, for a view
 // that shows only images.
 func ExplainImages(s Snapshot, p Plan) ([]ImageRow, CutLine) {
+	return explainImages(s, p, displayPods(s.Sandboxes))
+}
+
+// explainImages is ExplainImages with the snapshot's displayPods.
+func explainImages(s Snapshot, p Plan, pods map[string]string) ([]ImageRow, CutLine) {
 	now := p.EvaluatedAt
-	entries := rankImages(s, now)
+	users, firstOf, usedBy := imageUsedBy(s, pods)
+	entries := rankImagesUsing(s, now, users)
 	byID := make(map[string]int, len(entries))
 	for i, e := range entries {
 		byID[e.img.ID] = i
@@ -234,8 +258,6 @@ func ExplainImages(s Snapshot, p Plan) ([]ImageRow, CutLine) {
 		add(e.img.ID)
 	}
 
-	users := ImagesInUse(s.Images, s.Containers)
-	pods := displayPods(s.Sandboxes)
 	notPlanned := fmt.Sprintf("image GC is not part of a %s pass", p.Pass)
 	rows := make([]ImageRow, 0, len(order))
 	for i, id := range order {
@@ -270,12 +292,45 @@ func ExplainImages(s Snapshot, p Plan) ([]ImageRow, CutLine) {
 		}
 		row.Name = format.ImageName(row.Image.RepoTags, row.Image.RepoDigests)
 		row.SandboxImage = IsSandboxImage(row.Image, s.Runtime.SandboxImages)
-		for _, c := range users[id] {
-			row.UsedBy = append(row.UsedBy, displayPod(pods, c.PodSandboxID, c.PodUID)+"/"+cmp.Or(c.Name, c.ID))
+		if j, ok := firstOf[id]; ok {
+			row.UsedBy = usedBy[j]
 		}
 		rows = append(rows, row)
 	}
 	return rows, cutLine(p, rows)
+}
+
+// imageUsedBy names the containers using each image, by the rule of
+// ImagesInUse, as "ns/pod/container": usedBy[firstOf[id]] for the image
+// ID id (the users of images listed twice under one ID are merged, in
+// container order, as ImagesInUse merges them). A node's 100,000 dead
+// containers are five attempts of 20,000, listed pod by pod, so a name
+// is made once for consecutive containers of one pod and name. users is
+// imageUsers, from the same walk.
+func imageUsedBy(s Snapshot, pods map[string]string) (users []imageUse, firstOf map[string]int, usedBy [][]string) {
+	firstOf = make(map[string]int, len(s.Images))
+	first := make([]int, len(s.Images))
+	for i, img := range s.Images {
+		j, ok := firstOf[img.ID]
+		if !ok {
+			j = i
+			firstOf[img.ID] = i
+		}
+		first[i] = j
+	}
+	users, usedBy = make([]imageUse, len(s.Images)), make([][]string, len(s.Images))
+	var last *Container
+	label := ""
+	forEachUse(s.Images, s.Containers, func(i, ci int) {
+		c := &s.Containers[ci]
+		if last == nil || c.Name == "" || c.Name != last.Name || c.PodSandboxID != last.PodSandboxID || c.PodUID != last.PodUID {
+			label = displayPod(pods, c.PodSandboxID, c.PodUID) + "/" + cmp.Or(c.Name, c.ID)
+			last = c
+		}
+		usedBy[first[i]] = append(usedBy[first[i]], label)
+		users[i].add(s.Containers, ci)
+	})
+	return users, firstOf, usedBy
 }
 
 // cutLine says where the cut line falls among the rows and words it.
@@ -340,16 +395,23 @@ func displayPod(pods map[string]string, keys ...string) string {
 // then ID.
 //
 // A node can hold 100,000 dead containers, so the rows are sorted by
-// precomputed keys: the pod's rank among the pod names, never a lookup or
-// a time.Time comparison in the comparator.
+// small precomputed keys: the pod's and the name's rank among the pod
+// names and the container names, never a lookup, a string or a
+// time.Time comparison in the comparator but for the last tie; each row
+// is built once, in its place.
 func ExplainContainers(s Snapshot, p Plan) []ContainerRow {
+	return explainContainers(s, p, displayPods(s.Sandboxes))
+}
+
+// explainContainers is ExplainContainers with the snapshot's displayPods.
+func explainContainers(s Snapshot, p Plan, pods map[string]string) []ContainerRow {
 	removeAt := make(map[string]int, len(p.ContainerGC.Remove))
 	for i, r := range p.ContainerGC.Remove {
 		removeAt[r.ID] = i
 	}
-	pods := displayPods(s.Sandboxes)
-	podID := make(map[string]int32)
-	var podList []string
+	// The removals the snapshot lacks, as containers.
+	var missing []Container
+	podNames, names := newRanker(), newRanker()
 	// Consecutive containers of one sandbox (the runtime lists them so)
 	// reuse the last lookup.
 	lastSandbox, lastUID, lastPod := "", "", int32(-1)
@@ -357,30 +419,20 @@ func ExplainContainers(s Snapshot, p Plan) []ContainerRow {
 		if lastPod >= 0 && c.PodSandboxID == lastSandbox && c.PodUID == lastUID {
 			return lastPod
 		}
-		pod := displayPod(pods, c.PodSandboxID, c.PodUID)
-		id, ok := podID[pod]
-		if !ok {
-			id = int32(len(podList))
-			podID[pod] = id
-			podList = append(podList, pod)
-		}
-		lastSandbox, lastUID, lastPod = c.PodSandboxID, c.PodUID, id
-		return id
+		lastSandbox, lastUID, lastPod = c.PodSandboxID, c.PodUID, podNames.id(displayPod(pods, c.PodSandboxID, c.PodUID))
+		return lastPod
 	}
+	// key orders a row: src is the container's index in s.Containers, or
+	// -1-i for missing[i]; rm is its removal's index, or -1.
 	type key struct {
-		pod  int32
-		nsec int32
-		sec  int64
-		row  ContainerRow
+		pod, name, nsec, src, rm int32
+		attempt                  uint32
+		sec                      int64
 	}
 	keys := make([]key, 0, len(s.Containers)+len(p.ContainerGC.Remove))
-	add := func(c *Container, n int) {
-		r := ContainerRow{ID: c.ID, Name: c.Name, Attempt: c.Attempt, State: c.State, CreatedAt: c.CreatedAt, FinishedAt: c.FinishedAt, Action: ActionKeep}
-		if n >= 0 {
-			rm := &p.ContainerGC.Remove[n]
-			r.Action, r.Step, r.Reason, r.Detail = ActionRemove, n+1, string(rm.Reason), rm.Detail
-		}
-		keys = append(keys, key{pod: podOf(c), sec: c.CreatedAt.Unix(), nsec: int32(c.CreatedAt.Nanosecond()), row: r})
+	add := func(c *Container, src, rm int) {
+		keys = append(keys, key{pod: podOf(c), name: names.id(c.Name), sec: c.CreatedAt.Unix(), nsec: int32(c.CreatedAt.Nanosecond()),
+			attempt: c.Attempt, src: int32(src), rm: int32(rm)})
 	}
 	planned := make([]bool, len(p.ContainerGC.Remove)) // removals found in the snapshot
 	for i := range s.Containers {
@@ -394,54 +446,137 @@ func ExplainContainers(s Snapshot, p Plan) []ContainerRow {
 		} else {
 			n = -1
 		}
-		add(c, n)
+		add(c, i, n)
 	}
-	for n, r := range p.ContainerGC.Remove { // removals the snapshot lacks
+	for n, r := range p.ContainerGC.Remove {
 		if !planned[n] {
-			add(&Container{ID: r.ID, PodUID: r.PodUID, Name: r.Name, PodSandboxID: r.PodSandboxID, Attempt: r.Attempt, State: r.State}, n)
+			missing = append(missing, Container{ID: r.ID, PodUID: r.PodUID, Name: r.Name, PodSandboxID: r.PodSandboxID, Attempt: r.Attempt, State: r.State})
 		}
 	}
-	byName := make([]int32, len(podList))
-	for i := range byName {
-		byName[i] = int32(i)
+	for n, i := 0, 0; n < len(p.ContainerGC.Remove); n++ {
+		if !planned[n] {
+			add(&missing[i], -1-i, n)
+			i++
+		}
 	}
-	slices.SortFunc(byName, func(x, y int32) int { return strings.Compare(podList[x], podList[y]) })
-	rank := make([]int32, len(podList))
-	for r, id := range byName {
-		rank[id] = int32(r)
+	container := func(src int32) *Container {
+		if src >= 0 {
+			return &s.Containers[src]
+		}
+		return &missing[-1-src]
 	}
+	podRank, nameRank := podNames.ranks(), names.ranks()
 	for i := range keys {
-		keys[i].pod = rank[keys[i].pod]
+		keys[i].pod, keys[i].name = podRank[keys[i].pod], nameRank[keys[i].name]
 	}
 	slices.SortFunc(keys, func(x, y key) int {
 		switch {
 		case x.pod != y.pod:
 			return cmp.Compare(x.pod, y.pod)
-		case x.row.Name != y.row.Name:
-			return strings.Compare(x.row.Name, y.row.Name)
+		case x.name != y.name:
+			return cmp.Compare(x.name, y.name)
 		case x.sec != y.sec:
 			return cmp.Compare(y.sec, x.sec)
 		case x.nsec != y.nsec:
 			return cmp.Compare(y.nsec, x.nsec)
-		case x.row.Attempt != y.row.Attempt:
-			return cmp.Compare(y.row.Attempt, x.row.Attempt)
+		case x.attempt != y.attempt:
+			return cmp.Compare(y.attempt, x.attempt)
 		}
-		return strings.Compare(x.row.ID, y.row.ID)
+		return strings.Compare(container(x.src).ID, container(y.src).ID)
 	})
+	keep := newKeeper(p)
 	rows := make([]ContainerRow, len(keys))
 	for i, k := range keys {
-		rows[i] = k.row
-		rows[i].Pod = podList[byName[k.pod]]
-		rows[i].Rank = 1
-		if i > 0 && keys[i-1].pod == k.pod && rows[i-1].Name == k.row.Name {
-			rows[i].Rank = rows[i-1].Rank + 1
+		c := container(k.src)
+		r := &rows[i]
+		*r = ContainerRow{Pod: podNames.byRank(k.pod), Rank: 1, ID: c.ID, Name: c.Name, Attempt: c.Attempt, State: c.State,
+			CreatedAt: c.CreatedAt, FinishedAt: c.FinishedAt, Action: ActionKeep}
+		if i > 0 && keys[i-1].pod == k.pod && keys[i-1].name == k.name {
+			r.Rank = rows[i-1].Rank + 1
 		}
-		if rows[i].Action == ActionKeep {
-			why, detail := containerKeep(p, rows[i])
-			rows[i].Reason, rows[i].Detail = string(why), detail
+		if k.rm >= 0 {
+			rm := &p.ContainerGC.Remove[k.rm]
+			r.Action, r.Step, r.Reason, r.Detail = ActionRemove, int(k.rm)+1, string(rm.Reason), rm.Detail
+		} else {
+			why, detail := keep.why(*r)
+			r.Reason, r.Detail = string(why), detail
 		}
 	}
 	return rows
+}
+
+// ranker numbers distinct strings as they come, then ranks them in
+// string order.
+type ranker struct {
+	ids    map[string]int32
+	list   []string
+	byName []int32 // ids in string order, once ranked
+}
+
+func newRanker() *ranker { return &ranker{ids: make(map[string]int32)} }
+
+// id is the string's number, in order of first appearance.
+func (r *ranker) id(s string) int32 {
+	id, ok := r.ids[s]
+	if !ok {
+		id = int32(len(r.list))
+		r.ids[s] = id
+		r.list = append(r.list, s)
+	}
+	return id
+}
+
+// ranks maps each id to its rank in string order.
+func (r *ranker) ranks() []int32 {
+	r.byName = make([]int32, len(r.list))
+	for i := range r.byName {
+		r.byName[i] = int32(i)
+	}
+	slices.SortFunc(r.byName, func(x, y int32) int { return strings.Compare(r.list[x], r.list[y]) })
+	rank := make([]int32, len(r.list))
+	for i, id := range r.byName {
+		rank[id] = int32(i)
+	}
+	return rank
+}
+
+// byRank is the string of the rank.
+func (r *ranker) byRank(rank int32) string { return r.list[r.byName[rank]] }
+
+// keeper words why the plan keeps dead containers (containerKeep), making
+// each wording once: 100,000 kept rows say a few dozen things.
+type keeper struct {
+	p          Plan
+	notPlanned string
+	newest     map[newestKey]string
+}
+
+type newestKey struct {
+	rank int
+	name string
+}
+
+func newKeeper(p Plan) *keeper { return &keeper{p: p, newest: make(map[newestKey]string)} }
+
+// why is containerKeep(k.p, r), its most common wordings made once.
+func (k *keeper) why(r ContainerRow) (ContainerKeepReason, string) {
+	why, detail := containerKeepReason(k.p, r)
+	switch why {
+	case ContainerKeepNotPlanned:
+		if k.notPlanned == "" {
+			_, k.notPlanned = containerKeep(k.p, r)
+		}
+		return why, k.notPlanned
+	case ContainerKeepNewest:
+		nk := newestKey{r.Rank, r.Name}
+		d, ok := k.newest[nk]
+		if !ok {
+			_, d = containerKeep(k.p, r)
+			k.newest[nk] = d
+		}
+		return why, d
+	}
+	return why, detail
 }
 
 // PlanSnapshot plans a pass of the kind over a snapshot the caller

@@ -73,13 +73,16 @@ type imageUse struct {
 // imageUsers is the internal form of ImagesInUse, without the lists.
 func imageUsers(images []Image, containers []Container) []imageUse {
 	u := make([]imageUse, len(images))
-	forEachUse(images, containers, func(i, ci int) {
-		if u[i].n == 0 || containers[ci].State == ContainerRunning && containers[u[i].name].State != ContainerRunning {
-			u[i].name = ci
-		}
-		u[i].n++
-	})
+	forEachUse(images, containers, func(i, ci int) { u[i].add(containers, ci) })
 	return u
+}
+
+// add counts containers[ci] as a user.
+func (u *imageUse) add(containers []Container, ci int) {
+	if u.n == 0 || containers[ci].State == ContainerRunning && containers[u.name].State != ContainerRunning {
+		u.name = ci
+	}
+	u.n++
 }
 
 // forEachUse calls fn(image index, container index) once for every
@@ -415,13 +418,17 @@ func inUseDetail(s Snapshot, pods map[string]string, users imageUse) string {
 // rankImages joins images with their records and their users and returns
 // them in LRU order. Duplicate image IDs keep their first occurrence.
 func rankImages(s Snapshot, now time.Time) []imageEntry {
+	return rankImagesUsing(s, now, imageUsers(s.Images, s.Containers))
+}
+
+// rankImagesUsing is rankImages with the snapshot's imageUsers.
+func rankImagesUsing(s Snapshot, now time.Time, users []imageUse) []imageEntry {
 	records := make(map[string]ImageRecord, len(s.ImageRecords))
 	for _, r := range s.ImageRecords {
 		if _, dup := records[r.ID]; !dup {
 			records[r.ID] = r
 		}
 	}
-	users := imageUsers(s.Images, s.Containers)
 	sandboxRefs := s.Runtime.SandboxImages
 	seen := make(map[string]bool, len(s.Images))
 	entries := make([]imageEntry, 0, len(s.Images))
