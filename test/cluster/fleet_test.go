@@ -17,7 +17,7 @@ import (
 // TestFleetThroughAPIServer: with deploy/ applied, `nodegc fleet` (as
 // kubectl-nodegc, kubectl's plugin) reads the node's agent through the API
 // server's pods proxy; enter opens the node's dashboard through the same
-// path, where i and y force an image pass that the agent runs (the
+// path, where R and y force a reclaim-all pass that the agent runs (the
 // dashboard's user is system:masters, so the agent's access review
 // allows update); its report reaches the screen; back in the fleet view
 // the node's row shows that pass, as `nodegc fleet -o json` reads it.
@@ -26,11 +26,12 @@ func TestFleetThroughAPIServer(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		kubetest.SkipOrFail(t, "tmux not installed (make deps installs it)")
 	}
-	// The shared cluster's agent, as deploy/ installs it: a forced image
-	// pass runs whether or not the node is past its band (a preview is
-	// always offered), and its report is what the screen must show.
+	// The shared cluster's agent, as deploy/ installs it, below its band:
+	// reclaim-all (R) removes every unused image, here three imported for
+	// it, and its report is what the screen must show.
 	c := sharedCluster(t)
 	c.waitAgentReady(t)
+	c.importImages(t, 3, 1<<20, "fleet")
 	bin := fleetBinary(t)
 	env := []string{"KUBECONFIG=" + c.cp.Admin, "TERM=xterm-256color"}
 
@@ -42,13 +43,13 @@ func TestFleetThroughAPIServer(t *testing.T) {
 	s.waitFor(t, "the node's dashboard attached to its agent", func(screen string) bool {
 		return strings.Contains(screen, "agent") && strings.Contains(screen, "Images")
 	})
-	s.press(t, "i")
-	s.waitFor(t, "the image pass's preview, with removals to apply", func(screen string) bool {
-		return strings.Contains(screen, "Force image GC") && strings.Contains(screen, "y apply")
+	s.press(t, "R")
+	s.waitFor(t, "the reclaim-all pass's preview, with removals to apply", func(screen string) bool {
+		return strings.Contains(screen, "y apply")
 	})
 	s.press(t, "y")
 	screen := s.waitFor(t, "the forced pass's report", func(screen string) bool {
-		return strings.Contains(screen, "pass #") && strings.Contains(screen, "(images)")
+		return strings.Contains(screen, "pass #") && strings.Contains(screen, "(reclaim-all)")
 	})
 	if strings.Contains(screen, "read-only") || strings.Contains(screen, "forbidden") {
 		t.Errorf("the dashboard was refused:\n%s", screen)
