@@ -40,8 +40,10 @@ type Data struct {
 
 // Model is the Overview pane.
 type Model struct {
-	keys   keys.KeyMap
-	st     style.Styles
+	// keys and st are shared by the pane's copies: replaced, never
+	// written in place.
+	keys   *keys.KeyMap
+	st     *style.Styles
 	d      Data
 	loaded bool
 	// hist is the session's history: the usage at each refresh
@@ -63,10 +65,10 @@ type memo struct {
 }
 
 // New returns an empty pane.
-func New(k keys.KeyMap, st style.Styles) Model { return Model{keys: k, st: st} }
+func New(k keys.KeyMap, st style.Styles) Model { return Model{keys: &k, st: &st} }
 
 // SetStyles switches the palette.
-func (m *Model) SetStyles(st style.Styles) { m.st, m.memo = st, &memo{} }
+func (m *Model) SetStyles(st style.Styles) { m.st, m.memo = &st, &memo{} }
 
 // SetSize sets the pane's size.
 func (m *Model) SetSize(w, h int) { m.width, m.height, m.memo = w, h, &memo{} }
@@ -376,7 +378,7 @@ func (m Model) usageStyle(h History) lipgloss.Style {
 
 // reserveWord is one filesystem's verdict against the reserve: ok, or
 // below it (never "out of disk", which would sound like the kubelet's).
-func reserveWord(st style.Styles, ok bool, thresholdMiB int64) string {
+func reserveWord(st *style.Styles, ok bool, thresholdMiB int64) string {
 	if ok {
 		return st.OK.Render("ok")
 	}

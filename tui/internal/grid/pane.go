@@ -18,8 +18,10 @@ import (
 // Images, Containers, Cgroups and Events panes embed it, so sizing, the
 // palette switch and the shared keys are written once.
 type Pane struct {
-	Keys   keys.KeyMap
-	Styles style.Styles
+	// Keys and Styles are shared by every copy of the pane (a pane is a
+	// value, copied for each message): replaced, never written in place.
+	Keys   *keys.KeyMap
+	Styles *style.Styles
 	Grid   Model
 	Filter Filter
 	Width  int
@@ -43,12 +45,12 @@ type Pane struct {
 // NewPane returns a pane with an empty table of the columns, chrome lines
 // apart from the table (top of them above it).
 func NewPane(k keys.KeyMap, st style.Styles, cols []Column, chrome, top int) Pane {
-	return Pane{Keys: k, Styles: st, Grid: New(cols, StylesFrom(st)), Chrome: chrome, Top: top}
+	return Pane{Keys: &k, Styles: &st, Grid: New(cols, StylesFrom(st)), Chrome: chrome, Top: top}
 }
 
 // SetStyles switches the palette.
 func (p *Pane) SetStyles(st style.Styles) {
-	p.Styles = st
+	p.Styles = &st
 	p.Grid.SetStyles(StylesFrom(st))
 }
 
