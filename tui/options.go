@@ -115,8 +115,14 @@ type Options struct {
 	Agent *Agent
 	// Now is the clock; nil means time.Now. Tests fix it.
 	Now func() time.Time
-	// FPS caps the frame rate; 0 means 15, which keeps an idle dashboard
-	// cheap.
+	// FPS caps the frame rate; 0 means 10. Bubble Tea v2.0.10's renderer
+	// wakes FPS times a second whatever the screen does (a frame that did
+	// not change costs a string comparison, but the wake-up does not), and
+	// one that changed by a line is parsed whole into its cell buffer and
+	// compared line by line, so that only the changed cells are written.
+	// On a loaded 2-core VM a bare Bubble Tea program left idle used 0.24%
+	// of a core at 15 frames a second, 0.16% at 10 and 0.08% at 5: 10
+	// keeps a key's echo within 100 ms.
 	FPS int
 
 	// refreshTimeout bounds a refresh's snapshot (refreshTimeout unless
@@ -171,7 +177,7 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	if o.FPS <= 0 {
-		o.FPS = 15
+		o.FPS = 10
 	}
 	if o.Controller == nil {
 		o.ReadOnly = true
