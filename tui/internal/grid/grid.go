@@ -125,6 +125,10 @@ func (m *Model) SetStyles(s Styles) { m.styles = &s }
 // SetNow sets the time the rows' Clocks are drawn at.
 func (m *Model) SetNow(now time.Time) { m.now = now }
 
+// Now is the time the rows' Clocks are drawn at: the last refresh's, or
+// the clock's since.
+func (m Model) Now() time.Time { return m.now }
+
 // NextChange is when the next clocked cell on screen changes its text,
 // the zero time when none will.
 func (m Model) NextChange() time.Time {
