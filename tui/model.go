@@ -45,6 +45,9 @@ type Model struct {
 	// snapFP is the shown snapshot's containers' fingerprint, which the
 	// light poll (Options.Changed) compares the node with.
 	snapFP uint64
+	// digest is the shown snapshot's Digest, which the engine's own
+	// listings (Options.Listings) are compared with.
+	digest uint64
 	// stale marks panes that have not seen the latest refresh (feed);
 	// a pane gets it when it comes on screen.
 	stale []bool
@@ -229,6 +232,9 @@ func (m Model) Init() tea.Cmd {
 	if m.o.Journal != nil {
 		cmds = append(cmds, journalCmd(m.ctx, m.o.Journal))
 	}
+	if m.o.Listings != nil {
+		cmds = append(cmds, waitListing(m.o.Listings))
+	}
 	return tea.Batch(cmds...)
 }
 
@@ -305,18 +311,25 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen != m.listGen {
 			return m, nil // armed at an interval no longer in force
 		}
-		// A list since the tick was armed (an event, a pass, r) resets
-		// the interval: wait out the rest of it.
-		if rest := m.listEvery - m.o.Now().Sub(m.at); m.haveSnap && !m.refreshing && rest > 0 && rest < m.listEvery {
+		// A list since the tick was armed (an event, a pass, r; while
+		// the event stream is live, a listing of the engine's that read
+		// the same) resets the interval: wait out the rest of it.
+		since := m.at
+		if m.eventsLive {
+			since = m.freshAt()
+		}
+		if rest := m.listEvery - m.o.Now().Sub(since); m.haveSnap && !m.refreshing && rest > 0 && rest < m.listEvery {
 			return m, tick(rest, m.listGen)
 		}
 		return m, tea.Batch(tick(m.listEvery, m.listGen), m.poll())
 	case changedMsg:
 		return m, m.onChanged(msg)
+	case listingMsg:
+		return m, m.onListing(msg)
 	case RefreshMsg:
 		m = m.applyRefresh(msg)
 		ev, _ := m.syncEvents(false)
-		cg := tea.Batch(m.cgroupsDue(), ev)
+		cg := tea.Batch(m.cgroupsDue(), ev, m.afterRefresh(msg))
 		if m.eventPending && !m.refreshing {
 			m.eventPending = false
 			return m, tea.Batch(cg, m.startRefresh(false))

@@ -89,6 +89,18 @@ type Options struct {
 	// (ImageFs), and every SafetyInterval; nil refreshes in full every
 	// RefreshInterval. (*engine.Engine).ContainersChanged fits.
 	Changed func(ctx context.Context, since uint64) (bool, error)
+	// Listings, when set, tells the dashboard of the listings the engine
+	// makes for itself (each periodic pass lists the node): a listing that
+	// reads as the screen does (Digest) counts as a re-list, so the
+	// dashboard's safety-net re-list does not follow a pass's; one that
+	// differs lists the node for the screen. cmd/nodegc feeds it from
+	// engine.Options.OnSnapshot, keeping only the latest.
+	Listings <-chan Listing
+	// AfterRefresh, when set, runs (off the screen's goroutine) after each
+	// refresh is applied: a refresh of a large node leaves tens of
+	// megabytes of garbage, and cmd/nodegc returns it to the system then
+	// (debug.FreeOSMemory), so that an idle dashboard's memory stays flat.
+	AfterRefresh func()
 	// Self reads nodegc's own CPU and memory; nil reads /proc/self.
 	Self func() (SelfSample, error)
 	// HideSelf leaves nodegc's own usage off the Overview (golden tests).

@@ -56,6 +56,10 @@ type rootOptions struct {
 	// eventSource is the runtime's event stream, set by the caller of
 	// dashboard; nil polls.
 	eventSource engine.EventSource
+	// listings are the engine's own listings of the node (its
+	// OnSnapshot), set by the caller of dashboard; nil: the dashboard
+	// lists the node itself for its safety net.
+	listings <-chan tui.Listing
 	// Parallel is the passes' pool width (--parallel).
 	Parallel int
 	Policy   policyFlags
@@ -189,7 +193,9 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	} else if c != nil {
 		return runAttachedDashboard(ctx, opts, c, st)
 	}
-	n, err := openLiveNode(ctx, opts.IO, opts.Global, liveNodeOptions{Policy: opts.Policy, ReadOnly: opts.ReadOnly, Parallel: opts.Parallel, LogToStateDir: true})
+	note, listings := listingFeed()
+	opts.listings = listings
+	n, err := openLiveNode(ctx, opts.IO, opts.Global, liveNodeOptions{Policy: opts.Policy, ReadOnly: opts.ReadOnly, Parallel: opts.Parallel, LogToStateDir: true, OnSnapshot: note})
 	if err != nil {
 		return err
 	}
@@ -241,6 +247,8 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		JournalPath:     journal,
 		Journal:         journalReader(opts.stateDir),
 		RefreshInterval: opts.Refresh,
+		Listings:        opts.listings,
+		AfterRefresh:    debug.FreeOSMemory,
 		Version:         version,
 		Now:             now,
 	})
@@ -257,6 +265,28 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		fmt.Fprintln(opts.IO.Err, stoppedLine(*r))
 	}
 	return err
+}
+
+// listingFeed returns an engine.Options.OnSnapshot that tells the
+// dashboard of every listing the engine makes (tui.Options.Listings): it
+// keeps only the latest, and never blocks the engine, which calls it with
+// its lock held.
+func listingFeed() (note func(engine.Snapshot), listings <-chan tui.Listing) {
+	ch := make(chan tui.Listing, 1)
+	return func(s engine.Snapshot) {
+		l := tui.Listing{At: s.TakenAt, Digest: tui.Digest(s)}
+		for range 2 {
+			select {
+			case ch <- l:
+				return
+			default:
+			}
+			select {
+			case <-ch: // an older one the dashboard has not taken
+			default:
+			}
+		}
+	}, ch
 }
 
 // journalReader reads the journal in the state dir for the dashboard's
