@@ -19,7 +19,11 @@
 # median, p90 and most (issue 24: at most 0.3% of a core, 40 MB RSS, flat
 # over 30 minutes; a scrape at most 5 ms). Run it with SETTLE=90.
 # Environment: DURATION (default 60), SETTLE (default 3), BIN (a built
-# nodegc; default: build one), EXTRA (more flags for nodegc).
+# nodegc; default: build one), EXTRA (more flags for nodegc), PROFILE (a
+# directory: the dashboard writes there a CPU profile of about the window,
+# SETTLE seconds after it starts for DURATION, and a heap profile at the
+# window's end, as SCALE.cpu.pprof and SCALE.heap.pprof; read them with
+# `go tool pprof`).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -83,6 +87,13 @@ printf '%-6s %8s %10s %8s %9s %9s %9s %9s\n' SCALE WINDOW CPU_S CPU_% RSS0_MB RS
 for scale in "${scales[@]}"; do
 	session=idle-$scale
 	simpid=
+	profenv=()
+	if [ -n "${PROFILE:-}" ]; then
+		mkdir -p "$PROFILE"
+		profenv=(-e "NODEGC_CPUPROFILE=$(realpath "$PROFILE")/$scale.cpu.pprof"
+			-e "NODEGC_HEAPPROFILE=$(realpath "$PROFILE")/$scale.heap.pprof"
+			-e "NODEGC_PROFILE_AFTER=${settle}s" -e "NODEGC_PROFILE_FOR=${duration}s")
+	fi
 	case $scale in
 	agent)
 		"$bin" simnode --listen "unix://$work/sim.sock" --preset large 2>"$work/sim.log" &
@@ -101,12 +112,12 @@ for scale in "${scales[@]}"; do
 		"$bin" simnode --listen "unix://$work/sim.sock" --preset large 2>"$work/sim.log" &
 		simpid=$!
 		for _ in $(seq 100); do [ -S "$work/sim.sock" ] && break; sleep 0.1; done
-		tm new-session -d -x 120 -y 36 -s "$session" \
+		tm new-session -d -x 120 -y 36 -s "$session" "${profenv[@]}" \
 			"exec '$bin' --events=$events --kubelet-pid -1 --runtime-endpoint unix://$work/sim.sock --state-dir $work/state-$scale ${EXTRA:-}"
 		;;
 	*)
 		# exec, so the pane's process is nodegc itself.
-		tm new-session -d -x 100 -y 30 -s "$session" \
+		tm new-session -d -x 100 -y 30 -s "$session" "${profenv[@]}" \
 			"exec '$bin' --demo --demo-scale $scale ${EXTRA:-}"
 		;;
 	esac

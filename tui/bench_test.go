@@ -128,3 +128,30 @@ func BenchmarkKeyDown(b *testing.B) {
 		_ = m.Screen()
 	}
 }
+
+// BenchmarkClockTick is what the idle dashboard does each second on the
+// Overview of the large demo at 120×36 with the event stream live: the
+// clock's tick moves a countdown or an age, and the screen is drawn again.
+func BenchmarkClockTick(b *testing.B) {
+	m := refreshedModel(b, PaneOverview)
+	m = send(m, windowSize(120, 36))
+	m.eventsLive = true // the tab bar then says nothing of the data's age
+	for b.Loop() {
+		nm, _ := m.Update(clockMsg{gen: m.clockGen})
+		m = nm.(Model)
+		_ = m.View()
+	}
+}
+
+// BenchmarkQuietMessage is a message that changes nothing on screen (a
+// timer that only starts a read) and the View that follows it, which
+// draws the last frame again.
+func BenchmarkQuietMessage(b *testing.B) {
+	m := refreshedModel(b, PaneOverview)
+	m = send(m, windowSize(120, 36))
+	for b.Loop() {
+		nm, _ := m.Update(clockMsg{gen: m.clockGen + 1})
+		m = nm.(Model)
+		_ = m.View()
+	}
+}

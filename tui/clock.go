@@ -21,10 +21,21 @@ import (
 // the ones armed before it.
 type clockMsg struct{ gen uint64 }
 
-// frame is the last screen drawn and the model generation it shows.
+// frame is the last screen drawn and the model generation it shows, and
+// its tab bar and help line with the chrome generation they show.
 type frame struct {
 	gen    uint64
 	screen string
+	chrome chrome
+}
+
+// chrome is the tab bar, the rule under it and the help line drawn for
+// the chrome generation gen. A tick of the clock moves neither (the tab bar's "as of" badge
+// aside, which is drawn anew while it shows), so the screen drawn for it
+// takes them from here: lipgloss takes about a millisecond to draw them.
+type chrome struct {
+	gen             uint64
+	bar, rule, help string
 }
 
 var gens atomic.Uint64

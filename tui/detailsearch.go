@@ -27,7 +27,7 @@ type detailSearch struct {
 }
 
 // openDetail opens the details of a row.
-func openDetail(d feed.Detail, st style.Styles) *modal {
+func openDetail(d feed.Detail, st *style.Styles) *modal {
 	in := textinput.New()
 	in.Prompt = "/"
 	s := textinput.DefaultStyles(st.Dark)

@@ -25,8 +25,8 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			return m.quit()
 		}
 		if m.cmd.Open() {
-			var cmd tea.Cmd
-			m.cmd, cmd = m.cmd.Update(msg)
+			c, cmd := m.cmd.Update(msg)
+			m.cmd = &c
 			return m, cmd
 		}
 		return m.toPane(msg)
@@ -40,9 +40,14 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Journal):
 		return m.openJournal()
 	case key.Matches(msg, k.Command):
-		return m, m.cmd.Start()
+		c := *m.cmd
+		cmd := c.Start()
+		m.cmd = &c
+		return m, cmd
 	case key.Matches(msg, k.Help):
-		m.help.ShowAll = !m.help.ShowAll
+		h := *m.help
+		h.ShowAll = !h.ShowAll
+		m.help = &h
 		m.resize()
 	case key.Matches(msg, k.NextPane):
 		m.activate((m.active + 1) % Pane(len(m.panes)))

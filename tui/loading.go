@@ -37,6 +37,6 @@ func (l loader) Update(msg spinner.TickMsg, done bool) (loader, tea.Cmd) {
 }
 
 // View is the loading line at now.
-func (l loader) View(st style.Styles, now time.Time) string {
+func (l loader) View(st *style.Styles, now time.Time) string {
 	return st.Accent.Render(l.spin.View()) + st.Faint.Render(" listing images, containers and sandboxes through CRI · "+format.Duration(now.Sub(l.since)))
 }

@@ -262,7 +262,7 @@ func (d *modal) scroll(msg tea.KeyPressMsg, m Model) {
 }
 
 // render draws the modal box for a screen of w×h.
-func (d *modal) render(st style.Styles, w, h int, readOnly bool) string {
+func (d *modal) render(st *style.Styles, w, h int, readOnly bool) string {
 	bw := boxWidth(w)
 	inner := bw - 4
 	var b []string

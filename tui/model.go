@@ -21,11 +21,14 @@ import (
 // window sizes to every pane and keys to the active one, and runs every
 // call to the engine as a tea.Cmd.
 type Model struct {
-	o    Options
-	ctx  context.Context
-	keys keys.KeyMap
-	st   style.Styles
-	help help.Model
+	o   Options
+	ctx context.Context
+	// keys, st, help and cmd are large and shared by every copy of the
+	// model (Update copies it for each message): they are replaced, never
+	// written in place.
+	keys *keys.KeyMap
+	st   *style.Styles
+	help *help.Model
 
 	width, height int
 	active        Pane
@@ -42,6 +45,9 @@ type Model struct {
 	// snapFP is the shown snapshot's containers' fingerprint, which the
 	// light poll (Options.Changed) compares the node with.
 	snapFP uint64
+	// digest is the shown snapshot's Digest, which the engine's own
+	// listings (Options.Listings) are compared with.
+	digest uint64
 	// stale marks panes that have not seen the latest refresh (feed);
 	// a pane gets it when it comes on screen.
 	stale []bool
@@ -96,7 +102,7 @@ type Model struct {
 	unsubscribe func()
 
 	// cmd is the `:` command line.
-	cmd   command
+	cmd   *command
 	modal *modal
 	// historyRead marks the journal's passes as sent to the panes;
 	// journalReading a read of the journal in flight.
@@ -132,6 +138,11 @@ type Model struct {
 	quiet bool
 	gen   uint64
 	frame *frame
+	// ticked marks an update that only moved the clock; chromeGen is the
+	// generation of everything but the clock, which such an update keeps
+	// (frame.chrome).
+	ticked    bool
+	chromeGen uint64
 }
 
 // New returns the dashboard's model with its default panes. Run runs it;
@@ -153,11 +164,12 @@ func newModel(o Options, k keys.KeyMap, panes ...pane) Model {
 	if len(panes) > 0 {
 		k.Panes[0].SetHelp(fmt.Sprintf("1-%d", len(panes)), "pane")
 	}
+	cmd := newCommand(k, st, paneNames(panes))
 	m := Model{
-		o: o, ctx: context.Background(), keys: k, st: st, help: h,
-		now: o.Now(), gen: nextGen(), frame: &frame{},
+		o: o, ctx: context.Background(), keys: &k, st: &st, help: &h,
+		now: o.Now(), gen: nextGen(), chromeGen: nextGen(), frame: &frame{},
 		panes:      panes,
-		cmd:        newCommand(k, st, paneNames(panes)),
+		cmd:        &cmd,
 		stale:      make([]bool, len(panes)),
 		self:       feed.Self{CPUPercent: -1},
 		load:       newLoader(o.Now()),
@@ -220,6 +232,9 @@ func (m Model) Init() tea.Cmd {
 	if m.o.Journal != nil {
 		cmds = append(cmds, journalCmd(m.ctx, m.o.Journal))
 	}
+	if m.o.Listings != nil {
+		cmds = append(cmds, waitListing(m.o.Listings))
+	}
 	return tea.Batch(cmds...)
 }
 
@@ -243,7 +258,7 @@ func (m Model) Close() {
 // A quit question whose pass has ended by then goes too: it would say a
 // pass is in flight when none is.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	m.now, m.quiet = m.o.Now(), false
+	m.now, m.quiet, m.ticked = m.o.Now(), false, false
 	nm, cmd := m.update(msg)
 	mm, ok := nm.(Model)
 	if !ok {
@@ -259,6 +274,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	if !mm.quiet {
 		mm.gen = nextGen()
+		if !mm.ticked {
+			mm.chromeGen = mm.gen
+		}
 		mm.tellClock()
 	}
 	return mm, tea.Batch(cmd, mm.armClock())
@@ -286,25 +304,32 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.quiet = true // armed for a change that moved
 			return m, nil
 		}
-		m.clockAt = time.Time{}
+		m.clockAt, m.ticked = time.Time{}, true
 		return m, nil
 	case tickMsg:
 		m.quiet = true // the re-list shows when its answer comes
 		if msg.gen != m.listGen {
 			return m, nil // armed at an interval no longer in force
 		}
-		// A list since the tick was armed (an event, a pass, r) resets
-		// the interval: wait out the rest of it.
-		if rest := m.listEvery - m.o.Now().Sub(m.at); m.haveSnap && !m.refreshing && rest > 0 && rest < m.listEvery {
+		// A list since the tick was armed (an event, a pass, r; while
+		// the event stream is live, a listing of the engine's that read
+		// the same) resets the interval: wait out the rest of it.
+		since := m.at
+		if m.eventsLive {
+			since = m.freshAt()
+		}
+		if rest := m.listEvery - m.o.Now().Sub(since); m.haveSnap && !m.refreshing && rest > 0 && rest < m.listEvery {
 			return m, tick(rest, m.listGen)
 		}
 		return m, tea.Batch(tick(m.listEvery, m.listGen), m.poll())
 	case changedMsg:
 		return m, m.onChanged(msg)
+	case listingMsg:
+		return m, m.onListing(msg)
 	case RefreshMsg:
 		m = m.applyRefresh(msg)
 		ev, _ := m.syncEvents(false)
-		cg := tea.Batch(m.cgroupsDue(), ev)
+		cg := tea.Batch(m.cgroupsDue(), ev, m.afterRefresh(msg))
 		if m.eventPending && !m.refreshing {
 			m.eventPending = false
 			return m, tea.Batch(cg, m.startRefresh(false))
@@ -429,9 +454,11 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) setStyles(st style.Styles) {
-	m.st = st
-	m.help.Styles = help.DefaultStyles(st.Dark)
-	m.cmd.SetStyles(st)
+	m.st = &st
+	h, c := *m.help, *m.cmd
+	h.Styles = help.DefaultStyles(st.Dark)
+	c.SetStyles(st)
+	m.help, m.cmd = &h, &c
 	panes := make([]pane, len(m.panes))
 	for i, p := range m.panes {
 		panes[i] = p.SetStyles(st)
@@ -441,7 +468,9 @@ func (m *Model) setStyles(st style.Styles) {
 
 // resize gives every pane the body's size.
 func (m *Model) resize() {
-	m.help.SetWidth(m.width)
+	hm := *m.help
+	hm.SetWidth(m.width)
+	m.help = &hm
 	w, h := m.width, max(m.height-m.chrome(), 1)
 	panes := make([]pane, len(m.panes))
 	for i, p := range m.panes {

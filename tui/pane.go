@@ -11,6 +11,7 @@ import (
 	"github.com/nodegc/nodegc/tui/events"
 	"github.com/nodegc/nodegc/tui/images"
 	"github.com/nodegc/nodegc/tui/internal/feed"
+	"github.com/nodegc/nodegc/tui/internal/grid"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/overview"
 	"github.com/nodegc/nodegc/tui/style"
@@ -78,7 +79,8 @@ type sizable[M any] interface {
 }
 
 // Optional methods of a component; a pane without them has no selection,
-// no details, and ignores clicks.
+// no details, and ignores clicks. A table pane (grid.Table) has the
+// grid's clicks and row search.
 type (
 	selector       interface{ Selected() (string, bool) }
 	detailer       interface{ Detail() (feed.Detail, bool) }
@@ -86,8 +88,10 @@ type (
 	aliaser        interface{ Aliases() []string }
 	itemer         interface{ Item() (feed.Item, bool) }
 	finder[M any]  interface{ Find(s string) (M, bool) }
-	clocked        interface{ NextChange() time.Time }
-	cgroupReader   interface{ ReadsCgroups() bool }
+	// rowFinder is a table pane's pointer (grid.Pane.Find).
+	rowFinder    interface{ Find(s string) bool }
+	clocked      interface{ NextChange() time.Time }
+	cgroupReader interface{ ReadsCgroups() bool }
 )
 
 // adapt wraps a component as a pane.
@@ -123,6 +127,10 @@ func (a adapted[M, P]) Detail() (feed.Detail, bool) {
 }
 
 func (a adapted[M, P]) Click(x, y int) pane {
+	if t, ok := any(P(&a.m)).(grid.Table); ok {
+		grid.Click(t, x, y)
+		return a
+	}
 	if c, ok := any(a.m).(clicker[M]); ok {
 		return adapted[M, P]{c.Click(x, y)}
 	}
@@ -144,6 +152,10 @@ func (a adapted[M, P]) Aliases() []string {
 }
 
 func (a adapted[M, P]) Find(s string) (pane, bool) {
+	if f, ok := any(P(&a.m)).(rowFinder); ok {
+		found := f.Find(s)
+		return a, found
+	}
 	if f, ok := any(a.m).(finder[M]); ok {
 		m, found := f.Find(s)
 		return adapted[M, P]{m}, found

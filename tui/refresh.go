@@ -252,6 +252,9 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 	if m.o.Changed != nil {
 		m.snapFP = engine.ContainersFingerprint(m.snap.Containers)
 	}
+	if m.o.Listings != nil {
+		m.digest = Digest(m.snap)
+	}
 	m.refreshes++
 	// Only the visible pane takes the refresh now; the others wait until
 	// they are shown, which halves the work of a refresh on a large node.
@@ -266,6 +269,19 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 	}
 	m.pushOverview()
 	return *m
+}
+
+// afterRefresh runs Options.AfterRefresh, off the screen's goroutine,
+// once a refresh is applied.
+func (m Model) afterRefresh(msg RefreshMsg) tea.Cmd {
+	if m.o.AfterRefresh == nil || msg.Seq != m.refreshSeq {
+		return nil
+	}
+	f := m.o.AfterRefresh
+	return func() tea.Msg {
+		f()
+		return nil
+	}
 }
 
 // syncActive hands the active pane the latest refresh if it came while

@@ -135,7 +135,67 @@ func (m Model) Screen() string {
 		return ""
 	}
 	st := m.st
-	// Tab bar with the engine's state on the right.
+	c := m.drawnChrome()
+	lines := []string{c.bar, c.rule}
+
+	bodyH := max(m.height-m.chrome(), 1)
+	body := m.activePane().View()
+	bl := strings.Split(body, "\n")
+	if len(bl) > bodyH {
+		bl = bl[:bodyH]
+	}
+	for len(bl) < bodyH {
+		bl = append(bl, "")
+	}
+	if !m.haveSnap {
+		// Until the first snapshot, the first blank line of the body (under
+		// a pane's "waiting for the first snapshot…") turns a spinner.
+		if i := slices.IndexFunc(bl, func(l string) bool { return strings.TrimSpace(ansi.Strip(l)) == "" }); i >= 0 {
+			bl[i] = ansi.Truncate(m.load.View(st, m.o.Now()), m.width, "…")
+		}
+	}
+	lines = append(lines, bl...)
+
+	status := ""
+	switch {
+	case m.progress != nil && !(m.flash != "" && m.flashBad):
+		status = m.progressLine()
+	case m.flash != "" && m.flashBad:
+		status = st.FlashError.Render(m.flash)
+	case m.flash != "":
+		status = st.Flash.Render(m.flash)
+	case m.lastErr != "":
+		status = st.FlashError.Render(m.lastErr)
+	case m.eventsStatus != "":
+		status = st.Faint.Render(m.eventsStatus)
+	case m.firstRun() != "":
+		status = st.Warn.Render(m.firstRun())
+	}
+	lines = append(lines, ansi.Truncate(status, m.width, "…"), c.help)
+	screen := strings.Join(lines, "\n")
+	if m.modal != nil {
+		screen = overlay(screen, m.modal.render(st, m.width, m.height, m.o.ReadOnly), m.width, m.height)
+	}
+	return screen
+}
+
+// drawnChrome is the tab bar, its rule and the help line: those of the last screen
+// drawn when nothing but the clock moved since, else drawn now.
+func (m Model) drawnChrome() chrome {
+	if f := m.frame; f != nil && f.chrome.gen == m.chromeGen && !m.asOfShown() {
+		return f.chrome
+	}
+	c := chrome{gen: m.chromeGen, bar: m.tabBar(), rule: m.st.Faint.Render(strings.Repeat("─", m.width)), help: m.helpLine()}
+	if m.frame != nil {
+		m.frame.chrome = c
+	}
+	return c
+}
+
+// tabBar is the first line: the tabs, and the engine's state on the
+// right.
+func (m Model) tabBar() string {
+	st := m.st
 	var tabs []string
 	for i, t := range m.tabLabels() {
 		if Pane(i) == m.active {
@@ -182,41 +242,12 @@ func (m Model) Screen() string {
 	if gap < 1 {
 		bar = ansi.Truncate(left, m.width, "…")
 	}
-	lines := []string{bar, st.Faint.Render(strings.Repeat("─", m.width))}
+	return bar
+}
 
-	bodyH := max(m.height-m.chrome(), 1)
-	body := m.activePane().View()
-	bl := strings.Split(body, "\n")
-	if len(bl) > bodyH {
-		bl = bl[:bodyH]
-	}
-	for len(bl) < bodyH {
-		bl = append(bl, "")
-	}
-	if !m.haveSnap {
-		// Until the first snapshot, the first blank line of the body (under
-		// a pane's "waiting for the first snapshot…") turns a spinner.
-		if i := slices.IndexFunc(bl, func(l string) bool { return strings.TrimSpace(ansi.Strip(l)) == "" }); i >= 0 {
-			bl[i] = ansi.Truncate(m.load.View(st, m.o.Now()), m.width, "…")
-		}
-	}
-	lines = append(lines, bl...)
-
-	status := ""
-	switch {
-	case m.progress != nil && !(m.flash != "" && m.flashBad):
-		status = m.progressLine()
-	case m.flash != "" && m.flashBad:
-		status = st.FlashError.Render(m.flash)
-	case m.flash != "":
-		status = st.Flash.Render(m.flash)
-	case m.lastErr != "":
-		status = st.FlashError.Render(m.lastErr)
-	case m.eventsStatus != "":
-		status = st.Faint.Render(m.eventsStatus)
-	case m.firstRun() != "":
-		status = st.Warn.Render(m.firstRun())
-	}
+// helpLine is the last line: the keys that work now.
+func (m Model) helpLine() string {
+	st := m.st
 	var helpView string
 	switch {
 	case m.cmd.Open():
@@ -236,12 +267,7 @@ func (m Model) Screen() string {
 		room := m.width - ansi.StringWidth(tail) - ansi.StringWidth(sep)
 		helpView = ansi.Truncate(m.help.ShortHelpView(sb[:len(sb)-2]), room, "…") + sep + tail
 	}
-	lines = append(lines, ansi.Truncate(status, m.width, "…"), helpView)
-	screen := strings.Join(lines, "\n")
-	if m.modal != nil {
-		screen = overlay(screen, m.modal.render(st, m.width, m.height, m.o.ReadOnly), m.width, m.height)
-	}
-	return screen
+	return helpView
 }
 
 // firstRun warns, until the first pass, that periodic passes will delete
@@ -265,14 +291,16 @@ func (m Model) firstRun() string {
 // changed nothing on screen (quiet) draws the last frame again without
 // rendering it.
 func (m Model) View() tea.View {
-	f := m.frame
-	if f == nil || f.gen != m.gen {
-		f = &frame{gen: m.gen, screen: m.Screen()}
-		if m.frame != nil {
-			*m.frame = *f
+	screen := ""
+	if f := m.frame; f != nil && f.gen == m.gen {
+		screen = f.screen
+	} else {
+		screen = m.Screen()
+		if f != nil {
+			f.gen, f.screen = m.gen, screen
 		}
 	}
-	v := tea.NewView(f.screen)
+	v := tea.NewView(screen)
 	v.AltScreen = true
 	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = "nodegc"

@@ -69,7 +69,7 @@ func TestPreviewWidthAndPinnedTotal(t *testing.T) {
 		w, h := size[0], size[1]
 		d := &modal{kind: modalPreview, plan: p}
 		d.lines, d.items = planLines(engine.Snapshot{}, p, previewWidth(w))
-		out := ansi.Strip(d.render(st, w, h, false))
+		out := ansi.Strip(d.render(&st, w, h, false))
 		if !strings.Contains(out, "TOTAL 60 items") {
 			t.Errorf("%dx%d: the TOTAL line is not on screen:\n%s", w, h, out)
 		}

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -52,6 +56,10 @@ type rootOptions struct {
 	// eventSource is the runtime's event stream, set by the caller of
 	// dashboard; nil polls.
 	eventSource engine.EventSource
+	// listings are the engine's own listings of the node (its
+	// OnSnapshot), set by the caller of dashboard; nil: the dashboard
+	// lists the node itself for its safety net.
+	listings <-chan tui.Listing
 	// Parallel is the passes' pool width (--parallel).
 	Parallel int
 	Policy   policyFlags
@@ -185,7 +193,9 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	} else if c != nil {
 		return runAttachedDashboard(ctx, opts, c, st)
 	}
-	n, err := openLiveNode(ctx, opts.IO, opts.Global, liveNodeOptions{Policy: opts.Policy, ReadOnly: opts.ReadOnly, Parallel: opts.Parallel, LogToStateDir: true})
+	note, listings := listingFeed()
+	opts.listings = listings
+	n, err := openLiveNode(ctx, opts.IO, opts.Global, liveNodeOptions{Policy: opts.Policy, ReadOnly: opts.ReadOnly, Parallel: opts.Parallel, LogToStateDir: true, OnSnapshot: note})
 	if err != nil {
 		return err
 	}
@@ -209,6 +219,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	restore := quietLibraryLogs(opts.Global.logOut)
 	defer restore()
 	lightGC()
+	defer profile(opts.IO.Err)()
 	so.Paused = opts.Paused
 	// The passes follow the runtime's event stream whatever --events says
 	// of the display: a container created on an image is seen at once. The
@@ -236,6 +247,8 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		JournalPath:     journal,
 		Journal:         journalReader(opts.stateDir),
 		RefreshInterval: opts.Refresh,
+		Listings:        opts.listings,
+		AfterRefresh:    debug.FreeOSMemory,
 		Version:         version,
 		Now:             now,
 	})
@@ -252,6 +265,28 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		fmt.Fprintln(opts.IO.Err, stoppedLine(*r))
 	}
 	return err
+}
+
+// listingFeed returns an engine.Options.OnSnapshot that tells the
+// dashboard of every listing the engine makes (tui.Options.Listings): it
+// keeps only the latest, and never blocks the engine, which calls it with
+// its lock held.
+func listingFeed() (note func(engine.Snapshot), listings <-chan tui.Listing) {
+	ch := make(chan tui.Listing, 1)
+	return func(s engine.Snapshot) {
+		l := tui.Listing{At: s.TakenAt, Digest: tui.Digest(s)}
+		for range 2 {
+			select {
+			case ch <- l:
+				return
+			default:
+			}
+			select {
+			case <-ch: // an older one the dashboard has not taken
+			default:
+			}
+		}
+	}, ch
 }
 
 // journalReader reads the journal in the state dir for the dashboard's
@@ -283,6 +318,112 @@ func lightGC() {
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(dashboardMemoryLimit)
+	}
+}
+
+// Environment variables that make the dashboard profile itself, to find
+// what its idle time goes to (scripts/measure-idle.sh PROFILE=DIR): from
+// profileAfter into the run, for profileFor (or until it ends), a CPU
+// profile; at the start and the end of that window, heap profiles
+// (FILE.base and FILE): `go tool pprof -sample_index=alloc_space -base
+// FILE.base` shows what the window allocated.
+// Unset, nothing is profiled.
+const (
+	cpuProfileEnv   = "NODEGC_CPUPROFILE"
+	heapProfileEnv  = "NODEGC_HEAPPROFILE"
+	profileAfterEnv = "NODEGC_PROFILE_AFTER"
+	profileForEnv   = "NODEGC_PROFILE_FOR"
+)
+
+// profile starts the profiles the environment asks for and returns a func
+// that ends the window early (when the dashboard ends). What goes wrong is
+// said on errw.
+func profile(errw io.Writer) (stop func()) {
+	cpu, heap := os.Getenv(cpuProfileEnv), os.Getenv(heapProfileEnv)
+	if cpu == "" && heap == "" {
+		return func() {}
+	}
+	warn := func(err error) { fmt.Fprintf(errw, "nodegc: profile: %v\n", err) }
+	after, err := time.ParseDuration(cmp.Or(os.Getenv(profileAfterEnv), "0s"))
+	if err != nil {
+		warn(fmt.Errorf("%s: %w", profileAfterEnv, err))
+		return func() {}
+	}
+	if heap != "" {
+		// Finer than the default 512 KiB: an idle minute allocates a few
+		// megabytes in small pieces.
+		runtime.MemProfileRate = 16 << 10
+	}
+	var span time.Duration
+	if v := os.Getenv(profileForEnv); v != "" {
+		if span, err = time.ParseDuration(v); err != nil {
+			warn(fmt.Errorf("%s: %w", profileForEnv, err))
+			return func() {}
+		}
+	}
+	var (
+		mu      sync.Mutex
+		started bool
+		ended   bool
+		cpuFile *os.File
+	)
+	writeHeap := func(path string) {
+		if heap == "" {
+			return
+		}
+		runtime.GC()
+		f, err := os.Create(path)
+		if err == nil {
+			err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
+		}
+		if err != nil {
+			warn(fmt.Errorf("%s: %w", heapProfileEnv, err))
+		}
+	}
+	end := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started || ended {
+			ended = true
+			return
+		}
+		ended = true
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			if err := cpuFile.Close(); err != nil {
+				warn(fmt.Errorf("%s: %w", cpuProfileEnv, err))
+			}
+		}
+		writeHeap(heap)
+	}
+	begin := time.AfterFunc(after, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if ended {
+			return
+		}
+		started = true
+		writeHeap(heap + ".base")
+		if cpu != "" {
+			f, err := os.Create(cpu)
+			if err == nil {
+				if err = pprof.StartCPUProfile(f); err != nil {
+					f.Close()
+				}
+			}
+			if err != nil {
+				warn(fmt.Errorf("%s: %w", cpuProfileEnv, err))
+			} else {
+				cpuFile = f
+			}
+		}
+		if span > 0 {
+			time.AfterFunc(span, end)
+		}
+	})
+	return func() {
+		begin.Stop()
+		end()
 	}
 }
 

@@ -21,18 +21,19 @@ import (
 	"github.com/nodegc/nodegc/tui/style"
 )
 
-// Sort orders siblings.
-type Sort int
-
-// Sort orders; s cycles through them.
+// Sort orders of siblings (grid.Pane.Sort); s cycles through them.
 const (
-	ByPath Sort = iota
+	ByPath = iota
 	ByMemory
 	ByCPU
-	numSorts
 )
 
-func (s Sort) String() string { return [...]string{"path", "memory", "cpu"}[s] }
+// orders are the sort orders, by the constants above.
+var orders = []grid.Order{
+	ByPath:   {Name: "path", Col: 0},
+	ByMemory: {Name: "memory", Col: 1, Desc: true},
+	ByCPU:    {Name: "cpu", Col: 4, Desc: true},
+}
 
 type sample struct {
 	nanos uint64
@@ -42,7 +43,6 @@ type sample struct {
 // Model is the Cgroups pane.
 type Model struct {
 	grid.Pane
-	sort Sort
 
 	tree *cgroupfs.Tree
 	err  string
@@ -75,7 +75,7 @@ var columns = []grid.Column{
 func New(k keys.KeyMap, st style.Styles, hasReader bool) Model {
 	return Model{
 		// The header takes three lines above the table.
-		Pane: grid.NewPane(k, st, columns, 3, 3),
+		Pane: grid.NewPane(k, st, columns, 3, 3, orders...),
 		prev: map[string]sample{}, rate: map[string]float64{},
 		collapsed: map[string]bool{}, expanded: map[string]bool{},
 		noReader: !hasReader,
@@ -129,11 +129,8 @@ func (m *Model) SetTree(t *cgroupfs.Tree, at time.Time) {
 		walk(t.Root)
 	}
 	m.prev, m.rate, m.at = next, rate, at
-	m.rebuild()
+	grid.Refresh(m)
 }
-
-// sortColumn is the column each order sorts by.
-var sortColumn = [numSorts]int{ByPath: 0, ByMemory: 1, ByCPU: 4}
 
 // matches reports whether the node or one below it matches the filter.
 func (m *Model) matches(n *cgroupfs.Node, memo map[*cgroupfs.Node]bool) bool {
@@ -150,8 +147,9 @@ func (m *Model) matches(n *cgroupfs.Node, memo map[*cgroupfs.Node]bool) bool {
 	return v
 }
 
-func (m *Model) rebuild() {
-	m.SortArrow(sortColumn[m.sort], m.sort != ByPath)
+// Rebuild turns the tree into rows under the sort, the filter and what is
+// collapsed.
+func (m *Model) Rebuild() {
 	if m.tree == nil || m.tree.Root == nil {
 		m.Grid.SetRows(nil)
 		return
@@ -257,10 +255,8 @@ func bar(f float64, w int) string {
 // Update handles the pane's keys (navigation, collapse and expand, filter
 // and sort) and the cgroup reads it shows.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.KeyPressMsg:
-		m.HandleKey(msg, m.rebuild, m.nextSort, m.treeKey)
-	case feed.Cgroups:
+	grid.Update(&m, msg)
+	if msg, ok := msg.(feed.Cgroups); ok {
 		if msg.Tree != nil {
 			m.SetTree(msg.Tree, msg.At)
 		}
@@ -269,21 +265,6 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 	}
 	return m, nil
-}
-
-// Selected returns the selected node's container ID, pod UID or path.
-func (m Model) Selected() (string, bool) { return m.SelectedID() }
-
-// Click sorts by the column whose header is clicked, or selects the row
-// at line y.
-func (m Model) Click(x, y int) Model {
-	grid.Click(&m.Pane, x, y, sortColumn[:], &m.sort, m.rebuild)
-	return m
-}
-
-func (m *Model) nextSort() {
-	m.sort = (m.sort + 1) % numSorts
-	m.rebuild()
 }
 
 // View renders the header, the filter and the tree.
@@ -312,10 +293,4 @@ func (m Model) ShortHelp() []key.Binding {
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
 	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Toggle, m.Keys.ExpandAll, m.Keys.CollapseAll}, m.Keys.Table()}
-}
-
-// Find selects the first row naming s (`:` command).
-func (m Model) Find(s string) (Model, bool) {
-	ok := m.Pane.Find(s)
-	return m, ok
 }

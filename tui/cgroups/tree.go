@@ -5,13 +5,13 @@ package cgroups
 
 import (
 	"cmp"
-	"slices"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/internal/format"
+	"github.com/nodegc/nodegc/tui/internal/grid"
 )
 
 // label names a node for a person.
@@ -62,23 +62,12 @@ func (m *Model) isCollapsed(n *cgroupfs.Node) bool {
 }
 
 func (m *Model) children(n *cgroupfs.Node) []*cgroupfs.Node {
-	if m.sort == ByPath && !m.Reversed {
-		return n.Children
-	}
-	cs := slices.Clone(n.Children)
-	slices.SortStableFunc(cs, func(a, b *cgroupfs.Node) int {
-		switch m.sort {
-		case ByMemory:
+	return grid.Ordered(&m.Pane, n.Children, func(a, b *cgroupfs.Node) int {
+		if m.Sort == ByMemory {
 			return cmp.Compare(b.MemoryBytes, a.MemoryBytes)
-		case ByCPU:
-			return cmp.Compare(m.rate[b.Path], m.rate[a.Path])
 		}
-		return 0
+		return cmp.Compare(m.rate[b.Path], m.rate[a.Path])
 	})
-	if m.Reversed {
-		slices.Reverse(cs)
-	}
-	return cs
 }
 
 // nodeID is what c copies from a node: a container's ID, a pod's UID,
@@ -93,20 +82,20 @@ func nodeID(n *cgroupfs.Node) string {
 	return n.Path
 }
 
-// treeKey handles the keys that collapse and expand the tree and reports
+// TakeKey handles the keys that collapse and expand the tree and reports
 // whether k was one of them.
-func (m *Model) treeKey(k tea.KeyPressMsg) bool {
+func (m *Model) TakeKey(k tea.KeyPressMsg) bool {
 	switch {
 	case key.Matches(k, m.Keys.Toggle):
 		m.toggle(k)
 	case key.Matches(k, m.Keys.ExpandAll):
 		m.allOpen = true
 		clear(m.collapsed)
-		m.rebuild()
+		m.Rebuild()
 	case key.Matches(k, m.Keys.CollapseAll):
 		m.allOpen = false
 		clear(m.expanded)
-		m.rebuild()
+		m.Rebuild()
 	default:
 		return false
 	}
@@ -137,7 +126,7 @@ func (m *Model) toggle(k tea.KeyPressMsg) {
 		delete(m.expanded, n.Path)
 		m.collapsed[n.Path] = true
 	}
-	m.rebuild()
+	m.Rebuild()
 }
 
 func find(n *cgroupfs.Node, path string) *cgroupfs.Node {

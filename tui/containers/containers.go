@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -25,18 +24,21 @@ import (
 	"github.com/nodegc/nodegc/tui/style"
 )
 
-// Sort is the order of the pods.
-type Sort int
-
-// Sort orders; s cycles through them.
+// Sort orders of the pods (grid.Pane.Sort); s cycles through them.
 const (
-	ByPod Sort = iota
+	ByPod = iota
 	ByDeadCount
 	ByRemovals
-	numSorts
 )
 
-func (s Sort) String() string { return [...]string{"pod", "dead count", "removals"}[s] }
+// orders are the sort orders, by the constants above. Every order sorts
+// the pods, whose column's title names the count (the counts are in each
+// pod's header), so every arrow marks that column.
+var orders = []grid.Order{
+	ByPod:       {Name: "pod"},
+	ByDeadCount: {Name: "dead count", Desc: true},
+	ByRemovals:  {Name: "removals", Desc: true},
+}
 
 // group is one pod and its dead containers.
 type group struct {
@@ -53,7 +55,6 @@ type group struct {
 // what the plan does with each are the engine's.
 type Model struct {
 	grid.Pane
-	sort    Sort
 	groups  []group
 	summary string
 	loaded  bool
@@ -61,7 +62,6 @@ type Model struct {
 	// the last cgroup read: the details of a pod.
 	snap engine.Snapshot
 	pods map[string]string
-	now  time.Time
 	tree *cgroupfs.Tree
 	// explained are the engine's rows of the last refresh, for the raw
 	// view of a pod.
@@ -82,7 +82,7 @@ var columns = []grid.Column{
 
 // New returns an empty pane.
 func New(k keys.KeyMap, st style.Styles) Model {
-	return Model{Pane: grid.NewPane(k, st, columns, 1, 1)}
+	return Model{Pane: grid.NewPane(k, st, columns, 1, 1, orders...)}
 }
 
 // ago is how long ago at was, as the FINISHED column reads it.
@@ -98,7 +98,8 @@ func (m Model) Title() string { return "Containers" }
 // from the snapshot s, at now.
 func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	m.loaded = true
-	m.snap, m.now = s, now
+	m.snap = s
+	m.Grid.SetNow(now)
 	removable := make(map[string]bool, len(s.PodSource.RemovablePodUIDs))
 	for _, uid := range s.PodSource.RemovablePodUIDs {
 		removable[uid] = true
@@ -177,7 +178,7 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	fmt.Fprintf(&b, " · keep %s per container, max %s, min age %s", keep, maxAll, format.Duration(pol.MinAge))
 	b.WriteString(" · pods: " + s.PodSource.Summary())
 	m.summary = b.String()
-	m.rebuild()
+	grid.Refresh(m)
 }
 
 // mark is the plan column: the engine's action, step and reason (its
@@ -189,31 +190,20 @@ func mark(r engine.ContainerRow) (string, grid.Kind) {
 	return "keep " + r.Reason, grid.Dim
 }
 
-func (m *Model) rebuild() {
-	groups := m.groups
-	if m.sort != ByPod {
-		groups = slices.Clone(groups)
-		slices.SortStableFunc(groups, func(a, b group) int {
-			if m.sort == ByDeadCount {
-				return cmp.Compare(b.dead, a.dead)
-			}
-			return cmp.Compare(b.removals, a.removals)
-		})
-	}
-	if m.Reversed {
-		groups = slices.Clone(groups)
-		slices.Reverse(groups)
-	}
-	// The sort arrow: pods by name on their column; the counts are in
-	// each pod's header, so their arrow marks the same column, whose
-	// title says which count.
+// Rebuild turns the groups into rows under the sort and the filter.
+func (m *Model) Rebuild() {
+	groups := grid.Ordered(&m.Pane, m.groups, func(a, b group) int {
+		if m.Sort == ByDeadCount {
+			return cmp.Compare(b.dead, a.dead)
+		}
+		return cmp.Compare(b.removals, a.removals)
+	})
+	// The column the arrow marks says which count the pods are sorted by.
 	title := "POD / CONTAINER"
-	if m.sort != ByPod {
-		title = "POD BY " + strings.ToUpper(m.sort.String())
+	if m.Sort != ByPod {
+		title = "POD BY " + strings.ToUpper(orders[m.Sort].Name)
 	}
 	m.Grid.SetTitle(0, title)
-	m.SortArrow(0, m.sort != ByPod)
-	m.Order = m.sort.String()
 	var rows []grid.Row
 	matched, total := 0, 0
 	for _, g := range groups {
@@ -239,41 +229,16 @@ func (m *Model) rebuild() {
 // Update handles the pane's keys (navigation, filter and sort) and the
 // refreshes and cgroup reads it shows.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	grid.Update(&m, msg)
 	switch msg := msg.(type) {
-	case tea.KeyPressMsg:
-		m.HandleKey(msg, m.rebuild, m.nextSort, nil)
 	case feed.Snapshot:
 		m.SetData(msg.Snap, msg.Plan, msg.At)
-		m.Grid.SetNow(msg.At)
-	case feed.Clock:
-		m.now = msg.Now
-		m.Grid.SetNow(msg.Now)
 	case feed.Cgroups:
 		if msg.Tree != nil {
 			m.tree, m.treeAt = msg.Tree, msg.At
 		}
 	}
 	return m, nil
-}
-
-// Selected returns the selected container's ID, or the pod's UID on a pod
-// row.
-func (m Model) Selected() (string, bool) { return m.SelectedID() }
-
-// Click sorts by the column whose header is clicked, or selects the row
-// at line y.
-func (m Model) Click(x, y int) Model {
-	grid.Click(&m.Pane, x, y, sortColumn[:], &m.sort, m.rebuild)
-	return m
-}
-
-// sortColumn is the column each order sorts by: every order sorts the
-// pods, whose column's title names the count.
-var sortColumn = [numSorts]int{}
-
-func (m *Model) nextSort() {
-	m.sort = (m.sort + 1) % numSorts
-	m.rebuild()
 }
 
 // View renders the summary, the filter and the table.
@@ -292,22 +257,6 @@ func (m Model) View() string {
 	}
 	parts = append(parts, m.Grid.View())
 	return lipgloss.JoinVertical(lipgloss.Left, parts...)
-}
-
-// ShortHelp returns the pane's keys for the footer.
-func (m Model) ShortHelp() []key.Binding {
-	return []key.Binding{m.Keys.Drill, m.Keys.Filter, m.Keys.Sort, m.Keys.Copy}
-}
-
-// FullHelp returns the pane's keys for the full help.
-func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{m.Keys.Navigation(), append([]key.Binding{m.Keys.Drill}, m.Keys.Table()...)}
-}
-
-// Find selects the first row naming s (`:` command).
-func (m Model) Find(s string) (Model, bool) {
-	ok := m.Pane.Find(s)
-	return m, ok
 }
 
 // Aliases are the pane's other names for `:`: k9s calls it pods.

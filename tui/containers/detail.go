@@ -43,7 +43,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 	slices.SortFunc(sbs, func(a, b engine.Sandbox) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	l = append(l, "", fmt.Sprintf("SANDBOXES (%d)", len(sbs)))
 	for _, sb := range sbs {
-		l = append(l, fmt.Sprintf("  %s  %-16s attempt %d  created %s ago", format.ShortID(sb.ID), sb.State, sb.Attempt, format.Duration(m.now.Sub(sb.CreatedAt))))
+		l = append(l, fmt.Sprintf("  %s  %-16s attempt %d  created %s ago", format.ShortID(sb.ID), sb.State, sb.Attempt, format.Duration(m.Grid.Now().Sub(sb.CreatedAt))))
 	}
 
 	var cs []engine.Container
@@ -75,7 +75,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 		if c.State != engine.ContainerRunning {
 			s += fmt.Sprintf("  exit %d", c.ExitCode)
 			if c.FinishedAt != nil {
-				s += " " + format.Duration(m.now.Sub(*c.FinishedAt)) + " ago"
+				s += " " + format.Duration(m.Grid.Now().Sub(*c.FinishedAt)) + " ago"
 			}
 		}
 		if p, ok := plan[c.ID]; ok {
@@ -88,7 +88,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 	if m.tree != nil && !m.treeAt.IsZero() {
 		// The tree is read on its own clock (every 30 s while the Cgroups
 		// pane is hidden): say when.
-		head += "  as of " + m.treeAt.Format(time.TimeOnly) + " (" + format.Ago(m.treeAt, m.now) + ")"
+		head += "  as of " + m.treeAt.Format(time.TimeOnly) + " (" + format.Ago(m.treeAt, m.Grid.Now()) + ")"
 	}
 	l = append(l, "", head)
 	n := podNode(m.tree, uid)

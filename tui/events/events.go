@@ -55,8 +55,9 @@ var columns = []grid.Column{
 
 // New returns an empty pane.
 func New(k keys.KeyMap, st style.Styles) Model {
-	m := Model{Pane: grid.NewPane(k, st, columns, 0, 0)}
-	m.SortArrow(0, true) // newest first, the one order
+	// Newest first, the one order.
+	m := Model{Pane: grid.NewPane(k, st, columns, 0, 0, grid.Order{Col: 0, Desc: true})}
+	m.SortArrow(0, true)
 	return m
 }
 
@@ -121,7 +122,7 @@ func (m *Model) AddPass(r engine.PassReport) {
 		}
 		m.addEvent(e)
 	}
-	m.rebuild()
+	grid.Refresh(m)
 }
 
 // samePass reports whether a and b are one pass: the same pass ID (run
@@ -137,7 +138,7 @@ func samePass(a, b engine.PassReport) bool {
 // AddEvent records a kubelet-style event.
 func (m *Model) AddEvent(e engine.Event) {
 	m.addEvent(e)
-	m.rebuild()
+	grid.Refresh(m)
 }
 
 func (m *Model) addEvent(e engine.Event) {
@@ -154,7 +155,9 @@ func (m *Model) addEvent(e engine.Event) {
 	m.resize()
 }
 
-func (m *Model) rebuild() {
+// Rebuild lists the passes that match the filter, each with its failed
+// and skipped items.
+func (m *Model) Rebuild() {
 	var rows []grid.Row
 	m.Matched, m.Total = 0, len(m.passes)
 	for _, p := range m.passes {
@@ -241,25 +244,14 @@ func passKey(p engine.PassReport) string { return fmt.Sprintf("pass/%d/%s", p.ID
 // Update handles the pane's keys (navigation and filter) and the passes
 // and events it lists.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	grid.Update(&m, msg)
 	switch msg := msg.(type) {
-	case tea.KeyPressMsg:
-		m.HandleKey(msg, m.rebuild, nil, nil)
 	case feed.Pass:
 		m.AddPass(msg.Report)
 	case feed.Event:
 		m.AddEvent(msg.Event)
 	}
 	return m, nil
-}
-
-// Selected returns the selected pass's ID (as the journal names it) or
-// item's ID.
-func (m Model) Selected() (string, bool) { return m.SelectedID() }
-
-// Click selects the row at line y.
-func (m Model) Click(_, y int) Model {
-	m.ClickRow(y)
-	return m
 }
 
 // View renders the pass table and, under it, the latest events.
@@ -297,12 +289,6 @@ func (m Model) ShortHelp() []key.Binding {
 // FullHelp returns the pane's keys for the full help.
 func (m Model) FullHelp() [][]key.Binding {
 	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Drill, m.Keys.Filter, m.Keys.ClearFilter, m.Keys.Copy}}
-}
-
-// Find selects the first row naming s (`:` command).
-func (m Model) Find(s string) (Model, bool) {
-	ok := m.Pane.Find(s)
-	return m, ok
 }
 
 // Aliases are the pane's other names for `:`.

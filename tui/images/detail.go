@@ -14,7 +14,7 @@ import (
 // eviction order, what the plan does with it and why, whether it is a
 // sandbox image, and the containers using it.
 func (m Model) Detail() (feed.Detail, bool) {
-	id, ok := m.SelectedID()
+	id, ok := m.Selected()
 	if !ok {
 		return feed.Detail{}, false
 	}
@@ -50,8 +50,8 @@ func (m Model) Detail() (feed.Detail, bool) {
 		sandbox = "yes (never removed)"
 	}
 	l = append(l, "PINNED    "+pinned, "SANDBOX   "+sandbox,
-		"FIRST     "+when(r.FirstDetected, "—", m.now),
-		"LAST USED "+when(r.LastUsed, "never", m.now),
+		"FIRST     "+when(r.FirstDetected, "—", m.Grid.Now()),
+		"LAST USED "+when(r.LastUsed, "never", m.Grid.Now()),
 		fmt.Sprintf("ORDER     #%d of %d in LRU (eviction) order", r.Rank, len(m.items)),
 		"VERDICT   "+it.status)
 	if r.Action == engine.ActionRemove {

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -24,21 +23,21 @@ import (
 	"github.com/nodegc/nodegc/tui/style"
 )
 
-// Sort is the order of the table.
-type Sort int
-
-// Sort orders; s cycles through them.
+// Sort orders (grid.Pane.Sort); s cycles through them.
 const (
 	// ByRank is the eviction order, with the cut line.
-	ByRank Sort = iota
+	ByRank = iota
 	BySize
 	ByLastUsed
 	ByName
-	numSorts
 )
 
-func (s Sort) String() string {
-	return [...]string{"rank", "size", "last used", "name"}[s]
+// orders are the table's sort orders, by the constants above.
+var orders = []grid.Order{
+	ByRank:     {Name: "rank", Col: 0},
+	BySize:     {Name: "size", Col: 3, Desc: true},
+	ByLastUsed: {Name: "last used", Col: 4, Desc: true},
+	ByName:     {Name: "name", Col: 1},
 }
 
 // item is one image row, formatted once per refresh.
@@ -58,14 +57,12 @@ type item struct {
 // engine's.
 type Model struct {
 	grid.Pane
-	sort    Sort
 	items   []item
 	cut     engine.CutLine
 	summary string
 	loaded  bool
-	// plan and now are the last refresh, for the details of an image.
+	// plan is the last refresh's, for the details of an image.
 	plan engine.Plan
-	now  time.Time
 }
 
 var columns = []grid.Column{
@@ -81,7 +78,7 @@ var columns = []grid.Column{
 
 // New returns an empty pane.
 func New(k keys.KeyMap, st style.Styles) Model {
-	return Model{Pane: grid.NewPane(k, st, columns, 1, 1)}
+	return Model{Pane: grid.NewPane(k, st, columns, 1, 1, orders...)}
 }
 
 // Title names the pane.
@@ -91,7 +88,8 @@ func (m Model) Title() string { return "Images" }
 // snapshot s, at now.
 func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	m.loaded = true
-	m.plan, m.now = p, now
+	m.plan = p
+	m.Grid.SetNow(now)
 	rows, cut := engine.ExplainImages(s, p)
 	m.cut = cut
 	m.items = make([]item, len(rows))
@@ -141,7 +139,7 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 		}
 	}
 	m.summary = b.String()
-	m.rebuild()
+	grid.Refresh(m)
 }
 
 // age is how long ago at was, as the LAST USED and FIRST SEEN columns
@@ -177,33 +175,23 @@ func status(r engine.ImageRow) (string, grid.Kind) {
 	return "keep " + r.Reason, grid.Dim
 }
 
-// rebuild turns the items into rows under the sort and the filter.
-func (m *Model) rebuild() {
-	items := m.items
-	if m.sort != ByRank {
-		items = slices.Clone(items)
-		slices.SortStableFunc(items, func(a, b item) int {
-			switch m.sort {
-			case BySize:
-				return cmp.Or(cmp.Compare(b.row.Image.SizeBytes, a.row.Image.SizeBytes), cmp.Compare(a.row.Rank, b.row.Rank))
-			case ByLastUsed:
-				return cmp.Or(b.lastUsed.Compare(a.lastUsed), cmp.Compare(a.row.Rank, b.row.Rank))
-			default:
-				return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.row.Rank, b.row.Rank))
-			}
-		})
-	}
-	m.SortArrow(sortColumn[m.sort], m.sort == BySize || m.sort == ByLastUsed)
-	m.Order = m.sort.String()
-	if m.Reversed {
-		items = slices.Clone(items)
-		slices.Reverse(items)
-	}
+// Rebuild turns the items into rows under the sort and the filter.
+func (m *Model) Rebuild() {
+	items := grid.Ordered(&m.Pane, m.items, func(a, b item) int {
+		switch m.Sort {
+		case BySize:
+			return cmp.Or(cmp.Compare(b.row.Image.SizeBytes, a.row.Image.SizeBytes), cmp.Compare(a.row.Rank, b.row.Rank))
+		case ByLastUsed:
+			return cmp.Or(b.lastUsed.Compare(a.lastUsed), cmp.Compare(a.row.Rank, b.row.Rank))
+		default:
+			return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.row.Rank, b.row.Rank))
+		}
+	})
 	matched := 0
 	rows := make([]grid.Row, 0, len(items)+1)
 	// The cut line sits where the engine puts it, under the rows ranked
 	// above it; only the eviction order shows it.
-	cutDone := m.sort != ByRank || m.cut.Row <= 0 || m.Reversed
+	cutDone := m.Sort != ByRank || m.cut.Row <= 0 || m.Reversed
 	cutRow := grid.Row{Cells: []string{m.cut.Text}, Kind: grid.Cut, Key: "cut"}
 	for _, it := range items {
 		id := it.row.Image.ID
@@ -235,42 +223,14 @@ func (m *Model) matches(it item) bool {
 	return slices.ContainsFunc(it.row.Image.RepoTags, m.Filter.Match) || slices.ContainsFunc(it.row.Image.RepoDigests, m.Filter.Match)
 }
 
-// sortColumn is the column each order sorts by.
-var sortColumn = [numSorts]int{ByRank: 0, BySize: 3, ByLastUsed: 4, ByName: 1}
-
 // Update handles the pane's keys (navigation, filter and sort) and the
 // refreshes it shows.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.KeyPressMsg:
-		m.HandleKey(msg, m.rebuild, m.nextSort, nil)
-	case feed.Snapshot:
+	grid.Update(&m, msg)
+	if msg, ok := msg.(feed.Snapshot); ok {
 		m.SetData(msg.Snap, msg.Plan, msg.At)
-		m.Grid.SetNow(msg.At)
-	case feed.Clock:
-		m.now = msg.Now
-		m.Grid.SetNow(msg.Now)
 	}
 	return m, nil
-}
-
-// NextChange is when an age or countdown on screen next reads
-// differently.
-func (m Model) NextChange() time.Time { return m.Grid.NextChange() }
-
-// Selected returns the selected image's ID.
-func (m Model) Selected() (string, bool) { return m.SelectedID() }
-
-// Click sorts by the column whose header is clicked, or selects the row
-// at line y.
-func (m Model) Click(x, y int) Model {
-	grid.Click(&m.Pane, x, y, sortColumn[:], &m.sort, m.rebuild)
-	return m
-}
-
-func (m *Model) nextSort() {
-	m.sort = (m.sort + 1) % numSorts
-	m.rebuild()
 }
 
 // View renders the summary, the filter and the table.
@@ -282,22 +242,6 @@ func (m Model) View() string {
 	parts := m.WithFilter([]string{head})
 	parts = append(parts, m.Grid.View())
 	return lipgloss.JoinVertical(lipgloss.Left, parts...)
-}
-
-// ShortHelp returns the pane's keys for the footer.
-func (m Model) ShortHelp() []key.Binding {
-	return []key.Binding{m.Keys.Drill, m.Keys.Filter, m.Keys.Sort, m.Keys.Copy}
-}
-
-// FullHelp returns the pane's keys for the full help.
-func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{m.Keys.Navigation(), append([]key.Binding{m.Keys.Drill}, m.Keys.Table()...)}
-}
-
-// Find selects the first row naming s (`:` command).
-func (m Model) Find(s string) (Model, bool) {
-	ok := m.Pane.Find(s)
-	return m, ok
 }
 
 // Item returns the selected image, which ctrl+d offers to remove alone.

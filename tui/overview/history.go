@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/internal/format"
 )
 
 // MaxHistory bounds each series of the session's history.
@@ -118,10 +117,12 @@ func maxValue(xs []Sample) int64 {
 	return m
 }
 
-// span says how long ago the first of xs was taken.
-func span(xs []Sample, now time.Time) string {
+// span says how many samples xs holds and when the first was taken: a
+// time, not an age, so that the line does not move with the clock (an
+// idle dashboard then draws nothing each second).
+func span(xs []Sample) string {
 	if len(xs) == 0 {
 		return "no samples yet"
 	}
-	return fmt.Sprintf("%d samples over %s", len(xs), format.Duration(now.Sub(xs[0].At)))
+	return fmt.Sprintf("%d samples since %s", len(xs), xs[0].At.Format(time.TimeOnly))
 }

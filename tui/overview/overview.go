@@ -40,8 +40,10 @@ type Data struct {
 
 // Model is the Overview pane.
 type Model struct {
-	keys   keys.KeyMap
-	st     style.Styles
+	// keys and st are shared by the pane's copies: replaced, never
+	// written in place.
+	keys   *keys.KeyMap
+	st     *style.Styles
 	d      Data
 	loaded bool
 	// hist is the session's history: the usage at each refresh
@@ -59,14 +61,14 @@ type Model struct {
 // memo holds a render and where its clock lines are (-1: not shown).
 type memo struct {
 	lines []string
-	at    [3]int
+	at    [2]int
 }
 
 // New returns an empty pane.
-func New(k keys.KeyMap, st style.Styles) Model { return Model{keys: k, st: st} }
+func New(k keys.KeyMap, st style.Styles) Model { return Model{keys: &k, st: &st} }
 
 // SetStyles switches the palette.
-func (m *Model) SetStyles(st style.Styles) { m.st, m.memo = st, &memo{} }
+func (m *Model) SetStyles(st style.Styles) { m.st, m.memo = &st, &memo{} }
 
 // SetSize sets the pane's size.
 func (m *Model) SetSize(w, h int) { m.width, m.height, m.memo = w, h, &memo{} }
@@ -106,7 +108,8 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 }
 
 // NextChange is when a countdown or age the pane shows next reads
-// differently: the next passes, the last pass's age, the history's span.
+// differently: the next passes and the last pass's age. (The history
+// says when it starts, which does not move.)
 func (m Model) NextChange() time.Time {
 	if !m.loaded {
 		return time.Time{}
@@ -125,9 +128,6 @@ func (m Model) NextChange() time.Time {
 	}
 	if r := d.Status.LastReport; r != nil {
 		at(r.FinishedAt)
-	}
-	if len(d.History.Usage) > 0 {
-		at(d.History.Usage[0].At)
 	}
 	return next
 }
@@ -194,13 +194,13 @@ func (m Model) View() string {
 }
 
 // clockLines are the lines that move with the clock: the engine's
-// countdowns, the last pass's age and the history's span.
-func (m Model) clockLines() [3]string {
-	return [3]string{m.engineLine(), m.lastPassLine(), m.usageHead()}
+// countdowns and the last pass's age.
+func (m Model) clockLines() [2]string {
+	return [2]string{m.engineLine(), m.lastPassLine()}
 }
 
 // render lays out the pane, and says where its clock lines went.
-func (m Model) render() ([]string, [3]int) {
+func (m Model) render() ([]string, [2]int) {
 	d, st := m.d, m.st
 	var lines []string
 	add := func(s ...string) { lines = append(lines, s...) }
@@ -281,7 +281,7 @@ func (m Model) render() ([]string, [3]int) {
 	}
 	lines = append(lines, tail...)
 
-	at := [3]int{-1, -1, -1}
+	at := [2]int{-1, -1}
 	clock := m.clockLines()
 	for i, l := range lines {
 		if j := slices.Index(clock[:], l); j >= 0 && at[j] < 0 {
@@ -362,7 +362,7 @@ func (m Model) usageNow() string {
 // usageHead is the usage chart's heading, with the span of the history.
 func (m Model) usageHead() string {
 	d, st, pol := m.d, m.st, m.d.Policy.Image
-	return st.Header.Render("USAGE HISTORY") + "  " + st.Label.Render(fmt.Sprintf("image fs, now %s · band %d–%d%% (┄ high, ┈ low) · %s", m.usageNow(), pol.LowThresholdPercent, pol.HighThresholdPercent, span(d.History.Usage, d.Now)))
+	return st.Header.Render("USAGE HISTORY") + "  " + st.Label.Render(fmt.Sprintf("image fs, now %s · band %d–%d%% (┄ high, ┈ low) · %s", m.usageNow(), pol.LowThresholdPercent, pol.HighThresholdPercent, span(d.History.Usage)))
 }
 
 // usageStyle colours the usage chart: hot while the latest sample is at or
@@ -376,7 +376,7 @@ func (m Model) usageStyle(h History) lipgloss.Style {
 
 // reserveWord is one filesystem's verdict against the reserve: ok, or
 // below it (never "out of disk", which would sound like the kubelet's).
-func reserveWord(st style.Styles, ok bool, thresholdMiB int64) string {
+func reserveWord(st *style.Styles, ok bool, thresholdMiB int64) string {
 	if ok {
 		return st.OK.Render("ok")
 	}

@@ -101,7 +101,9 @@ type Model struct {
 	moved  bool
 	width  int
 	height int
-	styles Styles
+	// styles is shared by the copies of the table: replaced, never
+	// written in place.
+	styles *Styles
 	// sortCol is the column the rows are sorted by (-1: none shown);
 	// desc says the arrow points down.
 	sortCol int
@@ -112,16 +114,20 @@ type Model struct {
 
 // New returns a table with the columns.
 func New(cols []Column, s Styles) Model {
-	m := Model{cols: cols, styles: s, sortCol: -1}
+	m := Model{cols: cols, styles: &s, sortCol: -1}
 	m.layout()
 	return m
 }
 
 // SetStyles replaces the styles (the background turned out light).
-func (m *Model) SetStyles(s Styles) { m.styles = s }
+func (m *Model) SetStyles(s Styles) { m.styles = &s }
 
 // SetNow sets the time the rows' Clocks are drawn at.
 func (m *Model) SetNow(now time.Time) { m.now = now }
+
+// Now is the time the rows' Clocks are drawn at: the last refresh's, or
+// the clock's since.
+func (m Model) Now() time.Time { return m.now }
 
 // NextChange is when the next clocked cell on screen changes its text,
 // the zero time when none will.
@@ -251,7 +257,7 @@ func (m *Model) SetCursor(i int) {
 
 // Update moves the cursor on navigation keys and reports whether it
 // handled the key.
-func (m Model) Update(msg tea.KeyPressMsg, k keys.KeyMap) (Model, bool) {
+func (m Model) Update(msg tea.KeyPressMsg, k *keys.KeyMap) (Model, bool) {
 	page := max(m.bodyHeight()-1, 1)
 	switch {
 	case key.Matches(msg, k.Up):
@@ -537,7 +543,7 @@ func (f *Filter) Start() { f.Editing = true }
 // Key edits the filter while Editing: FilterDone (enter) keeps the text,
 // ClearFilter (esc) clears it, FilterBackspace deletes a character and
 // FilterErase the text. It reports whether the value changed.
-func (f *Filter) Key(msg tea.KeyPressMsg, k keys.KeyMap) bool {
+func (f *Filter) Key(msg tea.KeyPressMsg, k *keys.KeyMap) bool {
 	old := f.Value
 	switch {
 	case key.Matches(msg, k.FilterDone):

@@ -38,7 +38,7 @@ func TestView(t *testing.T) {
 			m.SetSize(20, 5)
 			m.SetRows(rows(tt.n))
 			for range tt.down {
-				m, _ = m.Update(tea.KeyPressMsg{Code: tea.KeyDown}, keys.Default(false))
+				m, _ = m.Update(tea.KeyPressMsg{Code: tea.KeyDown}, defaultKeys())
 			}
 			lines := strings.Split(m.View(), "\n")
 			if len(lines) != tt.wantLines {
@@ -63,7 +63,7 @@ func TestCursorRowHasAMarker(t *testing.T) {
 	m := New([]Column{{Title: "N", Width: 8}}, Styles{})
 	m.SetSize(12, 5)
 	m.SetRows(rows(3))
-	m, _ = m.Update(tea.KeyPressMsg{Code: tea.KeyDown}, keys.Default(false))
+	m, _ = m.Update(tea.KeyPressMsg{Code: tea.KeyDown}, defaultKeys())
 	lines := strings.Split(m.View(), "\n")
 	for i, l := range lines[1:] {
 		if marked := strings.HasPrefix(l, "▌"); marked != (i == 1) {
@@ -88,14 +88,14 @@ func TestFilter(t *testing.T) {
 	var f Filter
 	f.Start()
 	for _, r := range "NgInX" {
-		f.Key(tea.KeyPressMsg{Code: r, Text: string(r)}, keys.Default(false))
+		f.Key(tea.KeyPressMsg{Code: r, Text: string(r)}, defaultKeys())
 	}
-	f.Key(tea.KeyPressMsg{Code: tea.KeyEnter}, keys.Default(false))
+	f.Key(tea.KeyPressMsg{Code: tea.KeyEnter}, defaultKeys())
 	if f.Editing || !f.Match("docker.io/library/nginx:1.25") || f.Match("redis") {
 		t.Errorf("filter %q: editing=%v, matches case-insensitively?", f.Value, f.Editing)
 	}
 	f.Start()
-	f.Key(tea.KeyPressMsg{Code: tea.KeyEscape}, keys.Default(false))
+	f.Key(tea.KeyPressMsg{Code: tea.KeyEscape}, defaultKeys())
 	if f.Active() {
 		t.Errorf("esc while editing must clear the filter, got %q", f.Value)
 	}
@@ -120,7 +120,7 @@ func TestNewRowsStayInSight(t *testing.T) {
 	if sel, _ := m.Selected(); sel.Key != "p5" || !strings.Contains(m.View(), "p5") {
 		t.Errorf("cursor on %s, view:\n%s\nwant the newest row p5 in sight", sel.Key, m.View())
 	}
-	m, _ = m.Update(tea.KeyPressMsg{Code: tea.KeyDown}, keys.Default(false))
+	m, _ = m.Update(tea.KeyPressMsg{Code: tea.KeyDown}, defaultKeys())
 	m.SetRows(named("p6", "p5", "p4", "p3", "p2", "p1"))
 	if sel, _ := m.Selected(); sel.Key != "p4" {
 		t.Errorf("after the user moved to p4, a refresh put the cursor on %s", sel.Key)
@@ -130,4 +130,9 @@ func TestNewRowsStayInSight(t *testing.T) {
 	if sel, _ := m.Selected(); sel.Key != "p7" {
 		t.Errorf("after Top the cursor is on %s, want p7", sel.Key)
 	}
+}
+
+func defaultKeys() *keys.KeyMap {
+	k := keys.Default(false)
+	return &k
 }

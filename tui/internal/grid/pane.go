@@ -2,13 +2,16 @@ package grid
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -18,8 +21,10 @@ import (
 // Images, Containers, Cgroups and Events panes embed it, so sizing, the
 // palette switch and the shared keys are written once.
 type Pane struct {
-	Keys   keys.KeyMap
-	Styles style.Styles
+	// Keys and Styles are shared by every copy of the pane (a pane is a
+	// value, copied for each message): replaced, never written in place.
+	Keys   *keys.KeyMap
+	Styles *style.Styles
 	Grid   Model
 	Filter Filter
 	Width  int
@@ -30,6 +35,10 @@ type Pane struct {
 	// Top is how many of the Chrome lines are drawn above the info line
 	// and the table, for mouse clicks.
 	Top int
+	// Orders are the pane's sort orders, which s cycles through; Sort is
+	// the one in force. One order (or none) has no sort keys.
+	Orders []Order
+	Sort   int
 	// Reversed reverses the sort order (S).
 	Reversed bool
 	// Matched and Total are the items the filter lets through and all of
@@ -40,15 +49,135 @@ type Pane struct {
 	Order string
 }
 
+// Order is one sort order of a table pane: its name on the info line,
+// the column it sorts by (which bears the arrow), and whether it reads
+// from the largest down.
+type Order struct {
+	Name string
+	Col  int
+	Desc bool
+}
+
+// Table is a table pane: a model that embeds Pane and rebuilds its rows
+// from its items under the filter and the sort order. Update, Click and
+// Refresh work on it, so that the keys, the clicks and the sort orders of
+// every table pane are written once, here.
+type Table interface {
+	table() *Pane
+	// Rebuild puts the pane's rows in the table under the filter, the
+	// sort order (Sort, Reversed) and the pane's own state.
+	Rebuild()
+}
+
+// KeyTaker is a Table with keys of its own (the Cgroups tree's collapse
+// and expand): TakeKey reports whether it took k.
+type KeyTaker interface {
+	TakeKey(k tea.KeyPressMsg) bool
+}
+
+func (p *Pane) table() *Pane { return p }
+
+// Refresh marks the sort order on its column and on the info line, and
+// rebuilds t's rows.
+func Refresh(t Table) {
+	p := t.table()
+	if len(p.Orders) > 0 {
+		o := p.Orders[p.Sort]
+		p.SortArrow(o.Col, o.Desc)
+		if len(p.Orders) > 1 {
+			p.Order = o.Name
+		}
+	}
+	t.Rebuild()
+}
+
+// Update does with msg what every table pane does: a key goes to the
+// filter, the sort keys, the pane's own keys (KeyTaker) or the cursor
+// (HandleKey's order); the clock and a refresh set the time the rows'
+// ages are drawn at. The pane then takes the data it shows.
+func Update(t Table, msg tea.Msg) {
+	p := t.table()
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		var own func(tea.KeyPressMsg) bool
+		if k, ok := t.(KeyTaker); ok {
+			own = k.TakeKey
+		}
+		var sort func()
+		if len(p.Orders) > 1 {
+			sort = func() {
+				p.Sort = (p.Sort + 1) % len(p.Orders)
+				Refresh(t)
+			}
+		}
+		p.HandleKey(msg, func() { Refresh(t) }, sort, own)
+	case feed.Clock:
+		p.Grid.SetNow(msg.Now)
+	case feed.Snapshot:
+		p.Grid.SetNow(msg.At)
+	}
+}
+
+// Ordered returns items in the pane's sort order: as they come under the
+// first order, else sorted stably by cmp; reversed when the pane is. It
+// never reorders items itself.
+func Ordered[T any](p *Pane, items []T, cmp func(a, b T) int) []T {
+	if p.Sort == 0 && !p.Reversed {
+		return items
+	}
+	items = slices.Clone(items)
+	if p.Sort != 0 {
+		slices.SortStableFunc(items, cmp)
+	}
+	if p.Reversed {
+		slices.Reverse(items)
+	}
+	return items
+}
+
+// Click handles a click at (x, y) of a table pane: on a sortable header
+// it sorts by that column (ClickSort), on a row it selects it.
+func Click(t Table, x, y int) {
+	p := t.table()
+	if len(p.Orders) > 1 {
+		cols := make([]int, len(p.Orders))
+		for i, o := range p.Orders {
+			cols[i] = o.Col
+		}
+		if s, ok := p.ClickSort(x, y, cols, p.Sort); ok {
+			p.Sort = s
+			Refresh(t)
+			return
+		}
+	}
+	p.ClickRow(y)
+}
+
+// NextChange is when an age or countdown on screen next reads
+// differently.
+func (p Pane) NextChange() time.Time { return p.Grid.NextChange() }
+
+// ShortHelp returns a table pane's keys for the footer: details, filter,
+// sort and copy.
+func (p Pane) ShortHelp() []key.Binding {
+	return []key.Binding{p.Keys.Drill, p.Keys.Filter, p.Keys.Sort, p.Keys.Copy}
+}
+
+// FullHelp returns a table pane's keys for the full help.
+func (p Pane) FullHelp() [][]key.Binding {
+	return [][]key.Binding{p.Keys.Navigation(), append([]key.Binding{p.Keys.Drill}, p.Keys.Table()...)}
+}
+
 // NewPane returns a pane with an empty table of the columns, chrome lines
-// apart from the table (top of them above it).
-func NewPane(k keys.KeyMap, st style.Styles, cols []Column, chrome, top int) Pane {
-	return Pane{Keys: k, Styles: st, Grid: New(cols, StylesFrom(st)), Chrome: chrome, Top: top}
+// apart from the table (top of them above it), sorted in the orders (the
+// first in force).
+func NewPane(k keys.KeyMap, st style.Styles, cols []Column, chrome, top int, orders ...Order) Pane {
+	return Pane{Keys: &k, Styles: &st, Grid: New(cols, StylesFrom(st)), Chrome: chrome, Top: top, Orders: orders}
 }
 
 // SetStyles switches the palette.
 func (p *Pane) SetStyles(st style.Styles) {
-	p.Styles = st
+	p.Styles = &st
 	p.Grid.SetStyles(StylesFrom(st))
 }
 
@@ -136,8 +265,8 @@ func (p *Pane) ClickRow(y int) {
 	}
 }
 
-// SelectedID returns the selected row's ID, for the clipboard.
-func (p Pane) SelectedID() (string, bool) {
+// Selected returns the selected row's ID, for the clipboard.
+func (p Pane) Selected() (string, bool) {
 	r, ok := p.Grid.Selected()
 	if !ok || r.ID == "" {
 		return "", false
@@ -183,18 +312,6 @@ func (p *Pane) ClickSort(x, y int, cols []int, cur int) (int, bool) {
 	}
 	p.Grid.Top()
 	return next, true
-}
-
-// Click handles a click at (x, y) of a sortable table pane: on a header
-// it sorts (ClickSort, with *sort the pane's order and cols the column of
-// each order) and rebuilds; on a row it selects it.
-func Click[S ~int](p *Pane, x, y int, cols []int, sort *S, rebuild func()) {
-	if s, ok := p.ClickSort(x, y, cols, int(*sort)); ok {
-		*sort = S(s)
-		rebuild()
-		return
-	}
-	p.ClickRow(y)
 }
 
 // Find puts the cursor on the first row, from the top, whose cells or ID

@@ -113,3 +113,66 @@ func TestPaneClickSelectsRow(t *testing.T) {
 		t.Errorf("a click on the header moved the cursor to %d", p.Grid.Cursor())
 	}
 }
+
+// table is a Table over n rows that counts its rebuilds and takes x as
+// its own key.
+type table struct {
+	Pane
+	rebuilds, own int
+}
+
+func (t *table) Rebuild() { t.rebuilds++ }
+
+func (t *table) TakeKey(k tea.KeyPressMsg) bool {
+	if k.Text == "x" {
+		t.own++
+		return true
+	}
+	return false
+}
+
+func newTable() *table {
+	orders := []Order{{Name: "name", Col: 0}, {Name: "size", Col: 1, Desc: true}}
+	t := &table{Pane: NewPane(keys.Default(false), style.Styles{}, []Column{{Title: "NAME", Width: 8}, {Title: "SIZE", Width: 6}}, 0, 0, orders...)}
+	t.SetSize(40, 10)
+	t.Grid.SetRows(rows(5))
+	return t
+}
+
+func TestTableSortsAndClicks(t *testing.T) {
+	tb := newTable()
+	Update(tb, press("s"))
+	if tb.Sort != 1 || tb.Order != "size" || tb.rebuilds != 1 {
+		t.Errorf("s: sort %d order %q rebuilds %d, want 1, size, 1", tb.Sort, tb.Order, tb.rebuilds)
+	}
+	if !strings.Contains(tb.Grid.View(), "SIZE▼") {
+		t.Errorf("the size order's arrow points down on SIZE:\n%s", tb.Grid.View())
+	}
+	Update(tb, press("s"))
+	if tb.Sort != 0 {
+		t.Errorf("s cycles back to the first order, got %d", tb.Sort)
+	}
+	Update(tb, press("x"))
+	if tb.own != 1 {
+		t.Errorf("the pane's own key did not reach it")
+	}
+	// The header is line 1 (the info line is line 0); SIZE starts at cell 10.
+	Click(tb, 11, 1)
+	if tb.Sort != 1 {
+		t.Errorf("a click on SIZE sorts by size, got order %d", tb.Sort)
+	}
+	Click(tb, 11, 1)
+	if tb.Sort != 1 || !tb.Reversed {
+		t.Errorf("a second click on SIZE reverses it: order %d reversed %v", tb.Sort, tb.Reversed)
+	}
+	Click(tb, 3, 4) // the third row
+	if tb.Grid.Cursor() != 2 {
+		t.Errorf("a click on line 4 selects row 2, got %d", tb.Grid.Cursor())
+	}
+	one := &table{Pane: NewPane(keys.Default(false), style.Styles{}, []Column{{Title: "N", Width: 8}}, 0, 0, Order{Desc: true})}
+	one.SetSize(40, 10)
+	Update(one, press("s"))
+	if one.rebuilds != 0 || one.Order != "" {
+		t.Errorf("a pane with one order has no sort key: rebuilds %d order %q", one.rebuilds, one.Order)
+	}
+}
