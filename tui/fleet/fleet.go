@@ -139,7 +139,7 @@ func New(o Options) Model {
 	if o.Filter != "" {
 		m.Filter.Start()
 		for _, r := range o.Filter {
-			m.Filter.Key(tea.KeyPressMsg{Text: string(r)}, k)
+			m.Filter.Key(tea.KeyPressMsg{Text: string(r)}, m.Keys)
 		}
 		m.Filter.Editing = false
 	}
