@@ -38,7 +38,9 @@ const keptFingerprints = 8
 // NewAttached returns the dashboard's view of the agent whose status is
 // st.
 func NewAttached(c *Client, st Status) *Attached {
-	return &Attached{c: c, st: st.Scheduler, policy: st.Policy, fps: map[uint64]uint64{}, subs: map[int]chan engine.Notice{}}
+	a := &Attached{c: c, st: st.Scheduler, policy: st.Policy, fps: map[uint64]uint64{}, subs: map[int]chan engine.Notice{}}
+	a.st.Seq = 0 // the agent's own; ours count from here
+	return a
 }
 
 // Run follows the agent's notices until ctx ends, reconnecting after a
