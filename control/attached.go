@@ -26,6 +26,10 @@ type Attached struct {
 	fps     map[uint64]uint64 // local fingerprint → the agent's, of the snapshots handed out
 	subs    map[int]chan engine.Notice
 	nextSub int
+	// seq numbers the statuses handed out (engine.Status.Seq), here
+	// rather than the agent's: a new agent behind the same socket starts
+	// its own from zero.
+	seq uint64
 }
 
 // keptFingerprints bounds Attached's map of fingerprints.
@@ -34,7 +38,9 @@ const keptFingerprints = 8
 // NewAttached returns the dashboard's view of the agent whose status is
 // st.
 func NewAttached(c *Client, st Status) *Attached {
-	return &Attached{c: c, st: st.Scheduler, policy: st.Policy, fps: map[uint64]uint64{}, subs: map[int]chan engine.Notice{}}
+	a := &Attached{c: c, st: st.Scheduler, policy: st.Policy, fps: map[uint64]uint64{}, subs: map[int]chan engine.Notice{}}
+	a.st.Seq = 0 // the agent's own; ours count from here
+	return a
 }
 
 // Run follows the agent's notices until ctx ends, reconnecting after a
@@ -46,6 +52,8 @@ func (a *Attached) Run(ctx context.Context) {
 			for n := range ch {
 				a.mu.Lock()
 				a.st = n.Status
+				a.seq++
+				a.st.Seq = a.seq
 				if a.c.ReadOnly() {
 					a.st.ReadOnly = true
 				}

@@ -34,7 +34,18 @@ type Status struct {
 	// Events is the engine's follower of the runtime's container event
 	// stream (Engine.EventStream).
 	Events EventStream `json:"events"`
+	// Seq orders the statuses of one scheduler: every notice carries a
+	// greater one than any status read before it. A reader that gets
+	// statuses by two ways (notices, and Status read at the start of a
+	// slow refresh) keeps the one with the greater Seq, so an older status
+	// never overwrites a newer (a pass shown in flight long after it
+	// ended). Equal Seqs may differ; the next notice settles them.
+	Seq uint64 `json:"seq"`
 }
+
+// Newer reports whether st is at least as recent as old (Status.Seq):
+// whether a reader holding old should take st.
+func (st Status) Newer(old Status) bool { return st.Seq >= old.Seq }
 
 // Notice is what subscribers receive: a finished pass, an event, a running
 // pass's progress, a change of the node's containers, or a change of
@@ -337,6 +348,7 @@ func (s *Scheduler) Subscribe() (<-chan Notice, func()) {
 func (s *Scheduler) publish(n Notice) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.st.Seq++
 	n.Status = s.st
 	n.Status.Events = s.e.EventStream()
 	for _, ch := range s.subs {

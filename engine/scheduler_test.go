@@ -231,3 +231,42 @@ func TestPeriodicImageGCDisabledAtHigh100WithoutMaxAge(t *testing.T) {
 		t.Error("periodic image GC disabled although MaxAge is set")
 	}
 }
+
+// Every notice carries a greater Status.Seq than any status read before
+// it, so a reader keeps the later of a status read at the start of a slow
+// refresh and a notice that came meanwhile (issue 24: an attached
+// dashboard showed a pass in flight a minute after it ended).
+func TestSchedulerStatusSeqGrows(t *testing.T) {
+	rt := newFakeRuntime()
+	deadContainers(rt)
+	s, _ := startScheduler(t, rt, true)
+	ch, unsubscribe := s.Subscribe()
+	defer unsubscribe()
+	before := s.Status()
+	if _, err := s.Force(context.Background(), PassContainers); err != nil {
+		t.Fatal(err)
+	}
+	prev := before
+	var last Status
+	for n := 0; ; n++ {
+		var nt Notice
+		select {
+		case nt = <-ch:
+		default:
+			if n < 2 {
+				t.Fatalf("%d notices, want the pass's start and end", n)
+			}
+			if after := s.Status(); after.Seq != last.Seq || after.Running != "" {
+				t.Errorf("status after the pass %+v, last notice's seq %d", after, last.Seq)
+			}
+			if before.Newer(last) {
+				t.Errorf("the status read before the pass (seq %d) is as new as its last notice (seq %d)", before.Seq, last.Seq)
+			}
+			return
+		}
+		if nt.Status.Seq <= prev.Seq {
+			t.Errorf("notice %d has seq %d after seq %d", n, nt.Status.Seq, prev.Seq)
+		}
+		prev, last = nt.Status, nt.Status
+	}
+}

@@ -366,7 +366,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if !msg.ok {
 			return m, nil
 		}
-		m.status = msg.n.Status
+		m.setStatus(msg.n.Status)
 		var cmds []tea.Cmd
 		if cmd, moved := m.syncEvents(true); moved {
 			cmds = append(cmds, cmd)
@@ -430,7 +430,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.pushOverview()
 		return m, tea.Batch(cmd, m.startRefresh(true))
 	case statusMsg:
-		m.status = msg.status
+		m.setStatus(msg.status)
 		m.pushOverview()
 		return m, nil
 	case journalMsg:

@@ -232,7 +232,7 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 	}
 	m.refreshing = false
 	if msg.Status != nil {
-		m.status = *msg.Status
+		m.setStatus(*msg.Status)
 	}
 	if msg.Self != nil {
 		if m.lastSelf != nil && msg.At.After(m.selfAt) {
@@ -281,6 +281,15 @@ func (m Model) afterRefresh(msg RefreshMsg) tea.Cmd {
 	return func() tea.Msg {
 		f()
 		return nil
+	}
+}
+
+// setStatus takes the scheduler's status st unless the model holds a
+// newer one: a refresh reads the status when it starts and may end after
+// a notice brought a newer one (the pass it shows in flight has ended).
+func (m *Model) setStatus(st engine.Status) {
+	if st.Newer(m.status) {
+		m.status = st
 	}
 }
 

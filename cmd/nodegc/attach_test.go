@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -52,23 +53,32 @@ func startAttachNode(t *testing.T) attachNode {
 }
 
 // startAgent starts an agent on the node with the periodic passes far
-// off, and waits until its control socket answers.
-func (n attachNode) startAgent(t *testing.T, extra ...string) (*exec.Cmd, []string) {
+// off, and waits until its control socket answers. stderr returns what
+// the agent has logged so far, for a failure's message.
+func (n attachNode) startAgent(t *testing.T, extra ...string) (agent *exec.Cmd, stderr func() string) {
 	t.Helper()
 	args := append([]string{"agent", "--metrics-bind-address", "0", "--image-gc-period", "1h", "--container-gc-period", "1h",
 		"--image-gc-high-threshold", "50", "--image-gc-low-threshold", "40"}, extra...)
 	agent, lines := startProcess(t, n.bin, append(args, n.common...)...)
+	var mu sync.Mutex
 	var seen []string
 	waitLine(t, lines, &seen, 30*time.Second, func(l string) bool { return strings.Contains(l, `"msg":"agent started"`) })
 	go func() {
-		for range lines { // keep the pipe drained
+		for l := range lines { // keep the pipe drained
+			mu.Lock()
+			seen = append(seen, l)
+			mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() {
 		agent.Process.Signal(syscall.SIGTERM)
 		agent.Wait()
 	})
-	return agent, seen
+	return agent, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(seen, "\n")
+	}
 }
 
 // client returns a client of the agent's control socket.
@@ -245,21 +255,12 @@ func TestAgentRefusesPlantedSocket(t *testing.T) {
 // agent: it says it is attached, previews and applies an image pass
 // through the agent, and shows it.
 func TestDashboardAttaches(t *testing.T) {
-	if os.Getenv("NODEGC_ATTACH_TMUX") == "" {
-		// Known hang, under investigation (issue 24): on a loaded machine
-		// (CI's parallel packages) the agent's forced image pass started
-		// from the attached dashboard stayed in flight past a minute in 3
-		// of 4 CI runs, while it passes alone. Until its cause is found
-		// this test runs on demand: NODEGC_ATTACH_TMUX=1 go test -run
-		// TestDashboardAttaches ./cmd/nodegc.
-		t.Skip("set NODEGC_ATTACH_TMUX=1: a known hang under load is being investigated (issue 24)")
-	}
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		t.Skip("no tmux")
 	}
 	n := startAttachNode(t)
-	agent, _ := n.startAgent(t, "--minimum-image-ttl-duration", "0")
+	agent, agentLog := n.startAgent(t, "--minimum-image-ttl-duration", "0")
 	sock := filepath.Join(n.dir, "tmux.sock")
 	run := func(args ...string) string {
 		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
@@ -283,12 +284,14 @@ func TestDashboardAttaches(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		t.Fatalf("the screen never showed %q:\n%s", what, screen)
+		t.Fatalf("the screen never showed %q:\n%s\nthe agent's stderr:\n%s", what, screen, agentLog())
 		return ""
 	}
 	waitScreen(fmt.Sprintf("attached to agent (pid %d, up", agent.Process.Pid))
 	run("send-keys", "i")
-	waitScreen("Force image GC")
+	// The modal opens at once and loads the agent's preview; y means
+	// nothing until the plan is shown (a loaded machine takes a while).
+	waitScreen("y apply exactly this plan")
 	run("send-keys", "y")
 	screen := waitScreen("#1 images")
 	reports, err := n.client(t, true).Reports(context.Background())

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/proctest"
 	"github.com/nodegc/nodegc/internal/realnode"
@@ -277,4 +279,158 @@ func testAgentKilledMidPass(t *testing.T, rt realnode.Runtime) {
 			t.Errorf("image %s: an intent left without outcome after the new agent's start", id)
 		}
 	}
+}
+
+// attachFlags are the flags of a command beside the agent: cliFlags
+// without --pod-logs-dir, a policy flag (plan would plan with it rather
+// than as the agent does; gc refuses it).
+func attachFlags(t *testing.T, n *realnode.Node, state string, args ...string) []string {
+	flags := cliFlags(t, n, state)
+	i := slices.Index(flags, "--pod-logs-dir")
+	return append(args, slices.Delete(flags, i, i+2)...)
+}
+
+// TestAgentAttach runs an agent on a real containerd and everything that
+// attaches to it on the same node: a second agent is refused naming the
+// first; `plan` reads the agent's records and equals the agent's own
+// next pass; `gc --yes` runs through the agent and prints its report;
+// the dashboard (in tmux) says it is attached, runs an image pass
+// through the agent and shows it.
+func TestAgentAttach(t *testing.T) { forEachRuntime(t, testAgentAttach) }
+
+func testAgentAttach(t *testing.T, rt realnode.Runtime) {
+	n := startNode(t, rt, 128*MiB)
+	fillImageFs(t, n, 60)
+	state := t.TempDir()
+	agent := proctest.Start(t, nodegc(t), agentFlags(t, n, state, "0")...)
+	agent.WaitLine(t, time.Minute, proctest.Contains(`"msg":"agent started"`))
+	pid := strconv.Itoa(agent.Cmd.Process.Pid)
+	c := control.NewClient(control.SocketPath(state), false)
+	defer c.Close()
+	ctx := context.Background()
+
+	t.Run("a second agent exits 2 naming the first", func(t *testing.T) {
+		r := runCLI(t, agentFlags(t, n, state, "0")...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, "(pid "+pid+")") || strings.Count(r.Stderr, "\n") != 1 {
+			t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
+		}
+	})
+
+	t.Run("plan equals the agent's next pass", func(t *testing.T) {
+		r := runCLI(t, attachFlags(t, n, state, "plan", "--images", "-o", "json")...)
+		if r.Code != 0 {
+			t.Fatalf("plan: exit %d\n%s", r.Code, r.Stderr)
+		}
+		var p engine.Plan
+		decodeJSON(t, r, &p)
+		planned := removalIDs(p)
+		if len(planned) == 0 {
+			t.Fatalf("the plan removes no image at %d%% used: the agent's records were not used\n%.800s", p.ImageGC.UsagePercent, r.Stdout)
+		}
+		rep, err := c.Force(ctx, engine.PassImages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := removalIDs(rep.Plan); !slices.Equal(got, planned) {
+			t.Errorf("the agent's pass planned %v, plan said %v", got, planned)
+		}
+		var removed []string
+		for _, it := range rep.Items {
+			if it.Outcome == engine.OutcomeRemoved {
+				removed = append(removed, it.ID)
+			}
+		}
+		slices.Sort(removed)
+		if sorted := slices.Sorted(slices.Values(planned)); !slices.Equal(removed, sorted) {
+			t.Errorf("the agent's pass removed %v, plan said %v", removed, sorted)
+		}
+	})
+
+	t.Run("gc --yes runs through the agent and prints its report", func(t *testing.T) {
+		fillImageFs(t, n, 60)
+		r := runCLI(t, attachFlags(t, n, state, "gc", "--images", "--yes")...)
+		if r.Code != 0 || !strings.Contains(r.Stdout, "through agent pid "+pid) || !strings.Contains(r.Stdout, "(images):") {
+			t.Fatalf("gc: exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		reports, err := c.Reports(ctx)
+		if err != nil || len(reports) == 0 {
+			t.Fatalf("reports %v, %v", reports, err)
+		}
+		last := reports[len(reports)-1]
+		if last.Kind != engine.PassImages || !last.Forced || last.Count(engine.OutcomeRemoved) == 0 {
+			t.Errorf("the agent's last pass: %s, forced %v, removed %d; want gc's image pass", last.Kind, last.Forced, last.Count(engine.OutcomeRemoved))
+		}
+		if u, _ := fsUsage(t, n); u > 40 {
+			t.Errorf("image filesystem at %d%% after gc, want at most the low threshold 40%%", u)
+		}
+	})
+
+	t.Run("the dashboard attaches and runs a pass through the agent", func(t *testing.T) {
+		tmux, err := exec.LookPath("tmux")
+		if err != nil {
+			if os.Getenv("NODEGC_REQUIRE_CONTAINERD") == "1" {
+				t.Fatal("no tmux (make deps installs it)")
+			}
+			t.Skip("no tmux")
+		}
+		fillImageFs(t, n, 60)
+		before, err := c.Reports(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sock := filepath.Join(t.TempDir(), "tmux.sock")
+		run := func(args ...string) string {
+			out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("tmux %v: %v\n%s", args, err, out)
+			}
+			return string(out)
+		}
+		cmd := strings.Join(append([]string{"env", "CONTAINER_RUNTIME_ENDPOINT=", nodegc(t), "--refresh", "500ms"}, attachFlags(t, n, state)...), " ")
+		run("new-session", "-d", "-x", "200", "-y", "50", cmd)
+		defer exec.Command(tmux, "-S", sock, "kill-server").Run()
+		waitScreen := func(what string) {
+			t.Helper()
+			deadline := time.Now().Add(60 * time.Second)
+			var screen string
+			for time.Now().Before(deadline) {
+				if screen = run("capture-pane", "-p"); strings.Contains(screen, what) {
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			t.Fatalf("the screen never showed %q:\n%s", what, screen)
+		}
+		waitScreen("attached to agent (pid " + pid + ", up")
+		run("send-keys", "i")
+		waitScreen("y apply exactly this plan") // the agent's preview has come
+		run("send-keys", "y")
+		var reports []engine.PassReport
+		deadline := time.Now().Add(60 * time.Second)
+		for len(reports) <= len(before) && time.Now().Before(deadline) {
+			if reports, err = c.Reports(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(reports) != len(before)+1 {
+			t.Fatalf("the agent ran %d passes after the dashboard's y, want 1", len(reports)-len(before))
+		}
+		last := reports[len(reports)-1]
+		if last.Kind != engine.PassImages || !last.Forced || last.Count(engine.OutcomeRemoved) == 0 {
+			t.Errorf("the dashboard's pass: %s, forced %v, removed %d", last.Kind, last.Forced, last.Count(engine.OutcomeRemoved))
+		}
+		waitScreen(fmt.Sprintf("#%d images", last.ID)) // the dashboard shows the agent's report
+		run("send-keys", "q")
+	})
+	agent.Stop(t)
+}
+
+// removalIDs are the IDs of the images a plan removes, in its order.
+func removalIDs(p engine.Plan) []string {
+	out := make([]string, len(p.ImageGC.Remove))
+	for i, r := range p.ImageGC.Remove {
+		out[i] = r.ID
+	}
+	return out
 }

@@ -1,0 +1,134 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodegc/nodegc/engine"
+)
+
+// statusScheduler is an agent's scheduler whose notices the test sends.
+type statusScheduler struct {
+	mu   sync.Mutex
+	st   engine.Status
+	subs []chan engine.Notice
+}
+
+func (f *statusScheduler) Status() engine.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st
+}
+
+func (f *statusScheduler) Subscribe() (<-chan engine.Notice, func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := make(chan engine.Notice, 64)
+	f.subs = append(f.subs, ch)
+	return ch, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i, c := range f.subs {
+			if c == ch {
+				f.subs = append(f.subs[:i], f.subs[i+1:]...)
+				close(ch)
+				return
+			}
+		}
+	}
+}
+
+// publish sets the status, as the scheduler does, and sends it.
+func (f *statusScheduler) publish(st engine.Status) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st = st
+	for _, ch := range f.subs {
+		ch <- engine.Notice{Status: st}
+	}
+}
+
+func (f *statusScheduler) Force(context.Context, engine.PassKind) (engine.PassReport, error) {
+	return engine.PassReport{}, errors.New("not in this test")
+}
+func (f *statusScheduler) Preview(context.Context, engine.PassKind) (engine.PassReport, error) {
+	return engine.PassReport{}, errors.New("not in this test")
+}
+func (f *statusScheduler) Apply(context.Context, engine.Plan) (engine.PassReport, error) {
+	return engine.PassReport{}, errors.New("not in this test")
+}
+func (f *statusScheduler) Pause()     {}
+func (f *statusScheduler) Resume()    {}
+func (f *statusScheduler) Stop() bool { return false }
+
+// policyEngine answers the status call's policy.
+type policyEngine struct{ Engine }
+
+func (policyEngine) Policy() engine.Policy { return engine.DefaultPolicy() }
+
+// The attached dashboard numbers the agent's statuses itself: the status
+// it starts with (the agent's, whose Seq counts every notice the agent
+// ever published) must not look newer than the notices that follow, or
+// the dashboard keeps it and drops them all (issue 24: a real containerd
+// dashboard showed the agent's pass before last, for good).
+func TestAttachedStatusesGrow(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the client serves only a root peer: needs root")
+	}
+	sched := &statusScheduler{st: engine.Status{Passes: 40, Seq: 400}}
+	srv := NewServer(Options{Scheduler: sched, Engine: policyEngine{}, PID: 1})
+	defer srv.Close()
+	path := SocketPath(t.TempDir())
+	l, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := HTTPServer(srv.Handler())
+	go hs.Serve(l)
+	defer func() {
+		hs.Close()
+		l.Close()
+	}()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := NewClient(path, false)
+	defer c.Close()
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAttached(c, st)
+	notices, unsubscribe := a.Subscribe()
+	defer unsubscribe()
+	go a.Run(ctx)
+	held := a.Status() // what the dashboard starts with
+	next := func() engine.Status {
+		t.Helper()
+		select {
+		case n := <-notices:
+			return n.Status
+		case <-time.After(30 * time.Second):
+			t.Fatal("no notice")
+		}
+		return engine.Status{}
+	}
+	first := next() // the stream's opening status
+	if !first.Newer(held) || first.Passes != 40 {
+		t.Errorf("the stream's first status %+v is not newer than the one held %+v", first, held)
+	}
+	sched.publish(engine.Status{Passes: 41, Seq: 401})
+	if got := next(); got.Passes != 41 || got.Seq <= first.Seq || got != a.Status() {
+		t.Errorf("the pass's notice %+v after %+v; Status %+v", got, first, a.Status())
+	}
+	// A new agent behind the same socket starts its Seq again: its
+	// statuses are still taken.
+	sched.publish(engine.Status{Passes: 0, Seq: 1})
+	if got := next(); got.Passes != 0 || !got.Newer(first) {
+		t.Errorf("a restarted agent's status %+v is older than %+v", got, first)
+	}
+}
