@@ -72,7 +72,7 @@ func StartAPIServer(t testing.TB, o APIServerOptions) *APIServer {
 		"--initial-cluster=default="+peerURL, "--quota-backend-bytes=1073741824")
 
 	certFile, keyFile := filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key")
-	writeServingCerts(t, s.CAFile, certFile, keyFile, net.ParseIP(o.Bind))
+	WriteServingCerts(t, s.CAFile, certFile, keyFile, net.ParseIP(o.Bind))
 	saKey := filepath.Join(dir, "sa.key")
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -116,7 +116,21 @@ func StartAPIServer(t testing.TB, o APIServerOptions) *APIServer {
 // the CA, and returns its path.
 func (s *APIServer) Kubeconfig(t testing.TB, name, token string) string {
 	t.Helper()
-	p := filepath.Join(s.Dir, name+".kubeconfig")
+	return TokenKubeconfig(t, s.Dir, s.URL, s.CAFile, name, token)
+}
+
+// Client is an admin clientset (tests may link every API group; the
+// nodegc binary does not).
+func (s *APIServer) Client(t testing.TB) *kubernetes.Clientset {
+	t.Helper()
+	return Clientset(t, s.Admin)
+}
+
+// TokenKubeconfig writes dir/name.kubeconfig: the server, verified with
+// caFile, as the user of token; it returns its path.
+func TokenKubeconfig(t testing.TB, dir, server, caFile, name, token string) string {
+	t.Helper()
+	p := filepath.Join(dir, name+".kubeconfig")
 	data := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -132,18 +146,17 @@ contexts:
 - name: c
   context: {cluster: c, user: u}
 current-context: c
-`, s.URL, s.CAFile, token)
+`, server, caFile, token)
 	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-// Client is an admin clientset (tests may link every API group; the
-// nodegc binary does not).
-func (s *APIServer) Client(t testing.TB) *kubernetes.Clientset {
+// Clientset is a clientset of the kubeconfig, unthrottled.
+func Clientset(t testing.TB, kubeconfig string) *kubernetes.Clientset {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.Admin)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +168,8 @@ func (s *APIServer) Client(t testing.TB) *kubernetes.Clientset {
 	return cs
 }
 
-// StartProcessCmd is StartProcess, returning the started command.
+// StartProcessCmd is StartProcess, returning the started command (its
+// Process is for signals; its Wait belongs to the cleanup).
 func StartProcessCmd(t testing.TB, logFile, bin string, args ...string) *exec.Cmd {
 	t.Helper()
 	log, err := os.Create(logFile)
@@ -191,9 +205,9 @@ func StartProcessCmd(t testing.TB, logFile, bin string, args ...string) *exec.Cm
 	return cmd
 }
 
-// writeServingCerts writes a CA and the API server's serving certificate
-// for loopback, ip, and the in-cluster names.
-func writeServingCerts(t testing.TB, caFile, certFile, keyFile string, ip net.IP) {
+// WriteServingCerts writes a CA and the API server's serving certificate
+// for loopback, ip (when not nil), and the in-cluster names.
+func WriteServingCerts(t testing.TB, caFile, certFile, keyFile string, ip net.IP) {
 	t.Helper()
 	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -78,36 +77,7 @@ func FreePort(t testing.TB) int {
 // failed test logs the tail of its output.
 func StartProcess(t testing.TB, logFile, bin string, args ...string) {
 	t.Helper()
-	log, err := os.Create(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = filepath.Dir(logFile)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		t.Fatalf("start %s: %v", filepath.Base(bin), err)
-	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		log.Close()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("tail of %s:\n%s", logFile, Tail(logFile, 20))
-		}
-	})
+	StartProcessCmd(t, logFile, bin, args...)
 }
 
 // WaitFor reports whether cond becomes true within d, trying every 200 ms.

@@ -4,11 +4,8 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +13,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodegc/nodegc/internal/kubetest"
 )
@@ -62,7 +58,9 @@ func startControlPlane(t testing.TB, nodeName string) *controlPlane {
 		"--initial-cluster=default="+peerURL)
 
 	certFile, keyFile := filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key")
-	writeCerts(t, cp.CAFile, certFile, keyFile)
+	// Loopback serves the kubelet, the tests, and the agent on the host
+	// network.
+	kubetest.WriteServingCerts(t, cp.CAFile, certFile, keyFile, nil)
 	saKey := filepath.Join(dir, "sa.key")
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -113,89 +111,11 @@ const kubeletToken = "nodegc-cluster-kubelet"
 // the CA, and returns its path.
 func (cp *controlPlane) kubeconfig(t testing.TB, name, token string) string {
 	t.Helper()
-	p := filepath.Join(cp.dir, name+".kubeconfig")
-	data := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-    server: %s
-    certificate-authority: %s
-users:
-- name: u
-  user:
-    token: %s
-contexts:
-- name: c
-  context: {cluster: c, user: u}
-current-context: c
-`, cp.URL, cp.CAFile, token)
-	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return kubetest.TokenKubeconfig(t, cp.dir, cp.URL, cp.CAFile, name, token)
 }
 
 // client is an admin clientset.
 func (cp *controlPlane) client(t testing.TB) *kubernetes.Clientset {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
-// writeCerts writes a CA and the API server's serving certificate, for
-// loopback (the kubelet, the tests, and the agent on the host network)
-// and the in-cluster names.
-func writeCerts(t testing.TB, caFile, certFile, keyFile string) {
-	t.Helper()
-	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "nodegc-cluster-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, block := range map[string]*pem.Block{
-		caFile:   {Type: "CERTIFICATE", Bytes: caDER},
-		certFile: {Type: "CERTIFICATE", Bytes: der},
-		keyFile:  {Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)},
-	} {
-		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return kubetest.Clientset(t, cp.Admin)
 }
