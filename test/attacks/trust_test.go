@@ -190,7 +190,7 @@ var trustAttacks = []attack{
 	}},
 	{12, "--parallel past its maximum is refused in one line naming the flag, with exit 2, before anything is read", func(t *testing.T) error {
 		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--parallel", "100000000", "--runtime-endpoint", "unix:///nonexistent/nodegc.sock", "--state-dir", t.TempDir())
-		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "--parallel: must be from 1 to 64, got 100000000") {
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "--parallel: must be auto or from 1 to 64, got 100000000") {
 			return fmt.Errorf("exit %d, stderr %q; want 2 and one line naming --parallel and its maximum", r.code, r.stderr)
 		}
 		return nil
