@@ -45,9 +45,6 @@ type nodeView struct {
 	// withImages is set once a re-check asked for images; from then on
 	// every listing lists them too.
 	withImages bool
-	// listed is set once the view has listed the node's containers itself
-	// (not taken them from its plan's listing).
-	listed bool
 }
 
 // viewData is one listing of the node with the indexes the re-checks
@@ -294,30 +291,19 @@ func (v *nodeView) close() {
 	v.wait()
 }
 
-// prefetch starts the first listing ahead of the first re-check. Where
-// planned (a listing of the whole node, or nil) may be trusted now, the
-// view starts from the containers of it that it holds; images asks for
-// the image list too, which is listed again then (an image removed
-// behind nodegc's back since the plan is then already gone, not
-// removed).
+// prefetch starts the first listing ahead of the first re-check, unless
+// planned (a listing of the whole node, or nil) serves it now: the view
+// then starts from the containers of planned it holds. images asks for
+// the image list too.
 func (v *nodeView) prefetch(planned *viewData, images bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.withImages = v.withImages || images
-	now, gen := v.clock(), v.gen.Load()
-	if planned != nil && v.cur == nil && !v.listing {
-		p := planned.only(v.kind)
-		switch {
-		case !v.usable(p, now, gen):
-		case images:
-			v.startLocked(p)
-			return
-		default:
-			v.cur, v.took = p, p.took
-		}
+	if planned != nil && v.cur == nil {
+		v.cur, v.took = planned.only(v.kind), planned.took
 	}
-	if !v.listing && !v.usable(v.cur, now, gen) {
-		v.startLocked(nil)
+	if !v.listing && !v.usable(v.cur, v.clock(), v.gen.Load()) {
+		v.startLocked()
 	}
 }
 
@@ -379,13 +365,13 @@ func (v *nodeView) fresh(images bool) (*viewData, error) {
 			// the view has listed itself: one that starts from its plan's
 			// listing serves while it may (a short pass then lists
 			// nothing), and a pass that outlasts it waits for one listing.
-			if !v.listing && v.listed && now.Sub(d.at)+v.took >= v.window() {
-				v.startLocked(nil)
+			if !v.listing && v.done > 0 && now.Sub(d.at)+v.took >= v.window() {
+				v.startLocked()
 			}
 			return d, nil
 		}
 		if !v.listing {
-			v.startLocked(nil)
+			v.startLocked()
 		}
 		seen := v.done
 		for v.done == seen {
@@ -398,7 +384,7 @@ func (v *nodeView) fresh(images bool) (*viewData, error) {
 }
 
 // startLocked begins a listing in the background; v.mu is held.
-func (v *nodeView) startLocked(seed *viewData) {
+func (v *nodeView) startLocked() {
 	v.listing = true
 	epoch, withImages := v.epoch, v.withImages
 	ctx, cancel := context.WithTimeout(v.ctx, CallTimeout)
@@ -407,18 +393,8 @@ func (v *nodeView) startLocked(seed *viewData) {
 		defer cancel()
 		g := v.gen.Load()
 		at := v.clock()
-		var d *viewData
-		var err error
-		var took time.Duration
-		if seed != nil {
-			// The containers of the plan's listing, with the images listed
-			// now: the view is as old as the older of the two.
-			g, at, took = seed.gen, seed.at, seed.took
-			d, err = v.listImages(ctx, seed)
-		} else {
-			d, err = v.list(ctx, withImages)
-			took = v.clock().Sub(at)
-		}
+		d, err := v.list(ctx, withImages)
+		took := v.clock().Sub(at)
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		v.listing = false
@@ -430,7 +406,6 @@ func (v *nodeView) startLocked(seed *viewData) {
 		}
 		if err == nil {
 			v.took = took
-			v.listed = v.listed || seed == nil
 			if epoch == v.epoch {
 				d.at, d.gen, d.images = at, g, withImages
 				v.cur = d
@@ -438,15 +413,6 @@ func (v *nodeView) startLocked(seed *viewData) {
 		}
 		v.cond.Broadcast()
 	}()
-}
-
-// listImages lists the node's images, with the containers of seed.
-func (v *nodeView) listImages(ctx context.Context, seed *viewData) (*viewData, error) {
-	imgs, err := v.r.ListImages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list images: %w", err)
-	}
-	return &viewData{containers: seed.containers, imageList: imgs}, nil
 }
 
 // list lists the node's containers, and its images when asked.
