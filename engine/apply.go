@@ -142,7 +142,7 @@ func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*exe
 	if len(phases) > 0 && err == nil && ctx.Err() == nil {
 		first = phases[0][0].item.Kind
 	}
-	x.views = newPassViews(x.calls, e.o.Reader, &e.containerGen, e.plannedListing(), first, e.Following())
+	x.views = newPassViews(x.calls, e.o.Reader, &e.containerGen, first, e.Following())
 	x.journal = newPassJournal(e, x.passID, p.Pass, clean)
 	if before, err := e.imageFs(x.calls); err == nil {
 		r.ImageFsBefore = &before

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,14 +48,12 @@ func (e *Engine) collect(ctx context.Context) (Snapshot, error) {
 	} else if s.Runtime, err = e.o.Reader.Info(ctx); err != nil {
 		return s, fmt.Errorf("runtime info: %w", err)
 	}
-	gen, at := e.containerGen.Load(), time.Now()
 	if s.Images, err = e.o.Reader.ListImages(ctx); err != nil {
 		return s, fmt.Errorf("list images: %w", err)
 	}
 	if s.Containers, err = e.o.Reader.ListContainers(ctx); err != nil {
 		return s, fmt.Errorf("list containers: %w", err)
 	}
-	e.listed = listedAt{at: at, gen: gen, took: time.Since(at)}
 	if s.Sandboxes == nil {
 		if s.Sandboxes, err = e.o.Reader.ListSandboxes(ctx); err != nil {
 			return s, fmt.Errorf("list pod sandboxes: %w", err)

@@ -125,12 +125,6 @@ type Engine struct {
 	// reconcileAfter is when a reconciliation that left intents open may
 	// be tried again (reconcileRetry).
 	reconcileAfter time.Time
-	// listed is when the last snapshot's image and container listings
-	// began and how long they took; planned is the listing of the last
-	// plan's snapshot, kept for the pass that applies it while a view may
-	// trust it (keepListingLocked).
-	listed  listedAt
-	planned *viewData
 }
 
 // ContainerEvent tells the engine that a container was created or started
@@ -347,9 +341,6 @@ func (e *Engine) planLocked(ctx context.Context, kind PassKind, at time.Time) (S
 	}
 	if at.IsZero() {
 		at = s.TakenAt
-	}
-	if !e.ReadOnly() {
-		e.keepListingLocked(s)
 	}
 	return s, PlanPass(s, e.effectivePolicy(at), kind, at), nil
 }

@@ -49,26 +49,23 @@ type nodeView struct {
 
 // viewData is one listing of the node with the indexes the re-checks
 // need, each built at its first use (an image phase needs none of the
-// container indexes, a container phase only the one by ID). It is never modified once published, but for its
+// container indexes). It is never modified once published, but for its
 // indexes, which are built once.
 type viewData struct {
-	at     time.Time     // when its listing began
-	gen    uint64        // the container event generation before it began
-	images bool          // it holds the image list
-	took   time.Duration // how long its listing took
+	at     time.Time // when its listing began
+	gen    uint64    // the container event generation before it began
+	images bool      // it holds the image list
 
 	containers []Container
 	imageList  []Image
 
-	imageIdx   sync.Once
-	users      map[string]Container // every ImageID and ImageRef to the first container naming it
-	imageByID  map[string]Image
-	idIdx      sync.Once
-	byID       map[string]Container
-	sandboxIdx sync.Once
-	bySandbox  map[string]Container // a sandbox ID to the first container referencing it
-	podIdx     sync.Once
-	byPodUID   map[string][]Container
+	imageIdx     sync.Once
+	users        map[string]Container // every ImageID and ImageRef to the first container naming it
+	imageByID    map[string]Image
+	containerIdx sync.Once
+	bySandbox    map[string]Container // a sandbox ID to the first container referencing it
+	byID         map[string]Container
+	byPodUID     map[string][]Container
 }
 
 // image returns the listed image with the ID.
@@ -98,41 +95,40 @@ func (d *viewData) indexImages() {
 
 // container returns the listed container with the ID.
 func (d *viewData) container(id string) (Container, bool) {
-	d.idIdx.Do(func() {
-		d.byID = make(map[string]Container, len(d.containers))
-		for _, c := range d.containers {
-			d.byID[c.ID] = c
-		}
-	})
+	d.indexContainers()
 	c, ok := d.byID[id]
 	return c, ok
 }
 
 // sandboxUser returns a container that references the sandbox.
 func (d *viewData) sandboxUser(id string) (Container, bool) {
-	d.sandboxIdx.Do(func() {
-		d.bySandbox = make(map[string]Container, len(d.containers)/2)
-		for _, c := range d.containers {
-			if _, ok := d.bySandbox[c.PodSandboxID]; !ok && c.PodSandboxID != "" {
-				d.bySandbox[c.PodSandboxID] = c
-			}
-		}
-	})
+	d.indexContainers()
 	c, ok := d.bySandbox[id]
 	return c, ok
 }
 
 // podContainers returns the listed containers of the pod.
 func (d *viewData) podContainers(uid string) []Container {
-	d.podIdx.Do(func() {
+	d.indexContainers()
+	return d.byPodUID[uid]
+}
+
+// indexContainers builds the container, sandbox and log phases' indexes.
+func (d *viewData) indexContainers() {
+	d.containerIdx.Do(func() {
+		d.bySandbox = make(map[string]Container, len(d.containers)/2)
+		d.byID = make(map[string]Container, len(d.containers))
 		d.byPodUID = make(map[string][]Container, len(d.containers)/2)
 		for _, c := range d.containers {
+			if _, ok := d.bySandbox[c.PodSandboxID]; !ok && c.PodSandboxID != "" {
+				d.bySandbox[c.PodSandboxID] = c
+			}
+			d.byID[c.ID] = c
 			if c.PodUID != "" {
 				d.byPodUID[c.PodUID] = append(d.byPodUID[c.PodUID], c)
 			}
 		}
 	})
-	return d.byPodUID[uid]
 }
 
 // viewKind says which containers a view lists.
@@ -166,42 +162,6 @@ type RunningLister interface {
 	ListRunningContainers(ctx context.Context) ([]Container, error)
 }
 
-// listedAt is when a snapshot's image and container listings began (the
-// wall clock, and the container event generation before them) and how
-// long they took.
-type listedAt struct {
-	at   time.Time
-	gen  uint64
-	took time.Duration
-}
-
-// keepListingLocked keeps the image and container lists of s, a snapshot
-// just taken for a plan, as a view for the pass that applies it: a view
-// may be that old (see ViewWindow), so the pass's first re-checks need
-// not list the node again. The lists are copied (the caller owns s), and
-// dropped once no re-check could trust them. e.mu is held.
-func (e *Engine) keepListingLocked(s Snapshot) {
-	l := e.listed
-	d := &viewData{at: l.at, gen: l.gen, images: true, took: l.took,
-		containers: slices.Clone(s.Containers), imageList: slices.Clone(s.Images)}
-	e.planned = d
-	time.AfterFunc(time.Until(l.at.Add(max(ViewWindow, 2*l.took))), func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if e.planned == d {
-			e.planned = nil
-		}
-	})
-}
-
-// plannedListing returns the listing kept for a pass (keepListingLocked),
-// or nil.
-func (e *Engine) plannedListing() *viewData {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.planned
-}
-
 // passViews are a pass's views of the node (see ViewWindow): all, every
 // container (and the images, for the image phase); running, the running
 // containers alone, for the container phase; active, the created and
@@ -213,24 +173,22 @@ type passViews struct {
 
 // newPassViews makes a pass's views, whose listings run in ctx, and
 // starts listing what the first phase's re-checks of kind first read
-// ("" for none): the listing runs while the pass sets up. planned is the
-// listing the pass's plan was made from (nil: none), which the whole view
-// starts from while it may be trusted. following says whether the engine
-// follows the runtime's events (the image phase then needs no active
-// view).
-func newPassViews(ctx context.Context, r Reader, gen *atomic.Uint64, planned *viewData, first ItemKind, following bool) passViews {
+// ("" for none): the listing runs while the pass sets up. following says
+// whether the engine follows the runtime's events (the image phase then
+// needs no active view).
+func newPassViews(ctx context.Context, r Reader, gen *atomic.Uint64, first ItemKind, following bool) passViews {
 	vs := passViews{all: newNodeView(ctx, r, gen, viewAll), running: newNodeView(ctx, r, gen, viewRunning), active: newNodeView(ctx, r, gen, viewActive)}
 	switch first {
 	case "":
 	case ItemContainer:
-		vs.running.prefetch(planned, false)
+		vs.running.prefetch(false)
 	case ItemImage:
-		vs.all.prefetch(planned, true)
+		vs.all.prefetch(true)
 		if !following {
-			vs.active.prefetch(planned, false)
+			vs.active.prefetch(false)
 		}
 	default:
-		vs.all.prefetch(planned, false)
+		vs.all.prefetch(false)
 	}
 	return vs
 }
@@ -291,40 +249,15 @@ func (v *nodeView) close() {
 	v.wait()
 }
 
-// prefetch starts the first listing ahead of the first re-check, unless
-// planned (a listing of the whole node, or nil) serves it now: the view
-// then starts from the containers of planned it holds. images asks for
-// the image list too.
-func (v *nodeView) prefetch(planned *viewData, images bool) {
+// prefetch starts the first listing ahead of the first re-check; images
+// asks for the image list too.
+func (v *nodeView) prefetch(images bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.withImages = v.withImages || images
-	if planned != nil && v.cur == nil {
-		v.cur, v.took = planned.only(v.kind), planned.took
-	}
-	if !v.listing && !v.usable(v.cur, v.clock(), v.gen.Load()) {
+	if v.cur == nil && !v.listing {
 		v.startLocked()
 	}
-}
-
-// only is d with the containers a view of kind holds (d itself for
-// viewAll), as its own listing would have shown them.
-func (d *viewData) only(kind viewKind) *viewData {
-	if kind == viewAll {
-		return d
-	}
-	return &viewData{at: d.at, gen: d.gen, took: d.took, containers: slices.DeleteFunc(slices.Clone(d.containers), func(c Container) bool { return !kind.holds(c) })}
-}
-
-// holds reports whether a view of kind lists c.
-func (k viewKind) holds(c Container) bool {
-	switch k {
-	case viewRunning:
-		return c.State == ContainerRunning
-	case viewActive:
-		return c.State == ContainerRunning || c.State == ContainerCreated
-	}
-	return true
 }
 
 // window is how long a view is trusted: ViewWindow for the active
@@ -361,11 +294,7 @@ func (v *nodeView) fresh(images bool) (*viewData, error) {
 	for {
 		now := v.clock()
 		if d := v.cur; v.usable(d, began, since) {
-			// A view about to expire lists again in the background, once
-			// the view has listed itself: one that starts from its plan's
-			// listing serves while it may (a short pass then lists
-			// nothing), and a pass that outlasts it waits for one listing.
-			if !v.listing && v.done > 0 && now.Sub(d.at)+v.took >= v.window() {
+			if !v.listing && now.Sub(d.at)+v.took >= v.window() {
 				v.startLocked()
 			}
 			return d, nil
@@ -449,7 +378,13 @@ func (v *nodeView) listContainers(ctx context.Context) ([]Container, error) {
 		}
 	}
 	cs, err := v.r.ListContainers(ctx)
-	return slices.DeleteFunc(cs, func(c Container) bool { return !v.kind.holds(c) }), err
+	switch v.kind {
+	case viewRunning:
+		cs = slices.DeleteFunc(cs, func(c Container) bool { return c.State != ContainerRunning })
+	case viewActive:
+		cs = slices.DeleteFunc(cs, func(c Container) bool { return c.State != ContainerRunning && c.State != ContainerCreated })
+	}
+	return cs, err
 }
 
 // imageUser returns a container that uses img by its ID, a tag or a

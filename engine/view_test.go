@@ -282,7 +282,7 @@ func TestNodeViewUnderEventsAndErrors(t *testing.T) {
 		l := &eventfulLister{fakeRuntime: *newFakeRuntime(), gen: &gen}
 		l.fail.Store(true)
 		v := newNodeView(context.Background(), l, &gen, viewAll)
-		v.prefetch(nil, false)
+		v.prefetch(false)
 		v.wait() // it failed
 		v.invalidate()
 		l.fail.Store(false)
@@ -322,7 +322,7 @@ func TestNodeViewCancelsAListingItWillNotUse(t *testing.T) {
 			var gen atomic.Uint64
 			l := &hangingLister{fakeRuntime: *newFakeRuntime(), cancelled: make(chan struct{})}
 			v := newNodeView(context.Background(), l, &gen, viewAll)
-			v.prefetch(nil, false)
+			v.prefetch(false)
 			end.end(v)
 			select {
 			case <-l.cancelled:
@@ -366,7 +366,7 @@ func TestNodeViewPhaseErrorDoesNotCrossABoundary(t *testing.T) {
 	if _, err := v.fresh(false); err == nil {
 		t.Fatal("want the first listing's error")
 	}
-	v.prefetch(nil, false) // a listing of phase 1 in flight at the boundary
+	v.prefetch(false) // a listing of phase 1 in flight at the boundary
 	v.invalidate()
 	if _, err := v.fresh(false); err != nil {
 		t.Errorf("phase 2's first re-check failed with phase 1's error: %v", err)
@@ -485,51 +485,6 @@ func TestTheImageRecheckWindowDoesNotGrowWithASlowListing(t *testing.T) {
 			}
 			if got := rt.mutatingCalls(); !slices.Equal(got, []string{"RemoveImage i1"}) || r.Items[1].Outcome != OutcomeSkipped {
 				t.Errorf("calls %v, i2 %s: the image a new container uses must be kept", got, r.Items[1].Outcome)
-			}
-		})
-	}
-}
-
-// TestAViewStartsFromItsPlansListing pins the pass's use of the listing
-// its plan was made from (keepListingLocked): within the window a view
-// trusts any listing (ViewWindow), the first re-checks read it and list
-// nothing; a container event since it began, or an age past the window,
-// makes the view list the node again before a re-check reads it.
-func TestAViewStartsFromItsPlansListing(t *testing.T) {
-	cases := []struct {
-		name  string
-		age   time.Duration // the plan's listing's age at the pass
-		event bool          // a container event came since it began
-		lists int32         // listings before the first re-check reads
-	}{
-		{"a fresh plan listing serves", ViewWindow / 2, false, 0},
-		{"a container event since the plan listing makes the view list again", ViewWindow / 2, true, 1},
-		{"a plan listing older than the window is listed again", ViewWindow + time.Millisecond, false, 1},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			clock := &stepClock{t: time.Unix(1000, 0)}
-			rt := &slowLister{fakeRuntime: *newFakeRuntime(), clock: clock}
-			var gen atomic.Uint64
-			planned := &viewData{at: clock.now(), gen: gen.Load(), images: true, took: time.Millisecond,
-				containers: []Container{{ID: "c1", ImageID: "sha256:a", State: ContainerExited}}}
-			clock.advance(tc.age)
-			if tc.event {
-				gen.Add(1)
-			}
-			v := newNodeView(context.Background(), rt, &gen, viewAll)
-			v.clock = clock.now
-			v.prefetch(planned, true)
-			d, err := v.fresh(true)
-			v.close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := rt.lists.Load(); got != tc.lists {
-				t.Errorf("%d listings, want %d", got, tc.lists)
-			}
-			if used := d == planned; used != (tc.lists == 0) {
-				t.Errorf("the re-check read the plan's listing: %v, want %v", used, tc.lists == 0)
 			}
 		})
 	}
