@@ -47,8 +47,11 @@ func boundedSnapshot(ctx context.Context, d time.Duration, slot chan struct{}, s
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer func() { <-slot }()
 		s, err := snapshot(ctx)
+		// Free the slot before handing the result over: a refresh that
+		// starts as soon as this one returns must not find it still taken
+		// (the race run's golden test did, and showed errSnapshotBusy).
+		<-slot
 		done <- result{s, err}
 	}()
 	select {
