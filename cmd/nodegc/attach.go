@@ -187,20 +187,27 @@ func runAttachedDashboard(ctx context.Context, opts *rootOptions, c *control.Cli
 	if !opts.ReadOnly {
 		journal = filepath.Join(opts.Global.StateDir, "journal.jsonl")
 	}
-	err = opts.runTUI(ctx, tui.Options{
-		Controller:      a,
-		Snapshot:        a.Snapshot,
-		Plan:            a.Plan,
-		ImageFs:         a.ImageFs,
-		Changed:         a.Changed,
-		Policy:          st.Policy,
-		Cgroups:         tui.CgroupsFrom(cg),
-		ReadOnly:        opts.ReadOnly,
-		JournalPath:     journal,
-		RefreshInterval: opts.Refresh,
-		Version:         version,
-		Agent:           &tui.Agent{PID: st.PID, StartedAt: st.StartedAt},
-	})
+	o := attachedOptions(a, st, opts.ReadOnly)
+	o.Cgroups, o.JournalPath, o.RefreshInterval = tui.CgroupsFrom(cg), journal, opts.Refresh
+	err = opts.runTUI(ctx, o)
 	opts.guard.arm(shutdownDeadline)
 	return err
+}
+
+// attachedOptions is a dashboard fed by an agent through a: its
+// snapshots, plans, usage and passes, sent commands through it, with the
+// agent's policy and identity on the engine line. The caller adds what
+// depends on where the dashboard runs (cgroups, journal, refresh).
+func attachedOptions(a *control.Attached, st control.Status, readOnly bool) tui.Options {
+	return tui.Options{
+		Controller: a,
+		Snapshot:   a.Snapshot,
+		Plan:       a.Plan,
+		ImageFs:    a.ImageFs,
+		Changed:    a.Changed,
+		Policy:     st.Policy,
+		ReadOnly:   readOnly,
+		Version:    version,
+		Agent:      &tui.Agent{PID: st.PID, StartedAt: st.StartedAt},
+	}
 }

@@ -227,19 +227,9 @@ func enterNode(ctx context.Context, opts *fleetOptions, cfg *rest.Config, r *fle
 	defer cancel()
 	a := control.NewAttached(c, st)
 	go a.Run(ctx)
-	return opts.runDashboard(ctx, tui.Options{
-		Controller:  a,
-		Snapshot:    a.Snapshot,
-		Plan:        a.Plan,
-		ImageFs:     a.ImageFs,
-		Changed:     a.Changed,
-		Policy:      st.Policy,
-		ReadOnly:    c.ReadOnly(),
-		HideSelf:    true, // this process is not on the node
-		JournalPath: "",
-		Version:     version,
-		Agent:       &tui.Agent{PID: st.PID, StartedAt: st.StartedAt},
-	})
+	o := attachedOptions(a, st, c.ReadOnly())
+	o.HideSelf = true // this process is not on the node
+	return opts.runDashboard(ctx, o)
 }
 
 // remoteAgent returns a client of the agent through the pods proxy, and

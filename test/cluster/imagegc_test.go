@@ -88,21 +88,11 @@ func TestImageFsBackBelowLowAtTheAgentsPass(t *testing.T) {
 	lines := c.journal(t)
 	var pass engine.JournalPass
 	removed := 0
-	listed := c.node.Must(t).State().Images
-	for _, img := range imgs {
-		l, ok := removedLine(lines, img.ID)
-		gone := !slices.Contains(listed, img.ID)
-		switch {
-		case gone && !ok:
-			t.Errorf("image %s is gone and the journal has no removed line for it", img.Ref)
-		case !gone && ok:
-			t.Errorf("image %s is still listed and the journal says removed", img.Ref)
-		case ok:
-			removed++
-			pass = l.Pass
-			if l.Reason != "space" {
-				t.Errorf("image %s removed for %q, want space", img.Ref, l.Reason)
-			}
+	for _, l := range c.journalAgreesWithNode(t, lines, imgs) {
+		removed++
+		pass = l.Pass
+		if l.Reason != "space" {
+			t.Errorf("image %s removed for %q, want space", l.ID, l.Reason)
 		}
 	}
 	if removed == 0 {
@@ -235,6 +225,28 @@ func (c *cluster) journal(t testing.TB) []engine.JournalEntry {
 		t.Fatal(err)
 	}
 	return lines
+}
+
+// journalAgreesWithNode checks that every one of imgs the runtime no
+// longer lists has a removed line in the journal, and no image still
+// listed has one; it returns the removed lines of imgs.
+func (c *cluster) journalAgreesWithNode(t *testing.T, lines []engine.JournalEntry, imgs []realnode.ImageRef) []engine.JournalEntry {
+	t.Helper()
+	listed := c.node.Must(t).State().Images
+	var removed []engine.JournalEntry
+	for _, img := range imgs {
+		l, ok := removedLine(lines, img.ID)
+		gone := !slices.Contains(listed, img.ID)
+		switch {
+		case gone && !ok:
+			t.Errorf("image %s is gone and the journal has no removed line for it", img.Ref)
+		case !gone && ok:
+			t.Errorf("image %s is still listed and the journal says removed", img.Ref)
+		case ok:
+			removed = append(removed, l)
+		}
+	}
+	return removed
 }
 
 // removedLine returns the journal's removed line for the image.
