@@ -5,8 +5,9 @@
 # and VmRSS from /proc 3 s after the first frame and again DURATION seconds
 # later. It prints the CPU used over that window as a percentage of one core,
 # the RSS at the window's start (RSS0) and end, the most it read once a
-# minute in between (RSSMAX; RSS_LOG=FILE keeps every reading), and the
-# peak since start (VmHWM). Targets (issue 5): under 2% of one core, RSS under 80 MB.
+# minute in between (RSSMAX; RSS_LOG=FILE keeps every reading, with its
+# anonymous and file-backed parts: the binary's own pages are file-backed),
+# and the peak since start (VmHWM). Targets (issue 5): under 2% of one core, RSS under 80 MB.
 #
 # Usage: scripts/measure-idle.sh [scale...]   (default: small large)
 # A scale "node-events" or "node-polling" measures instead the dashboard
@@ -52,6 +53,8 @@ ticks() {
 	awk '{ print $12 + $13 }' <<<"$rest"
 }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# rss_parts PID: "anon_kb N file_kb M" (RssAnon, RssFile).
+rss_parts() { awk '/^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 } END { print "anon_kb " a " file_kb " f }' "/proc/$1/status"; }
 hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 now() { date +%s.%N; }
 printf '%-6s %8s %10s %8s %9s %9s %9s %9s\n' SCALE WINDOW CPU_S CPU_% RSS0_MB RSS_MB RSSMAX_MB PEAK_MB
@@ -110,7 +113,7 @@ for scale in "${scales[@]}"; do
 		left=$((left - step))
 		r=$(rss_kb "$pid")
 		[ "$r" -le "$rssmax" ] || rssmax=$r
-		[ -z "${RSS_LOG:-}" ] || echo "$(date +%T) $scale rss_kb $r" >>"$RSS_LOG"
+		[ -z "${RSS_LOG:-}" ] || echo "$(date +%T) $scale rss_kb $r $(rss_parts "$pid")" >>"$RSS_LOG"
 	done
 	c1=$(ticks "$pid")
 	t1=$(now)
