@@ -6,7 +6,8 @@
 //
 // Endpoints (all under /v1, JSON bodies, errors as {"error","code"}):
 //
-//	GET  /v1/status      pid, start time, version, policy, scheduler state
+//	GET  /v1/status      pid, start time, version, policy, scheduler state;
+//	                     ?brief=true: without the last pass report
 //	GET  /v1/snapshot    a snapshot now, with the engine's image records
 //	GET  /v1/plan        ?kind=&at=: a snapshot and the engine's plan of it
 //	GET  /v1/imagefs     the image filesystem alone

@@ -179,9 +179,13 @@ func (s *Server) command(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	st := s.o.Scheduler.Status()
+	if r.URL.Query().Get("brief") == "true" {
+		st.LastReport = nil // the notices stream's first line carries it
+	}
 	writeJSON(w, http.StatusOK, Status{
 		PID: s.o.PID, StartedAt: s.o.StartedAt, Version: s.o.Version, Policy: s.o.Engine.Policy(),
-		Scheduler: s.o.Scheduler.Status(), ReadOnly: s.readOnly(r),
+		Scheduler: st, ReadOnly: s.readOnly(r),
 	})
 }
 
