@@ -22,7 +22,9 @@
 # Usage: scripts/measure-attach.sh   (as root; needs tmux, curl, bash 5)
 # Environment: ROUNDS (default 8), SETTLE (seconds between the agent's
 # /readyz and the first start, default 5: its first container pass comes a
-# minute after it starts), BIN (a built nodegc; default: build one).
+# minute after it starts), BIN (a built nodegc; default: build one), VS
+# (another built nodegc: each round also starts its dashboard attached to
+# the same agent, as mode attached-vs, to compare two builds side by side).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -42,8 +44,9 @@ nowns() { date +%s%N; }
 # start METHOD MODE STATEDIR: one dashboard start; prints METHOD MODE FIRST
 # NODE ATTACHED (ms).
 start() {
-	local method=$1 mode=$2 dir=$3 t0 first= node= attached=- screen now
-	local session=$method-$mode cmd="exec '$bin' --kubelet-pid -1 --runtime-endpoint unix://$work/sim.sock --state-dir $dir"
+	local method=$1 mode=$2 dir=$3 t0 first= node= attached=- screen now b=$bin
+	[ "$mode" != attached-vs ] || b=$VS
+	local session=$method-$mode cmd="exec '$b' --kubelet-pid -1 --runtime-endpoint unix://$work/sim.sock --state-dir $dir"
 	rm -f "$work/exec-time"
 	if [ "$method" = session ]; then
 		t0=$(nowns)
@@ -60,17 +63,17 @@ start() {
 		now=$(nowns)
 		[ -n "$first" ] || [[ $screen != *Overview* ]] || first=$now
 		[ -n "$node" ] || [[ $screen != *"capacity "* ]] || node=$now
-		if [ "$mode" = attached ] && [ "$attached" = - ] && [[ $screen == *"attached to agent"* ]]; then
+		if [ "$mode" != standalone ] && [ "$attached" = - ] && [[ $screen == *"attached to agent"* ]]; then
 			attached=$now
 		fi
-		if [ -n "$first" ] && [ -n "$node" ] && { [ "$mode" != attached ] || [ "$attached" != - ]; }; then
+		if [ -n "$first" ] && [ -n "$node" ] && { [ "$mode" = standalone ] || [ "$attached" != - ]; }; then
 			break
 		fi
 		sleep 0.01
 	done
 	tm kill-session -t "$session" >/dev/null 2>&1 || true
 	[ -n "$first" ] && [ -n "$node" ] || die "$session: no frame within 60 s"
-	[ "$mode" != attached ] || [ "$attached" != - ] || die "$session: never said it was attached within 60 s"
+	[ "$mode" = standalone ] || [ "$attached" != - ] || die "$session: never said it was attached within 60 s"
 	if [ "$method" = exec ]; then
 		[ -s "$work/exec-time" ] || die "$session: the shell wrote no exec time"
 		t0=$(tr -d . <"$work/exec-time")000 # microseconds to nanoseconds
@@ -79,18 +82,24 @@ start() {
 	echo "$method $mode $(ms "$first") $(ms "$node") $(ms "$attached")"
 }
 
-printf '%-8s %-10s %8s %8s %12s\n' METHOD MODE FIRST_MS NODE_MS ATTACHED_MS
+printf '%-8s %-11s %8s %8s %12s\n' METHOD MODE FIRST_MS NODE_MS ATTACHED_MS
 results=$work/results
 for r in $(seq "$rounds"); do
-	if [ $((r % 2)) -eq 1 ]; then order=(attached standalone); else order=(standalone attached); fi
+	order=(attached standalone)
+	[ -z "${VS:-}" ] || order=(attached attached-vs standalone)
+	if [ $((r % 2)) -eq 0 ]; then
+		for ((i = 0, j = ${#order[@]} - 1; i < j; i++, j--)); do
+			m=${order[i]} order[i]=${order[j]} order[j]=$m
+		done
+	fi
 	for method in session exec; do
 		for mode in "${order[@]}"; do
 			dir=$work/state-agent
-			[ "$mode" = attached ] || dir=$work/state-own
+			[ "$mode" != standalone ] || dir=$work/state-own
 			line=$(start "$method" "$mode" "$dir")
 			echo "$line" >>"$results"
 			# shellcheck disable=SC2086
-			printf '%-8s %-10s %8s %8s %12s\n' $line
+			printf '%-8s %-11s %8s %8s %12s\n' $line
 			sleep 1
 		done
 	done
@@ -98,7 +107,7 @@ done
 median() { sort -n | awk '{ a[NR] = $1 } END { if (NR == 0) exit; m = (NR + 1) / 2; print (NR % 2) ? a[m] : (a[m - 0.5] + a[m + 0.5]) / 2 }'; }
 range() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR) print lo "–" hi }'; }
 for method in session exec; do
-	for mode in attached standalone; do
+	for mode in attached ${VS:+attached-vs} standalone; do
 		col() { awk -v m="$method" -v d="$mode" -v c="$1" '$1 == m && $2 == d && $c != "-" { print $c }' "$results"; }
 		a=$(col 5 | median)
 		echo "median $method $mode: first frame $(col 3 | median) ms ($(col 3 | range)), node on screen $(col 4 | median) ms ($(col 4 | range))${a:+, attached line $a ms}"
