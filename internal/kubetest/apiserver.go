@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -180,13 +181,14 @@ func StartProcessCmd(t testing.TB, logFile, bin string, args ...string) *exec.Cm
 	cmd.Dir = filepath.Dir(logFile)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	exited, err := StartOnOwnThread(cmd)
+	if err != nil {
 		log.Close()
 		t.Fatalf("start %s: %v", filepath.Base(bin), err)
 	}
 	done := make(chan struct{})
 	go func() {
-		cmd.Wait()
+		<-exited
 		log.Close()
 		close(done)
 	}()
@@ -199,7 +201,7 @@ func StartProcessCmd(t testing.TB, logFile, bin string, args ...string) *exec.Cm
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("tail of %s:\n%s", logFile, Tail(logFile, 20))
+			t.Logf("%s: %v; tail of %s:\n%s", filepath.Base(bin), cmd.ProcessState, logFile, Tail(logFile, 20))
 		}
 	})
 	return cmd
@@ -256,4 +258,30 @@ func WriteServingCerts(t testing.TB, caFile, certFile, keyFile string, ip net.IP
 			t.Fatal(err)
 		}
 	}
+}
+
+// StartOnOwnThread starts cmd from a goroutine locked to its OS thread
+// and waits for it there; the returned channel gets Wait's error and
+// closes. Pdeathsig (which these commands set, so that nothing outlives
+// the test) fires when the thread that forked the child exits, not the
+// process, and the Go runtime ends a thread whenever a goroutine locked
+// to it returns without unlocking: a child started from an ordinary
+// goroutine can be killed at any moment by such a thread's end.
+func StartOnOwnThread(cmd *exec.Cmd) (<-chan error, error) {
+	started, exited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+		close(exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return exited, nil
 }

@@ -151,7 +151,7 @@ func startKubelet(t *testing.T, n *realnode.Node, o kubeletOptions) *kubelet {
 	t.Cleanup(func() {
 		k.stop()
 		if t.Failed() {
-			t.Logf("tail of %s:\n%s", k.logFile, tail(k.logFile, 40))
+			t.Logf("kubelet: %v; tail of %s:\n%s", k.cmd.ProcessState, k.logFile, tail(k.logFile, 40))
 		}
 		removePods(t, n)
 		removeLinks(t, n.PodLogsDir())
@@ -177,13 +177,14 @@ func (k *kubelet) start(t *testing.T) {
 	k.cmd.Stdout = log
 	k.cmd.Stderr = log
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := k.cmd.Start(); err != nil {
+	exited, err := kubetest.StartOnOwnThread(k.cmd)
+	if err != nil {
 		log.Close()
 		t.Fatalf("start kubelet: %v", err)
 	}
 	done := k.done
 	go func() {
-		k.cmd.Wait()
+		<-exited
 		log.Close()
 		close(done)
 	}()
