@@ -99,6 +99,10 @@ type Options struct {
 	// RuntimeName and RuntimeVersion are reported by Version (defaults
 	// DefaultRuntimeName and DefaultRuntimeVersion).
 	RuntimeName, RuntimeVersion string
+	// Unmarked leaves ImageFsInfoKey out of the verbose Status info, so
+	// the node no longer says it is simulated: tests use it to check that
+	// nodegc's --simulated is refused on a runtime that is not one.
+	Unmarked bool
 
 	// Workload is what each Step does; the zero Workload only advances
 	// the clock.
