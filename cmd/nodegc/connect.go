@@ -130,12 +130,12 @@ func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConf
 
 // checkSimulated holds the runtime to what --simulated says it is, by the
 // marker a simulated node publishes in its verbose status info
-// (simnode.ImageFsInfoKey); no other runtime changes what nodegc does.
-// Either mismatch is bad input (exit 2), found before anything is read or
-// removed: --simulated on a real runtime would leave its logs unscanned
-// and measure its disk through a marker it lacks; a simulated node taken
-// for a real one would have this machine's real pod logs taken for its
-// dangling logs, and removed.
+// (simnode.ImageFsInfoKey). The marker only checks the flag; it never
+// changes what nodegc does. Either mismatch is bad input (exit 2), found
+// before the node is listed or anything removed: --simulated on a real
+// runtime would leave its logs unscanned and measure its disk through a
+// marker it lacks; a simulated node taken for a real one would have this
+// machine's real pod logs taken for its dangling logs, and removed.
 func checkSimulated(simulated bool, endpoint string, info map[string]string) error {
 	_, marked, err := simnode.ImageFsFromInfo(info)
 	switch {
