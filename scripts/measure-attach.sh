@@ -51,7 +51,7 @@ simpid=$!
 for _ in $(seq 100); do [ -S "$work/sim.sock" ] && break; sleep 0.1; done
 [ -S "$work/sim.sock" ] || die "simnode: no socket: $(tail -3 "$work/sim.log")"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$bin" agent --metrics-bind-address "127.0.0.1:$port" --kubelet-pid -1 --runtime-endpoint "unix://$work/sim.sock" \
+"$bin" agent --metrics-bind-address "127.0.0.1:$port" --kubelet-pid -1 --simulated --runtime-endpoint "unix://$work/sim.sock" \
 	--state-dir "$work/state-agent" 2>"$work/agent.log" &
 agentpid=$!
 deadline=$((SECONDS + 120))
@@ -68,7 +68,7 @@ start() {
 	local mode=$1 dir=$2 t0 first= node= attached=- screen
 	t0=$(date +%s%N)
 	tm new-session -d -x 120 -y 36 -s "$mode" \
-		"exec '$bin' --kubelet-pid -1 --runtime-endpoint unix://$work/sim.sock --state-dir $dir"
+		"exec '$bin' --kubelet-pid -1 --simulated --runtime-endpoint unix://$work/sim.sock --state-dir $dir"
 	local end=$((SECONDS + 60))
 	while [ $SECONDS -lt $end ]; do
 		screen=$(tm capture-pane -p -t "$mode" 2>/dev/null || true)

@@ -101,7 +101,7 @@ for scale in "${scales[@]}"; do
 		for _ in $(seq 100); do [ -S "$work/sim.sock" ] && break; sleep 0.1; done
 		port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 		# shellcheck disable=SC2086
-		"$bin" agent --metrics-bind-address "127.0.0.1:$port" --kubelet-pid -1 --runtime-endpoint "unix://$work/sim.sock" \
+		"$bin" agent --metrics-bind-address "127.0.0.1:$port" --kubelet-pid -1 --simulated --runtime-endpoint "unix://$work/sim.sock" \
 			--state-dir "$work/state-agent" ${EXTRA:-} 2>"$work/agent.log" &
 		agentpid=$!
 		pid=$agentpid
@@ -113,7 +113,7 @@ for scale in "${scales[@]}"; do
 		simpid=$!
 		for _ in $(seq 100); do [ -S "$work/sim.sock" ] && break; sleep 0.1; done
 		tm new-session -d -x 120 -y 36 -s "$session" "${profenv[@]}" \
-			"exec '$bin' --events=$events --kubelet-pid -1 --runtime-endpoint unix://$work/sim.sock --state-dir $work/state-$scale ${EXTRA:-}"
+			"exec '$bin' --events=$events --kubelet-pid -1 --simulated --runtime-endpoint unix://$work/sim.sock --state-dir $work/state-$scale ${EXTRA:-}"
 		;;
 	*)
 		# exec, so the pane's process is nodegc itself.
