@@ -46,7 +46,7 @@ nowns() { date +%s%N; }
 start() {
 	local method=$1 mode=$2 dir=$3 t0 first= node= attached=- screen now b=$bin
 	[ "$mode" != attached-vs ] || b=$VS
-	local session=$method-$mode cmd="exec '$b' --kubelet-pid -1 --runtime-endpoint unix://$work/sim.sock --state-dir $dir"
+	local session=$method-$mode cmd="exec '$b' --kubelet-pid -1 --simulated --runtime-endpoint unix://$work/sim.sock --state-dir $dir"
 	rm -f "$work/exec-time"
 	if [ "$method" = session ]; then
 		t0=$(nowns)

@@ -81,7 +81,7 @@ for scale in "${scales[@]}"; do
 		[ "$scale" = node-polling ] && events=false
 		start_simnode
 		tm new-session -d -x 120 -y 36 -s "$session" "${profenv[@]}" \
-			"exec '$bin' --events=$events --kubelet-pid -1 --runtime-endpoint unix://$work/sim.sock --state-dir $work/state-$scale ${EXTRA:-}"
+			"exec '$bin' --events=$events --kubelet-pid -1 --simulated --runtime-endpoint unix://$work/sim.sock --state-dir $work/state-$scale ${EXTRA:-}"
 		;;
 	*)
 		# exec, so the pane's process is nodegc itself.

@@ -69,7 +69,7 @@ stop_simnode() {
 start_agent() {
 	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	# shellcheck disable=SC2086
-	env "$@" "$bin" agent --metrics-bind-address "127.0.0.1:$port" --kubelet-pid -1 --runtime-endpoint "unix://$work/sim.sock" \
+	env "$@" "$bin" agent --metrics-bind-address "127.0.0.1:$port" --kubelet-pid -1 --simulated --runtime-endpoint "unix://$work/sim.sock" \
 		--state-dir "$work/state-agent" ${EXTRA:-} 2>"$work/agent.log" &
 	agentpid=$!
 }

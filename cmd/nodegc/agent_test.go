@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -80,7 +82,7 @@ func TestAgentBinary(t *testing.T) {
 		sim.Wait()
 	}()
 	stateDir := filepath.Join(dir, "state")
-	common := []string{"--runtime-endpoint", ep, "--state-dir", stateDir, "--kubelet-config", os.DevNull, "--kubelet-pid", "-1"}
+	common := []string{"--simulated", "--runtime-endpoint", ep, "--state-dir", stateDir, "--kubelet-config", os.DevNull, "--kubelet-pid", "-1"}
 
 	t.Run("a metrics address in use is one line and exit 2, and nothing is removed", func(t *testing.T) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -91,6 +93,25 @@ func TestAgentBinary(t *testing.T) {
 		addr := l.Addr().String()
 		code, stdout, stderr := runBinary(t, bin, append([]string{"agent", "--metrics-bind-address", addr}, common...)...)
 		want := "nodegc: --metrics-bind-address: " + addr + " is already in use (another agent, or another program); choose another address, or 0 for none\n"
+		if code != 2 || stdout != "" || stderr != want {
+			t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q", code, stdout, stderr, want)
+		}
+		if _, err := os.Stat(filepath.Join(stateDir, "journal.jsonl")); !os.IsNotExist(err) {
+			t.Errorf("the refused agent opened a journal: %v", err)
+		}
+	})
+
+	t.Run("without --simulated the agent refuses the simulated node: one line, exit 2, nothing removed", func(t *testing.T) {
+		// An agent that took the node would serve until stopped: a minute
+		// ends it, and it fails.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, append([]string{"agent", "--metrics-bind-address", "0"}, common[1:]...)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Run()
+		code, stdout, stderr := cmd.ProcessState.ExitCode(), out.String(), errb.String()
+		want := "nodegc: the runtime at " + ep + " is a simulated node (nodegc simnode): pass --simulated, so that this machine's pod logs are not taken for its own\n"
 		if code != 2 || stdout != "" || stderr != want {
 			t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q", code, stdout, stderr, want)
 		}

@@ -49,7 +49,7 @@ func startAttachNode(t *testing.T) attachNode {
 	})
 	stateDir := filepath.Join(dir, "state")
 	return attachNode{bin: bin, dir: dir, stateDir: stateDir,
-		common: []string{"--runtime-endpoint", ep, "--state-dir", stateDir, "--kubelet-config", os.DevNull, "--kubelet-pid", "-1"}}
+		common: []string{"--simulated", "--runtime-endpoint", ep, "--state-dir", stateDir, "--kubelet-config", os.DevNull, "--kubelet-pid", "-1"}}
 }
 
 // startAgent starts an agent on the node with the periodic passes far

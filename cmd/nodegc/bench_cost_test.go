@@ -60,11 +60,11 @@ func BenchmarkPlanCost(b *testing.B) {
 	// and never writes there, so warming with a plan would leave every
 	// plan to ask each of the 20,000 READY sandboxes for its image.
 	runOut(b, nodegc, "gc", "--images", "--yes", "--image-gc-high-threshold=100", "--image-gc-low-threshold=99",
-		"--runtime-endpoint", ep, "--state-dir", state, "--kubelet-config", os.DevNull)
+		"--simulated", "--runtime-endpoint", ep, "--state-dir", state, "--kubelet-config", os.DevNull)
 	if _, err := os.Stat(filepath.Join(state, "sandbox-images.json")); err != nil {
 		b.Fatalf("the warm-up gc kept no sandbox images: %v", err)
 	}
-	plan := []string{"plan", "-o", "json", "--runtime-endpoint", ep, "--state-dir", state, "--kubelet-config", os.DevNull}
+	plan := []string{"plan", "-o", "json", "--simulated", "--runtime-endpoint", ep, "--state-dir", state, "--kubelet-config", os.DevNull}
 	b.Run("live", func(b *testing.B) {
 		sideBySide(b, []string{bare, "list", ep}, append([]string{nodegc}, plan...))
 	})
@@ -72,7 +72,7 @@ func BenchmarkPlanCost(b *testing.B) {
 	snap := os.Getenv("NODEGC_BENCH_SNAPSHOT")
 	if snap == "" {
 		snap = filepath.Join(dir, "snap.json")
-		out := runOut(b, nodegc, "snapshot", "--runtime-endpoint", ep, "--state-dir", state, "--kubelet-config", os.DevNull)
+		out := runOut(b, nodegc, "snapshot", "--simulated", "--runtime-endpoint", ep, "--state-dir", state, "--kubelet-config", os.DevNull)
 		if err := os.WriteFile(snap, out, 0o600); err != nil {
 			b.Fatal(err)
 		}

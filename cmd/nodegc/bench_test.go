@@ -56,7 +56,7 @@ func BenchmarkPlanScale(b *testing.B) {
 			state := b.TempDir()
 			c := newCLI("")
 			c.f.Out = io.Discard
-			args := []string{"plan", "-o", output, "--runtime-endpoint", ep, "--state-dir", state}
+			args := []string{"plan", "-o", output, "--simulated", "--runtime-endpoint", ep, "--state-dir", state}
 			// One plan first, so the records file exists as on a node
 			// where nodegc has run before.
 			if code := c.run(args...); code != 0 {

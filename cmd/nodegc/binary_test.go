@@ -106,7 +106,7 @@ func TestBinary(t *testing.T) {
 		if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("socket %v %v, want mode 0600", fi, err)
 		}
-		code, stdout, stderr := runBinary(t, bin, "plan", "--runtime-endpoint", ep, "--state-dir", filepath.Join(dir, "state"), "--kubelet-config", os.DevNull)
+		code, stdout, stderr := runBinary(t, bin, "plan", "--simulated", "--runtime-endpoint", ep, "--state-dir", filepath.Join(dir, "state"), "--kubelet-config", os.DevNull)
 		if code != 0 || !strings.Contains(stdout, "Runtime:     simnode") {
 			t.Errorf("plan exit %d stderr %q stdout %q", code, stderr, stdout)
 		}

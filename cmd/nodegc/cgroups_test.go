@@ -83,7 +83,7 @@ func TestCgroupsNames(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCLI("")
-			code := c.run("cgroups", "-o", "json", "--cgroupfs-root", root, "--cgroup-driver", "cgroupfs", "--runtime-endpoint", tt.endpoint)
+			code := c.run("cgroups", "-o", "json", "--cgroupfs-root", root, "--cgroup-driver", "cgroupfs", "--simulated", "--runtime-endpoint", tt.endpoint)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, c.err.String())
 			}
@@ -108,7 +108,7 @@ func TestCgroupsNames(t *testing.T) {
 	}
 	t.Run("the tree output has the header and the pod", func(t *testing.T) {
 		c := newCLI("")
-		if code := c.run("cgroups", "--cgroupfs-root", root, "--cgroup-driver", "cgroupfs", "--runtime-endpoint", ep); code != 0 {
+		if code := c.run("cgroups", "--cgroupfs-root", root, "--cgroup-driver", "cgroupfs", "--simulated", "--runtime-endpoint", ep); code != 0 {
 			t.Fatalf("exit %d: %s", code, c.err.String())
 		}
 		if !strings.Contains(c.out.String(), running.Name) {

@@ -21,15 +21,16 @@ type runtimeConn struct {
 	Endpoint string
 	// Source says where the endpoint came from, for the plan's runtime line.
 	Source string
-	// Simulated reports whether the runtime is a simulated node (simnode),
-	// whose pods have no log files on this machine: log GC must not run
-	// against it, or it would take this machine's real logs for dangling.
+	// Simulated is --simulated: the runtime is a simulated node (nodegc
+	// simnode), whose pods have no log files on this machine: log GC must
+	// not run against it, or it would take this machine's real logs for
+	// dangling.
 	Simulated bool
 	// Statfs measures filesystems for the engine: nil (the real statfs)
-	// unless the runtime is simulated.
+	// unless --simulated.
 	Statfs func(string) (engine.FsStats, error)
-	// pods is the pod source; nil on a simulated node, whose pods no API
-	// server knows.
+	// pods is the pod source; nil with --simulated and no --kubeconfig,
+	// since a simulated node's pods are no API server's.
 	pods   *podSources
 	client *cri.Client
 	// stateDir keeps the sandbox images the client learns for the next
@@ -39,7 +40,7 @@ type runtimeConn struct {
 }
 
 // podSource is the engine's pod source for this connection; nil (not
-// ready, limits only) on a simulated node.
+// ready, limits only) on a simulated node without --kubeconfig.
 func (c *runtimeConn) podSource() func(context.Context, engine.Snapshot) (engine.PodSource, error) {
 	if c.pods == nil {
 		return nil
@@ -73,7 +74,8 @@ func (c *runtimeConn) Close() error {
 // state dir keeps them there, so a later command, read-only too, asks only
 // about sandboxes new since. An
 // unreachable runtime is an error wrapping engine.ErrUnavailable (exit 1);
-// a malformed endpoint is bad input (exit 2).
+// a malformed endpoint is bad input (exit 2), and so is a runtime that is
+// a simulated node when --simulated says otherwise (checkSimulated).
 func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig, readOnly, exitDetails bool) (*runtimeConn, error) {
 	fromConfig, _, _ := cfg.runtimeEndpoint()
 	ep, src, err := cri.Discover(ctx, g.RuntimeEndpoint, f.Getenv("CONTAINER_RUNTIME_ENDPOINT"), fromConfig)
@@ -102,11 +104,11 @@ func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConf
 		c.Close()
 		return nil, fmt.Errorf("runtime status of %s: %w", c.Endpoint(), err)
 	}
-	if _, sim, err := simnode.ImageFsFromInfo(info); sim {
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("%s: %w", c.Endpoint(), err)
-		}
+	if err := checkSimulated(g.Simulated, c.Endpoint(), info); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if g.Simulated {
 		conn.Simulated, conn.Statfs = true, simfs.Statfs(remoteSimulatedFs(c))
 	}
 	// A simulated node's pods are no API server's, unless the operator
@@ -124,6 +126,27 @@ func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConf
 		conn.Remover = c
 	}
 	return conn, nil
+}
+
+// checkSimulated holds the runtime to what --simulated says it is, by the
+// marker a simulated node publishes in its verbose status info
+// (simnode.ImageFsInfoKey). The marker only checks the flag; it never
+// changes what nodegc does. Either mismatch is bad input (exit 2), found
+// before the node is listed or anything removed: --simulated on a real
+// runtime would leave its logs unscanned and measure its disk through a
+// marker it lacks; a simulated node taken for a real one would have this
+// machine's real pod logs taken for its dangling logs, and removed.
+func checkSimulated(simulated bool, endpoint string, info map[string]string) error {
+	_, marked, err := simnode.ImageFsFromInfo(info)
+	switch {
+	case simulated && !marked:
+		return usageErrorf("--simulated: the runtime at %s is not a simulated node (nodegc simnode); leave --simulated out for a real runtime", endpoint)
+	case !simulated && marked:
+		return usageErrorf("the runtime at %s is a simulated node (nodegc simnode): pass --simulated, so that this machine's pod logs are not taken for its own", endpoint)
+	case err != nil:
+		return fmt.Errorf("%s: %w", endpoint, err)
+	}
+	return nil
 }
 
 // endpointError makes a malformed endpoint a usage error.

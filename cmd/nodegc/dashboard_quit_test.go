@@ -45,7 +45,7 @@ func TestDashboardQuitDuringAPass(t *testing.T) {
 	})
 	addGlobalFlags(cmd.PersistentFlags(), g)
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	cmd.SetArgs([]string{"--runtime-endpoint", ep, "--state-dir", state, "--paused", "--minimum-image-ttl-duration", "0s"})
+	cmd.SetArgs([]string{"--simulated", "--runtime-endpoint", ep, "--state-dir", state, "--paused", "--minimum-image-ttl-duration", "0s"})
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestDashboardLogInTheStateDirIsNotFollowed(t *testing.T) {
 	}
 	c := newCLI("")
 	c.tty = true
-	_, _, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", state, "--paused")
+	_, _, err := runRootWithTUI(t, c, "--simulated", "--runtime-endpoint", ep, "--state-dir", state, "--paused")
 	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "symlink") {
 		t.Errorf("err %v (exit %d), want exit %d naming the symlink", err, exitCode(err), exitUsage)
 	}

@@ -39,7 +39,7 @@ func TestRootOpensTheDashboardOnATerminal(t *testing.T) {
 		node, ep := startSimnode(t, testNode())
 		c := newCLI("")
 		c.tty = true
-		o, snap, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--paused")
+		o, snap, err := runRootWithTUI(t, c, "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--paused")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestRootOpensTheDashboardOnATerminal(t *testing.T) {
 		_, ep := startSimnode(t, testNode())
 		c := newCLI("")
 		c.tty = true
-		o, _, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--read-only")
+		o, _, err := runRootWithTUI(t, c, "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--read-only")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,6 +64,8 @@ func TestExitCodesAndErrorLines(t *testing.T) {
 		{"the dashboard refuses --parallel past its maximum too", []string{"--parallel", "65"}, 2, "nodegc: --parallel: must be auto or from 1 to 64, got 65"},
 		{"--from with --runtime-endpoint", []string{"plan", "--from", snap, "--runtime-endpoint", "unix:///x.sock"}, 2,
 			"nodegc: --from: cannot be combined with --runtime-endpoint"},
+		{"--from with --simulated", []string{"plan", "--from", snap, "--simulated"}, 2,
+			"nodegc: --from: cannot be combined with --simulated (a snapshot is planned as it was taken)"},
 		{"an endpoint that is not a unix socket is bad input", []string{"plan", "--runtime-endpoint", "tcp://1.2.3.4:5"}, 2,
 			`nodegc: --runtime-endpoint: invalid runtime endpoint "tcp://1.2.3.4:5": only unix sockets are supported`},
 		{"an unreachable runtime exits 1 and names the flag", []string{"plan", "--runtime-endpoint", "unix:///nonexistent/x.sock"}, 1,

@@ -59,7 +59,7 @@ func TestGCExitsOneOnFreeDiskSpaceFailed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ep := startSimnode(t, tt.node)
 			c := newCLI("")
-			args := append([]string{"gc", "--images", "--yes", "--runtime-endpoint", ep, "--state-dir", t.TempDir()}, tt.args...)
+			args := append([]string{"gc", "--images", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir()}, tt.args...)
 			if code := c.run(args...); code != tt.code {
 				t.Fatalf("exit %d, want %d; stderr %q\nstdout:\n%s", code, tt.code, c.err.String(), c.out.String())
 			}

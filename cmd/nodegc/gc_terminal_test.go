@@ -16,7 +16,7 @@ func TestGCOnATerminalListsRemovalsAndCountsTheKept(t *testing.T) {
 		MinImageBytes: 50 << 20, MaxImageBytes: 200 << 20, InitialUsagePercent: 95})
 	c := newCLI("n\n")
 	c.tty = true
-	c.run("gc", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--kubelet-config", "/dev/null", "--kubelet-pid", "-1",
+	c.run("gc", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--kubelet-config", "/dev/null", "--kubelet-pid", "-1",
 		"--minimum-image-ttl-duration", "0s")
 	out := c.out.String() + c.err.String()
 	if !strings.Contains(out, "Remove these") {
@@ -39,7 +39,7 @@ func TestNoRecordsSaysFirstSeenNow(t *testing.T) {
 	_, ep := startSimnode(t, simnode.Options{Seed: 7, Images: 12, Pods: 2, MinImageBytes: 50 << 20, MaxImageBytes: 200 << 20, InitialUsagePercent: 95})
 	for _, cmd := range [][]string{{"plan"}, {"gc", "--dry-run"}} {
 		c := newCLI("")
-		c.run(append(cmd, "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--kubelet-config", "/dev/null", "--kubelet-pid", "-1")...)
+		c.run(append(cmd, "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--kubelet-config", "/dev/null", "--kubelet-pid", "-1")...)
 		for _, want := range []string{"no earlier record of these images", "counts as first seen at", "(in 2m0s, --minimum-image-ttl-duration 2m0s)"} {
 			if !strings.Contains(c.out.String(), want) {
 				t.Errorf("%s lacks %q:\n%s", cmd[0], want, c.out.String())

@@ -50,7 +50,7 @@ func TestGCSignalAtThePrompt(t *testing.T) {
 	c.f.Err = w
 	done := make(chan int, 1)
 	go func() {
-		done <- execute(ctx, c.f, []string{"gc", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--minimum-image-ttl-duration", "0s"})
+		done <- execute(ctx, c.f, []string{"gc", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--minimum-image-ttl-duration", "0s"})
 	}()
 	// A bound on a hang, not on speed: gc must end without an answer.
 	hang, stop := context.WithTimeout(context.Background(), 60*time.Second)

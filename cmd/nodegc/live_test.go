@@ -48,7 +48,7 @@ func TestReadOnlyCommandsMakeNoMutatingCall(t *testing.T) {
 		t.Run(tt.name+" reads the runtime and never mutates it", func(t *testing.T) {
 			node, ep := startSimnode(t, testNode())
 			c := newCLI("")
-			args := append(tt.args, "--runtime-endpoint", ep, "--state-dir", t.TempDir())
+			args := append(tt.args, "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir())
 			if code := c.run(args...); code != 0 {
 				t.Fatalf("exit %d: %s", code, c.err.String())
 			}
@@ -75,7 +75,7 @@ func TestGCRefusesWithoutTerminal(t *testing.T) {
 		t.Run(strings.Join(args, " ")+" exits 2 before connecting", func(t *testing.T) {
 			node, ep := startSimnode(t, testNode())
 			c := newCLI("y\n") // an answer on stdin is not a terminal's
-			code := c.run(append(args, "--runtime-endpoint", ep, "--state-dir", t.TempDir())...)
+			code := c.run(append(args, "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir())...)
 			if code != exitUsage {
 				t.Errorf("exit %d, want 2", code)
 			}
@@ -111,7 +111,7 @@ func TestGCConfirmation(t *testing.T) {
 			node, ep := startSimnode(t, testNode())
 			c := newCLI(tt.answer)
 			c.tty = true
-			code := c.run("gc", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--minimum-image-ttl-duration", "0s")
+			code := c.run("gc", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--minimum-image-ttl-duration", "0s")
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d: %s", code, tt.code, c.err.String())
 			}
@@ -134,7 +134,7 @@ func TestGCYes(t *testing.T) {
 		before := node.Counts()
 		state := t.TempDir()
 		c := newCLI("")
-		code := c.run("gc", "--yes", "--runtime-endpoint", ep, "--state-dir", state, "--minimum-image-ttl-duration", "0s")
+		code := c.run("gc", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", state, "--minimum-image-ttl-duration", "0s")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, c.err.String())
 		}
@@ -157,7 +157,7 @@ func TestGCYes(t *testing.T) {
 		_, ep := startSimnode(t, testNode())
 		logFile := filepath.Join(t.TempDir(), "nodegc.log")
 		c := newCLI("")
-		if code := c.run("gc", "--containers", "--yes", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--log-file", logFile); code != 0 {
+		if code := c.run("gc", "--containers", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--log-file", logFile); code != 0 {
 			t.Fatalf("exit %d: %s", code, c.err.String())
 		}
 		data, err := os.ReadFile(logFile)
@@ -177,7 +177,7 @@ func TestGCYes(t *testing.T) {
 		node, ep := startSimnode(t, testNode())
 		node.InjectFault(simnode.Fault{Method: "RemoveContainer", Err: codes.Internal, Times: 1})
 		c := newCLI("")
-		code := c.run("gc", "--containers", "--yes", "--runtime-endpoint", ep, "--state-dir", t.TempDir())
+		code := c.run("gc", "--containers", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir())
 		if code != exitFailure {
 			t.Fatalf("exit %d, want 1: %s", code, c.err.String())
 		}
@@ -192,7 +192,7 @@ func TestGCYes(t *testing.T) {
 	t.Run("--dry-run with --yes still removes nothing", func(t *testing.T) {
 		node, ep := startSimnode(t, testNode())
 		c := newCLI("")
-		if code := c.run("gc", "--dry-run", "--yes", "--runtime-endpoint", ep, "--state-dir", t.TempDir()); code != 0 {
+		if code := c.run("gc", "--dry-run", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir()); code != 0 {
 			t.Fatalf("exit %d: %s", code, c.err.String())
 		}
 		if m := mutating(node); len(m) != 0 {
@@ -205,7 +205,7 @@ func TestSnapshotThenPlanFrom(t *testing.T) {
 	_, ep := startSimnode(t, testNode())
 	out := filepath.Join(t.TempDir(), "snap.json")
 	c := newCLI("")
-	if code := c.run("snapshot", "-o", out, "--runtime-endpoint", ep, "--state-dir", t.TempDir()); code != 0 {
+	if code := c.run("snapshot", "-o", out, "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir()); code != 0 {
 		t.Fatalf("snapshot exit %d: %s", code, c.err.String())
 	}
 	data, err := os.ReadFile(out)
@@ -236,7 +236,7 @@ func TestEndpointFromEnvironment(t *testing.T) {
 	node, ep := startSimnode(t, testNode())
 	c := newCLI("")
 	c.env["CONTAINER_RUNTIME_ENDPOINT"] = ep
-	if code := c.run("plan", "--state-dir", t.TempDir()); code != 0 {
+	if code := c.run("plan", "--simulated", "--state-dir", t.TempDir()); code != 0 {
 		t.Fatalf("exit %d: %s", code, c.err.String())
 	}
 	if !strings.Contains(c.out.String(), "(from env CONTAINER_RUNTIME_ENDPOINT)") {
@@ -248,14 +248,14 @@ func TestEndpointFromEnvironment(t *testing.T) {
 	t.Run("the flag wins over the environment", func(t *testing.T) {
 		c := newCLI("")
 		c.env["CONTAINER_RUNTIME_ENDPOINT"] = "unix:///nonexistent/env.sock"
-		if code := c.run("plan", "--runtime-endpoint", ep, "--state-dir", t.TempDir()); code != 0 {
+		if code := c.run("plan", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir()); code != 0 {
 			t.Fatalf("exit %d: %s", code, c.err.String())
 		}
 	})
 	t.Run("the kubelet config's endpoint is used without flag or environment", func(t *testing.T) {
 		cfg := writeFile(t, "k.yaml", "containerRuntimeEndpoint: "+ep+"\n")
 		c := newCLI("")
-		if code := c.run("plan", "--kubelet-config", cfg, "--state-dir", t.TempDir()); code != 0 {
+		if code := c.run("plan", "--simulated", "--kubelet-config", cfg, "--state-dir", t.TempDir()); code != 0 {
 			t.Fatalf("exit %d: %s", code, c.err.String())
 		}
 		if !strings.Contains(c.out.String(), "(from kubelet config "+cfg+")") {

@@ -97,6 +97,9 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	if opts.From != "" && opts.Global.RuntimeEndpoint != "" {
 		return usageErrorf("--from: cannot be combined with --runtime-endpoint")
 	}
+	if opts.From != "" && opts.Global.Simulated {
+		return usageErrorf("--from: cannot be combined with --simulated (a snapshot is planned as it was taken)")
+	}
 	live := opts.From == ""
 	if live {
 		// An agent holds the node: its records make the kubelet's plan.

@@ -26,7 +26,7 @@ func TestPlanMakesNoStatusCall(t *testing.T) {
 		t.Helper()
 		node.ResetCalls()
 		c := newCLI("")
-		if code := c.run("plan", "-o", "json", "--runtime-endpoint", ep, "--state-dir", state); code != 0 {
+		if code := c.run("plan", "-o", "json", "--simulated", "--runtime-endpoint", ep, "--state-dir", state); code != 0 {
 			t.Fatalf("exit %d: %s", code, c.err.String())
 		}
 		return node.Calls()
@@ -56,7 +56,7 @@ func TestPlanMakesNoStatusCall(t *testing.T) {
 	learn := func() {
 		t.Helper()
 		c := newCLI("")
-		if code := c.run("gc", "--images", "--yes", "--image-gc-high-threshold=100", "--image-gc-low-threshold=99", "--runtime-endpoint", ep, "--state-dir", state); code != 0 {
+		if code := c.run("gc", "--images", "--yes", "--image-gc-high-threshold=100", "--image-gc-low-threshold=99", "--simulated", "--runtime-endpoint", ep, "--state-dir", state); code != 0 {
 			t.Fatalf("gc: exit %d: %s", code, c.err.String())
 		}
 	}

@@ -106,6 +106,10 @@ type globalOptions struct {
 	LogFile string
 	// Debug logs every item the engine evaluates.
 	Debug bool
+	// Simulated is --simulated: the runtime is a simulated node (nodegc
+	// simnode). It is the only way nodegc treats a runtime as simulated;
+	// connect refuses a runtime that is not what it says.
+	Simulated bool
 
 	log *slog.Logger
 	// logInStateDir says LogFile is the dashboard's default log in the
@@ -238,6 +242,8 @@ func addGlobalFlags(pf *pflag.FlagSet, g *globalOptions) {
 	pf.DurationVar(&g.Timeout, "timeout", cri.DefaultReadTimeout, "timeout of each CRI read call")
 	pf.StringVar(&g.LogFile, "log-file", "", "append the engine's log (JSON lines: each deletion, and each item with --debug) to this file")
 	pf.BoolVar(&g.Debug, "debug", false, "with --log-file, log every item the engine evaluates")
+	pf.BoolVar(&g.Simulated, "simulated", false,
+		"the runtime is a simulated node started by nodegc simnode: its image filesystem is measured through it, this machine's log files are not scanned, and no pod source starts unless --kubeconfig names one. Required for a simulated node, refused for any other runtime (--demo needs no flag)")
 }
 
 // noArgs rejects positional arguments as a usage error (exit 2).

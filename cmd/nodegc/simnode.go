@@ -42,11 +42,12 @@ deleted pods. It is deterministic in its flags (the same --seed gives the same
 node).
 
 Other tools (crictl, nodegc itself, benchmarks) can then talk to it through
-the socket exactly as to containerd. The socket is made 0600. It serves until
-interrupted (SIGINT or SIGTERM).`,
+the socket exactly as to containerd; nodegc itself needs --simulated to, and
+refuses it without. The socket is made 0600. It serves until interrupted
+(SIGINT or SIGTERM).`,
 		Example: `  # A small node, then plan against it
   nodegc simnode --listen unix:///tmp/sim.sock --images 50 --pods 20 --dead-per-container 2 &
-  nodegc plan --runtime-endpoint unix:///tmp/sim.sock --state-dir /tmp/sim-state
+  nodegc plan --simulated --runtime-endpoint unix:///tmp/sim.sock --state-dir /tmp/sim-state
 
   # The benchmark node: 10,000 images and 100,000 dead containers
   nodegc simnode --listen unix:///tmp/big.sock --preset scale

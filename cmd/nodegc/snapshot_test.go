@@ -48,7 +48,7 @@ func TestSnapshotWritesArraysNotNull(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ep := startSimnode(t, tt.node)
 			c := newCLI("")
-			if code := c.run("snapshot", "--runtime-endpoint", ep, "--state-dir", t.TempDir()); code != 0 {
+			if code := c.run("snapshot", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir()); code != 0 {
 				t.Fatalf("exit %d: %s", code, c.err.String())
 			}
 			out := c.out.String()
@@ -162,7 +162,7 @@ func TestSnapshotOutput(t *testing.T) {
 				ep = "unix:///nonexistent/nodegc.sock" // refused before it is dialled
 			}
 			c := newCLI("")
-			code := c.run("snapshot", "-o", path, "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--kubelet-pid", "-1", "--pod-source", "off")
+			code := c.run("snapshot", "-o", path, "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--kubelet-pid", "-1", "--pod-source", "off")
 			if code != tt.wantCode {
 				t.Fatalf("exit %d, want %d: %s", code, tt.wantCode, c.err.String())
 			}

@@ -37,7 +37,7 @@ func TestRemovingNeedsAJournal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			node, ep := startSimnode(t, testNode())
 			c := newCLI("")
-			code := c.run(append(tt.args, "--runtime-endpoint", ep)...)
+			code := c.run(append(tt.args, "--simulated", "--runtime-endpoint", ep)...)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, tt.code, c.err.String())
 			}
@@ -70,7 +70,7 @@ func TestDashboardNeedsAJournalToRemove(t *testing.T) {
 		node, ep := startSimnode(t, testNode())
 		c := newCLI("")
 		c.tty = true
-		o, _, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", notDir, "--paused")
+		o, _, err := runRootWithTUI(t, c, "--simulated", "--runtime-endpoint", ep, "--state-dir", notDir, "--paused")
 		if exitCode(err) != exitUsage || err == nil || !strings.HasPrefix(err.Error(), "--state-dir: "+notDir+" is not a directory") {
 			t.Fatalf("err %v (exit %d), want a --state-dir usage error", err, exitCode(err))
 		}
@@ -85,7 +85,7 @@ func TestDashboardNeedsAJournalToRemove(t *testing.T) {
 		_, ep := startSimnode(t, testNode())
 		c := newCLI("")
 		c.tty = true
-		_, _, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", "", "--paused")
+		_, _, err := runRootWithTUI(t, c, "--simulated", "--runtime-endpoint", ep, "--state-dir", "", "--paused")
 		if exitCode(err) != exitUsage || err == nil || !strings.HasPrefix(err.Error(), "--state-dir: must not be empty") {
 			t.Fatalf("err %v (exit %d), want a --state-dir usage error", err, exitCode(err))
 		}
@@ -94,7 +94,7 @@ func TestDashboardNeedsAJournalToRemove(t *testing.T) {
 		_, ep := startSimnode(t, testNode())
 		c := newCLI("")
 		c.tty = true
-		o, _, err := runRootWithTUI(t, c, "--runtime-endpoint", ep, "--state-dir", notDir, "--read-only")
+		o, _, err := runRootWithTUI(t, c, "--simulated", "--runtime-endpoint", ep, "--state-dir", notDir, "--read-only")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,9 @@ const (
 // JSON. A simulated filesystem cannot be measured with statfs, so a
 // program that talks to the node over its socket reads it from here
 // (ImageFsFromInfo) and hands the engine a Statfs that does; nodegc's CRI
-// adapter and engine know nothing of it.
+// adapter and engine know nothing of it. The key also marks the runtime as
+// simulated: nodegc treats a runtime as simulated only when told so
+// (--simulated), and refuses a runtime whose mark disagrees with the flag.
 const ImageFsInfoKey = "nodegc.simnode/imageFs"
 
 // DefaultStart is the clock of a Node whose Options leave Start unset.
@@ -99,6 +101,10 @@ type Options struct {
 	// RuntimeName and RuntimeVersion are reported by Version (defaults
 	// DefaultRuntimeName and DefaultRuntimeVersion).
 	RuntimeName, RuntimeVersion string
+	// Unmarked leaves ImageFsInfoKey out of the verbose Status info, so
+	// the node no longer says it is simulated: tests use it to check that
+	// nodegc's --simulated is refused on a runtime that is not one.
+	Unmarked bool
 
 	// Workload is what each Step does; the zero Workload only advances
 	// the clock.
@@ -300,9 +306,10 @@ func (n *Node) ImageFs() FsStats {
 
 // ImageFsFromInfo reads the simulated image filesystem from a runtime's
 // verbose Status info (ImageFsInfoKey). ok is false for a runtime that is
-// not a simulated node. A program talking to a node in another process
-// (nodegc simnode) learns from it that the runtime is simulated, and
-// measures its image filesystem through it.
+// not a simulated node. nodegc, talking to a node in another process
+// (nodegc simnode) with --simulated, measures its image filesystem
+// through it; it also checks with it that the runtime is what --simulated
+// says.
 func ImageFsFromInfo(info map[string]string) (fs FsStats, ok bool, err error) {
 	raw, ok := info[ImageFsInfoKey]
 	if !ok {

@@ -52,7 +52,10 @@ func (r *runtimeService) Status(_ context.Context, req *runtimeapi.StatusRequest
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "marshal image fs: %v", err)
 	}
-	resp.Info = map[string]string{"config": string(cfg), ImageFsInfoKey: string(fsj)}
+	resp.Info = map[string]string{"config": string(cfg)}
+	if !r.n.o.Unmarked {
+		resp.Info[ImageFsInfoKey] = string(fsj)
+	}
 	return resp, nil
 }
 

@@ -147,7 +147,7 @@ var attacks = []attack{
 	{5, "plan on a node without a state dir does not create it", func(t *testing.T) error {
 		state := filepath.Join(t.TempDir(), "nodegc")
 		_, ep := startSimnode(t)
-		if r := nodegc(t, "plan", "--runtime-endpoint", ep, "--state-dir", state); r.code != 0 {
+		if r := nodegc(t, "plan", "--simulated", "--runtime-endpoint", ep, "--state-dir", state); r.code != 0 {
 			return fmt.Errorf("plan: exit %d: %s", r.code, r.stderr)
 		}
 		if _, err := os.Lstat(state); !errors.Is(err, os.ErrNotExist) {
@@ -160,7 +160,7 @@ var attacks = []attack{
 		os.Chmod(state, 0o777|os.ModeSticky)
 		_, ep := startSimnode(t)
 		for _, args := range [][]string{{"plan"}, {"snapshot"}, {"gc", "--dry-run"}} {
-			r := nodegc(t, append(args, "--runtime-endpoint", ep, "--state-dir", state)...)
+			r := nodegc(t, append(args, "--simulated", "--runtime-endpoint", ep, "--state-dir", state)...)
 			fi, _ := os.Stat(state)
 			ents, _ := os.ReadDir(state)
 			if r.code != 0 || fi.Mode()&os.ModePerm != 0o777 || fi.Mode()&os.ModeSticky == 0 || len(ents) != 0 {
@@ -174,7 +174,7 @@ var attacks = []attack{
 		os.WriteFile(victim, []byte("precious\n"), 0o644)
 		os.Symlink(victim, filepath.Join(state, "journal.jsonl"))
 		_, ep := startSimnode(t)
-		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--runtime-endpoint", ep, "--state-dir", state)
+		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 		if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
 			return fmt.Errorf("the symlink's target was written: %q", b)
 		}
@@ -191,7 +191,7 @@ var attacks = []attack{
 		os.Chown(state, 65534, 65534)
 		os.WriteFile(filepath.Join(state, "image-records.json"), []byte(`{"kind":"ImageRecords","records":[]}`), 0o644)
 		node, ep := startSimnode(t)
-		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--runtime-endpoint", ep, "--state-dir", state)
+		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 		fi, _ := os.Stat(state)
 		if r.code != 2 || !strings.Contains(r.stderr, "owned by uid 65534") || len(node.MutatingCalls()) > 0 || fi.Mode().Perm() != 0o755 && fi.Mode().Perm() != 0o700 {
 			return fmt.Errorf("exit %d, stderr %q, mutating %v, mode %v", r.code, r.stderr, node.MutatingCalls(), fi.Mode())
@@ -202,7 +202,7 @@ var attacks = []attack{
 		state := t.TempDir()
 		os.Chmod(state, 0o777)
 		node, ep := startSimnode(t)
-		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--runtime-endpoint", ep, "--state-dir", state)
+		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 		if r.code != 2 || !strings.Contains(r.stderr, "writable by group or others") || len(node.MutatingCalls()) > 0 {
 			return fmt.Errorf("exit %d, stderr %q, mutating %v", r.code, r.stderr, node.MutatingCalls())
 		}
@@ -216,7 +216,7 @@ var attacks = []attack{
 		}
 		_, ep := startSimnode(t)
 		for _, args := range [][]string{{"plan"}, {"gc", "--reclaim-all", "--yes"}} {
-			r := nodegc(t, append(args, "--runtime-endpoint", ep, "--state-dir", state)...)
+			r := nodegc(t, append(args, "--simulated", "--runtime-endpoint", ep, "--state-dir", state)...)
 			if r.hung {
 				return fmt.Errorf("%s hung on the FIFO", args[0])
 			}
@@ -239,7 +239,7 @@ var attacks = []attack{
 		filler.Write(bytes.Repeat([]byte{0}, 200<<10))
 		filler.Close()
 		node, ep := startSimnode(t)
-		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--runtime-endpoint", ep, "--state-dir", state)
+		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 		if r.code != 1 || len(node.MutatingCalls()) > 0 || !strings.Contains(r.stderr, "free") {
 			return fmt.Errorf("exit %d, stderr %q, mutating calls %v; want exit 1 and nothing removed", r.code, r.stderr, node.MutatingCalls())
 		}
@@ -259,12 +259,12 @@ var attacks = []attack{
 		}
 		defer e.Close()
 		before := len(node.MutatingCalls())
-		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--runtime-endpoint", ep, "--state-dir", state)
+		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 		want := fmt.Sprintf("another nodegc (pid %d) is using %s; stop it or use --read-only", os.Getpid(), state)
 		if r.code != 2 || !strings.Contains(r.stderr, want) || len(node.MutatingCalls()) != before {
 			return fmt.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, want)
 		}
-		if r := nodegc(t, "plan", "--runtime-endpoint", ep, "--state-dir", state); r.code != 0 {
+		if r := nodegc(t, "plan", "--simulated", "--runtime-endpoint", ep, "--state-dir", state); r.code != 0 {
 			return fmt.Errorf("a read-only plan beside it: exit %d, %s", r.code, r.stderr)
 		}
 		return nil
@@ -321,7 +321,7 @@ var attacks = []attack{
 		state := t.TempDir()
 		node, ep := startSimnode(t)
 		node.SetLatency(150 * time.Millisecond)
-		cmd := exec.Command(binary(t), "gc", "--reclaim-all", "--yes", "--runtime-endpoint", ep, "--state-dir", state)
+		cmd := exec.Command(binary(t), "gc", "--reclaim-all", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {

@@ -56,7 +56,7 @@ var executorAttacks = []attack{
 		node, ep := simnode.ServeTemp(t, simnode.Options{Seed: 7, Images: 80, Pods: 3, DeadPerContainer: 2,
 			MinImageBytes: 1 << 20, MaxImageBytes: 2 << 20, InitialUsagePercent: 95, Start: time.Now().Add(-24 * time.Hour)})
 		node.SetLatency(50 * time.Millisecond)
-		cmd := exec.Command(binary(t), "gc", "--reclaim-all", "--yes", "--parallel", "2", "--minimum-image-ttl-duration", "0", "--runtime-endpoint", ep, "--state-dir", state)
+		cmd := exec.Command(binary(t), "gc", "--reclaim-all", "--yes", "--parallel", "2", "--minimum-image-ttl-duration", "0", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
@@ -84,7 +84,7 @@ var executorAttacks = []attack{
 		}
 		first := removals(node)
 		os.Remove(filler)
-		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--minimum-image-ttl-duration", "0", "--runtime-endpoint", ep, "--state-dir", state)
+		r := nodegc(t, "gc", "--reclaim-all", "--yes", "--minimum-image-ttl-duration", "0", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 		if r.code != 0 || removals(node) == first {
 			return fmt.Errorf("second run: exit %d, %d removals after %d, stderr %q; want the rest the stopped pass left", r.code, removals(node), first, r.stderr)
 		}
@@ -102,7 +102,7 @@ var executorAttacks = []attack{
 		state := t.TempDir()
 		node, ep := startSimnode(t)
 		node.SetLatency(150 * time.Millisecond)
-		cmd := exec.Command(binary(t), "gc", "--reclaim-all", "--yes", "--parallel", "4", "--runtime-endpoint", ep, "--state-dir", state)
+		cmd := exec.Command(binary(t), "gc", "--reclaim-all", "--yes", "--parallel", "4", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {

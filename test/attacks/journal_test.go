@@ -54,7 +54,7 @@ func TestJournalNeverClaimsARemovalWhoseCallWasNotSent(t *testing.T) {
 	state := t.TempDir()
 	node, ep := startSimnode(t)
 	node.SetLatency(300 * time.Millisecond)
-	cmd := exec.Command(binary(t), "gc", "--images", "--yes", "--parallel", "2", "--minimum-image-ttl-duration", "0", "--image-gc-high-threshold", "1", "--image-gc-low-threshold", "0", "--runtime-endpoint", ep, "--state-dir", state)
+	cmd := exec.Command(binary(t), "gc", "--images", "--yes", "--parallel", "2", "--minimum-image-ttl-duration", "0", "--image-gc-high-threshold", "1", "--image-gc-low-threshold", "0", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestJournalHistoryIsBoundedAndAStartDoesNotReadIt(t *testing.T) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	for run := range 2 {
-		cmd := exec.Command(binary(t), "gc", "--images", "--yes", "--runtime-endpoint", ep, "--state-dir", state)
+		cmd := exec.Command(binary(t), "gc", "--images", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		// A pass that frees too little exits 1; only the journal matters.
@@ -220,7 +220,7 @@ func TestRecordsFromAClockAheadDoNotKeepEveryImageTooYoung(t *testing.T) {
 	}
 	// The first pass may find them too young (first detected now); once
 	// the minimum age has passed, the node at 95% gets its space back.
-	args := []string{"gc", "--images", "--yes", "--minimum-image-ttl-duration", "1s", "--runtime-endpoint", ep, "--state-dir", state}
+	args := []string{"gc", "--images", "--yes", "--minimum-image-ttl-duration", "1s", "--simulated", "--runtime-endpoint", ep, "--state-dir", state}
 	nodegc(t, args...)
 	time.Sleep(1100 * time.Millisecond)
 	r := nodegc(t, args...)

@@ -203,7 +203,7 @@ var logAttacks = []attack{
 		// container has logs.
 		out, err := inPrivateMounts(t, true, `echo secret > /etc/shadow
 mkdir /etc/`+plantNS+"_"+plantPod+"_"+plantUID+`
-"$NODEGC" gc --containers --yes --runtime-endpoint "$EP" --state-dir "$STATE" --pod-logs-dir /etc 2>&1
+"$NODEGC" gc --containers --yes --simulated --runtime-endpoint "$EP" --state-dir "$STATE" --pod-logs-dir /etc 2>&1
 echo "exit=$?"
 test -e /etc/shadow && echo "shadow kept" || echo "shadow deleted"`, "EP="+ep, "STATE="+t.TempDir())
 		if err != nil {
@@ -224,7 +224,7 @@ test -e /etc/shadow && echo "shadow kept" || echo "shadow deleted"`, "EP="+ep, "
 			return err
 		}
 		_, ep, _ := plantedNode(t, filepath.Dir(filepath.Dir(log)), "app/0.log", "app/1.log")
-		out, err := inPrivateMounts(t, false, `"$NODEGC" gc --containers --yes --runtime-endpoint "$EP" --state-dir "$STATE" --pod-logs-dir "$PODS" 2>&1
+		out, err := inPrivateMounts(t, false, `"$NODEGC" gc --containers --yes --simulated --runtime-endpoint "$EP" --state-dir "$STATE" --pod-logs-dir "$PODS" 2>&1
 echo "exit=$?"`, "EP="+ep, "STATE="+filepath.Join(root, "state"), "PODS="+pods)
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, out)

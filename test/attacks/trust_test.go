@@ -201,7 +201,7 @@ var trustAttacks = []attack{
 // kubelet and asks no API server.
 func snapshotArgs(t *testing.T, extra ...string) []string {
 	_, ep := startSimnode(t)
-	return append([]string{"snapshot", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--kubelet-pid", "-1", "--pod-source", "off"}, extra...)
+	return append([]string{"snapshot", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--kubelet-pid", "-1", "--pod-source", "off"}, extra...)
 }
 
 // imagesPlanned checks that the plan r wrote as JSON removes want images.
@@ -291,7 +291,7 @@ func (p *planted) execConf(t *testing.T, dir string) string {
 
 // planArgs are a live plan of the simulated node.
 func (p *planted) planArgs(t *testing.T) []string {
-	return []string{"plan", "--runtime-endpoint", p.simnodeEP, "--state-dir", p.state}
+	return []string{"plan", "--simulated", "--runtime-endpoint", p.simnodeEP, "--state-dir", p.state}
 }
 
 // podSourceArgs are a live plan of the simulated node taken for a real
@@ -382,8 +382,9 @@ func shellQuote(words ...string) string {
 
 // asRealRuntime serves, on a socket in a temp dir, a proxy to the CRI
 // endpoint ep that drops simnode's mark from the runtime's Status info:
-// nodegc then takes it for a real runtime, measures its image filesystem
-// with statfs, and starts its pod source, as it does beside containerd.
+// nodegc, run without --simulated, then takes it for a real runtime,
+// measures its image filesystem with statfs, and starts its pod source, as
+// it does beside containerd.
 func asRealRuntime(t *testing.T, ep string) string {
 	t.Helper()
 	backend, err := grpc.NewClient(ep, grpc.WithTransportCredentials(insecure.NewCredentials()))

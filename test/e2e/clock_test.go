@@ -20,7 +20,7 @@ func TestCountdownMovesWithTheClockInTmux(t *testing.T) {
 	for _, events := range []string{"true", "false"} {
 		t.Run("--events="+events, func(t *testing.T) {
 			sock, dir := startSimnode(t, bin, "demo")
-			s := startSession(t, 160, 48, bin, "--events="+events, "--kubelet-pid", "-1", "--runtime-endpoint", "unix://"+sock,
+			s := startSession(t, 160, 48, bin, "--events="+events, "--kubelet-pid", "-1", "--simulated", "--runtime-endpoint", "unix://"+sock,
 				"--state-dir", filepath.Join(dir, "state"))
 			read := func() string {
 				rows := s.waitText(t, "the countdown to the next container pass", countdown.String())

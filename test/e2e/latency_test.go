@@ -36,7 +36,7 @@ func BenchmarkContainerDeathToScreen(b *testing.B) {
 	if events == "" {
 		events = "true"
 	}
-	s := startSession(b, 120, 36, bin, "--events="+events, "--paused", "--kubelet-pid", "-1", "--runtime-endpoint", "unix://"+sock,
+	s := startSession(b, 120, 36, bin, "--events="+events, "--paused", "--kubelet-pid", "-1", "--simulated", "--runtime-endpoint", "unix://"+sock,
 		"--state-dir", filepath.Join(dir, "state"))
 	s.waitText(b, "the Overview pane", `IMAGE FILESYSTEM`)
 	s.press(b, "3")

@@ -179,7 +179,7 @@ func TestFleetAtScale(t *testing.T) {
 		createNode(t, cs, sn.name)
 		ns := namespace(t, br, i)
 		sn.agent = kubetest.StartProcessCmd(t, filepath.Join(dir, sn.name+".log"), "ip", "netns", "exec", ns,
-			bin, "agent", "--runtime-endpoint", sims[i/agentsPerSim], "--state-dir", filepath.Join(dir, sn.name),
+			bin, "agent", "--simulated", "--runtime-endpoint", sims[i/agentsPerSim], "--state-dir", filepath.Join(dir, sn.name),
 			"--kubelet-config", os.DevNull, "--kubelet-pid", "-1", "--kubeconfig", api.Admin, "--node-name", sn.name,
 			"--metrics-bind-address", net.JoinHostPort(sn.ip, strconv.Itoa(agentPort)), "--log-level", "warn",
 			"--image-gc-period", "1h", "--container-gc-period", "1h")
