@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"runtime"
@@ -24,7 +25,7 @@ import (
 // pieces, instead of in one buffer grown to the whole document: every
 // value goes through encoding/json, the long lists (the container and
 // sandbox removals, the explanation's rows) a slice of elements at a
-// time, marshalled on every core and written in order.
+// time, encoded on every core and written in order.
 func WritePlanJSON(w io.Writer, p Plan, x Explanation) error {
 	return writePlanJSON(w, p, func() Explanation { return x })
 }
@@ -81,54 +82,64 @@ func writePlanJSON(w io.Writer, p Plan, explain func() Explanation) error {
 var listPiece = 256
 
 // writeList writes items as encoding/json writes a slice (nil is null,
-// empty is []). Each piece of listPiece elements is marshalled as a
-// slice of its own and written without its brackets: encoding/json
-// writes a slice as its elements' JSON joined by commas, so the pieces
-// joined by commas are the whole list's bytes.
+// empty is []). Each piece of listPiece elements is encoded as a slice
+// of its own: encoding/json writes a slice as '[', its elements' JSON
+// joined by commas, and ']', so the first piece keeps its '[', each
+// later one has its '[' turned into the comma before it, and none keeps
+// its ']' but the last.
 func writeList[T any](e *pieceWriter, items []T) {
-	if items == nil {
+	switch {
+	case items == nil:
 		e.lit("null")
 		return
+	case len(items) == 0:
+		e.lit("[]")
+		return
 	}
-	e.lit("[")
 	for lo := 0; lo < len(items); lo += listPiece {
 		part := items[lo:min(lo+listPiece, len(items))]
 		first := lo == 0
-		e.job(func(b []byte) ([]byte, error) {
-			j, err := json.Marshal(part)
-			if err != nil {
-				return b, err
+		e.job(func(b *bytes.Buffer) ([]byte, error) {
+			at := b.Len()
+			if err := json.NewEncoder(b).Encode(part); err != nil {
+				return nil, err
 			}
+			j := b.Bytes() // [elements]\n from j[at]
 			if !first {
-				b = append(b, ',')
+				j[at] = ','
 			}
-			return append(b, j[1:len(j)-1]...), nil
+			return j[:len(j)-2], nil
 		})
 	}
 	e.lit("]")
 }
 
 // pieceWriter writes a document made of pieces in order, while the
-// pieces that need marshalling are marshalled on every core. At most
-// cap(order) pieces are in flight, so the memory it holds is bounded
-// whatever the document's size. The first error (a marshal's, in
-// document order, or the writer's) is close's; the pieces after it are
-// neither marshalled nor written.
+// pieces that need encoding are encoded on every core. At most
+// cap(order) pieces are in flight, each in a buffer used again once it
+// is written, so the memory it holds is bounded whatever the document's
+// size. The first error (an encoding's, in document order, or the
+// writer's) is close's; the pieces after it are neither encoded nor
+// written.
 type pieceWriter struct {
 	lits  []byte        // literal bytes not yet handed over
 	order chan *piece   // every piece, in document order, to the writer
-	work  chan *piece   // the pieces to marshal, to the workers
+	work  chan *piece   // the pieces to encode, to the workers
 	done  chan error    // the writer's result
 	stop  chan struct{} // closed by the writer at the first error
+	bufs  sync.Pool     // *bytes.Buffer
 	wg    sync.WaitGroup
 }
 
-// piece is one part of the document: its bytes once ready is closed.
+// piece is one part of the document: the literal bytes before it, and
+// what encode appends to them, to be written once ready is closed.
 type piece struct {
-	marshal func([]byte) ([]byte, error)
-	b       []byte
-	err     error
-	ready   chan struct{}
+	lits   []byte
+	encode func(*bytes.Buffer) ([]byte, error)
+	buf    *bytes.Buffer
+	out    []byte
+	err    error
+	ready  chan struct{}
 }
 
 func newPieceWriter(w io.Writer) *pieceWriter {
@@ -138,6 +149,7 @@ func newPieceWriter(w io.Writer) *pieceWriter {
 		work:  make(chan *piece, 4*n),
 		done:  make(chan error, 1),
 		stop:  make(chan struct{}),
+		bufs:  sync.Pool{New: func() any { return new(bytes.Buffer) }},
 	}
 	e.wg.Add(n)
 	for range n {
@@ -147,7 +159,9 @@ func newPieceWriter(w io.Writer) *pieceWriter {
 				select {
 				case <-e.stop:
 				default:
-					pc.b, pc.err = pc.marshal(pc.b)
+					pc.buf = e.bufs.Get().(*bytes.Buffer)
+					pc.buf.Write(pc.lits)
+					pc.out, pc.err = pc.encode(pc.buf)
 				}
 				close(pc.ready)
 			}
@@ -161,11 +175,15 @@ func newPieceWriter(w io.Writer) *pieceWriter {
 			if err == nil {
 				err = pc.err
 				if err == nil {
-					_, err = bw.Write(pc.b)
+					_, err = bw.Write(pc.out)
 				}
 				if err != nil {
 					close(e.stop)
 				}
+			}
+			if pc.buf != nil {
+				pc.buf.Reset()
+				e.bufs.Put(pc.buf)
 			}
 		}
 		if err == nil {
@@ -179,18 +197,20 @@ func newPieceWriter(w io.Writer) *pieceWriter {
 // lit appends literal bytes to the document.
 func (e *pieceWriter) lit(s string) { e.lits = append(e.lits, s...) }
 
-// value appends v, marshalled by encoding/json.
+// value appends v, encoded by encoding/json.
 func (e *pieceWriter) value(v any) {
-	e.job(func(b []byte) ([]byte, error) {
-		j, err := json.Marshal(v)
-		return append(b, j...), err
+	e.job(func(b *bytes.Buffer) ([]byte, error) {
+		if err := json.NewEncoder(b).Encode(v); err != nil {
+			return nil, err
+		}
+		return b.Bytes()[:b.Len()-1], nil // without Encode's newline
 	})
 }
 
-// job appends a piece that marshal makes, after the literal bytes
+// job appends a piece that encode makes, after the literal bytes
 // gathered so far.
-func (e *pieceWriter) job(marshal func([]byte) ([]byte, error)) {
-	pc := &piece{marshal: marshal, b: e.lits, ready: make(chan struct{})}
+func (e *pieceWriter) job(encode func(*bytes.Buffer) ([]byte, error)) {
+	pc := &piece{lits: e.lits, encode: encode, ready: make(chan struct{})}
 	e.lits = nil
 	e.order <- pc
 	e.work <- pc
@@ -200,7 +220,7 @@ func (e *pieceWriter) job(marshal func([]byte) ([]byte, error)) {
 // written and returns the first error.
 func (e *pieceWriter) close() error {
 	if len(e.lits) > 0 {
-		pc := &piece{b: e.lits, ready: make(chan struct{})}
+		pc := &piece{out: e.lits, ready: make(chan struct{})}
 		close(pc.ready)
 		e.order <- pc
 	}
