@@ -165,7 +165,7 @@ func BenchmarkPlanFromSnapshot(b *testing.B) {
 			b.Fatal(err)
 		}
 		plan := PlanPass(s, benchPolicy(), PassFull, s.TakenAt)
-		if err := WritePlanJSON(io.Discard, plan, Explain(s, plan)); err != nil {
+		if err := WriteExplainedPlanJSON(io.Discard, s, plan); err != nil {
 			b.Fatal(err)
 		}
 		base, ours = append(base, mid.Sub(start)), append(ours, time.Since(mid))

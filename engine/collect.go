@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,32 +36,53 @@ func Statfs(path string) (FsStats, error) {
 // directories into a snapshot. It does not touch the image records.
 func (e *Engine) collect(ctx context.Context) (Snapshot, error) {
 	s := Snapshot{APIVersion: APIVersion, Kind: KindSnapshot, TakenAt: e.now()}
-	var err error
+	// The images, the containers and the image filesystem are read
+	// while the sandboxes and the runtime's info are: the calls are
+	// independent reads, and a big node's listings take seconds to send
+	// and decode. An error is the first one in the order the calls were
+	// once made one after another, so it names the same call.
+	var (
+		wg                        sync.WaitGroup
+		imgErr, ctrErr, fsErr     error
+		sbErr, infoErr, sbErrLate error
+	)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		s.Images, imgErr = e.o.Reader.ListImages(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.Containers, ctrErr = e.o.Reader.ListContainers(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.ImageFs, fsErr = e.ImageFs(ctx)
+	}()
 	// A reader that can learn the sandbox images from the snapshot's own
 	// sandbox listing is given it, listed first; others list again.
 	if r, ok := e.o.Reader.(SandboxInfoReader); ok {
-		if s.Sandboxes, err = e.o.Reader.ListSandboxes(ctx); err != nil {
-			return s, fmt.Errorf("list pod sandboxes: %w", err)
+		if s.Sandboxes, sbErr = e.o.Reader.ListSandboxes(ctx); sbErr == nil {
+			s.Runtime, infoErr = r.InfoFor(ctx, s.Sandboxes)
 		}
-		if s.Runtime, err = r.InfoFor(ctx, s.Sandboxes); err != nil {
-			return s, fmt.Errorf("runtime info: %w", err)
-		}
-	} else if s.Runtime, err = e.o.Reader.Info(ctx); err != nil {
-		return s, fmt.Errorf("runtime info: %w", err)
+	} else {
+		s.Runtime, infoErr = e.o.Reader.Info(ctx)
+		s.Sandboxes, sbErrLate = e.o.Reader.ListSandboxes(ctx)
 	}
-	if s.Images, err = e.o.Reader.ListImages(ctx); err != nil {
-		return s, fmt.Errorf("list images: %w", err)
-	}
-	if s.Containers, err = e.o.Reader.ListContainers(ctx); err != nil {
-		return s, fmt.Errorf("list containers: %w", err)
-	}
-	if s.Sandboxes == nil {
-		if s.Sandboxes, err = e.o.Reader.ListSandboxes(ctx); err != nil {
-			return s, fmt.Errorf("list pod sandboxes: %w", err)
-		}
-	}
-	if s.ImageFs, err = e.ImageFs(ctx); err != nil {
-		return s, err
+	wg.Wait()
+	switch {
+	case sbErr != nil:
+		return s, fmt.Errorf("list pod sandboxes: %w", sbErr)
+	case infoErr != nil:
+		return s, fmt.Errorf("runtime info: %w", infoErr)
+	case imgErr != nil:
+		return s, fmt.Errorf("list images: %w", imgErr)
+	case ctrErr != nil:
+		return s, fmt.Errorf("list containers: %w", ctrErr)
+	case sbErrLate != nil:
+		return s, fmt.Errorf("list pod sandboxes: %w", sbErrLate)
+	case fsErr != nil:
+		return s, fsErr
 	}
 	root := e.o.RootFsPath
 	if root == "" {
@@ -75,6 +97,7 @@ func (e *Engine) collect(ctx context.Context) (Snapshot, error) {
 		s.Logs = e.scanLogs()
 	}
 	if e.o.PodSource != nil {
+		var err error
 		if s.PodSource, err = e.o.PodSource(ctx, s); err != nil {
 			return s, fmt.Errorf("pod source: %w", err)
 		}

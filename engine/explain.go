@@ -180,8 +180,12 @@ type LogRow struct {
 // policy (Engine.PlanSnapshot), never with the configured one.
 func Explain(s Snapshot, p Plan) Explanation {
 	pods := displayPods(s.Sandboxes)
-	x := Explanation{Containers: explainContainers(s, p, pods), Sandboxes: explainSandboxes(s, p, pods)}
-	x.Images, x.Cut = explainImages(s, p, pods)
+	// The image rows and the container rows are made on two cores: both
+	// only read the snapshot, the plan and pods.
+	var x Explanation
+	alongside(func() { x.Images, x.Cut = explainImages(s, p, pods) }, func() {
+		x.Containers, x.Sandboxes = explainContainers(s, p, pods), explainSandboxes(s, p, pods)
+	})
 	x.Logs = make([]LogRow, len(p.LogGC.Remove))
 	for i, r := range p.LogGC.Remove {
 		x.Logs[i] = LogRow{Step: i + 1, Path: r.Path, Action: ActionRemove, Reason: r.Reason}

@@ -33,8 +33,12 @@ func encodingJSON(p Plan, x Explanation) ([]byte, error) {
 // plan of a big node. A field added to a plan or a row and not to the
 // writer fails it.
 func TestWritePlanJSONMatchesEncodingJSON(t *testing.T) {
+	defer func(n int) { listPiece = n }(listPiece)
 	rng := rand.New(rand.NewPCG(22, 1))
-	for i := range 2000 {
+	for i := range 3000 {
+		// Pieces of one, two and many elements: a list is cut at
+		// every place, or not at all.
+		listPiece = []int{1, 2, 256}[i%3]
 		var v explainedPlanJSON
 		fillRandom(rng, reflect.ValueOf(&v).Elem())
 		want, wantErr := encodingJSON(v.Plan, v.Explanation)
@@ -48,26 +52,36 @@ func TestWritePlanJSONMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 
+	// A big node's plan, cut into pieces marshalled on every core and
+	// written in order, against encoding/json's one serial Encode of it.
 	s, _ := bigSnapshot()
 	p := PlanPass(s, benchPolicy(), PassFull, t0)
 	x := Explain(s, p)
-	if len(p.ContainerGC.Remove) == 0 || len(x.Containers) == 0 || len(x.Images) == 0 {
-		t.Fatal("the big plan removes nothing: the test would compare little")
+	if len(p.ContainerGC.Remove) < 10*256 || len(x.Containers) < 10*256 || len(x.Images) == 0 {
+		t.Fatal("the big plan removes little: the test would compare few pieces")
 	}
 	want, err := encodingJSON(p, x)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got bytes.Buffer
-	if err := WritePlanJSON(&got, p, x); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.Bytes(), want) {
-		i := 0
-		for i < min(got.Len(), len(want)) && got.Bytes()[i] == want[i] {
-			i++
+	for _, n := range []int{256, 7} {
+		listPiece = n
+		for name, write := range map[string]func(*bytes.Buffer) error{
+			"WritePlanJSON":          func(b *bytes.Buffer) error { return WritePlanJSON(b, p, x) },
+			"WriteExplainedPlanJSON": func(b *bytes.Buffer) error { return WriteExplainedPlanJSON(b, s, p) },
+		} {
+			var got bytes.Buffer
+			if err := write(&got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				i := 0
+				for i < min(got.Len(), len(want)) && got.Bytes()[i] == want[i] {
+					i++
+				}
+				t.Fatalf("%s, pieces of %d: the big plan differs from encoding/json at byte %d: got %.200q, want %.200q", name, n, i, got.Bytes()[i:], want[i:])
+			}
 		}
-		t.Fatalf("the big plan differs from encoding/json at byte %d: got %.200q, want %.200q", i, got.Bytes()[i:], want[i:])
 	}
 }
 

@@ -56,13 +56,25 @@ func PlanPass(s Snapshot, p Policy, kind PassKind, now time.Time) Plan {
 	case PassContainers:
 		runContainers(nil)
 	case PassFull:
-		runContainers(nil)
-		plan.ImageGC = planImageGC(s, p.Image, now)
+		alongside(func() { plan.ImageGC = planImageGC(s, p.Image, now) }, func() { runContainers(nil) })
 	case PassReclaimAll:
-		runContainers(terminatedPods(s))
-		plan.ImageGC = planImages(s, p.Image, now, true)
+		alongside(func() { plan.ImageGC = planImages(s, p.Image, now, true) }, func() { runContainers(terminatedPods(s)) })
 	}
 	return plan
+}
+
+// alongside runs a on a goroutine of its own and b on this one, and
+// returns when both are done. The image planner and the container,
+// sandbox and log planners only read the snapshot and each writes its
+// own part of the plan, so a full pass plans on two cores.
+func alongside(a, b func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a()
+	}()
+	b()
+	<-done
 }
 
 // removablePods returns the pods whose dead containers, sandboxes and logs

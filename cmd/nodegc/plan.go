@@ -233,16 +233,16 @@ type explainedPlan struct {
 // writePlan prints the plan as a table or as GCPlan JSON with its
 // explanation. Compact JSON (not a terminal) is written as it is made
 // (engine.WritePlanJSON, the same bytes as encoding/json): a big node's
-// plan is as large as its snapshot.
+// plan is as large as its snapshot; it is marshalled on every core, the
+// explanation made meanwhile.
 func writePlan(w io.Writer, output string, v planView, indent bool) error {
 	if output != "json" {
 		return renderPlanTable(w, v)
 	}
-	x := engine.Explain(v.Snapshot, v.Plan)
 	if indent {
-		return writeJSON(w, explainedPlan{v.Plan, x}, true)
+		return writeJSON(w, explainedPlan{v.Plan, engine.Explain(v.Snapshot, v.Plan)}, true)
 	}
-	return engine.WritePlanJSON(w, v.Plan, x)
+	return engine.WriteExplainedPlanJSON(w, v.Snapshot, v.Plan)
 }
 
 // writeJSON writes v as JSON and a newline: indented for a person at a
