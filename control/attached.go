@@ -30,17 +30,31 @@ type Attached struct {
 	// rather than the agent's: a new agent behind the same socket starts
 	// its own from zero.
 	seq uint64
+	// shown is the last real pass the subscribers were given, as
+	// reportKey says: the status's LastReport, or a notice's Report.
+	shown string
 }
 
 // keptFingerprints bounds Attached's map of fingerprints.
 const keptFingerprints = 8
 
 // NewAttached returns the dashboard's view of the agent whose status is
-// st.
+// st. A status without its last report (StatusBrief) is enough: Run hands
+// the report to the subscribers as a notice once the agent's notices
+// bring it.
 func NewAttached(c *Client, st Status) *Attached {
 	a := &Attached{c: c, st: st.Scheduler, policy: st.Policy, fps: map[uint64]uint64{}, subs: map[int]chan engine.Notice{}}
 	a.st.Seq = 0 // the agent's own; ours count from here
+	a.shown = reportKey(st.Scheduler.LastReport)
 	return a
+}
+
+// reportKey names a real pass report: its pass ID and end; "" for none.
+func reportKey(r *engine.PassReport) string {
+	if r == nil {
+		return ""
+	}
+	return r.PassID() + "@" + r.FinishedAt.String()
 }
 
 // Run follows the agent's notices until ctx ends, reconnecting after a
@@ -58,6 +72,17 @@ func (a *Attached) Run(ctx context.Context) {
 					a.st.ReadOnly = true
 				}
 				n.Status = a.st
+				switch {
+				case n.Report != nil && !n.Report.DryRun:
+					a.shown = reportKey(n.Report)
+				case n.Report == nil && n.Status.LastReport != nil && reportKey(n.Status.LastReport) != a.shown:
+					// The last pass, which the subscribers have not had:
+					// the dashboard opened on a brief status, or the agent
+					// ran it while the stream was down.
+					a.shown = reportKey(n.Status.LastReport)
+					r := *n.Status.LastReport
+					n.Report = &r
+				}
 				for _, sub := range a.subs {
 					engine.SendNewest(sub, n)
 				}

@@ -132,3 +132,64 @@ func TestAttachedStatusesGrow(t *testing.T) {
 		t.Errorf("a restarted agent's status %+v is older than %+v", got, first)
 	}
 }
+
+// A dashboard opens on the agent's brief status, without the last pass
+// report (after a large node's first pass, megabytes to send and read
+// before the first frame); the report still reaches it, once, from the
+// notices stream's first line, as a pass notice.
+func TestAttachedBriefStatusGetsTheLastReport(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the client serves only a root peer: needs root")
+	}
+	last := &engine.PassReport{ID: 3, Run: "r", Kind: engine.PassContainers, FinishedAt: time.Unix(100, 0),
+		Items: []engine.ItemResult{{Kind: engine.ItemContainer, ID: "c1", Outcome: engine.OutcomeRemoved}}}
+	sched := &statusScheduler{st: engine.Status{Passes: 3, Seq: 30, LastReport: last}}
+	srv := NewServer(Options{Scheduler: sched, Engine: policyEngine{}, PID: 1})
+	defer srv.Close()
+	path := SocketPath(t.TempDir())
+	l, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := HTTPServer(srv.Handler())
+	go hs.Serve(l)
+	defer func() {
+		hs.Close()
+		l.Close()
+	}()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := NewClient(path, false)
+	defer c.Close()
+	full, err := c.Status(ctx)
+	if err != nil || full.Scheduler.LastReport == nil {
+		t.Fatalf("the full status has no last report: %+v, %v", full.Scheduler, err)
+	}
+	st, err := c.StatusBrief(ctx)
+	if err != nil || st.Scheduler.LastReport != nil || st.Scheduler.Passes != 3 {
+		t.Fatalf("the brief status: %+v, %v; want 3 passes and no report", st.Scheduler, err)
+	}
+	a := NewAttached(c, st)
+	notices, unsubscribe := a.Subscribe()
+	defer unsubscribe()
+	go a.Run(ctx)
+	next := func() engine.Notice {
+		t.Helper()
+		select {
+		case n := <-notices:
+			return n
+		case <-time.After(30 * time.Second):
+			t.Fatal("no notice")
+		}
+		return engine.Notice{}
+	}
+	if n := next(); n.Report == nil || n.Report.PassID() != "r/3" || n.Report.Count(engine.OutcomeRemoved) != 1 || n.Status.LastReport == nil {
+		t.Fatalf("the stream's first notice: report %+v, status %+v; want pass r/3 with its item", n.Report, n.Status)
+	}
+	// The same last report again (a status change) is no new pass.
+	sched.publish(engine.Status{Passes: 3, Seq: 31, LastReport: last, Paused: true})
+	if n := next(); n.Report != nil || !n.Status.Paused {
+		t.Errorf("a status notice after the report: report %+v, status %+v; want no report", n.Report, n.Status)
+	}
+}

@@ -6,12 +6,14 @@
 //
 // Endpoints (all under /v1, JSON bodies, errors as {"error","code"}):
 //
-//	GET  /v1/status      pid, start time, version, policy, scheduler state
+//	GET  /v1/status      pid, start time, version, policy, scheduler state;
+//	                     ?brief=true: without the last pass report
 //	GET  /v1/snapshot    a snapshot now, with the engine's image records
 //	GET  /v1/plan        ?kind=&at=: a snapshot and the engine's plan of it
 //	GET  /v1/imagefs     the image filesystem alone
 //	GET  /v1/changed     ?since=: whether the containers changed
-//	GET  /v1/reports     the latest pass reports, whoever started them
+//	GET  /v1/reports     the latest 16 pass reports, whoever started them
+//	                     (items and figures; the plans without their lists)
 //	GET  /v1/notices     a stream of notices, one JSON object a line
 //	POST /v1/force       {"kind"}: run a pass now
 //	POST /v1/preview     {"kind"}: a dry run

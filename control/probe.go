@@ -32,7 +32,8 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 const probeTimeout = 3 * time.Second
 
 // Probe finds the agent that holds stateDir. It returns a client and the
-// agent's status when the dir's control socket answers; nil and no error
+// agent's status, without its last report (StatusBrief), when the dir's
+// control socket answers; nil and no error
 // when there is no agent (no socket, or a dead agent's socket and a free
 // lock), so the caller starts its own engine as before; an
 // *UnreachableError when the lock is held and the socket is there but
@@ -50,7 +51,7 @@ func Probe(ctx context.Context, stateDir string, readOnly bool) (*Client, Status
 	c := NewClient(path, readOnly)
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	st, err := c.Status(ctx)
+	st, err := c.StatusBrief(ctx)
 	if err == nil {
 		return c, st, nil
 	}

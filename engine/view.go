@@ -59,36 +59,43 @@ type viewData struct {
 	containers []Container
 	imageList  []Image
 
+	// The indexes point into containers and imageList, which never
+	// change: a large node's pass builds them for every view, and copies
+	// of each Container (about 200 bytes) in three maps were the largest
+	// part of what a pass allocated.
 	imageIdx     sync.Once
-	users        map[string]Container // every ImageID and ImageRef to the first container naming it
-	imageByID    map[string]Image
+	users        map[string]*Container // every ImageID and ImageRef to the first container naming it
+	imageByID    map[string]*Image
 	containerIdx sync.Once
-	bySandbox    map[string]Container // a sandbox ID to the first container referencing it
-	byID         map[string]Container
-	byPodUID     map[string][]Container
+	bySandbox    map[string]*Container // a sandbox ID to the first container referencing it
+	byID         map[string]*Container
+	byPodUID     map[string][]*Container
 }
 
 // image returns the listed image with the ID.
 func (d *viewData) image(id string) (Image, bool) {
 	d.indexImages()
-	img, ok := d.imageByID[id]
-	return img, ok
+	if img, ok := d.imageByID[id]; ok {
+		return *img, true
+	}
+	return Image{}, false
 }
 
 // indexImages builds the image phase's indexes.
 func (d *viewData) indexImages() {
 	d.imageIdx.Do(func() {
-		d.users = make(map[string]Container, len(d.containers))
-		for _, c := range d.containers {
+		d.users = make(map[string]*Container, len(d.containers))
+		for i := range d.containers {
+			c := &d.containers[i]
 			for _, ref := range [2]string{c.ImageID, c.ImageRef} {
 				if _, ok := d.users[ref]; ref != "" && !ok {
 					d.users[ref] = c
 				}
 			}
 		}
-		d.imageByID = make(map[string]Image, len(d.imageList))
-		for _, img := range d.imageList {
-			d.imageByID[img.ID] = img
+		d.imageByID = make(map[string]*Image, len(d.imageList))
+		for i := range d.imageList {
+			d.imageByID[d.imageList[i].ID] = &d.imageList[i]
 		}
 	})
 }
@@ -96,19 +103,24 @@ func (d *viewData) indexImages() {
 // container returns the listed container with the ID.
 func (d *viewData) container(id string) (Container, bool) {
 	d.indexContainers()
-	c, ok := d.byID[id]
-	return c, ok
+	if c, ok := d.byID[id]; ok {
+		return *c, true
+	}
+	return Container{}, false
 }
 
 // sandboxUser returns a container that references the sandbox.
 func (d *viewData) sandboxUser(id string) (Container, bool) {
 	d.indexContainers()
-	c, ok := d.bySandbox[id]
-	return c, ok
+	if c, ok := d.bySandbox[id]; ok {
+		return *c, true
+	}
+	return Container{}, false
 }
 
-// podContainers returns the listed containers of the pod.
-func (d *viewData) podContainers(uid string) []Container {
+// podContainers returns the listed containers of the pod; the caller
+// must not change them.
+func (d *viewData) podContainers(uid string) []*Container {
 	d.indexContainers()
 	return d.byPodUID[uid]
 }
@@ -116,10 +128,11 @@ func (d *viewData) podContainers(uid string) []Container {
 // indexContainers builds the container, sandbox and log phases' indexes.
 func (d *viewData) indexContainers() {
 	d.containerIdx.Do(func() {
-		d.bySandbox = make(map[string]Container, len(d.containers)/2)
-		d.byID = make(map[string]Container, len(d.containers))
-		d.byPodUID = make(map[string][]Container, len(d.containers)/2)
-		for _, c := range d.containers {
+		d.bySandbox = make(map[string]*Container, len(d.containers)/2)
+		d.byID = make(map[string]*Container, len(d.containers))
+		d.byPodUID = make(map[string][]*Container, len(d.containers)/2)
+		for i := range d.containers {
+			c := &d.containers[i]
 			if _, ok := d.bySandbox[c.PodSandboxID]; !ok && c.PodSandboxID != "" {
 				d.bySandbox[c.PodSandboxID] = c
 			}
@@ -393,12 +406,12 @@ func (v *nodeView) listContainers(ctx context.Context) ([]Container, error) {
 func (d *viewData) imageUser(img Image) (Container, bool) {
 	d.indexImages()
 	if c, ok := d.users[img.ID]; ok && img.ID != "" {
-		return c, true
+		return *c, true
 	}
 	for _, refs := range [2][]string{img.RepoTags, img.RepoDigests} {
 		for _, ref := range refs {
 			if c, ok := d.users[ref]; ok && ref != "" {
-				return c, true
+				return *c, true
 			}
 		}
 	}

@@ -5,8 +5,9 @@
 # and VmRSS from /proc 3 s after the first frame and again DURATION seconds
 # later. It prints the CPU used over that window as a percentage of one core,
 # the RSS at the window's start (RSS0) and end, the most it read once a
-# minute in between (RSSMAX; RSS_LOG=FILE keeps every reading), and the
-# peak since start (VmHWM). Targets (issue 5): under 2% of one core, RSS under 80 MB.
+# minute in between (RSSMAX; RSS_LOG=FILE keeps every reading, with its
+# anonymous and file-backed parts: the binary's own pages are file-backed),
+# and the peak since start (VmHWM). Targets (issue 5): under 2% of one core, RSS under 80 MB.
 #
 # Usage: scripts/measure-idle.sh [scale...]   (default: small large)
 # A scale "node-events" or "node-polling" measures instead the dashboard
@@ -20,49 +21,27 @@
 # over 30 minutes; a scrape at most 5 ms). Run it with SETTLE=90.
 # Environment: DURATION (default 60), SETTLE (default 3), BIN (a built
 # nodegc; default: build one), EXTRA (more flags for nodegc), PROFILE (a
-# directory: the dashboard writes there a CPU profile of about the window,
-# SETTLE seconds after it starts for DURATION, and a heap profile at the
-# window's end, as SCALE.cpu.pprof and SCALE.heap.pprof; read them with
-# `go tool pprof`).
+# directory: the dashboard, or the agent, writes there a CPU profile of
+# about the window, SETTLE seconds after it starts for DURATION, and heap
+# profiles at the window's start and end, as SCALE.cpu.pprof,
+# SCALE.heap.pprof.base and SCALE.heap.pprof; read them with
+# `go tool pprof`). What it shares with scripts/measure-attach.sh is in
+# scripts/measure-lib.sh.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+me=idle
+# shellcheck source=scripts/measure-lib.sh
+. scripts/measure-lib.sh
 duration=${DURATION:-60}
 settle=${SETTLE:-3}
 scales=("$@")
 [ ${#scales[@]} -gt 0 ] || scales=(small large)
 
-log() { echo "measure-idle: $*" >&2; }
-die() {
-	log "$*"
-	exit 1
-}
-
 case " ${scales[*]} " in
-*" small "* | *" large "* | *" node-"*)
-	command -v tmux >/dev/null 2>&1 || die "tmux is missing (apt-get install tmux, or scripts/install-deps.sh)"
-	;;
+*" small "* | *" large "* | *" node-"*) need_tmux ;;
 esac
 
-work=$(mktemp -d /tmp/nodegc-idle.XXXXXX)
-sock="nodegc-idle-$$"
-tm() { tmux -L "$sock" "$@"; }
-simpid=
-agentpid=
-cleanup() {
-	tm kill-server >/dev/null 2>&1 || true
-	[ -z "$agentpid" ] || kill "$agentpid" 2>/dev/null || true
-	[ -z "$simpid" ] || kill "$simpid" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-bin=${BIN:-}
-if [ -z "$bin" ]; then
-	log "building"
-	${GO:-go} build -o "$work/nodegc" ./cmd/nodegc
-	bin=$work/nodegc
-fi
 hz=$(getconf CLK_TCK)
 
 # ticks PID: utime+stime of PID in clock ticks. The command name (field 2)
@@ -74,44 +53,33 @@ ticks() {
 	awk '{ print $12 + $13 }' <<<"$rest"
 }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# rss_parts PID: "anon_kb N file_kb M" (RssAnon, RssFile).
+rss_parts() { awk '/^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 } END { print "anon_kb " a " file_kb " f }' "/proc/$1/status"; }
 hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 now() { date +%s.%N; }
-# running PID: the process exists and is not a zombie (tmux 3.3a now and
-# then leaves its pane's exited process unreaped).
-running() {
-	[ -r "/proc/$1/stat" ] || return 1
-	[ "$(sed 's/^.*) //' "/proc/$1/stat" | cut -d' ' -f1)" != Z ]
-}
-
 printf '%-6s %8s %10s %8s %9s %9s %9s %9s\n' SCALE WINDOW CPU_S CPU_% RSS0_MB RSS_MB RSSMAX_MB PEAK_MB
 for scale in "${scales[@]}"; do
 	session=idle-$scale
 	simpid=
 	profenv=()
+	profvars=()
 	if [ -n "${PROFILE:-}" ]; then
 		mkdir -p "$PROFILE"
-		profenv=(-e "NODEGC_CPUPROFILE=$(realpath "$PROFILE")/$scale.cpu.pprof"
-			-e "NODEGC_HEAPPROFILE=$(realpath "$PROFILE")/$scale.heap.pprof"
-			-e "NODEGC_PROFILE_AFTER=${settle}s" -e "NODEGC_PROFILE_FOR=${duration}s")
+		profvars=("NODEGC_CPUPROFILE=$(realpath "$PROFILE")/$scale.cpu.pprof"
+			"NODEGC_HEAPPROFILE=$(realpath "$PROFILE")/$scale.heap.pprof"
+			"NODEGC_PROFILE_AFTER=${settle}s" "NODEGC_PROFILE_FOR=${duration}s")
+		for v in "${profvars[@]}"; do profenv+=(-e "$v"); done
 	fi
 	case $scale in
 	agent)
-		"$bin" simnode --listen "unix://$work/sim.sock" --preset large 2>"$work/sim.log" &
-		simpid=$!
-		for _ in $(seq 100); do [ -S "$work/sim.sock" ] && break; sleep 0.1; done
-		port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-		# shellcheck disable=SC2086
-		"$bin" agent --metrics-bind-address "127.0.0.1:$port" --kubelet-pid -1 --simulated --runtime-endpoint "unix://$work/sim.sock" \
-			--state-dir "$work/state-agent" ${EXTRA:-} 2>"$work/agent.log" &
-		agentpid=$!
+		start_simnode
+		start_agent "${profvars[@]}"
 		pid=$agentpid
 		;;
 	node-events | node-polling)
 		events=true
 		[ "$scale" = node-polling ] && events=false
-		"$bin" simnode --listen "unix://$work/sim.sock" --preset large 2>"$work/sim.log" &
-		simpid=$!
-		for _ in $(seq 100); do [ -S "$work/sim.sock" ] && break; sleep 0.1; done
+		start_simnode
 		tm new-session -d -x 120 -y 36 -s "$session" "${profenv[@]}" \
 			"exec '$bin' --events=$events --kubelet-pid -1 --simulated --runtime-endpoint unix://$work/sim.sock --state-dir $work/state-$scale ${EXTRA:-}"
 		;;
@@ -123,11 +91,7 @@ for scale in "${scales[@]}"; do
 	esac
 	deadline=$((SECONDS + 120))
 	if [ "$scale" = agent ]; then
-		until curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; do
-			[ $SECONDS -lt $deadline ] || die "agent: no /healthz within 120 s"
-			running "$pid" || die "agent: exited: $(tail -3 "$work/agent.log")"
-			sleep 0.2
-		done
+		wait_agent /healthz
 	else
 		pid=$(tm display-message -p -t "$session" '#{pane_pid}')
 		until tm capture-pane -p -t "$session" | grep -q 'NODEGC'; do
@@ -149,7 +113,7 @@ for scale in "${scales[@]}"; do
 		left=$((left - step))
 		r=$(rss_kb "$pid")
 		[ "$r" -le "$rssmax" ] || rssmax=$r
-		[ -z "${RSS_LOG:-}" ] || echo "$(date +%T) $scale rss_kb $r" >>"$RSS_LOG"
+		[ -z "${RSS_LOG:-}" ] || echo "$(date +%T) $scale rss_kb $r $(rss_parts "$pid")" >>"$RSS_LOG"
 	done
 	c1=$(ticks "$pid")
 	t1=$(now)
@@ -165,9 +129,7 @@ for scale in "${scales[@]}"; do
 			sleep 0.1
 		done | sort -n | awk '{ t[NR] = $1 * 1000 } END {
 			printf "agent: %d scrapes of /metrics: median %.2f ms, p90 %.2f ms, max %.2f ms\n", NR, t[int((NR + 1) / 2)], t[int(NR * 0.9)], t[NR] }'
-		kill "$agentpid"
-		wait "$agentpid" 2>/dev/null || true
-		agentpid=
+		stop_agent
 	fi
 	# q asks first while a pass is in flight (the large node's container
 	# pass takes seconds): answer it.
@@ -184,8 +146,5 @@ for scale in "${scales[@]}"; do
 		}
 		sleep 0.2
 	done
-	if [ -n "$simpid" ]; then
-		kill "$simpid" 2>/dev/null || true
-		wait "$simpid" 2>/dev/null || true
-	fi
+	stop_simnode
 done

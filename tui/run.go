@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,7 +36,11 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 	stop, gone := context.WithCancel(stop)
 	defer gone()
-	p := tea.NewProgram(m, tea.WithoutSignalHandler(), tea.WithFPS(m.o.FPS))
+	// The color profile is the one lipgloss detected at init, from the
+	// same stdout and environment: left to itself, Bubble Tea detects it
+	// again, and inside tmux or screen that runs `tmux info`, 10 to 65 ms
+	// before the first frame (issue 24: within 200 ms).
+	p := tea.NewProgram(m, tea.WithoutSignalHandler(), tea.WithFPS(m.o.FPS), tea.WithColorProfile(lipgloss.Writer.Profile))
 	defer watchTerminal(stop, os.Stdout, gone)()
 	final, err := runUntil(stop, p, quitGrace, killGrace)
 	if fm, ok := final.(Model); ok {

@@ -201,6 +201,7 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	restore := quietLibraryLogs(g.logOut)
 	defer restore()
 	agentGC()
+	defer profile(opts.IO.Err)()
 
 	var col *metrics.Collector
 	n, err := openLiveNode(ctx, opts.IO, g, liveNodeOptions{Policy: opts.Policy, Parallel: opts.Parallel,
@@ -238,7 +239,7 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	events := startNodeEvents(n.Conn.pods, log)
 	notices, unsubscribe := s.Subscribe()
 	var wg sync.WaitGroup
-	wg.Go(func() { followNotices(log, col, events, notices) })
+	wg.Go(func() { followNotices(log, col, events, notices, debug.FreeOSMemory) })
 	var srv *http.Server
 	if l != nil {
 		h, closeRemote := agentHandler(passCtx, metrics.NewHandler(col, readyChecks(n, g)...), col, n, s, started)
@@ -277,7 +278,11 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 
 // followNotices feeds the scheduler's notices to the collector and the
 // Node's events, and logs each pass and event, until the channel closes.
-func followNotices(log *slog.Logger, col *metrics.Collector, events *nodeevents.Recorder, notices <-chan engine.Notice) {
+// afterPass, when set, runs after each real pass is recorded: the agent
+// returns the pass's garbage to the system there (debug.FreeOSMemory),
+// so that its memory between passes is what it keeps, not what the
+// pass's listings of a large node took (issue 24: 40 MB, flat).
+func followNotices(log *slog.Logger, col *metrics.Collector, events *nodeevents.Recorder, notices <-chan engine.Notice, afterPass func()) {
 	for n := range notices {
 		col.ObserveStatus(n.Status)
 		switch {
@@ -285,6 +290,9 @@ func followNotices(log *slog.Logger, col *metrics.Collector, events *nodeevents.
 			col.ObserveReport(*n.Report)
 			events.Report(*n.Report)
 			logReport(log, *n.Report)
+			if afterPass != nil {
+				afterPass()
+			}
 		case n.Event != nil:
 			level := slog.LevelInfo
 			if n.Event.Warning {

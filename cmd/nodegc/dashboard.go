@@ -321,12 +321,13 @@ func lightGC() {
 	}
 }
 
-// Environment variables that make the dashboard profile itself, to find
-// what its idle time goes to (scripts/measure-idle.sh PROFILE=DIR): from
-// profileAfter into the run, for profileFor (or until it ends), a CPU
-// profile; at the start and the end of that window, heap profiles
-// (FILE.base and FILE): `go tool pprof -sample_index=alloc_space -base
-// FILE.base` shows what the window allocated.
+// Environment variables that make the dashboard (or the agent) profile
+// itself, to find what its idle time goes to (scripts/measure-idle.sh
+// PROFILE=DIR): from profileAfter into the run, for profileFor (or
+// until it ends), a CPU profile; at the start and the end of that
+// window, heap profiles (FILE.base and FILE): `go tool pprof
+// -sample_index=alloc_space -base FILE.base` shows what the window
+// allocated.
 // Unset, nothing is profiled.
 const (
 	cpuProfileEnv   = "NODEGC_CPUPROFILE"

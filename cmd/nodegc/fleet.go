@@ -243,7 +243,7 @@ func remoteAgent(ctx context.Context, cfg *rest.Config, agent fleet.Node, readOn
 	c := control.NewRemoteClient(rt, base, readOnly)
 	sctx, cancel := context.WithTimeout(ctx, control.RemoteProbeTimeout)
 	defer cancel()
-	st, err := c.Status(sctx)
+	st, err := c.StatusBrief(sctx)
 	var re *control.RemoteError
 	switch {
 	case errors.As(err, &re) && (re.Status == http.StatusUnauthorized || re.Status == http.StatusForbidden):
