@@ -68,7 +68,7 @@ type Options struct {
 	// the usage to the snapshots. While the event stream is live the
 	// dashboard reads it every RefreshInterval and lists the node again
 	// when the usage moved (an image pulled or removed sends no container
-	// event). (*engine.Engine).ImageFs fits.
+	// event). (*engine.Engine).RemeasureImageFs fits (a statfs alone).
 	ImageFs func(ctx context.Context) (engine.FsStats, error)
 	// Events makes the dashboard refresh on the Controller's notices of
 	// the node's containers (engine.Notice.Containers), from the engine's
@@ -97,9 +97,11 @@ type Options struct {
 	// engine.Options.OnSnapshot, keeping only the latest.
 	Listings <-chan Listing
 	// AfterRefresh, when set, runs (off the screen's goroutine) after each
-	// refresh is applied: a refresh of a large node leaves tens of
-	// megabytes of garbage, and cmd/nodegc returns it to the system then
-	// (debug.FreeOSMemory), so that an idle dashboard's memory stays flat.
+	// refresh is applied, and after each real pass that no refresh follows:
+	// a refresh of a large node, or a pass's own listing and plan, leaves
+	// tens of megabytes of garbage, and cmd/nodegc returns it to the
+	// system then (debug.FreeOSMemory), so that an idle dashboard's memory
+	// stays flat, with periodic passes too.
 	AfterRefresh func()
 	// Self reads nodegc's own CPU and memory; nil reads /proc/self.
 	Self func() (SelfSample, error)
