@@ -136,7 +136,9 @@ type Options struct {
 	// compared line by line, so that only the changed cells are written.
 	// On a loaded 2-core VM a bare Bubble Tea program left idle used 0.24%
 	// of a core at 15 frames a second, 0.16% at 10 and 0.08% at 5: 10
-	// keeps a key's echo within 100 ms.
+	// keeps a key's echo within 100 ms. v2.0.10 has no way to leave the
+	// renderer asleep while nothing changes (its ticker runs from
+	// startRenderer; WithFPS and WithoutRenderer are the only options).
 	FPS int
 
 	// refreshTimeout bounds a refresh's snapshot (refreshTimeout unless
