@@ -43,7 +43,9 @@ func (fakeEngine) Snapshot(context.Context) (engine.Snapshot, error) { return en
 func (fakeEngine) PlanAt(context.Context, engine.PassKind, time.Time) (engine.Snapshot, engine.Plan, error) {
 	return engine.Snapshot{}, engine.Plan{}, nil
 }
-func (fakeEngine) ImageFs(context.Context) (engine.FsStats, error)         { return engine.FsStats{}, nil }
+func (fakeEngine) RemeasureImageFs(context.Context) (engine.FsStats, error) {
+	return engine.FsStats{}, nil
+}
 func (fakeEngine) ContainersChanged(context.Context, uint64) (bool, error) { return false, nil }
 func (fakeEngine) EffectivePolicy(time.Time) engine.Policy                 { return engine.Policy{} }
 func (fakeEngine) Policy() engine.Policy                                   { return engine.Policy{} }

@@ -31,7 +31,9 @@ type Scheduler interface {
 type Engine interface {
 	Snapshot(ctx context.Context) (engine.Snapshot, error)
 	PlanAt(ctx context.Context, kind engine.PassKind, at time.Time) (engine.Snapshot, engine.Plan, error)
-	ImageFs(ctx context.Context) (engine.FsStats, error)
+	// RemeasureImageFs is the attached dashboard's usage reading: a
+	// statfs of the mountpoint the runtime named last.
+	RemeasureImageFs(ctx context.Context) (engine.FsStats, error)
 	ContainersChanged(ctx context.Context, since uint64) (bool, error)
 	EffectivePolicy(now time.Time) engine.Policy
 	Policy() engine.Policy
@@ -222,7 +224,7 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) imageFs(w http.ResponseWriter, r *http.Request) {
-	fs, err := s.o.Engine.ImageFs(r.Context())
+	fs, err := s.o.Engine.RemeasureImageFs(r.Context())
 	if err != nil {
 		writeError(w, http.StatusBadGateway, CodeFailed, "image fs: "+err.Error())
 		return

@@ -119,7 +119,27 @@ func (e *Engine) ImageFs(ctx context.Context) (FsStats, error) {
 	if u.Mountpoint == "" {
 		return FsStats{}, fmt.Errorf("image filesystem info: the runtime reported no mountpoint")
 	}
+	mp := u.Mountpoint
+	e.fsMount.Store(&mp)
 	fs, err := e.statfs(u.Mountpoint)
+	if err != nil {
+		return FsStats{}, fmt.Errorf("image filesystem: %w", err)
+	}
+	return fs, nil
+}
+
+// RemeasureImageFs measures the image filesystem at the mountpoint the
+// runtime named last (every snapshot and pass asks it again), with no
+// runtime call: a statfs alone. The dashboard reads it every couple of
+// seconds between snapshots to see images come and go, and the
+// mountpoint does not move under a running runtime. Before the runtime
+// has named one it is ImageFs.
+func (e *Engine) RemeasureImageFs(ctx context.Context) (FsStats, error) {
+	mp := e.fsMount.Load()
+	if mp == nil {
+		return e.ImageFs(ctx)
+	}
+	fs, err := e.statfs(*mp)
 	if err != nil {
 		return FsStats{}, fmt.Errorf("image filesystem: %w", err)
 	}

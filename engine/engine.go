@@ -96,6 +96,9 @@ type Engine struct {
 	following atomic.Bool
 	// stream is the follower's state (EventStream).
 	stream atomic.Pointer[EventStream]
+	// fsMount is the image filesystem's mountpoint the runtime named last
+	// (ImageFs), which RemeasureImageFs measures again.
+	fsMount atomic.Pointer[string]
 
 	progress   listeners[Progress]
 	containers listeners[EventStream]

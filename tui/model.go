@@ -386,6 +386,10 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			cmds = append(cmds, m.broadcast(feed.Pass{Report: *r}))
 			if !m.eventsLive || passChanged(*r) {
 				cmds = append(cmds, m.startRefresh(false))
+			} else {
+				// No refresh follows (whose end would): the pass's own
+				// listing and plan are garbage now.
+				cmds = append(cmds, m.release())
 			}
 		}
 		if e := msg.n.Event; e != nil {

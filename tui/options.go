@@ -68,7 +68,7 @@ type Options struct {
 	// the usage to the snapshots. While the event stream is live the
 	// dashboard reads it every RefreshInterval and lists the node again
 	// when the usage moved (an image pulled or removed sends no container
-	// event). (*engine.Engine).ImageFs fits.
+	// event). (*engine.Engine).RemeasureImageFs fits (a statfs alone).
 	ImageFs func(ctx context.Context) (engine.FsStats, error)
 	// Events makes the dashboard refresh on the Controller's notices of
 	// the node's containers (engine.Notice.Containers), from the engine's
@@ -97,9 +97,11 @@ type Options struct {
 	// engine.Options.OnSnapshot, keeping only the latest.
 	Listings <-chan Listing
 	// AfterRefresh, when set, runs (off the screen's goroutine) after each
-	// refresh is applied: a refresh of a large node leaves tens of
-	// megabytes of garbage, and cmd/nodegc returns it to the system then
-	// (debug.FreeOSMemory), so that an idle dashboard's memory stays flat.
+	// refresh is applied, and after each real pass that no refresh follows:
+	// a refresh of a large node, or a pass's own listing and plan, leaves
+	// tens of megabytes of garbage, and cmd/nodegc returns it to the
+	// system then (debug.FreeOSMemory), so that an idle dashboard's memory
+	// stays flat, with periodic passes too.
 	AfterRefresh func()
 	// Self reads nodegc's own CPU and memory; nil reads /proc/self.
 	Self func() (SelfSample, error)
@@ -134,7 +136,9 @@ type Options struct {
 	// compared line by line, so that only the changed cells are written.
 	// On a loaded 2-core VM a bare Bubble Tea program left idle used 0.24%
 	// of a core at 15 frames a second, 0.16% at 10 and 0.08% at 5: 10
-	// keeps a key's echo within 100 ms.
+	// keeps a key's echo within 100 ms. v2.0.10 has no way to leave the
+	// renderer asleep while nothing changes (its ticker runs from
+	// startRenderer; WithFPS and WithoutRenderer are the only options).
 	FPS int
 
 	// refreshTimeout bounds a refresh's snapshot (refreshTimeout unless

@@ -277,7 +277,17 @@ func (m Model) afterRefresh(msg RefreshMsg) tea.Cmd {
 	if m.o.AfterRefresh == nil || msg.Seq != m.refreshSeq {
 		return nil
 	}
+	return m.release()
+}
+
+// release runs Options.AfterRefresh off the screen's goroutine: after a
+// refresh is applied, or after a real pass that no refresh follows (the
+// pass listed and planned the node for itself, and left that garbage).
+func (m Model) release() tea.Cmd {
 	f := m.o.AfterRefresh
+	if f == nil {
+		return nil
+	}
 	return func() tea.Msg {
 		f()
 		return nil

@@ -239,7 +239,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Controller:      s,
 		Snapshot:        e.Snapshot,
 		Plan:            e.PlanSnapshot,
-		ImageFs:         e.ImageFs,
+		ImageFs:         e.RemeasureImageFs,
 		Changed:         e.ContainersChanged,
 		Policy:          e.Policy(),
 		Cgroups:         cgroups,
@@ -311,8 +311,13 @@ const dashboardGCPercent = 50
 const dashboardMemoryLimit = 40 << 20
 
 // lightGC applies dashboardGCPercent unless GOGC is set, and
-// dashboardMemoryLimit unless GOMEMLIMIT is.
+// dashboardMemoryLimit unless GOMEMLIMIT is. It also fixes GOMAXPROCS at
+// the value the runtime chose at start: otherwise the runtime reads the
+// cgroup's CPU limit again every second for as long as the dashboard
+// idles (it would follow a limit changed while it runs; a dashboard does
+// not need to).
 func lightGC() {
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(dashboardGCPercent)
 	}

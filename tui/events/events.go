@@ -106,7 +106,7 @@ func (m *Model) AddPass(r engine.PassReport) {
 	if r.ID != 0 && slices.ContainsFunc(m.passes, func(p engine.PassReport) bool { return samePass(p, r) }) {
 		return
 	}
-	m.passes = append(m.passes, r)
+	m.passes = append(m.passes, kept(r))
 	slices.SortStableFunc(m.passes, func(a, b engine.PassReport) int {
 		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
 			return c
@@ -123,6 +123,17 @@ func (m *Model) AddPass(r engine.PassReport) {
 		m.addEvent(e)
 	}
 	grid.Refresh(m)
+}
+
+// kept is what the pane keeps of a pass: all of it but the plan's
+// account of the images it kept (ImageGC.Keep and Order, an entry for
+// every image on the node), which neither the pane's rows nor a pass's
+// details show (only its raw JSON did). On a 2,000-image node they are
+// about 300 KB an image pass, and the pane's MaxPasses passes hold some
+// 80 image passes (8 hours at the kubelet's periods).
+func kept(r engine.PassReport) engine.PassReport {
+	r.Plan.ImageGC.Keep, r.Plan.ImageGC.Order = nil, nil
+	return r
 }
 
 // samePass reports whether a and b are one pass: the same pass ID (run
