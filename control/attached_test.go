@@ -80,24 +80,9 @@ func TestAttachedStatusesGrow(t *testing.T) {
 		t.Skip("the client serves only a root peer: needs root")
 	}
 	sched := &statusScheduler{st: engine.Status{Passes: 40, Seq: 400}}
-	srv := NewServer(Options{Scheduler: sched, Engine: policyEngine{}, PID: 1})
-	defer srv.Close()
-	path := SocketPath(t.TempDir())
-	l, err := Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := HTTPServer(srv.Handler())
-	go hs.Serve(l)
-	defer func() {
-		hs.Close()
-		l.Close()
-	}()
-
+	c := serveScheduler(t, sched)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := NewClient(path, false)
-	defer c.Close()
 	st, err := c.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -144,24 +129,9 @@ func TestAttachedBriefStatusGetsTheLastReport(t *testing.T) {
 	last := &engine.PassReport{ID: 3, Run: "r", Kind: engine.PassContainers, FinishedAt: time.Unix(100, 0),
 		Items: []engine.ItemResult{{Kind: engine.ItemContainer, ID: "c1", Outcome: engine.OutcomeRemoved}}}
 	sched := &statusScheduler{st: engine.Status{Passes: 3, Seq: 30, LastReport: last}}
-	srv := NewServer(Options{Scheduler: sched, Engine: policyEngine{}, PID: 1})
-	defer srv.Close()
-	path := SocketPath(t.TempDir())
-	l, err := Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := HTTPServer(srv.Handler())
-	go hs.Serve(l)
-	defer func() {
-		hs.Close()
-		l.Close()
-	}()
-
+	c := serveScheduler(t, sched)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := NewClient(path, false)
-	defer c.Close()
 	full, err := c.Status(ctx)
 	if err != nil || full.Scheduler.LastReport == nil {
 		t.Fatalf("the full status has no last report: %+v, %v", full.Scheduler, err)
@@ -192,4 +162,27 @@ func TestAttachedBriefStatusGetsTheLastReport(t *testing.T) {
 	if n := next(); n.Report != nil || !n.Status.Paused {
 		t.Errorf("a status notice after the report: report %+v, status %+v; want no report", n.Report, n.Status)
 	}
+}
+
+// serveScheduler serves sched on a control socket of a test's own, as an
+// agent would, and returns a client of it; t.Cleanup ends both.
+func serveScheduler(t *testing.T, sched *statusScheduler) *Client {
+	t.Helper()
+	srv := NewServer(Options{Scheduler: sched, Engine: policyEngine{}, PID: 1})
+	path := SocketPath(t.TempDir())
+	l, err := Listen(path)
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	hs := HTTPServer(srv.Handler())
+	go hs.Serve(l)
+	c := NewClient(path, false)
+	t.Cleanup(func() {
+		c.Close()
+		hs.Close()
+		l.Close()
+		srv.Close()
+	})
+	return c
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // TestSimulatedIsExplicit pins --simulated as the only way nodegc treats a
@@ -37,15 +39,7 @@ func TestSimulatedIsExplicit(t *testing.T) {
 			code := c.run(append(cmd, "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--pod-logs-dir", logs,
 				"--kubelet-config", os.DevNull, "--kubelet-pid", "-1", "--pod-source", "off")...)
 			want := "nodegc: the runtime at " + ep + " is a simulated node (nodegc simnode): pass --simulated, so that this machine's pod logs are not taken for its own"
-			if lines := c.stderrLines(); code != exitUsage || len(lines) != 1 || lines[0] != want {
-				t.Errorf("exit %d, stderr %q; want 2 and %q", code, lines, want)
-			}
-			if c.out.Len() != 0 {
-				t.Errorf("stdout %q, want nothing", c.out.String()[:min(300, c.out.Len())])
-			}
-			if m := mutating(node); len(m) != 0 {
-				t.Errorf("mutating calls: %v", m)
-			}
+			refusedUntouched(t, c, code, want, node)
 			if _, err := os.Stat(stray); err != nil {
 				t.Errorf("the log file under --pod-logs-dir: %v", err)
 			}
@@ -60,15 +54,22 @@ func TestSimulatedIsExplicit(t *testing.T) {
 			code := c.run(append(cmd, "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(),
 				"--kubelet-config", os.DevNull, "--kubelet-pid", "-1", "--pod-source", "off")...)
 			want := "nodegc: --simulated: the runtime at " + ep + " is not a simulated node (nodegc simnode); leave --simulated out for a real runtime"
-			if lines := c.stderrLines(); code != exitUsage || len(lines) != 1 || lines[0] != want {
-				t.Errorf("exit %d, stderr %q; want 2 and %q", code, lines, want)
-			}
-			if c.out.Len() != 0 {
-				t.Errorf("stdout %q, want nothing", c.out.String()[:min(300, c.out.Len())])
-			}
-			if m := mutating(node); len(m) != 0 {
-				t.Errorf("mutating calls: %v", m)
-			}
+			refusedUntouched(t, c, code, want, node)
 		})
+	}
+}
+
+// refusedUntouched checks that the command exited 2 with want as its one
+// line, printed nothing else, and made no mutating call to the node.
+func refusedUntouched(t *testing.T, c *cli, code int, want string, node *simnode.Node) {
+	t.Helper()
+	if lines := c.stderrLines(); code != exitUsage || len(lines) != 1 || lines[0] != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, lines, want)
+	}
+	if c.out.Len() != 0 {
+		t.Errorf("stdout %q, want nothing", c.out.String()[:min(300, c.out.Len())])
+	}
+	if m := mutating(node); len(m) != 0 {
+		t.Errorf("mutating calls: %v", m)
 	}
 }
