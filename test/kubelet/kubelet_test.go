@@ -188,6 +188,17 @@ func (k *kubelet) start(t *testing.T) {
 		log.Close()
 		close(done)
 	}()
+	// Start returns once the kernel has let go of the parent, before it
+	// has laid out the new image's arguments: for a moment
+	// /proc/PID/cmdline reads empty, and nodegc (rightly) takes such a
+	// process for no kubelet. CI met that moment twice.
+	cmdline := fmt.Sprintf("/proc/%d/cmdline", k.cmd.Process.Pid)
+	if !kubetest.WaitFor(10*time.Second, func() bool {
+		b, _ := os.ReadFile(cmdline)
+		return strings.HasPrefix(string(b), "kubelet\x00")
+	}) {
+		t.Fatalf("the kubelet (pid %d) has no command line 10 s after its start", k.cmd.Process.Pid)
+	}
 }
 
 // stop ends the kubelet (SIGTERM, then SIGKILL after 10 s) and waits.
