@@ -60,9 +60,13 @@ func TestReadRealCgroupfs(t *testing.T) {
 	})
 
 	// The child waits on stdin until it is in the container cgroup, then
-	// writes 8 MiB (page cache charged to its memory cgroup) and says so.
+	// writes 8 MiB (page cache charged to its memory cgroup), says so, and
+	// waits on stdin again. It must be still from "ok" on: the tree reads
+	// kubepods before the container, and a child that went on (an exec of
+	// sleep did) was charged more in between, so the container read more
+	// than its kubepods on CI's cgroup v1.
 	file := filepath.Join(t.TempDir(), "data")
-	cmd := exec.Command("sh", "-c", `read _; head -c 8388608 /dev/zero > "$1"; echo ok; exec sleep 600`, "sh", file)
+	cmd := exec.Command("sh", "-c", `read _; head -c 8388608 /dev/zero > "$1"; echo ok; read _`, "sh", file)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
