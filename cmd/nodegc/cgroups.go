@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"github.com/spf13/cobra"
 
@@ -86,7 +87,10 @@ func runCgroups(ctx context.Context, opts *cgroupsOptions) error {
 		}
 		c.SystemReserved, c.KubeReserved = cfg.SystemReserved, cfg.KubeReserved
 	}
-	names := runtimeNames(ctx, f, opts.Global, cfg)
+	names, err := runtimeNames(ctx, f, opts.Global, cfg)
+	if err != nil {
+		return err
+	}
 	tree, err := cgroupfs.Read(c, names)
 	if err != nil {
 		return err
@@ -104,22 +108,28 @@ func runCgroups(ctx context.Context, opts *cgroupsOptions) error {
 
 // runtimeNames lists the runtime's sandboxes and containers (read-only)
 // to name the pods and containers of the tree. When the runtime cannot be
-// reached it warns and returns no names: cgroups are then "unknown".
-func runtimeNames(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig) cgroupfs.Names {
+// reached it warns and returns no names: cgroups are then "unknown", and
+// the tree is still worth reading. Bad input (a malformed endpoint, a
+// --simulated that does not match the runtime) is the operator's to fix,
+// so it is returned as the usage error it is.
+func runtimeNames(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig) (cgroupfs.Names, error) {
 	conn, err := connect(ctx, f, g, cfg, true, false)
 	if err != nil {
+		if ue := (*usageError)(nil); errors.As(err, &ue) {
+			return nil, err
+		}
 		f.warnf("%v; pod and container names are unknown", err)
-		return engine.CgroupNames(nil, nil)
+		return engine.CgroupNames(nil, nil), nil
 	}
 	defer conn.Close()
 	sandboxes, err := conn.Reader.ListSandboxes(ctx)
 	if err != nil {
 		f.warnf("list sandboxes: %v; pod and container names are unknown", err)
-		return engine.CgroupNames(nil, nil)
+		return engine.CgroupNames(nil, nil), nil
 	}
 	containers, err := conn.Reader.ListContainers(ctx)
 	if err != nil {
 		f.warnf("list containers: %v; container names are unknown", err)
 	}
-	return engine.CgroupNames(sandboxes, containers)
+	return engine.CgroupNames(sandboxes, containers), nil
 }

@@ -106,6 +106,29 @@ func TestCgroupsNames(t *testing.T) {
 			}
 		})
 	}
+	badInput := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a malformed endpoint is bad input", []string{"--simulated", "--runtime-endpoint", "tcp://x"}, "--runtime-endpoint"},
+		{"a simulated node without --simulated is bad input", []string{"--runtime-endpoint", ep}, "--simulated"},
+	}
+	for _, tt := range badInput {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCLI("")
+			args := append([]string{"cgroups", "--cgroupfs-root", root, "--cgroup-driver", "cgroupfs"}, tt.args...)
+			if code := c.run(args...); code != 2 {
+				t.Fatalf("exit %d, want 2: %s", code, c.err.String())
+			}
+			if lines := strings.Count(strings.TrimSpace(c.err.String()), "\n") + 1; lines != 1 || !strings.Contains(c.err.String(), tt.want) {
+				t.Errorf("stderr %q: want one line naming %s", c.err.String(), tt.want)
+			}
+			if c.out.Len() != 0 {
+				t.Errorf("a tree was printed: %s", c.out.String())
+			}
+		})
+	}
 	t.Run("the tree output has the header and the pod", func(t *testing.T) {
 		c := newCLI("")
 		if code := c.run("cgroups", "--cgroupfs-root", root, "--cgroup-driver", "cgroupfs", "--simulated", "--runtime-endpoint", ep); code != 0 {
