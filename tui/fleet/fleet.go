@@ -494,7 +494,10 @@ func (m Model) FullHelp() [][]key.Binding {
 // node; it returns the model at the end (Enter names the node).
 func Run(ctx context.Context, o Options) (Model, error) {
 	o.Context = ctx
-	p := tea.NewProgram(New(o), tea.WithContext(ctx))
+	// The colour profile is the one lipgloss detected at init: left to
+	// itself, Bubble Tea detects it again (inside tmux, another `tmux info`
+	// before the first frame), as the node dashboard's Run says.
+	p := tea.NewProgram(New(o), tea.WithContext(ctx), tea.WithColorProfile(lipgloss.Writer.Profile))
 	final, err := p.Run()
 	fm, _ := final.(Model)
 	if err != nil && ctx.Err() != nil {
