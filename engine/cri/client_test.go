@@ -775,7 +775,12 @@ func TestHundredThousandContainers(t *testing.T) {
 		t.Skip("large node")
 	}
 	n, ep := serve(t, simnode.Scale(1))
-	c := dial(t, ep, Options{})
+	// This pins the message size, not the speed: under -race on a loaded
+	// 2-core CI machine the listing took longer than the default 30 s read
+	// timeout ("context deadline exceeded"), so the reads here have ten
+	// minutes.
+	const patient = 10 * time.Minute
+	c := dial(t, ep, Options{ReadTimeout: patient})
 	ks, err := c.ListContainers(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -790,7 +795,7 @@ func TestHundredThousandContainers(t *testing.T) {
 		t.Errorf("listed %d containers, %d exited; node %+v", len(ks), exited, want)
 	}
 	t.Run("the usual 16 MiB receive limit does not fit them", func(t *testing.T) {
-		c16 := dial(t, ep, Options{MaxRecvMsgSize: 16 << 20})
+		c16 := dial(t, ep, Options{MaxRecvMsgSize: 16 << 20, ReadTimeout: patient})
 		if _, err := c16.ListContainers(context.Background()); status.Code(err) != codes.ResourceExhausted {
 			t.Errorf("with 16 MiB: %v", err)
 		}
