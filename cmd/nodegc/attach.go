@@ -190,10 +190,10 @@ func runAttachedDashboard(ctx context.Context, opts *rootOptions, c *control.Cli
 	o := attachedOptions(a, st, opts.ReadOnly)
 	o.Cgroups, o.JournalPath, o.RefreshInterval, o.Opening = tui.CgroupsFrom(cg), journal, opts.Refresh, opts.opening
 	err = opts.runTUI(ctx, o)
-	if opts.opened != nil {
-		opts.opened()
-	}
 	opts.guard.arm(shutdownDeadline)
+	if opts.opened != nil {
+		opts.opened() // bounded by the guard: the terminal may be gone
+	}
 	return err
 }
 

@@ -262,13 +262,13 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Now:             now,
 		Opening:         opts.opening,
 	})
-	if opts.opened != nil {
-		opts.opened()
-	}
 	// Quitting (q, a signal, the terminal gone) cancels ctx: a pass in
 	// flight stops after its item in flight, and the process waits for it,
 	// then releases the state dir, all within shutdownDeadline.
 	opts.guard.arm(shutdownDeadline)
+	if opts.opened != nil {
+		opts.opened() // bounded by the guard: the terminal may be gone
+	}
 	r := stop()
 	if cerr := e.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close the state dir: %w", cerr)
