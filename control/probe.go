@@ -41,13 +41,13 @@ const probeTimeout = 3 * time.Second
 // state dir is 0700) or that no agent made is no agent either: the
 // caller's own checks say why it cannot go on.
 func Probe(ctx context.Context, stateDir string, readOnly bool) (*Client, Status, error) {
-	path := SocketPath(stateDir)
-	if _, err := os.Lstat(path); err != nil || CheckSocketPath(path) != nil {
+	if !Present(stateDir) {
 		// Missing, not ours to see, or nothing an agent made (an agent
 		// refuses to start on it): no agent. The caller's own checks of
 		// the state dir say what is wrong, if anything.
 		return nil, Status{}, nil
 	}
+	path := SocketPath(stateDir)
 	c := NewClient(path, readOnly)
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -65,6 +65,16 @@ func Probe(ctx context.Context, stateDir string, readOnly bool) (*Client, Status
 		return nil, Status{}, nil // a dead agent's socket; the next agent removes it
 	}
 	return nil, Status{}, &UnreachableError{PID: pid, Path: path, Err: err}
+}
+
+// Present reports whether stateDir holds a control socket an agent made
+// (a root-owned socket, live or left by a dead agent): only then does
+// Probe ask it. It only looks, so a dashboard can say it is connecting to
+// the agent before the first call.
+func Present(stateDir string) bool {
+	path := SocketPath(stateDir)
+	_, err := os.Lstat(path)
+	return err == nil && CheckSocketPath(path) == nil
 }
 
 // lockHolder reports whether another process holds the state dir's lock,

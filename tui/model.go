@@ -61,6 +61,9 @@ type Model struct {
 
 	// load turns a spinner in the body until the first snapshot.
 	load loader
+	// opening is what the opening frame (Open) says the dashboard waits
+	// for, in place of the spinner; "" in a running dashboard.
+	opening string
 
 	refreshSeq uint64
 	refreshing bool

@@ -127,6 +127,10 @@ type Options struct {
 	// Controller and the readers go through its control socket, and the
 	// engine line says "attached to agent (pid N, up 3h)".
 	Agent *Agent
+	// Opening, when set, is the opening frame already on the terminal
+	// (Open): Run draws over it, and writes through it so that its Close
+	// knows whether the dashboard has left the alternate screen.
+	Opening *Opening
 	// Now is the clock; nil means time.Now. Tests fix it.
 	Now func() time.Time
 	// FPS caps the frame rate; 0 means 10. Bubble Tea v2.0.10's renderer

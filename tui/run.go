@@ -40,7 +40,11 @@ func Run(ctx context.Context, o Options) error {
 	// same stdout and environment: left to itself, Bubble Tea detects it
 	// again, and inside tmux or screen that runs `tmux info`, 10 to 65 ms
 	// before the first frame (issue 24: within 200 ms).
-	p := tea.NewProgram(m, tea.WithoutSignalHandler(), tea.WithFPS(m.o.FPS), tea.WithColorProfile(lipgloss.Writer.Profile))
+	opts := []tea.ProgramOption{tea.WithoutSignalHandler(), tea.WithFPS(m.o.FPS), tea.WithColorProfile(lipgloss.Writer.Profile)}
+	if o.Opening != nil {
+		opts = append(opts, tea.WithOutput(o.Opening.output()))
+	}
+	p := tea.NewProgram(m, opts...)
 	defer watchTerminal(stop, os.Stdout, gone)()
 	final, err := runUntil(stop, p, quitGrace, killGrace)
 	if fm, ok := final.(Model); ok {

@@ -151,7 +151,11 @@ func (m Model) Screen() string {
 		// Until the first snapshot, the first blank line of the body (under
 		// a pane's "waiting for the first snapshot…") turns a spinner.
 		if i := slices.IndexFunc(bl, func(l string) bool { return strings.TrimSpace(ansi.Strip(l)) == "" }); i >= 0 {
-			bl[i] = ansi.Truncate(m.load.View(st, m.o.Now()), m.width, "…")
+			l := m.load.View(st, m.o.Now())
+			if m.opening != "" {
+				l = st.Faint.Render(m.opening + "…")
+			}
+			bl[i] = ansi.Truncate(l, m.width, "…")
 		}
 	}
 	lines = append(lines, bl...)
@@ -207,6 +211,8 @@ func (m Model) tabBar() string {
 	left := st.Title.Render(appName) + tabGap + strings.Join(tabs, tabGap)
 	var badges []string
 	switch {
+	case m.opening != "":
+		badges = append(badges, st.Faint.Render("○ starting"))
 	case m.o.Controller == nil:
 		badges = append(badges, st.Faint.Render("display only"))
 	case m.o.ReadOnly:

@@ -188,9 +188,12 @@ func runAttachedDashboard(ctx context.Context, opts *rootOptions, c *control.Cli
 		journal = filepath.Join(opts.Global.StateDir, "journal.jsonl")
 	}
 	o := attachedOptions(a, st, opts.ReadOnly)
-	o.Cgroups, o.JournalPath, o.RefreshInterval = tui.CgroupsFrom(cg), journal, opts.Refresh
+	o.Cgroups, o.JournalPath, o.RefreshInterval, o.Opening = tui.CgroupsFrom(cg), journal, opts.Refresh, opts.opening
 	err = opts.runTUI(ctx, o)
 	opts.guard.arm(shutdownDeadline)
+	if opts.opened != nil {
+		opts.opened() // bounded by the guard: the terminal may be gone
+	}
 	return err
 }
 

@@ -68,6 +68,13 @@ type rootOptions struct {
 	// stateDir is the engine's state dir, whose journal the dashboard
 	// names.
 	stateDir string
+	// opening is the dashboard's first frame, drawn before the agent or
+	// the engine is reached (openDashboard): the dashboard draws over it.
+	// nil when none was drawn.
+	opening *tui.Opening
+	// opened releases the opening (openDashboard); nil when none was
+	// drawn. It is called as soon as the dashboard has ended.
+	opened func()
 	// guard ends the process when the dashboard's way out outlives
 	// shutdownDeadline; runRoot disarms it once everything is closed.
 	guard *exitGuard
@@ -188,6 +195,8 @@ func runRoot(ctx context.Context, opts *rootOptions) error {
 // runLiveDashboard opens the dashboard on this node's runtime, with a
 // scheduler running the kubelet's periodic passes.
 func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
+	opts.opened = openDashboard(opts)
+	defer opts.opened()
 	if c, st, err := probeAgent(ctx, opts.Global, opts.ReadOnly); err != nil {
 		return err
 	} else if c != nil {
@@ -251,11 +260,15 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		AfterRefresh:    debug.FreeOSMemory,
 		Version:         version,
 		Now:             now,
+		Opening:         opts.opening,
 	})
 	// Quitting (q, a signal, the terminal gone) cancels ctx: a pass in
 	// flight stops after its item in flight, and the process waits for it,
 	// then releases the state dir, all within shutdownDeadline.
 	opts.guard.arm(shutdownDeadline)
+	if opts.opened != nil {
+		opts.opened() // bounded by the guard: the terminal may be gone
+	}
 	r := stop()
 	if cerr := e.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close the state dir: %w", cerr)
