@@ -853,39 +853,79 @@ func TestSchedulerPublishesProgress(t *testing.T) {
 	}
 }
 
-// hangingRuntime never answers ImageStatus until its context ends.
+// hangingRuntime never answers ImageStatus until its context ends (or,
+// once a test has failed, release is closed); askedCh, when set, is told
+// of every call as it begins.
 type hangingRuntime struct {
 	*fakeRuntime
-	asked atomic.Int32
+	asked   atomic.Int32
+	askedCh chan struct{}
+	release chan struct{}
 }
 
 func (h *hangingRuntime) ImageStatus(ctx context.Context, id string) (Image, error) {
 	h.asked.Add(1)
-	<-ctx.Done()
-	return Image{}, ctx.Err()
+	if h.askedCh != nil {
+		select {
+		case h.askedCh <- struct{}{}:
+		default:
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return Image{}, ctx.Err()
+	case <-h.release:
+		return Image{}, errors.New("released after the test failed")
+	}
 }
 
+// TestReconciliationEndsWithItsContextAndItsBudget pins that a runtime
+// that never answers holds the first snapshot back only until the
+// reconciliation's budget or a signal. Nothing is timed: the runtime
+// answers only when the call's context ends, so a snapshot that returns
+// was ended by the budget (the only bound when no signal comes) or by the
+// signal (the only bound when the budget is an hour).
 func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
 	defer func(b time.Duration) { reconcileBudget = b }(reconcileBudget)
-	reconcileBudget = 300 * time.Millisecond
 	// An intent whose call was sent: only the runtime can settle it.
 	lines := `{"op":"intent","pass":"r/3","kind":"image","id":"i1","reason":"space"}
 {"op":"started","pass":"r/3","kind":"image","id":"i1","reason":""}
 `
+	// snapshot takes a snapshot and returns its error, and fails the test
+	// if it has not returned within a minute (it hangs: nothing ended the
+	// reconciliation).
+	snapshot := func(t *testing.T, e *Engine, rt *hangingRuntime, ctx context.Context, what string) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.Snapshot(ctx)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			close(rt.release)
+			<-done
+			t.Fatalf("%s still waited on the hanging runtime after a minute", what)
+			return nil
+		}
+	}
 	for _, tc := range []struct {
 		name   string
-		cancel bool // the snapshot's context is cancelled (a signal) after 50 ms
-		max    time.Duration
+		cancel bool // the snapshot's context is cancelled (a signal) once the runtime is asked
+		budget time.Duration
 	}{
-		{"a runtime that hangs holds the first snapshot back no longer than the budget", false, 2 * time.Second},
-		{"a signal ends it at once", true, 250 * time.Millisecond},
+		{"a runtime that hangs holds the first snapshot back no longer than the budget", false, 300 * time.Millisecond},
+		{"a signal ends it at once", true, time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			reconcileBudget = tc.budget
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(lines), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			rt := &hangingRuntime{fakeRuntime: newFakeRuntime()}
+			rt := &hangingRuntime{fakeRuntime: newFakeRuntime(), askedCh: make(chan struct{}, 1), release: make(chan struct{})}
 			e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
 			if err != nil {
 				t.Fatal(err)
@@ -894,25 +934,31 @@ func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if tc.cancel {
-				time.AfterFunc(50*time.Millisecond, cancel)
+				go func() {
+					select {
+					case <-rt.askedCh:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
 			}
-			start := time.Now()
-			e.Snapshot(ctx)
-			if took := time.Since(start); took > tc.max {
-				t.Errorf("the snapshot took %v, want at most %v", took, tc.max)
+			_ = snapshot(t, e, rt, ctx, "the first snapshot")
+			if tc.cancel && rt.asked.Load() == 0 {
+				t.Fatal("the snapshot returned before the reconciliation asked the runtime about i1")
 			}
 			all, _ := ReadJournalLines(dir)
 			if len(OpenIntents(all)) != 1 {
 				t.Errorf("open intents %+v, want i1 left open for the next try", OpenIntents(all))
 			}
-			// The next snapshot does not ask again before reconcileRetry.
+			// The next snapshot does not ask again before reconcileRetry
+			// (were it to ask, the budget would end its wait).
+			reconcileBudget = 300 * time.Millisecond
 			asked := rt.asked.Load()
-			start = time.Now()
-			if _, err := e.Snapshot(context.Background()); err != nil {
+			if err := snapshot(t, e, rt, context.Background(), "the next snapshot"); err != nil {
 				t.Fatal(err)
 			}
-			if rt.asked.Load() != asked || time.Since(start) > tc.max {
-				t.Errorf("the next snapshot asked the hanging runtime again (took %v)", time.Since(start))
+			if n := rt.asked.Load(); n != asked {
+				t.Errorf("the next snapshot asked the hanging runtime again (%d more calls)", n-asked)
 			}
 		})
 	}

@@ -298,7 +298,7 @@ func TestProgramDryRunApply(t *testing.T) {
 	tm.Type("y")
 	waitFor(t, tm.Output(), "pass #1")
 	tm.Type("q")
-	fm := tm.FinalModel(t, teatest.WithFinalTimeout(3*time.Second)).(Model)
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(programWait)).(Model)
 	applied, prev := c.appliedPlans(), c.previewedPlans()
 	if len(applied) != 1 || !reflect.DeepEqual(applied[0], prev[0]) {
 		t.Fatalf("applied %d plans, want exactly the one previewed", len(applied))
@@ -308,10 +308,15 @@ func TestProgramDryRunApply(t *testing.T) {
 	}
 }
 
+// programWait bounds each wait on the real program (a screen to show, the
+// program to end): generous, since a starved -race run took over 3 s to
+// draw the first frame or the preview; only a hang reaches it.
+const programWait = time.Minute
+
 func waitFor(t *testing.T, r io.Reader, s string) {
 	t.Helper()
 	teatest.WaitFor(t, r, func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
-		teatest.WithDuration(3*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+		teatest.WithDuration(programWait), teatest.WithCheckInterval(10*time.Millisecond))
 }
 
 func TestBackgroundColourSwitchesPalette(t *testing.T) {
