@@ -131,15 +131,20 @@ func TestAgentBinary(t *testing.T) {
 
 	t.Run("metrics after a periodic image pass", func(t *testing.T) {
 		// The engine logs "pass done" before the scheduler hands the
-		// report to the collector: scrape until the pass shows, a while.
+		// report to the collector, and the line waited for is the image
+		// pass's, not the container pass's: scrape until both passes
+		// show. The minute is a bound on a hang, not on speed.
 		const attempt = `nodegc_image_gc_attempts_total{reason="threshold",result="success",trigger="periodic"}`
+		const removal = `nodegc_container_gc_removals_total{reason="per-container-limit",result="removed"}`
 		var body string
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 			var code int
 			if code, body = httpGet(t, "http://"+addr+"/metrics"); code != http.StatusOK {
 				t.Fatalf("/metrics: %d", code)
 			}
-			if _, ok := sample(body, attempt); ok || time.Now().After(deadline) {
+			_, images := sample(body, attempt)
+			_, containers := sample(body, removal)
+			if images && containers || time.Now().After(deadline) {
 				break
 			}
 		}
@@ -150,7 +155,7 @@ func TestAgentBinary(t *testing.T) {
 			`nodegc_image_gc_freed_bytes_total{measure="statfs"}`,
 			`nodegc_image_gc_freed_bytes_total{measure="runtime"}`,
 			`nodegc_image_gc_deletions_total{reason="space",result="removed"}`,
-			`nodegc_container_gc_removals_total{reason="per-container-limit",result="removed"}`,
+			removal,
 			`nodegc_journal_lines_written_total{op="intent"}`,
 		} {
 			if v, ok := sample(body, s); !ok || v <= 0 {
