@@ -172,6 +172,10 @@ type RefreshMsg struct {
 	Tree     *cgroupfs.Tree
 	TreeErr  error
 	Self     *SelfSample
+	// Kept marks a periodic re-list that read the node as shown, whose
+	// plan would be the shown one (keepable): Snapshot and Plan are empty,
+	// and the dashboard keeps what it shows, as fresh as At.
+	Kept bool
 }
 
 // previewMsg carries a dry-run report for the confirmation modal.
@@ -212,7 +216,7 @@ func tick(d time.Duration, gen uint64) tea.Cmd {
 
 // refreshCmd reads everything a refresh shows. It captures its inputs and
 // touches no model state.
-func refreshCmd(ctx context.Context, o Options, seq uint64) tea.Cmd {
+func refreshCmd(ctx context.Context, o Options, seq uint64, keep *shown) tea.Cmd {
 	return func() tea.Msg {
 		msg := RefreshMsg{Seq: seq}
 		if o.Controller != nil {
@@ -224,6 +228,8 @@ func refreshCmd(ctx context.Context, o Options, seq uint64) tea.Cmd {
 		switch {
 		case err != nil:
 			msg.Err = err
+		case keep != nil && keepable(keep.snap, keep.plan, o.Policy, snap, msg.At):
+			msg.Kept = true // the listing is garbage now: the shown one stays
 		case o.Plan == nil:
 			msg.Err = errors.New("no planner (Options.Plan)")
 		default:

@@ -220,7 +220,7 @@ func (m Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{
 		tea.RequestBackgroundColor,
 		m.load.Tick,
-		refreshCmd(m.ctx, m.o, m.refreshSeq),
+		refreshCmd(m.ctx, m.o, m.refreshSeq, nil),
 		tick(m.listEvery, m.listGen),
 	}
 	if m.o.Cgroups != nil || m.o.ImageFs != nil {

@@ -19,13 +19,28 @@ import (
 
 // startRefresh begins a refresh unless one is running or force is false
 // and the display is frozen. A forced refresh overtakes a running one.
-func (m *Model) startRefresh(force bool) tea.Cmd {
+func (m *Model) startRefresh(force bool) tea.Cmd { return m.refresh(force, nil) }
+
+// refresh is startRefresh, comparing the listing with keep when set.
+func (m *Model) refresh(force bool, keep *shown) tea.Cmd {
 	if !force && (m.frozen || m.refreshing) {
 		return nil
 	}
 	m.refreshSeq++
 	m.refreshing = true
-	return refreshCmd(m.ctx, m.o, m.refreshSeq)
+	return refreshCmd(m.ctx, m.o, m.refreshSeq, keep)
+}
+
+// startRelist begins the periodic re-list (the event stream's safety
+// net, or a poll without a light check): a refresh that keeps the shown
+// snapshot and plan when its listing reads the same and the plan would
+// be the same (keepable), instead of planning it again.
+func (m *Model) startRelist() tea.Cmd {
+	var keep *shown
+	if m.haveSnap {
+		keep = &shown{snap: m.snap, plan: m.plan}
+	}
+	return m.refresh(false, keep)
 }
 
 // setListEvery changes the interval of the periodic re-list and arms it;
@@ -148,7 +163,7 @@ func (m *Model) poll() tea.Cmd {
 		// safety net back; its answer is dropped by its sequence number.
 		m.checking = false
 		m.checkSeq++
-		return m.startRefresh(false)
+		return m.startRelist()
 	}
 	if m.checking {
 		return nil
@@ -247,6 +262,14 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 		return *m
 	}
 	m.lastErr = ""
+	if msg.Kept {
+		// The node reads as shown: the data is as fresh as this listing,
+		// and the Overview records the usage it read (the history).
+		m.at = msg.At
+		m.refreshes++
+		m.pushOverview()
+		return *m
+	}
 	m.snap, m.haveSnap = msg.Snapshot, true
 	m.plan, m.at = msg.Plan, msg.At
 	if m.o.Changed != nil {
@@ -274,8 +297,8 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 // afterRefresh runs Options.AfterRefresh, off the screen's goroutine,
 // once a refresh is applied.
 func (m Model) afterRefresh(msg RefreshMsg) tea.Cmd {
-	if m.o.AfterRefresh == nil || msg.Seq != m.refreshSeq {
-		return nil
+	if m.o.AfterRefresh == nil || msg.Seq != m.refreshSeq || msg.Kept {
+		return nil // a kept re-list's listing is garbage the collector takes
 	}
 	return m.release()
 }
