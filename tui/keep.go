@@ -2,8 +2,7 @@
 // the event stream's safety net lists the node every SafetyInterval, and
 // on an idle node that listing reads exactly as the last one. Planning it
 // again would give the same plan, so the re-list costs the listing and a
-// comparison, not a plan, the panes' rows and the release of their
-// garbage.
+// comparison, not a plan and the panes' rows.
 
 package tui
 

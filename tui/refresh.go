@@ -295,10 +295,12 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 }
 
 // afterRefresh runs Options.AfterRefresh, off the screen's goroutine,
-// once a refresh is applied.
+// once a refresh is applied, a kept re-list's too: its listing is as much
+// garbage as a refresh's, and left to the collector it stayed resident
+// (the idle dashboard's RSS rose from 42 to 55 MB after one).
 func (m Model) afterRefresh(msg RefreshMsg) tea.Cmd {
-	if m.o.AfterRefresh == nil || msg.Seq != m.refreshSeq || msg.Kept {
-		return nil // a kept re-list's listing is garbage the collector takes
+	if m.o.AfterRefresh == nil || msg.Seq != m.refreshSeq {
+		return nil
 	}
 	return m.release()
 }
