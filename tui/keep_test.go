@@ -71,6 +71,16 @@ func TestKeepable(t *testing.T) {
 		{name: "a container's exit code read differently", node: func(s *engine.Snapshot) {
 			s.Containers[2].ExitCode = 3
 		}},
+		{name: "a container's finish time read differently", node: func(s *engine.Snapshot) {
+			s.Containers[2].FinishedAt = agoP(7 * time.Hour)
+		}},
+		{name: "a sandbox was created again", node: func(s *engine.Snapshot) {
+			s.Sandboxes = append([]engine.Sandbox(nil), s.Sandboxes...)
+			s.Sandboxes[3].CreatedAt = ago(time.Hour)
+		}},
+		{name: "the runtime names another sandbox image", node: func(s *engine.Snapshot) {
+			s.Runtime.SandboxImages = []string{"registry.k8s.io/pause:3.10"}
+		}},
 		{name: "an image was tagged again", node: func(s *engine.Snapshot) {
 			s.Images[2].RepoTags = []string{"docker.io/library/redis:7.4"}
 		}},
