@@ -1,5 +1,6 @@
 // Keeping the shown plan across a re-list that found the node as shown:
-// the event stream's safety net lists the node every SafetyInterval, and
+// the event stream's safety net lists the node every SafetyInterval (or
+// StreamSafetyInterval), and
 // on an idle node that listing reads exactly as the last one. Planning it
 // again would give the same plan, so the re-list costs the listing and a
 // comparison, not a plan and the panes' rows.

@@ -243,3 +243,52 @@ func TestSafetyRelistKeepsThePlan(t *testing.T) {
 		t.Errorf("stale panes %v after a change; want the Images pane on screen fed and the hidden ones stale", m.stale)
 	}
 }
+
+// TestStreamSafetyInterval pins the event stream's safety net: every
+// StreamSafetyInterval while no pod source is ready (every change shown
+// comes with an event then, as the kubelet's evented PLEG assumes), every
+// SafetyInterval while one is (its view moves with no runtime event), and
+// re-armed when a refresh finds the pod source came or went.
+func TestStreamSafetyInterval(t *testing.T) {
+	now := fixedNow
+	var ready atomic.Bool
+	c := newFakeController(settledSnapshot(), engine.DefaultPolicy())
+	o := fixtureOptions(c, &now)
+	o.Snapshot = func(context.Context) (engine.Snapshot, error) {
+		s := relisted(settledSnapshot(), now)
+		s.PodSource = engine.PodSource{Ready: ready.Load(), RemovablePodUIDs: []string{}}
+		return s, nil
+	}
+	o.Events = true
+	m := New(o)
+	m = send(m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	m = finishRefresh(t, m)
+	m, _ = update(m, streamNotice(m, liveStream))
+	if m.refreshing {
+		m = finishRefresh(t, m)
+	}
+	if got := m.ListInterval(); got != StreamSafetyInterval {
+		t.Fatalf("stream live, no pod source: re-list every %s; want %s", got, StreamSafetyInterval)
+	}
+	// A refresh applied, its commands not run (the re-armed tick would
+	// wait out its interval).
+	refresh := func(m Model) Model {
+		m.startRefresh(true)
+		return finishRefresh(t, m)
+	}
+	ready.Store(true)
+	m = refresh(m)
+	if got := m.ListInterval(); got != SafetyInterval {
+		t.Errorf("a pod source became ready: re-list every %s; want %s", got, SafetyInterval)
+	}
+	gen := m.listGen
+	ready.Store(false)
+	m = refresh(m)
+	if got := m.ListInterval(); got != StreamSafetyInterval || m.listGen == gen {
+		t.Errorf("the pod source went: re-list every %s (re-armed %v); want %s, re-armed", got, m.listGen != gen, StreamSafetyInterval)
+	}
+	m, _ = update(m, streamNotice(m, engine.EventStream{Down: "EOF"}))
+	if got := m.ListInterval(); got != m.o.RefreshInterval {
+		t.Errorf("the stream broke: re-list every %s; want the refresh interval %s", got, m.o.RefreshInterval)
+	}
+}

@@ -68,8 +68,8 @@ type Model struct {
 	lastErr    string
 
 	// listEvery is the interval of the periodic re-list armed now:
-	// RefreshInterval while polling, SafetyInterval while the event
-	// stream is live; listGen drops ticks armed at the old interval.
+	// RefreshInterval while polling, the safety net's (safetyInterval)
+	// while the event stream is live; listGen drops ticks armed at the old interval.
 	listEvery time.Duration
 	listGen   uint64
 	// eventsLive reports whether the engine's follower of the runtime's
@@ -329,7 +329,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case RefreshMsg:
 		m = m.applyRefresh(msg)
 		ev, _ := m.syncEvents(false)
-		cg := tea.Batch(m.cgroupsDue(), ev, m.afterRefresh(msg))
+		cg := tea.Batch(m.cgroupsDue(), ev, m.syncSafety(), m.afterRefresh(msg))
 		if m.eventPending && !m.refreshing {
 			m.eventPending = false
 			return m, tea.Batch(cg, m.startRefresh(false))

@@ -98,8 +98,8 @@ func (m *Model) stepRefresh(dir int) tea.Cmd {
 }
 
 // ListInterval is the interval of the periodic re-list armed now:
-// RefreshInterval while polling, SafetyInterval while the runtime's event
-// stream is live.
+// RefreshInterval while polling, the safety net's (safetyInterval) while
+// the runtime's event stream is live.
 func (m Model) ListInterval() time.Duration { return m.listEvery }
 
 // EventsLive reports whether the runtime's event stream, which the
@@ -232,13 +232,32 @@ func (m *Model) syncEvents(relist bool) (tea.Cmd, bool) {
 	}
 	m.eventsLive, m.eventsStatus = st.Live, eventsNote(st)
 	if st.Live {
-		cmd := m.setListEvery(SafetyInterval)
+		cmd := m.setListEvery(m.safetyInterval())
 		if relist {
 			cmd = tea.Batch(cmd, m.onEvent())
 		}
 		return cmd, true
 	}
 	return tea.Batch(m.setListEvery(m.o.RefreshInterval), m.onEvent()), true
+}
+
+// safetyInterval is the safety net's interval while the event stream
+// is live: StreamSafetyInterval, or SafetyInterval while the shown
+// snapshot has a ready pod source (or before the first one).
+func (m Model) safetyInterval() time.Duration {
+	if !m.haveSnap || m.snap.PodSource.Ready {
+		return SafetyInterval
+	}
+	return StreamSafetyInterval
+}
+
+// syncSafety re-arms the safety net when a refresh changed its interval
+// (a pod source became ready, or went away).
+func (m *Model) syncSafety() tea.Cmd {
+	if !m.eventsLive {
+		return nil
+	}
+	return m.setListEvery(m.safetyInterval())
 }
 
 func (m *Model) applyRefresh(msg RefreshMsg) Model {
