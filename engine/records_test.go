@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestRecordsSurviveARestart(t *testing.T) {
@@ -203,5 +204,44 @@ func TestRecordTimesAfterNowAreClamped(t *testing.T) {
 				t.Errorf("changed = %v, want %v (a clamped record is persisted again)", changed, tc.wantRewritten)
 			}
 		})
+	}
+}
+
+// TestUpdateRecordsPinNoListing pins that the records hold none of a
+// listing's memory: a listing that reads as the last one is dropped at
+// once (the dashboard's safety net keeps what it shows), and a record
+// keyed by its ID string held the span that string was decoded in.
+func TestUpdateRecordsPinNoListing(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	listing := func() []Image {
+		// Each listing decodes its own strings.
+		return []Image{{ID: strings.Clone("sha256:aa")}, {ID: strings.Clone("sha256:bb")}, {ID: strings.Clone("sha256:cc")}}
+	}
+	first := listing()
+	recs, _ := updateRecords(nil, first, map[string]bool{"sha256:aa": true, "sha256:bb": true}, now)
+	held := map[string]*byte{}
+	for id, r := range recs {
+		held[id] = unsafe.StringData(r.ID)
+	}
+	second := listing()
+	second = append(second, Image{ID: strings.Clone("sha256:dd")})
+	next, _ := updateRecords(recs, second, map[string]bool{"sha256:aa": true, "sha256:bb": true, "sha256:dd": true}, now.Add(time.Minute))
+	var used *time.Time
+	for id, r := range next {
+		if id != r.ID || unsafe.StringData(id) != unsafe.StringData(r.ID) {
+			t.Errorf("%s: the key and the record's ID are different strings", id)
+		}
+		if p, ok := held[id]; ok && unsafe.StringData(r.ID) != p {
+			t.Errorf("%s: the record took the new listing's ID string; want the one it held", id)
+		}
+		if r.LastUsed != nil {
+			if used != nil && r.LastUsed != used {
+				t.Errorf("%s: a last-used time of its own; want the listing's one", id)
+			}
+			used = r.LastUsed
+		}
+	}
+	if used == nil || !used.Equal(now.Add(time.Minute)) {
+		t.Errorf("last used %v; want the second listing's time", used)
 	}
 }

@@ -75,9 +75,10 @@ func (m Model) asOfShown() bool {
 }
 
 // armClock arms one tick for the next change on screen, unless it is armed
-// already.
+// already. The tick comes on the whole second at or after the change
+// (onSecond).
 func (m *Model) armClock() tea.Cmd {
-	next := m.nextChange()
+	next := onSecond(m.nextChange())
 	if next.IsZero() || next.Equal(m.clockAt) {
 		return nil
 	}
@@ -85,4 +86,22 @@ func (m *Model) armClock() tea.Cmd {
 	m.clockGen++
 	gen := m.clockGen
 	return m.o.timer(max(next.Sub(m.o.Now()), time.Millisecond), func(time.Time) tea.Msg { return clockMsg{gen: gen} })
+}
+
+// onSecond is t, or the next whole second of the clock after it: the
+// instant the clock ticks for a change due at t. Each age and countdown
+// changes at an instant of its own (a countdown to 12:00:00.3 a second
+// after an age from 11:58:10.8), so several on screen at a second's
+// resolution would draw several frames a second, each parsed whole by
+// Bubble Tea's renderer; on the whole second they all move in one. Each
+// still reads as it should at the instant it is drawn, at most a second
+// after its own change, within what a second's resolution shows.
+func onSecond(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }

@@ -143,3 +143,58 @@ func TestStaleDataSaysAsOf(t *testing.T) {
 		t.Errorf("data 5 s old: no \"as of 12:00:00 (5s ago)\" mark:\n%s", s)
 	}
 }
+
+// Issue 22 item 2: ages and countdowns at a second's resolution, each
+// changing at an instant of its own, move together on the whole second:
+// one frame a second, not one for each, and each still moves every
+// second.
+func TestClockTicksOnTheSecond(t *testing.T) {
+	c := &fakeClock{now: fixedNow}
+	ctl := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
+	ctl.status.NextContainerPass = fixedNow.Add(40*time.Second + 300*time.Millisecond)
+	ctl.status.NextImagePass = fixedNow.Add(50*time.Second + 700*time.Millisecond)
+	ctl.status.LastReport = &engine.PassReport{ID: 3, Kind: engine.PassContainers,
+		StartedAt: fixedNow.Add(-6 * time.Second), FinishedAt: fixedNow.Add(-5*time.Second - 550*time.Millisecond)}
+	o := fixtureOptions(ctl, &c.now)
+	ticks := 0
+	o.timer = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+		ticks++
+		return c.timer(d, fn)
+	}
+	m := refreshNow(t, send(New(o), windowSize(160, 40)))
+	m.o.Events = true
+	m, _ = update(m, streamNotice(m, liveStream))
+	m = finishRefresh(t, m)
+	reads := []*regexp.Regexp{
+		regexp.MustCompile(`next container pass in \S+`),
+		regexp.MustCompile(`next image pass in \S+`),
+		regexp.MustCompile(`#3 containers \S+ ago`),
+	}
+	read := func(m Model) []string {
+		t.Helper()
+		s := ansi.Strip(m.Screen())
+		var got []string
+		for _, r := range reads {
+			g := r.FindString(s)
+			if g == "" {
+				t.Fatalf("no match for %s on screen:\n%s", r, s)
+			}
+			got = append(got, g)
+		}
+		return got
+	}
+	ticks = 0
+	for i := range 10 {
+		before := read(m)
+		m = c.advance(t, m, time.Second)
+		after := read(m)
+		for j := range reads {
+			if after[j] == before[j] {
+				t.Errorf("second %d: %q did not move", i+1, after[j])
+			}
+		}
+	}
+	if ticks > 10 {
+		t.Errorf("%d clock ticks in 10 s for three items at a second's resolution; want at most 10", ticks)
+	}
+}

@@ -25,7 +25,7 @@ func finishRefresh(t *testing.T, m Model) Model {
 	if !m.refreshing {
 		t.Fatal("no refresh in flight")
 	}
-	msg := refreshCmd(m.ctx, m.o, m.refreshSeq)()
+	msg := refreshCmd(m.ctx, m.o, m.refreshSeq, nil)()
 	m, _ = update(m, msg)
 	return m
 }

@@ -71,8 +71,8 @@ type Model struct {
 	lastErr    string
 
 	// listEvery is the interval of the periodic re-list armed now:
-	// RefreshInterval while polling, SafetyInterval while the event
-	// stream is live; listGen drops ticks armed at the old interval.
+	// RefreshInterval while polling, the safety net's (safetyInterval)
+	// while the event stream is live; listGen drops ticks armed at the old interval.
 	listEvery time.Duration
 	listGen   uint64
 	// eventsLive reports whether the engine's follower of the runtime's
@@ -223,7 +223,7 @@ func (m Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{
 		tea.RequestBackgroundColor,
 		m.load.Tick,
-		refreshCmd(m.ctx, m.o, m.refreshSeq),
+		refreshCmd(m.ctx, m.o, m.refreshSeq, nil),
 		tick(m.listEvery, m.listGen),
 	}
 	if m.o.Cgroups != nil || m.o.ImageFs != nil {
@@ -332,7 +332,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case RefreshMsg:
 		m = m.applyRefresh(msg)
 		ev, _ := m.syncEvents(false)
-		cg := tea.Batch(m.cgroupsDue(), ev, m.afterRefresh(msg))
+		cg := tea.Batch(m.cgroupsDue(), ev, m.syncSafety(), m.afterRefresh(msg))
 		if m.eventPending && !m.refreshing {
 			m.eventPending = false
 			return m, tea.Batch(cg, m.startRefresh(false))

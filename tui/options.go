@@ -75,7 +75,8 @@ type Options struct {
 	// one follower of the runtime's event stream; false polls. While the
 	// stream is live (engine.Status.Events) the dashboard lists the node
 	// on each notice (a burst coalesced), on a pass, on r, and every
-	// SafetyInterval, instead of every RefreshInterval; when it is
+	// SafetyInterval (StreamSafetyInterval while no pod source is ready),
+	// instead of every RefreshInterval; when it is
 	// missing or broken, it polls and says so on the status line, until
 	// the engine reconnects.
 	Events bool

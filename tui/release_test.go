@@ -67,7 +67,7 @@ func TestReleaseAfterPass(t *testing.T) {
 		if !m.refreshing {
 			t.Fatal("a container notice did not list the node")
 		}
-		msg := refreshCmd(m.ctx, m.o, m.refreshSeq)()
+		msg := refreshCmd(m.ctx, m.o, m.refreshSeq, nil)()
 		_, cmd := update(m, msg)
 		runQuick(cmd, time.Second)
 		if got := n.Load(); got != 1 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -115,36 +116,50 @@ func runUntil(stop context.Context, p program, quit, kill time.Duration) (tea.Mo
 	}
 }
 
-// terminalCheckInterval is how often Run checks that its terminal is still
-// there.
-const terminalCheckInterval = time.Second
-
 // watchTerminal calls gone once the terminal behind out hangs up. Bubble
 // Tea ends its input loop quietly on EOF and keeps rendering into a dead
 // terminal, so without this a dashboard whose SSH session dropped ran on
-// for hours with its periodic passes. A hung-up terminal answers its
-// window-size ioctl with EIO (or no longer is a terminal: ENOTTY, EBADF).
-// Nothing is watched when out is not a terminal to begin with.
+// for hours with its periodic passes. A terminal hangs up when its other
+// side closes (sshd, tmux) or the kernel hangs it up: poll(2) then
+// reports POLLHUP (or POLLERR, or POLLNVAL once the descriptor is gone)
+// on it, whatever events were asked for. One goroutine waits in poll for
+// that or for stop, so an idle dashboard is not woken to check (it was
+// checked once a second before: a tenth of an idle dashboard's wake-ups).
+// stop returns once the goroutine has ended. Nothing is watched when out
+// is not a terminal to begin with.
 func watchTerminal(ctx context.Context, out *os.File, gone func()) (stop func()) {
 	fd := int(out.Fd())
 	if _, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err != nil {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return func() {}
+	}
+	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(terminalCheckInterval)
-		defer t.Stop()
+		defer close(done)
+		defer unix.Close(p[0])
+		fds := []unix.PollFd{{Fd: int32(fd)}, {Fd: int32(p[0]), Events: unix.POLLIN}}
 		for {
-			select {
-			case <-ctx.Done():
+			_, err := unix.Poll(fds, -1)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err != nil || fds[1].Revents != 0:
+				return // stopped (or poll itself failed: nothing to watch with)
+			case fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0:
+				gone()
 				return
-			case <-t.C:
-				if _, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err != nil {
-					gone()
-					return
-				}
 			}
 		}
 	}()
-	return cancel
+	var once sync.Once
+	wake := func() { once.Do(func() { unix.Close(p[1]) }) }
+	unregister := context.AfterFunc(ctx, wake)
+	return func() {
+		unregister()
+		wake()
+		<-done
+	}
 }

@@ -3,10 +3,14 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"golang.org/x/sys/unix"
 )
 
 // stuckProgram is a tea.Program as Bubble Tea v2.0.10 left it when its
@@ -81,4 +85,78 @@ func TestRunUntilBoundsEveryWaitOnTheWayOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openPty opens a pseudo-terminal pair: the side a terminal emulator (or
+// sshd, or tmux) holds, and the terminal a program runs on.
+func openPty(t *testing.T) (master, tty *os.File) {
+	t.Helper()
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("open /dev/ptmx: %v", err)
+	}
+	master = os.NewFile(uintptr(fd), "/dev/ptmx")
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlock the pty: %v", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("the pty's number: %v", err)
+	}
+	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open the pty: %v", err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return master, tty
+}
+
+// TestWatchTerminal pins how the dashboard learns that its terminal went
+// away (an SSH session dropped, a tmux session killed): the other side of
+// the terminal closing calls gone; a watch stopped first never does.
+func TestWatchTerminal(t *testing.T) {
+	t.Run("the other side closes", func(t *testing.T) {
+		master, tty := openPty(t)
+		called := make(chan struct{})
+		stop := watchTerminal(context.Background(), tty, func() { close(called) })
+		defer stop()
+		master.Close()
+		select {
+		case <-called:
+		case <-time.After(30 * time.Second): // a bound on a hang, not on speed
+			t.Fatal("the terminal's other side closed and gone was not called")
+		}
+	})
+	t.Run("stopped first", func(t *testing.T) {
+		master, tty := openPty(t)
+		var calls atomic.Int32
+		stop := watchTerminal(context.Background(), tty, func() { calls.Add(1) })
+		stop() // returns once the watch has ended
+		master.Close()
+		if n := calls.Load(); n != 0 {
+			t.Errorf("gone called %d times after stop", n)
+		}
+	})
+	t.Run("its context ends", func(t *testing.T) {
+		master, tty := openPty(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		var calls atomic.Int32
+		stop := watchTerminal(ctx, tty, func() { calls.Add(1) })
+		cancel()
+		stop()
+		master.Close()
+		if n := calls.Load(); n != 0 {
+			t.Errorf("gone called %d times after the context ended", n)
+		}
+	})
+	t.Run("not a terminal", func(t *testing.T) {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		stop := watchTerminal(context.Background(), f, func() { t.Error("gone called for a file that is no terminal") })
+		stop()
+	})
 }
