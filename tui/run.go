@@ -127,6 +127,14 @@ func runUntil(stop context.Context, p program, quit, kill time.Duration) (tea.Mo
 // checked once a second before: a tenth of an idle dashboard's wake-ups).
 // stop returns once the goroutine has ended. Nothing is watched when out
 // is not a terminal to begin with.
+//
+// poll's word alone never quits a dashboard: gone is called only when the
+// terminal also fails its window-size ioctl (EIO once hung up, or ENOTTY,
+// EBADF), the check this watch used before it slept in poll. Should poll
+// report a hang-up the ioctl does not confirm, the watch goes back to
+// that check once a second (terminalCheckInterval) for the rest of the
+// run, rather than spin on a poll that returns at once or end an
+// operator's dashboard on a doubt.
 func watchTerminal(ctx context.Context, out *os.File, gone func()) (stop func()) {
 	fd := int(out.Fd())
 	if _, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err != nil {
@@ -149,7 +157,11 @@ func watchTerminal(ctx context.Context, out *os.File, gone func()) (stop func())
 			case err != nil || fds[1].Revents != 0:
 				return // stopped (or poll itself failed: nothing to watch with)
 			case fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0:
-				gone()
+				if hungUp(fd) {
+					gone()
+					return
+				}
+				checkEverySecond(fd, p[0], gone)
 				return
 			}
 		}
@@ -161,5 +173,35 @@ func watchTerminal(ctx context.Context, out *os.File, gone func()) (stop func())
 		unregister()
 		wake()
 		<-done
+	}
+}
+
+// terminalCheckInterval is how often watchTerminal checks the terminal
+// with its window-size ioctl once poll can no longer be trusted with it.
+const terminalCheckInterval = time.Second
+
+// hungUp reports whether the terminal fd fails its window-size ioctl: EIO
+// once hung up, ENOTTY or EBADF once it is no terminal.
+func hungUp(fd int) bool {
+	_, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+	return err != nil
+}
+
+// checkEverySecond checks the terminal fd once a second until it hangs up
+// (then it calls gone) or the stop pipe's read end becomes readable (its
+// write end closed).
+func checkEverySecond(fd, stopFd int, gone func()) {
+	fds := []unix.PollFd{{Fd: int32(stopFd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(terminalCheckInterval/time.Millisecond))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil || n > 0:
+			return
+		case hungUp(fd):
+			gone()
+			return
+		}
 	}
 }

@@ -150,6 +150,46 @@ func TestWatchTerminal(t *testing.T) {
 			t.Errorf("gone called %d times after the context ended", n)
 		}
 	})
+	t.Run("after a hang-up poll reported and the ioctl did not confirm, a live terminal is left alone and a dead one found", func(t *testing.T) {
+		master, tty := openPty(t)
+		fd := int(tty.Fd())
+		if hungUp(fd) {
+			t.Fatal("a live terminal reads as hung up")
+		}
+		var stopPipe [2]int
+		if err := unix.Pipe2(stopPipe[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(stopPipe[0])
+		defer unix.Close(stopPipe[1])
+		called := make(chan struct{})
+		ended := make(chan struct{})
+		go func() { defer close(ended); checkEverySecond(fd, stopPipe[0], func() { close(called) }) }()
+		master.Close()
+		select {
+		case <-called:
+		case <-time.After(30 * time.Second): // a bound on a hang, not on speed
+			t.Fatal("the terminal's other side closed and gone was not called")
+		}
+		<-ended
+		if !hungUp(fd) {
+			t.Error("a terminal whose other side closed does not read as hung up")
+		}
+	})
+	t.Run("the once-a-second check ends when stopped", func(t *testing.T) {
+		_, tty := openPty(t)
+		var stopPipe [2]int
+		if err := unix.Pipe2(stopPipe[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(stopPipe[0])
+		unix.Close(stopPipe[1])
+		var calls atomic.Int32
+		checkEverySecond(int(tty.Fd()), stopPipe[0], func() { calls.Add(1) }) // returns: the stop pipe is closed
+		if n := calls.Load(); n != 0 {
+			t.Errorf("gone called %d times for a live terminal", n)
+		}
+	})
 	t.Run("not a terminal", func(t *testing.T) {
 		f, err := os.Open(os.DevNull)
 		if err != nil {
