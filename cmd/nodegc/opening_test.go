@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -12,14 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
-	"golang.org/x/sys/unix"
 
 	"github.com/nodegc/nodegc/control"
+	"github.com/nodegc/nodegc/internal/proctest"
 )
 
 // A dashboard on a node whose agent is slow to answer shows its first
@@ -69,7 +66,7 @@ func TestDashboardDrawsBeforeTheAgentAnswers(t *testing.T) {
 	p := openTestPty(t, 120, 36)
 	cmd := exec.Command(bin, "--kubelet-pid", "-1", "--kubelet-config", os.DevNull, "--state-dir", stateDir,
 		"--runtime-endpoint", "unix://"+filepath.Join(dir, "no-runtime.sock"))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.slave, p.slave, p.slave
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.Slave, p.Slave, p.Slave
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "TMUX=", "CONTAINER_RUNTIME_ENDPOINT=")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -89,21 +86,21 @@ func TestDashboardDrawsBeforeTheAgentAnswers(t *testing.T) {
 			t.Fatalf("the dashboard's first call is %s, not the status", u)
 		}
 	case err := <-done:
-		t.Fatalf("the dashboard ended (%v) before it asked the agent anything:\n%s", err, p.text())
+		t.Fatalf("the dashboard ended (%v) before it asked the agent anything:\n%s", err, p.Output())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the dashboard never asked the agent for its status:\n%s", p.text())
+		t.Fatalf("the dashboard never asked the agent for its status:\n%s", p.Output())
 	}
 	// The status call is held: the frame must be on the terminal already.
 	frame := "connecting to the agent through " + sock
-	if !p.waitFor(10*time.Second, "1 Overview", frame) {
-		t.Fatalf("no first frame while the agent had not answered; the terminal got:\n%q", p.text())
+	if !waitFor(p, 10*time.Second, "1 Overview", frame) {
+		t.Fatalf("no first frame while the agent had not answered; the terminal got:\n%q", p.Output())
 	}
 	select {
 	case <-gone:
 		t.Fatal("the first frame came only once the dashboard had given up on the status call")
 	default:
 	}
-	if out := p.text(); !strings.Contains(out, ansi.SetModeAltScreenSaveCursor) {
+	if out := p.Output(); !strings.Contains(out, ansi.SetModeAltScreenSaveCursor) {
 		t.Errorf("the first frame is not in the alternate screen: %q", out)
 	}
 
@@ -115,94 +112,33 @@ func TestDashboardDrawsBeforeTheAgentAnswers(t *testing.T) {
 			t.Fatalf("the dashboard exited %v after the agent refused it, want an error exit", err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the dashboard did not end after the agent refused it:\n%q", p.text())
+		t.Fatalf("the dashboard did not end after the agent refused it:\n%q", p.Output())
 	}
-	p.waitFor(5*time.Second, "the double says no")
-	out := p.text()
+	waitFor(p, 5*time.Second, "the double says no")
+	out := p.Output()
 	leave, said := strings.LastIndex(out, ansi.ResetModeAltScreenSaveCursor), strings.LastIndex(out, "the double says no")
 	if leave < strings.Index(out, frame) || said < leave {
 		t.Errorf("the error is not written after the alternate screen is left (left at %d, said at %d):\n%q", leave, said, out)
 	}
 }
 
-// testPty is a pseudo-terminal: the dashboard runs on slave, and what it
-// draws is read from master and kept.
-type testPty struct {
-	master, slave *os.File
-	mu            sync.Mutex
-	out           bytes.Buffer
-}
-
 // openTestPty opens a w×h pseudo-terminal; cleanup closes it.
-func openTestPty(t *testing.T, w, h int) *testPty {
+func openTestPty(t *testing.T, w, h int) *proctest.Pty {
 	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	p, err := proctest.OpenPty(w, h)
 	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
+		t.Fatal(err)
 	}
-	var n int
-	// SyscallConn, not Fd: Fd would make master blocking, and Close would
-	// then wait for the reader.
-	rc, err := m.SyscallConn()
-	if err == nil {
-		cerr := rc.Control(func(fd uintptr) {
-			if err = unix.IoctlSetPointerInt(int(fd), unix.TIOCSPTLCK, 0); err != nil {
-				return
-			}
-			if n, err = unix.IoctlGetInt(int(fd), unix.TIOCGPTN); err != nil {
-				return
-			}
-			err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(w), Row: uint16(h)})
-		})
-		if err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		m.Close()
-		t.Fatalf("set up pty: %v", err)
-	}
-	s, err := os.OpenFile(filepath.Join("/dev/pts", fmt.Sprint(n)), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		m.Close()
-		t.Fatalf("open pty slave: %v", err)
-	}
-	p := &testPty{master: m, slave: s}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		buf := make([]byte, 32<<10)
-		for {
-			k, err := m.Read(buf)
-			p.mu.Lock()
-			p.out.Write(buf[:k])
-			p.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		s.Close()
-		m.Close()
-		<-read
-	})
+	t.Cleanup(p.Close)
 	return p
 }
 
-// text is everything drawn so far.
-func (p *testPty) text() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
-// waitFor reports whether everything drawn comes to contain each of subs
-// (colours stripped) within timeout.
-func (p *testPty) waitFor(timeout time.Duration, subs ...string) bool {
+// waitFor reports whether everything drawn on p comes to contain each of
+// subs (colours stripped) within timeout.
+func waitFor(p *proctest.Pty, timeout time.Duration, subs ...string) bool {
 	deadline := time.Now().Add(timeout)
 	for {
-		s := ansi.Strip(p.text())
+		s := ansi.Strip(p.Output())
 		all := true
 		for _, sub := range subs {
 			all = all && strings.Contains(s, sub)

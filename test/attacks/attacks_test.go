@@ -17,6 +17,7 @@ import (
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/cri"
 	"github.com/nodegc/nodegc/internal/critest"
+	"github.com/nodegc/nodegc/internal/proctest"
 	"github.com/nodegc/nodegc/internal/simnode"
 )
 
@@ -275,36 +276,36 @@ var attacks = []attack{
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		term, err := stateOpenPty(t, 100, 30)
+		term, err := proctest.OpenPty(100, 30)
 		if err != nil {
 			return err
 		}
-		defer term.master.Close()
+		defer term.Close()
 		cmd := exec.Command(binary(t), "--demo", "--demo-seed", "1", "--paused")
 		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "TERM=xterm-256color")
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = term.slave, term.slave, term.slave
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = term.Slave, term.Slave, term.Slave
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 		if err := cmd.Start(); err != nil {
 			return err
 		}
-		term.slave.Close()
+		term.Slave.Close()
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		// Bounds on a hang, not on speed.
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		for !(term.drawn() && stateDemoDirs(tmp) == 1) {
+		for !(drawn(term) && stateDemoDirs(tmp) == 1) {
 			select {
 			case err := <-exited:
-				return fmt.Errorf("the dashboard ended before the hangup: %v: %q", err, term.output())
+				return fmt.Errorf("the dashboard ended before the hangup: %v: %q", err, term.Output())
 			case <-ctx.Done():
 				cmd.Process.Kill()
 				<-exited
-				return fmt.Errorf("the dashboard never started: %q", term.output())
+				return fmt.Errorf("the dashboard never started: %q", term.Output())
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
-		term.master.Close() // the terminal goes away: an SSH drop, a closed tmux session
+		term.Master.Close() // the terminal goes away: an SSH drop, a closed tmux session
 		select {
 		case <-exited:
 		case <-ctx.Done():
