@@ -165,13 +165,7 @@ func TestSafetyRelistKeepsThePlan(t *testing.T) {
 	}
 	o.AfterRefresh = func() { releases.Add(1) }
 	o.Events = true
-	m := New(o)
-	m = send(m, tea.WindowSizeMsg{Width: 100, Height: 30})
-	m = finishRefresh(t, m)
-	m, _ = update(m, streamNotice(m, liveStream))
-	if m.refreshing {
-		m = finishRefresh(t, m)
-	}
+	m := followingModel(t, o)
 	if m.ListInterval() != SafetyInterval {
 		t.Fatalf("re-list every %s; want the safety net's %s", m.ListInterval(), SafetyInterval)
 	}
@@ -260,13 +254,7 @@ func TestStreamSafetyInterval(t *testing.T) {
 		return s, nil
 	}
 	o.Events = true
-	m := New(o)
-	m = send(m, tea.WindowSizeMsg{Width: 100, Height: 30})
-	m = finishRefresh(t, m)
-	m, _ = update(m, streamNotice(m, liveStream))
-	if m.refreshing {
-		m = finishRefresh(t, m)
-	}
+	m := followingModel(t, o)
 	if got := m.ListInterval(); got != StreamSafetyInterval {
 		t.Fatalf("stream live, no pod source: re-list every %s; want %s", got, StreamSafetyInterval)
 	}
@@ -291,4 +279,18 @@ func TestStreamSafetyInterval(t *testing.T) {
 	if got := m.ListInterval(); got != m.o.RefreshInterval {
 		t.Errorf("the stream broke: re-list every %s; want the refresh interval %s", got, m.o.RefreshInterval)
 	}
+}
+
+// followingModel is a 100×30 dashboard on o, past its first refresh and
+// following a live event stream.
+func followingModel(t *testing.T, o Options) Model {
+	t.Helper()
+	m := New(o)
+	m = send(m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	m = finishRefresh(t, m)
+	m, _ = update(m, streamNotice(m, liveStream))
+	if m.refreshing {
+		m = finishRefresh(t, m)
+	}
+	return m
 }
