@@ -137,7 +137,7 @@ func (m Model) toPane(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m Model) quit() (tea.Model, tea.Cmd) {
-	if kind := m.inFlight(); kind != "" {
+	if kind := m.quitStops(); kind != "" {
 		m.modal = &modal{kind: modalQuit, title: fmt.Sprintf("A %s pass is in flight", kind)}
 		return m, nil
 	}

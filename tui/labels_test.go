@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
@@ -116,6 +117,59 @@ func TestQuitQuestionGoesWithItsPass(t *testing.T) {
 	}
 }
 
+// Quitting asks first only when it would stop a pass: one this dashboard
+// started, or any pass of its own engine. An attached dashboard's quit
+// leaves the agent's passes running, so it does not ask about them.
+func TestQuitAsksOnlyWhenItStopsAPass(t *testing.T) {
+	tests := []struct {
+		name     string
+		attached bool
+		running  engine.PassKind
+		wantAsk  bool
+	}{
+		{"its own engine's pass in flight: asks", false, engine.PassImages, true},
+		{"no pass in flight: quits", false, "", false},
+		{"attached, the agent's own pass in flight: quits", true, engine.PassImages, false},
+		{"attached, no pass in flight: quits", true, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
+			now := fixedNow
+			o := fixtureOptions(c, &now)
+			if tt.attached {
+				o.Agent = &Agent{PID: 42, StartedAt: fixedNow.Add(-time.Hour)}
+			}
+			m := send(New(o), windowSize(100, 30))
+			m = refreshNow(t, m)
+			m = send(m, noticeMsg{ok: true, n: engine.Notice{Status: engine.Status{Running: tt.running}}})
+			nm, cmd := m.Update(keyMsg("q"))
+			m = nm.(Model)
+			asked := strings.Contains(screen(m), "pass is in flight")
+			quits := cmd != nil && isQuit(cmd)
+			if asked != tt.wantAsk || quits == tt.wantAsk {
+				t.Errorf("asked %v, quits %v; want asked %v:\n%s", asked, quits, tt.wantAsk, screen(m))
+			}
+		})
+	}
+	t.Run("attached, a pass this dashboard started: asks", func(t *testing.T) {
+		c := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
+		now := fixedNow
+		o := fixtureOptions(c, &now)
+		o.Agent = &Agent{PID: 42, StartedAt: fixedNow.Add(-time.Hour)}
+		m := send(New(o), windowSize(100, 30))
+		m = refreshNow(t, m)
+		m = press(m, "d")
+		nm, _ := m.Update(keyMsg("y")) // apply starts; its result is not fed back
+		m = nm.(Model)
+		nm, _ = m.Update(keyMsg("q"))
+		m = nm.(Model)
+		if !strings.Contains(screen(m), "pass is in flight") {
+			t.Errorf("q during this dashboard's own pass did not ask:\n%s", screen(m))
+		}
+	})
+}
+
 // lineWith is the first line of s holding sub.
 func lineWith(s, sub string) string {
 	for _, l := range strings.Split(s, "\n") {
@@ -153,4 +207,29 @@ func TestPassesWithEqualFinishTimesAllCount(t *testing.T) {
 	if s := screen(press(m, "1")); !strings.Contains(s, "3 passes") {
 		t.Errorf("Overview:\n%s\nwant 3 passes", s)
 	}
+}
+
+// isQuit reports whether cmd, or a command batched in it, quits the
+// program. Each command runs in its own goroutine, and one still running
+// after a few seconds (a clock tick waits its second) counts as no quit.
+func isQuit(cmd tea.Cmd) bool {
+	msgs := make(chan tea.Msg, 1)
+	go func() { msgs <- cmd() }()
+	var msg tea.Msg
+	select {
+	case msg = <-msgs:
+	case <-time.After(3 * time.Second):
+		return false
+	}
+	switch msg := msg.(type) {
+	case tea.QuitMsg:
+		return true
+	case tea.BatchMsg:
+		for _, c := range msg {
+			if c != nil && isQuit(c) {
+				return true
+			}
+		}
+	}
+	return false
 }

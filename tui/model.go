@@ -270,7 +270,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var more tea.Cmd
 	mm, more = mm.followJournal(msg)
 	cmd = tea.Batch(cmd, more)
-	if mm.modal != nil && mm.modal.kind == modalQuit && mm.inFlight() == "" {
+	if mm.modal != nil && mm.modal.kind == modalQuit && mm.quitStops() == "" {
 		mm.modal = nil
 		mm.setFlash("the pass has ended: q quits now", false)
 		mm.quiet = false

@@ -53,6 +53,18 @@ func (m Model) inFlight() engine.PassKind {
 	return m.status.Running
 }
 
+// quitStops is the pass that quitting would stop, "" for none: the one
+// this dashboard started, or any pass of the engine it runs. An attached
+// dashboard does not run the agent's engine: the agent's own passes go on
+// whether it stays or not, so quitting asks nothing about them (it asked,
+// and the question went away with the pass, leaving the q unanswered).
+func (m Model) quitStops() engine.PassKind {
+	if m.busy != "" || m.o.Agent == nil {
+		return m.inFlight()
+	}
+	return ""
+}
+
 // chrome is the lines around the body: the tab bar and its rule, the
 // status line and the help.
 func (m Model) chrome() int {
