@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/spf13/cobra"
 
@@ -115,7 +114,7 @@ func runCgroups(ctx context.Context, opts *cgroupsOptions) error {
 func runtimeNames(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConfig) (cgroupfs.Names, error) {
 	conn, err := connect(ctx, f, g, cfg, true, false)
 	if err != nil {
-		if ue := (*usageError)(nil); errors.As(err, &ue) {
+		if exitCode(err) == exitUsage {
 			return nil, err
 		}
 		f.warnf("%v; pod and container names are unknown", err)
