@@ -121,11 +121,7 @@ func (e *Engine) ImageFs(ctx context.Context) (FsStats, error) {
 	}
 	mp := u.Mountpoint
 	e.fsMount.Store(&mp)
-	fs, err := e.statfs(u.Mountpoint)
-	if err != nil {
-		return FsStats{}, fmt.Errorf("image filesystem: %w", err)
-	}
-	return fs, nil
+	return e.measureImageFs(mp)
 }
 
 // RemeasureImageFs measures the image filesystem at the mountpoint the
@@ -139,7 +135,12 @@ func (e *Engine) RemeasureImageFs(ctx context.Context) (FsStats, error) {
 	if mp == nil {
 		return e.ImageFs(ctx)
 	}
-	fs, err := e.statfs(*mp)
+	return e.measureImageFs(*mp)
+}
+
+// measureImageFs is the statfs of the image filesystem at mountpoint mp.
+func (e *Engine) measureImageFs(mp string) (FsStats, error) {
+	fs, err := e.statfs(mp)
 	if err != nil {
 		return FsStats{}, fmt.Errorf("image filesystem: %w", err)
 	}
