@@ -318,7 +318,7 @@ func (m *Model) applyRefresh(msg RefreshMsg) Model {
 // garbage as a refresh's, and left to the collector it stayed resident
 // (the idle dashboard's RSS rose from 42 to 55 MB after one).
 func (m Model) afterRefresh(msg RefreshMsg) tea.Cmd {
-	if m.o.AfterRefresh == nil || msg.Seq != m.refreshSeq {
+	if msg.Seq != m.refreshSeq {
 		return nil
 	}
 	return m.release()
