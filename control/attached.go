@@ -20,12 +20,11 @@ const commandTimeout = 10 * time.Second
 type Attached struct {
 	c *Client
 
-	mu      sync.Mutex
-	st      engine.Status
-	policy  engine.Policy
-	fps     map[uint64]uint64 // local fingerprint → the agent's, of the snapshots handed out
-	subs    map[int]chan engine.Notice
-	nextSub int
+	mu     sync.Mutex
+	st     engine.Status
+	policy engine.Policy
+	fps    map[uint64]uint64 // local fingerprint → the agent's, of the snapshots handed out
+	subs   engine.Subscribers[engine.Notice]
 	// seq numbers the statuses handed out (engine.Status.Seq), here
 	// rather than the agent's: a new agent behind the same socket starts
 	// its own from zero.
@@ -43,7 +42,7 @@ const keptFingerprints = 8
 // the report to the subscribers as a notice once the agent's notices
 // bring it.
 func NewAttached(c *Client, st Status) *Attached {
-	a := &Attached{c: c, st: st.Scheduler, policy: st.Policy, fps: map[uint64]uint64{}, subs: map[int]chan engine.Notice{}}
+	a := &Attached{c: c, st: st.Scheduler, policy: st.Policy, fps: map[uint64]uint64{}}
 	a.st.Seq = 0 // the agent's own; ours count from here
 	a.shown = reportKey(st.Scheduler.LastReport)
 	return a
@@ -83,9 +82,7 @@ func (a *Attached) Run(ctx context.Context) {
 					r := *n.Status.LastReport
 					n.Report = &r
 				}
-				for _, sub := range a.subs {
-					engine.SendNewest(sub, n)
-				}
+				a.subs.Publish(n)
 				a.mu.Unlock()
 			}
 		}
@@ -108,20 +105,7 @@ func (a *Attached) Status() engine.Status {
 // Subscribe returns a channel of the agent's notices and a func that
 // unsubscribes.
 func (a *Attached) Subscribe() (<-chan engine.Notice, func()) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	id := a.nextSub
-	a.nextSub++
-	ch := make(chan engine.Notice, 64)
-	a.subs[id] = ch
-	return ch, func() {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if c, ok := a.subs[id]; ok {
-			delete(a.subs, id)
-			close(c)
-		}
-	}
+	return a.subs.Subscribe(64)
 }
 
 // Force asks the agent to run a pass now; cancelling ctx stops it after

@@ -82,8 +82,7 @@ type Scheduler struct {
 
 	mu          sync.Mutex
 	st          Status
-	subs        map[int]chan Notice
-	nextSub     int
+	subs        Subscribers[Notice]
 	stopPass    context.CancelFunc // stops the pass in flight; nil when idle
 	imageFailed bool               // the previous image pass failed (ImageGCFailed needs two in a row)
 }
@@ -102,7 +101,7 @@ func NewScheduler(e *Engine, o SchedulerOptions) *Scheduler {
 	if o.After == nil {
 		o.After = time.After
 	}
-	s := &Scheduler{e: e, o: o, wake: make(chan struct{}, 1), subs: map[int]chan Notice{}}
+	s := &Scheduler{e: e, o: o, wake: make(chan struct{}, 1)}
 	e.OnProgress(func(p Progress) { s.publish(Notice{Progress: &p}) })
 	e.OnContainers(func(EventStream) { s.publish(Notice{Containers: true}) })
 	now := o.Now()
@@ -327,20 +326,7 @@ func (s *Scheduler) Status() Status {
 // Subscribe returns a channel of notices and a func that unsubscribes. A
 // subscriber that falls behind loses notices rather than blocking passes.
 func (s *Scheduler) Subscribe() (<-chan Notice, func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := s.nextSub
-	s.nextSub++
-	ch := make(chan Notice, noticeBuffer)
-	s.subs[id] = ch
-	return ch, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if c, ok := s.subs[id]; ok {
-			delete(s.subs, id)
-			close(c)
-		}
-	}
+	return s.subs.Subscribe(noticeBuffer)
 }
 
 // publish sends n, with the current status, to every subscriber; one
@@ -351,9 +337,7 @@ func (s *Scheduler) publish(n Notice) {
 	s.st.Seq++
 	n.Status = s.st
 	n.Status.Events = s.e.EventStream()
-	for _, ch := range s.subs {
-		SendNewest(ch, n)
-	}
+	s.subs.Publish(n)
 }
 
 // SendNewest sends v on ch without blocking. When ch is full it drops the
