@@ -191,7 +191,6 @@ func TestAgentBinary(t *testing.T) {
 	})
 
 	t.Run("SIGTERM ends it with exit 0, every stderr line JSON", func(t *testing.T) {
-		start := time.Now()
 		agent.Process.Signal(syscall.SIGTERM)
 		for l := range lines {
 			seen = append(seen, l)
@@ -199,9 +198,6 @@ func TestAgentBinary(t *testing.T) {
 		err := agent.Wait()
 		if err != nil {
 			t.Errorf("agent after SIGTERM: %v", err)
-		}
-		if took := time.Since(start); took > 10*time.Second {
-			t.Errorf("the agent took %s to stop", took)
 		}
 		for _, l := range seen {
 			var m map[string]any
