@@ -83,6 +83,10 @@ type executor struct {
 	ahead           sync.WaitGroup // the write-ahead goroutine
 	// work sends the feeder's tasks to the pool's workers.
 	work chan task
+	// links is the pass's handle on the container log links directory
+	// (linksDir), under linksMu.
+	linksMu sync.Mutex
+	links   *logDir
 }
 
 // applyLocked performs p; e.passMu is held, and e.mu is taken only around
@@ -95,6 +99,7 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	x, phases := e.newExecutor(ctx, p, start)
 	stopWake := context.AfterFunc(ctx, x.wake)
 	x.runPhases(phases)
+	x.closeLinksDir()
 	stopWake()
 	x.views.close() // a background listing does not outlive the pass
 	x.endJournal()
@@ -116,8 +121,8 @@ func (e *Engine) markPassing() (done func()) {
 // newExecutor sets up the pass of p: its report and tasks, its journal
 // readied (a journal that cannot be readied halts the pass) and the
 // intents an earlier pass left settled, its views (the first phase's
-// listed meanwhile), the image filesystem measured and the sandbox images
-// read.
+// listed meanwhile), the image filesystem measured and, for a pass that
+// removes images, the sandbox images read.
 func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*executor, [][]task) {
 	r := &PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
 	parallel := e.o.Parallel
@@ -144,14 +149,22 @@ func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*exe
 	}
 	x.views = newPassViews(x.calls, e.o.Reader, &e.containerGen, first, e.Following())
 	x.journal = newPassJournal(e, x.passID, p.Pass, clean)
+	// The sandbox images are read only for a pass that removes images
+	// (no other re-check reads them), beside the image filesystem.
+	var reading sync.WaitGroup
+	if len(p.ImageGC.Remove) > 0 {
+		reading.Go(func() {
+			if info, err := e.o.Reader.Info(x.calls); err == nil {
+				x.sandboxRefs = info.SandboxImages
+			} else {
+				x.infoErr = fmt.Errorf("runtime info (for the sandbox images): %w", err)
+			}
+		})
+	}
 	if before, err := e.imageFs(x.calls); err == nil {
 		r.ImageFsBefore = &before
 	}
-	if info, err := e.o.Reader.Info(x.calls); err == nil {
-		x.sandboxRefs = info.SandboxImages
-	} else {
-		x.infoErr = fmt.Errorf("runtime info (for the sandbox images): %w", err)
-	}
+	reading.Wait()
 	e.publishProgress(x.prog)
 	return x, phases
 }

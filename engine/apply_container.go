@@ -127,11 +127,10 @@ func (x *executor) containerLogs(c Container, rm ContainerRemoval) []ItemResult 
 	}
 	dir := x.e.containerLogsDir()
 	name := filepath.Base(containerLogLink(dir, rm.PodName, rm.PodNamespace, c.Name, c.ID))
-	d, err := openLogDir(dir)
+	d, err := x.linksDir(dir)
 	if err != nil {
 		return out // no links dir, or one log GC must not touch
 	}
-	defer d.close()
 	if st, err := d.lstat(name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		it := ItemResult{Kind: ItemLog, ID: filepath.Join(dir, name), Reason: ReasonContainerRemoved, Detail: "log link of container " + c.ID}
 		out = append(out, x.journal.removeOwn(x.calls, it, en, &removal{what: "remove container log link",
@@ -161,4 +160,37 @@ func containerLogLink(dir, pod, ns, name, id string) string {
 		base = base[:255-len(suffix)]
 	}
 	return filepath.Join(dir, base+suffix)
+}
+
+// linksDir returns the pass's handle on dir, the /var/log/containers
+// directory, opened (openLogDir: from "/", no symlink followed, every
+// directory on the way trusted) at the first container that needs it and
+// held until the pass ends (closeLinksDir). Opening it for each container
+// walked the path again, four opens and four stats a container: the
+// handle it gave was the same, since no one but root can change a
+// directory openLogDir trusts. A failed open is not kept: the next
+// container tries again.
+func (x *executor) linksDir(dir string) (*logDir, error) {
+	x.linksMu.Lock()
+	defer x.linksMu.Unlock()
+	if x.links != nil {
+		return x.links, nil
+	}
+	d, err := openLogDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	x.links = d
+	return d, nil
+}
+
+// closeLinksDir closes the links directory's handle once no worker is
+// left.
+func (x *executor) closeLinksDir() {
+	x.linksMu.Lock()
+	defer x.linksMu.Unlock()
+	if x.links != nil {
+		x.links.close()
+		x.links = nil
+	}
 }
