@@ -22,6 +22,10 @@ import (
 // journalFile.<journalSegments>.
 const journalFile = "journal.jsonl"
 
+// JournalPath is the journal's current file in stateDir, as the
+// dashboard's journal view (L) names and reads it.
+func JournalPath(stateDir string) string { return filepath.Join(stateDir, journalFile) }
+
 // journalSegments is how many old segments the journal keeps. The journal
 // is rotated at a checkpoint (no intent open) once it is larger than
 // journalSegmentLimit, so its history is bounded, and the segment being

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/nodegc/nodegc/cgroupfs"
@@ -185,7 +184,7 @@ func runAttachedDashboard(ctx context.Context, opts *rootOptions, c *control.Cli
 	go a.Run(ctx)
 	journal := ""
 	if !opts.ReadOnly {
-		journal = filepath.Join(opts.Global.StateDir, "journal.jsonl")
+		journal = engine.JournalPath(opts.Global.StateDir)
 	}
 	o := attachedOptions(a, st, opts.ReadOnly)
 	o.Cgroups, o.JournalPath, o.RefreshInterval, o.Opening = tui.CgroupsFrom(cg), journal, opts.Refresh, opts.opening

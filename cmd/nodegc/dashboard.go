@@ -241,7 +241,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	ctx, s, stop := startScheduler(ctx, e, so, events)
 	journal := ""
 	if !e.ReadOnly() {
-		journal = filepath.Join(opts.stateDir, "journal.jsonl")
+		journal = engine.JournalPath(opts.stateDir)
 	}
 	err := opts.runTUI(ctx, tui.Options{
 		Events:          opts.Events && events != nil,
