@@ -694,7 +694,7 @@ func (g *exitGuard) disarm() {
 // it sets one (cur, what the runtime took from it), else 1. An idle
 // dashboard's work is a frame a second, a pass a minute and the reads
 // they wait on; with a second P each goroutine woken (a timer, a frame,
-// a CRI answer) also woke an idle thread to look for more work, which
+// a CRI answer) could also wake an idle thread to look for more work, which
 // found none (issue 22: about a tenth of the idle dashboard's CPU time,
 // and of a bare Bubble Tea program's). Nothing it runs needs two cores
 // at once: removals wait on the runtime, and the Cgroups pane's tree
