@@ -324,13 +324,13 @@ const dashboardGCPercent = 50
 const dashboardMemoryLimit = 40 << 20
 
 // lightGC applies dashboardGCPercent unless GOGC is set, and
-// dashboardMemoryLimit unless GOMEMLIMIT is. It also fixes GOMAXPROCS
-// (dashboardMaxProcs): set once, the runtime no longer reads the
+// dashboardMemoryLimit unless GOMEMLIMIT is. It also fixes GOMAXPROCS at
+// the value the runtime chose at start: otherwise the runtime reads the
 // cgroup's CPU limit again every second for as long as the dashboard
 // idles (it would follow a limit changed while it runs; a dashboard does
 // not need to).
 func lightGC() {
-	runtime.GOMAXPROCS(dashboardMaxProcs(os.Getenv("GOMAXPROCS") != "", runtime.GOMAXPROCS(0)))
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(dashboardGCPercent)
 	}
@@ -688,21 +688,4 @@ func (g *exitGuard) disarm() {
 		signal.Stop(g.sig)
 		close(g.done)
 	}
-}
-
-// dashboardMaxProcs is the dashboard's GOMAXPROCS: the environment's when
-// it sets one (cur, what the runtime took from it), else 1. An idle
-// dashboard's work is a frame a second, a pass a minute and the reads
-// they wait on; with a second P each goroutine woken (a timer, a frame,
-// a CRI answer) could also wake an idle thread to look for more work, which
-// found none (issue 22: about a tenth of the idle dashboard's CPU time,
-// and of a bare Bubble Tea program's). Nothing it runs needs two cores
-// at once: removals wait on the runtime, and the Cgroups pane's tree
-// read, spread over GOMAXPROCS goroutines, takes the same CPU time on
-// one.
-func dashboardMaxProcs(envSet bool, cur int) int {
-	if envSet {
-		return cur
-	}
-	return 1
 }
