@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+	"golang.org/x/sys/unix"
 )
 
 // requireEnv makes a missing tmux a failure instead of a skip (CI sets it,
@@ -80,9 +81,11 @@ func startSession(t testing.TB, w, h int, argv ...string) *session {
 	cmd := []string{"-f", conf, "new-session", "-d", "-s", s.name,
 		"-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "--"}
 	cmd = append(cmd, argv...)
+	pane := -1 // the pane's process, once known, as a pidfd
 	t.Cleanup(func() {
 		// The server may already be gone; nothing else to clean.
 		_ = exec.Command("tmux", "-L", s.socket, "kill-server").Run()
+		waitExit(t, pane)
 	})
 	s.tmux(t, cmd...)
 	pid, err := strconv.Atoi(strings.TrimSpace(s.tmux(t, "display-message", "-p", "-t", s.name, "#{pane_pid}")))
@@ -90,7 +93,38 @@ func startSession(t testing.TB, w, h int, argv ...string) *session {
 		t.Fatalf("pane pid: %v", err)
 	}
 	s.pid = pid
+	if pane, err = unix.PidfdOpen(pid, 0); err != nil {
+		pane = -1 // already gone: nothing to wait for
+	}
 	return s
+}
+
+// waitExit waits for the process behind pidfd to exit, so that what it
+// writes on its way out (its state dir, after the server's end hangs up
+// its terminal) is written before the test removes the dirs it made. A
+// process still there a minute on is killed. The pidfd names that one
+// process, never another that took its number; it is closed here.
+func waitExit(t testing.TB, pidfd int) {
+	if pidfd < 0 {
+		return
+	}
+	defer unix.Close(pidfd)
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	for deadline := time.Now().Add(time.Minute); ; {
+		left := time.Until(deadline)
+		if left <= 0 {
+			t.Logf("the pane's process outlived its tmux server by a minute: killed")
+			_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+			return
+		}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n > 0 {
+			return // exited (readable), or the pidfd cannot be polled
+		}
+	}
 }
 
 // tmux runs a tmux command on the session's server and returns its output.
