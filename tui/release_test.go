@@ -115,32 +115,3 @@ func TestReleaseAfterPass(t *testing.T) {
 		}
 	}))
 }
-
-// TestEventsPaneKeepsWhatItShows pins what the Events pane keeps of a
-// pass: its items, its events and the plan's removals, which its rows and
-// details show (an item's name comes from the plan's removal), but not the
-// plan's account of every image it kept, which nothing there shows.
-func TestEventsPaneKeepsWhatItShows(t *testing.T) {
-	m, _ := fixtureModel(t, 100, 30)
-	r := &engine.PassReport{ID: 3, Kind: engine.PassImages}
-	r.Plan.ImageGC.Remove = []engine.ImageRemoval{{ID: "sha256:aaa", RepoTags: []string{"busybox:1"}}}
-	r.Plan.ImageGC.Keep = []engine.ImageKeep{{ID: "sha256:bbb", Reason: engine.KeepTooYoung}}
-	r.Plan.ImageGC.Order = []string{"sha256:aaa", "sha256:bbb"}
-	r.Items = []engine.ItemResult{{Kind: engine.ItemImage, ID: "sha256:aaa", Outcome: engine.OutcomeRemoved}}
-	r.Events = []engine.Event{{Reason: "FreeDiskSpaceFailed", Warning: true}}
-	m, _ = update(m, noticeMsg{n: engine.Notice{Report: r, Status: m.status}, ok: true})
-	ps := passes(m)
-	if len(ps) != 1 {
-		t.Fatalf("the pane keeps %d passes; want 1", len(ps))
-	}
-	p := ps[0]
-	if p.ID != 3 || len(p.Items) != 1 || len(p.Events) != 1 || len(p.Plan.ImageGC.Remove) != 1 {
-		t.Errorf("the pane lost what it shows of the pass: %+v", p)
-	}
-	if p.Plan.ImageGC.Keep != nil || p.Plan.ImageGC.Order != nil {
-		t.Errorf("the pane keeps the plan's kept images (%d) and order (%d); want neither", len(p.Plan.ImageGC.Keep), len(p.Plan.ImageGC.Order))
-	}
-	if len(r.Plan.ImageGC.Keep) != 1 {
-		t.Error("the published report itself was changed")
-	}
-}
