@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/internal/proctest"
 )
 
 // newPoolEngine is newTestEngine with a chosen pool width.
@@ -853,9 +855,9 @@ func TestSchedulerPublishesProgress(t *testing.T) {
 	}
 }
 
-// hangingRuntime never answers ImageStatus until its context ends (or,
-// once a test has failed, release is closed); askedCh, when set, is told
-// of every call as it begins.
+// hangingRuntime never answers ImageStatus until its context ends (or
+// release is closed, when the test ends, so a call a failed test left
+// hung returns); askedCh, when set, is told of every call as it begins.
 type hangingRuntime struct {
 	*fakeRuntime
 	asked   atomic.Int32
@@ -875,7 +877,7 @@ func (h *hangingRuntime) ImageStatus(ctx context.Context, id string) (Image, err
 	case <-ctx.Done():
 		return Image{}, ctx.Err()
 	case <-h.release:
-		return Image{}, errors.New("released after the test failed")
+		return Image{}, errors.New("released at the end of the test")
 	}
 }
 
@@ -892,24 +894,12 @@ func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
 {"op":"started","pass":"r/3","kind":"image","id":"i1","reason":""}
 `
 	// snapshot takes a snapshot and returns its error, and fails the test
-	// if it has not returned within a minute (it hangs: nothing ended the
-	// reconciliation).
-	snapshot := func(t *testing.T, e *Engine, rt *hangingRuntime, ctx context.Context, what string) error {
+	// if it has not returned within proctest.Hang (it hangs: nothing
+	// ended the reconciliation).
+	snapshot := func(t *testing.T, e *Engine, ctx context.Context, what string) error {
 		t.Helper()
-		done := make(chan error, 1)
-		go func() {
-			_, err := e.Snapshot(ctx)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(time.Minute):
-			close(rt.release)
-			<-done
-			t.Fatalf("%s still waited on the hanging runtime after a minute", what)
-			return nil
-		}
+		_, err := proctest.Returns(t, what, func() (Snapshot, error) { return e.Snapshot(ctx) })
+		return err
 	}
 	for _, tc := range []struct {
 		name   string
@@ -931,6 +921,9 @@ func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
+			// Deferred after Close, so it runs first: a snapshot a failed
+			// test left hung on the runtime returns and frees the engine.
+			defer close(rt.release)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if tc.cancel {
@@ -942,7 +935,7 @@ func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
 					}
 				}()
 			}
-			_ = snapshot(t, e, rt, ctx, "the first snapshot")
+			_ = snapshot(t, e, ctx, "the first snapshot")
 			if tc.cancel && rt.asked.Load() == 0 {
 				t.Fatal("the snapshot returned before the reconciliation asked the runtime about i1")
 			}
@@ -954,7 +947,7 @@ func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
 			// (were it to ask, the budget would end its wait).
 			reconcileBudget = 300 * time.Millisecond
 			asked := rt.asked.Load()
-			if err := snapshot(t, e, rt, context.Background(), "the next snapshot"); err != nil {
+			if err := snapshot(t, e, context.Background(), "the next snapshot"); err != nil {
 				t.Fatal(err)
 			}
 			if n := rt.asked.Load(); n != asked {

@@ -179,7 +179,7 @@ func (j *journal) repair() (string, error) {
 
 // repairLocked is repair with j.mu held.
 func (j *journal) repairLocked() (string, error) {
-	cut, err := repairTail(j.f)
+	note, err := repairTail(j.f)
 	if err != nil {
 		return "", fmt.Errorf("repair journal: %w", err)
 	}
@@ -188,26 +188,24 @@ func (j *journal) repairLocked() (string, error) {
 		return "", fmt.Errorf("repair journal: %w", err)
 	}
 	j.size = end
-	if cut != nil {
-		return cut.Error(), nil
-	}
-	return "", nil
+	return note, nil
 }
 
 // repairTail truncates f after its last newline when the file does not end
-// with one.
-func repairTail(f *os.File) (error, error) {
+// with one, and syncs it. It returns a note of what it cut for the pass's
+// report, "" when the file ended with a newline (or is empty).
+func repairTail(f *os.File) (note string, err error) {
 	fi, err := f.Stat()
 	if err != nil || fi.Size() == 0 {
-		return nil, err
+		return "", err
 	}
 	size := fi.Size()
 	last := make([]byte, 1)
 	if _, err := f.ReadAt(last, size-1); err != nil {
-		return nil, err
+		return "", err
 	}
 	if last[0] == '\n' {
-		return nil, nil
+		return "", nil
 	}
 	// Find the last newline, reading backwards in blocks.
 	const block = 64 << 10
@@ -216,21 +214,21 @@ func repairTail(f *os.File) (error, error) {
 		start := max(end-block, 0)
 		buf := make([]byte, end-start)
 		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
+			return "", err
 		}
 		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
 			keep := start + int64(i) + 1
 			if err := f.Truncate(keep); err != nil {
-				return nil, err
+				return "", err
 			}
-			return fmt.Errorf("journal %s: cut a torn last line of %d bytes", f.Name(), size-keep), f.Sync()
+			return fmt.Sprintf("journal %s: cut a torn last line of %d bytes", f.Name(), size-keep), f.Sync()
 		}
 		end = start
 	}
 	if err := f.Truncate(0); err != nil {
-		return nil, err
+		return "", err
 	}
-	return fmt.Errorf("journal %s: cut a torn line of %d bytes", f.Name(), size), f.Sync()
+	return fmt.Sprintf("journal %s: cut a torn line of %d bytes", f.Name(), size), f.Sync()
 }
 
 // encodeLines encodes the entries as JSON lines.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -144,7 +145,12 @@ func TestKeepable(t *testing.T) {
 // hands the panes nothing new, but makes the data as fresh as it, records
 // the usage it read and releases its listing (Options.AfterRefresh); one
 // that finds a change plans and shows it.
-func TestSafetyRelistKeepsThePlan(t *testing.T) {
+//
+// It runs in a synctest bubble (runQuick): the re-list's re-armed tick
+// fires on synctest's clock.
+func TestSafetyRelistKeepsThePlan(t *testing.T) { synctest.Test(t, safetyRelistKeepsThePlan) }
+
+func safetyRelistKeepsThePlan(t *testing.T) {
 	now := fixedNow
 	node := settledSnapshot()
 	var changed atomic.Bool
@@ -177,10 +183,10 @@ func TestSafetyRelistKeepsThePlan(t *testing.T) {
 		if m.refreshSeq != seq+1 {
 			t.Fatalf("the safety tick did not list the node (seq %d -> %d)", seq, m.refreshSeq)
 		}
-		for _, msg := range runQuick(cmd, time.Second) {
+		for _, msg := range runQuick(cmd) {
 			if r, ok := msg.(RefreshMsg); ok {
 				nm, next := update(m, r)
-				runQuick(next, time.Second)
+				runQuick(next)
 				return nm, r
 			}
 		}

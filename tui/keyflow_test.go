@@ -71,7 +71,7 @@ func TestPreviewAndApply(t *testing.T) {
 			if !reflect.DeepEqual(applied[0], prev[0]) {
 				t.Errorf("applied plan differs from the previewed one:\napplied %+v\npreview %+v", applied[0], prev[0])
 			}
-			if got := len(passes(m)); got != 1 {
+			if got := passesListed(m); got != 1 {
 				t.Errorf("events pane has %d passes, want the applied one", got)
 			}
 		})
@@ -303,8 +303,8 @@ func TestProgramDryRunApply(t *testing.T) {
 	if len(applied) != 1 || !reflect.DeepEqual(applied[0], prev[0]) {
 		t.Fatalf("applied %d plans, want exactly the one previewed", len(applied))
 	}
-	if len(passes(fm)) != 1 {
-		t.Errorf("final model has %d passes", len(passes(fm)))
+	if passesListed(fm) != 1 {
+		t.Errorf("final model has %d passes", passesListed(fm))
 	}
 }
 

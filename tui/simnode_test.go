@@ -125,7 +125,7 @@ func TestSimnodeDryRun(t *testing.T) {
 			if !slices.Equal(gone, planned) {
 				t.Errorf("removed %d objects, previewed %d:\nremoved  %v\npreviewed %v", len(gone), len(planned), gone, planned)
 			}
-			if got := len(passes(m)); got != 1 {
+			if got := passesListed(m); got != 1 {
 				t.Errorf("events pane shows %d passes, want 1", got)
 			}
 		})

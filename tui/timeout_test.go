@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/proctest"
 )
 
 // Issue 11 item 4: the refresh timeout bounds a refresh even when the
@@ -44,14 +45,9 @@ func TestRefreshTimeoutIsReportedNotHung(t *testing.T) {
 	}()
 
 	cmd := m.startRefresh(true)
-	got := make(chan RefreshMsg, 1)
-	go func() { got <- cmd().(RefreshMsg) }()
-	var msg RefreshMsg
-	select {
-	case msg = <-got:
-	case <-time.After(time.Minute):
-		t.Fatal("the refresh hung behind a snapshot that ignores its context")
-	}
+	msg, _ := proctest.Returns(t, "the refresh behind a snapshot that ignores its context", func() (RefreshMsg, error) {
+		return cmd().(RefreshMsg), nil
+	})
 	if !errors.Is(msg.Err, context.DeadlineExceeded) {
 		t.Fatalf("refresh error %v; want the deadline", msg.Err)
 	}

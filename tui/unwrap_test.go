@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui/events"
 	"github.com/nodegc/nodegc/tui/overview"
 )
@@ -13,14 +12,15 @@ func unwrap[M component[M], P sizable[M]](p pane) (M, bool) {
 	return a.m, ok
 }
 
-// passes returns the pass history the Events pane shows, newest first.
-func passes(m Model) []engine.PassReport {
+// passesListed returns how many passes the Events pane lists: the total
+// its info line shows (N/M match under a filter).
+func passesListed(m Model) int {
 	for _, p := range m.panes {
 		if e, ok := unwrap[events.Model](p); ok {
-			return e.Passes()
+			return e.Total
 		}
 	}
-	return nil
+	return 0
 }
 
 // history returns the session's history the Overview keeps.

@@ -105,9 +105,10 @@ func node(b *testing.B, o simnode.Options) (n *simnode.Node, ep string, stop fun
 }
 
 // gcPass plans and applies one real pass of the kind through the adapter
-// and the engine against a fresh node, following its events as gc does, with the pool of parallel (0: the
-// default), and returns its report; the pass's time is the report's start
-// to finish (the apply, as gc reports it).
+// and the engine against a fresh node, following its events as gc does,
+// with the pool of parallel (0: the default), and returns its report; the
+// pass's time is the report's start to finish (the apply, as gc reports
+// it).
 func gcPass(b *testing.B, o simnode.Options, kind engine.PassKind, parallel int) engine.PassReport {
 	b.Helper()
 	n, ep, stop := node(b, o)

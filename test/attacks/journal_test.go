@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/cri"
+	"github.com/nodegc/nodegc/internal/proctest"
 	"github.com/nodegc/nodegc/internal/simfs"
 )
 
@@ -100,22 +102,60 @@ func TestJournalNeverClaimsARemovalWhoseCallWasNotSent(t *testing.T) {
 }
 
 // hangingImageStatus is a runtime that never answers ImageStatus until
-// its context ends.
-type hangingImageStatus struct{ *cri.Client }
-
-func (h hangingImageStatus) ImageStatus(ctx context.Context, id string) (engine.Image, error) {
-	<-ctx.Done()
-	return engine.Image{}, ctx.Err()
+// its context ends (or release is closed, when the test ends, so a call
+// a failed test left hung returns and frees the engine). It tells asked
+// of each call as it begins, and keeps the error that ended each: it
+// says what ended the wait, a signal (context.Canceled) or the
+// reconciliation's own deadline (context.DeadlineExceeded).
+type hangingImageStatus struct {
+	*cri.Client
+	asked   chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	ended   []error
 }
 
+func (h *hangingImageStatus) ImageStatus(ctx context.Context, id string) (engine.Image, error) {
+	select {
+	case h.asked <- struct{}{}:
+	default:
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-h.release:
+		err = errors.New("released at the end of the test")
+	}
+	h.mu.Lock()
+	h.ended = append(h.ended, err)
+	h.mu.Unlock()
+	return engine.Image{}, err
+}
+
+// endedBy returns the errors that ended the ImageStatus calls so far.
+func (h *hangingImageStatus) endedBy() []error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.ended)
+}
+
+// TestReconciliationHonoursSignalsAndADeadline pins what ends a
+// reconciliation that waits on a runtime that never answers: a signal
+// (the start's context ends, as SIGINT ends gc's) or, with none, the
+// reconciliation's own deadline. Nothing is timed: the runtime's call
+// ends only with its context, and the error it ends with tells the two
+// apart (the signal's context.Canceled, the deadline's
+// context.DeadlineExceeded); a snapshot that never returns fails after
+// proctest.Hang.
 func TestReconciliationHonoursSignalsAndADeadline(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		signal bool // the start's context ends after 500 ms, as SIGINT ends gc's
-		within time.Duration
+		signal bool  // the start's context ends once the runtime is asked
+		want   error // what ends the runtime's call
 	}{
-		{"a signal during reconciliation against a runtime that hangs ends it at once", true, 3 * time.Second},
-		{"a runtime that hangs holds the first snapshot back no longer than the deadline", false, 10 * time.Second},
+		{"a signal during reconciliation against a runtime that hangs ends it", true, context.Canceled},
+		{"a runtime that hangs holds the first snapshot back only until the deadline", false, context.DeadlineExceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			state := t.TempDir()
@@ -130,26 +170,43 @@ func TestReconciliationHonoursSignalsAndADeadline(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(state, "journal.jsonl"), append(in, '\n'), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			rt := hangingImageStatus{c}
+			rt := &hangingImageStatus{Client: c, asked: make(chan struct{}, 1), release: make(chan struct{})}
 			e, err := engine.New(engine.Options{Reader: rt, Remover: rt, Statfs: simfs.Local(node), Policy: engine.DefaultPolicy(), StateDir: state})
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer e.Close()
+			defer close(rt.release) // runs before Close
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if tc.signal {
-				time.AfterFunc(500*time.Millisecond, cancel)
+				go func() {
+					select {
+					case <-rt.asked:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
 			}
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				e.Snapshot(ctx)
-			}()
-			select {
-			case <-done:
-				e.Close()
-			case <-time.After(tc.within):
-				t.Errorf("the snapshot did not return within %v", tc.within)
+			_, err = proctest.Returns(t, "the first snapshot", func() (engine.Snapshot, error) { return e.Snapshot(ctx) })
+			if !tc.signal && err != nil {
+				t.Errorf("the first snapshot failed: %v", err)
+			}
+			ended := rt.endedBy()
+			if len(ended) == 0 {
+				t.Fatal("the reconciliation never asked the runtime about the open intent")
+			}
+			for _, err := range ended {
+				if !errors.Is(err, tc.want) {
+					t.Errorf("the runtime's call ended with %v, want %v", err, tc.want)
+				}
+			}
+			lines, err := engine.ReadJournalLines(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if open := engine.OpenIntents(lines); len(open) != 1 {
+				t.Errorf("open intents %+v, want the one it could not check left for the next try", open)
 			}
 		})
 	}

@@ -90,9 +90,6 @@ func (m *Model) resize() {
 	m.Resize()
 }
 
-// Passes returns the pass history, newest first.
-func (m Model) Passes() []engine.PassReport { return m.passes }
-
 // Events returns the kubelet-style events, newest first.
 func (m Model) Events() []engine.Event { return m.events }
 
