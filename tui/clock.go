@@ -2,7 +2,8 @@
 // it changes. Every age and countdown is drawn from its timestamp and the
 // model's now, and one tick is armed for the next instant any of them
 // reads differently (a seconds countdown each second, a "3h10m" age each
-// minute); messages that change nothing shown draw the last frame again.
+// minute, the Overview's countdowns, read to the minute, each minute);
+// messages that change nothing shown draw the last frame again.
 
 package tui
 

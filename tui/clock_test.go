@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/format"
 )
 
 // fakeClock is the fixture's clock with the ticks the dashboard arms on
@@ -58,10 +59,14 @@ func TestAgesAndCountdownsMoveWithTheClock(t *testing.T) {
 		pane string
 		key  string
 		num  *regexp.Regexp
+		// wait is how long the read waits: the Overview's countdowns
+		// read to the minute (format.Rough), the panes' rows to the
+		// second.
+		wait time.Duration
 	}{
-		{"Overview's next container pass", "1", regexp.MustCompile(`next container pass in (\S+)`)},
-		{"an Images FIRST SEEN and eligible in", "2", regexp.MustCompile(`(\d+s)\s+keep too-young\s+eligible in (\S+)`)},
-		{"a Containers FINISHED age", "3", regexp.MustCompile(`api +2 +1 (\S+) ago`)},
+		{"Overview's next image pass", "1", regexp.MustCompile(`next passes: images in (\S+)`), 70 * time.Second},
+		{"an Images FIRST SEEN and eligible in", "2", regexp.MustCompile(`(\d+s)\s+keep too-young\s+eligible in (\S+)`), 3 * time.Second},
+		{"a Containers FINISHED age", "3", regexp.MustCompile(`api +2 +1 (\S+) ago`), 3 * time.Second},
 	}
 	for _, path := range []struct {
 		name string
@@ -91,9 +96,9 @@ func TestAgesAndCountdownsMoveWithTheClock(t *testing.T) {
 					return got[0]
 				}
 				before := read(m)
-				m = c.advance(t, m, 3*time.Second)
+				m = c.advance(t, m, r.wait)
 				if after := read(m); after == before {
-					t.Errorf("%s still reads %q 3 s later", r.pane, after)
+					t.Errorf("%s still reads %q %s later", r.pane, after, r.wait)
 				}
 			})
 		}
@@ -147,54 +152,121 @@ func TestStaleDataSaysAsOf(t *testing.T) {
 // Issue 22 item 2: ages and countdowns at a second's resolution, each
 // changing at an instant of its own, move together on the whole second:
 // one frame a second, not one for each, and each still moves every
-// second.
+// second. The Images pane shows two images first seen 50 s ago, at
+// instants half a second apart, one with its "eligible in" countdown.
 func TestClockTicksOnTheSecond(t *testing.T) {
 	c := &fakeClock{now: fixedNow}
-	ctl := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
-	ctl.status.NextContainerPass = fixedNow.Add(40*time.Second + 300*time.Millisecond)
-	ctl.status.NextImagePass = fixedNow.Add(50*time.Second + 700*time.Millisecond)
-	ctl.status.LastReport = &engine.PassReport{ID: 3, Kind: engine.PassContainers,
-		StartedAt: fixedNow.Add(-6 * time.Second), FinishedAt: fixedNow.Add(-5*time.Second - 550*time.Millisecond)}
-	o := fixtureOptions(ctl, &c.now)
-	ticks := 0
-	o.timer = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
-		ticks++
-		return c.timer(d, fn)
+	snap := fixtureSnapshot()
+	for i, off := range map[int]time.Duration{3: 300 * time.Millisecond, 9: 800 * time.Millisecond} {
+		snap.ImageRecords[i].FirstDetected = fixedNow.Add(-50*time.Second - off)
 	}
-	m := refreshNow(t, send(New(o), windowSize(160, 40)))
-	m.o.Events = true
-	m, _ = update(m, streamNotice(m, liveStream))
-	m = finishRefresh(t, m)
-	reads := []*regexp.Regexp{
-		regexp.MustCompile(`next container pass in \S+`),
-		regexp.MustCompile(`next image pass in \S+`),
-		regexp.MustCompile(`#3 containers \S+ ago`),
-	}
+	ctl := newFakeController(snap, engine.DefaultPolicy())
+	ctl.status.Paused = true // no countdown on the Overview
+	m, ticks := tickedModel(t, c, ctl)
+	m = send(m, keyMsg("2"))
+	// busybox (in use) and golang (too young, with its countdown).
+	rows := regexp.MustCompile(`\d+s +keep (?:too-young +eligible in \S+|in-use)`)
 	read := func(m Model) []string {
 		t.Helper()
-		s := ansi.Strip(m.Screen())
-		var got []string
-		for _, r := range reads {
-			g := r.FindString(s)
-			if g == "" {
-				t.Fatalf("no match for %s on screen:\n%s", r, s)
-			}
-			got = append(got, g)
+		got := rows.FindAllString(ansi.Strip(m.Screen()), -1)
+		if len(got) != 2 {
+			t.Fatalf("%d rows match %s, want 2:\n%s", len(got), rows, ansi.Strip(m.Screen()))
 		}
 		return got
 	}
-	ticks = 0
+	*ticks = 0
 	for i := range 10 {
 		before := read(m)
 		m = c.advance(t, m, time.Second)
 		after := read(m)
-		for j := range reads {
+		for j := range after {
 			if after[j] == before[j] {
 				t.Errorf("second %d: %q did not move", i+1, after[j])
 			}
 		}
 	}
-	if ticks > 10 {
-		t.Errorf("%d clock ticks in 10 s for three items at a second's resolution; want at most 10", ticks)
+	if *ticks > 10 {
+		t.Errorf("%d clock ticks in 10 s for three items at a second's resolution; want at most 10", *ticks)
 	}
+}
+
+// Issue 22 item 2: the idle Overview's countdowns and the last pass's
+// age read to the minute, beside the instant itself, so they move once a
+// minute each: over three minutes the clock ticks only when one of them
+// reads differently, and each reads as format.Rough says at every
+// second.
+func TestOverviewTicksOnceAMinute(t *testing.T) {
+	c := &fakeClock{now: fixedNow}
+	ctl := newFakeController(fixtureSnapshot(), engine.DefaultPolicy())
+	nextC := fixedNow.Add(40*time.Second + 300*time.Millisecond)
+	nextI := fixedNow.Add(3*time.Minute + 50*time.Second + 700*time.Millisecond)
+	last := fixedNow.Add(-5*time.Second - 550*time.Millisecond)
+	ctl.status.NextContainerPass, ctl.status.NextImagePass = nextC, nextI
+	ctl.status.LastReport = &engine.PassReport{ID: 3, Kind: engine.PassContainers, StartedAt: last.Add(-time.Second), FinishedAt: last}
+	m, ticks := tickedModel(t, c, ctl)
+	reads := []struct {
+		re   *regexp.Regexp
+		want func(now time.Time) string
+	}{
+		{regexp.MustCompile(`containers (in <1m \(12:00:40\)|now)`), func(now time.Time) string {
+			return "containers " + when(nextC, now)
+		}},
+		{regexp.MustCompile(`next passes: images (in \S+ \(12:03:50\)|now)`), func(now time.Time) string {
+			return "next passes: images " + when(nextI, now)
+		}},
+		{regexp.MustCompile(`#3 containers \S+ ago \(11:59:54\)`), func(now time.Time) string {
+			return "#3 containers " + format.RoughAgo(last, now) + " (11:59:54)"
+		}},
+	}
+	*ticks = 0
+	changes := 0
+	prev := ""
+	for range 180 {
+		m = c.advance(t, m, time.Second)
+		s := ansi.Strip(m.Screen())
+		var shown string
+		for _, r := range reads {
+			got := r.re.FindString(s)
+			if want := r.want(c.now); got != want {
+				t.Fatalf("at %s: read %q, want %q:\n%s", c.now.Sub(fixedNow), got, want, s)
+			}
+			shown += got + "|"
+		}
+		if shown != prev {
+			changes++
+			prev = shown
+		}
+	}
+	// In 3 minutes: the container countdown reaches "now" once, the image
+	// countdown moves 3 times, the age 3 times; at most one tick each.
+	if *ticks > 7 {
+		t.Errorf("%d clock ticks in 3 minutes for three items read to the minute; want at most 7", *ticks)
+	}
+	if changes < 5 {
+		t.Errorf("the Overview's clock lines read differently %d times in 3 minutes; want them to move", changes)
+	}
+}
+
+// when is the Overview's countdown as its engine line spells it.
+func when(t, now time.Time) string {
+	if !t.After(now) {
+		return "now"
+	}
+	return format.RoughIn(t, now) + " (" + t.Format(time.TimeOnly) + ")"
+}
+
+// tickedModel is a dashboard on ctl's node, on c's clock, with the event
+// stream live, and the count of the clock ticks it arms.
+func tickedModel(t *testing.T, c *fakeClock, ctl *fakeController) (Model, *int) {
+	t.Helper()
+	o := fixtureOptions(ctl, &c.now)
+	ticks := new(int)
+	o.timer = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+		*ticks++
+		return c.timer(d, fn)
+	}
+	m := refreshNow(t, send(New(o), windowSize(160, 40)))
+	m.o.Events = true
+	m, _ = update(m, streamNotice(m, liveStream))
+	return finishRefresh(t, m), ticks
 }

@@ -195,7 +195,7 @@ func TestReadOnly(t *testing.T) {
 	})
 	t.Run("no countdown to passes that never run, and no pause key", func(t *testing.T) {
 		s := ansi.Strip(m.Screen())
-		if !strings.Contains(s, "read-only: no passes") || strings.Contains(s, "next image pass") || strings.Contains(s, "pause/resume") {
+		if !strings.Contains(s, "read-only: no passes") || strings.Contains(s, "next passes") || strings.Contains(s, "pause/resume") {
 			t.Errorf("read-only overview:\n%s", s)
 		}
 		if mm := press(m, "p"); c.Status().Paused || strings.Contains(mm.flash, "paus") {

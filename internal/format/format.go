@@ -186,3 +186,77 @@ func ImageName(tags, digests []string) string {
 	}
 	return "<none>"
 }
+
+// Rough is d to the whole minute, truncated, for a line that should move
+// once a minute rather than once a second: "<1m", "4m", "1h5m", "2d4h".
+// Each screen that shows a rough duration shows the instant itself beside
+// it (Time), so no precision is lost; an idle dashboard then draws one
+// frame a minute for it instead of sixty (issue 22). A negative d is
+// formatted as its magnitude.
+func Rough(d time.Duration) string {
+	if d < 0 {
+		d = -d
+	}
+	switch {
+	case d < time.Minute:
+		return "<1m"
+	case d < time.Hour:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	}
+	return Duration(d.Truncate(roughResolution(d)))
+}
+
+// RoughAgo is Ago at Rough's resolution: "<1m ago", "4m ago", "in 4m"
+// for a t after now, "never" for the zero time.
+func RoughAgo(t, now time.Time) string {
+	switch d := now.Sub(t); {
+	case t.IsZero():
+		return "never"
+	case d < 0:
+		return "in " + Rough(d)
+	default:
+		return Rough(d) + " ago"
+	}
+}
+
+// RoughIn is In at Rough's resolution: "in <1m", "in 4m", "now" when it
+// is due, "-" for the zero time.
+func RoughIn(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := t.Sub(now)
+	if d <= 0 {
+		return "now"
+	}
+	return "in " + Rough(d)
+}
+
+// RoughNextChange is the first instant after now at which RoughAgo(at, ·)
+// and RoughIn(at, ·) read differently: the next whole minute of the age
+// or the countdown below a day, the next whole hour beyond. A countdown
+// ends at at itself ("now"). The zero time gives the zero time.
+func RoughNextChange(at, now time.Time) time.Time {
+	if at.IsZero() {
+		return time.Time{}
+	}
+	if d := now.Sub(at); d >= 0 {
+		r := roughResolution(d)
+		return at.Add((d/r + 1) * r)
+	}
+	d := at.Sub(now)
+	r := roughResolution(d)
+	// The countdown reads k units until fewer than k*r are left.
+	if k := d / r; k > 0 {
+		return at.Add(-k*r + 1)
+	}
+	return at
+}
+
+// roughResolution is the smallest unit Rough shows of d.
+func roughResolution(d time.Duration) time.Duration {
+	if d >= 24*time.Hour {
+		return time.Hour
+	}
+	return time.Minute
+}

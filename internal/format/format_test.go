@@ -137,3 +137,71 @@ func TestNextChange(t *testing.T) {
 		t.Error("the zero time must give the zero time")
 	}
 }
+
+func TestRough(t *testing.T) {
+	at := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	tests := []struct {
+		d       time.Duration // now - at
+		ago, in string
+	}{
+		{0, "<1m ago", "now"},
+		{59*time.Second + 999*time.Millisecond, "<1m ago", "now"},
+		{-59 * time.Second, "in <1m", "in <1m"},
+		{time.Minute, "1m ago", "now"},
+		{-(4*time.Minute + 59*time.Second), "in 4m", "in 4m"},
+		{time.Hour + 5*time.Minute + 59*time.Second, "1h5m ago", "now"},
+		{50*time.Hour + 59*time.Minute, "2d2h ago", "now"},
+	}
+	for _, tt := range tests {
+		now := at.Add(tt.d)
+		if got := RoughAgo(at, now); got != tt.ago {
+			t.Errorf("RoughAgo at %s = %q, want %q", tt.d, got, tt.ago)
+		}
+		if got := RoughIn(at, now); got != tt.in {
+			t.Errorf("RoughIn at %s = %q, want %q", tt.d, got, tt.in)
+		}
+	}
+	if RoughAgo(time.Time{}, at) != "never" || RoughIn(time.Time{}, at) != "-" {
+		t.Error("the zero time must read never / -")
+	}
+}
+
+func TestRoughNextChange(t *testing.T) {
+	at := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name string
+		now  time.Duration // after at (negative: before)
+	}{
+		{"an age under a minute", 12*time.Second + 200*time.Millisecond},
+		{"an age of a whole minute", time.Minute},
+		{"an age in hours and minutes", 2*time.Hour + 7*time.Minute + 10*time.Second},
+		{"an age just under a day", 23*time.Hour + 59*time.Minute + 30*time.Second},
+		{"an age in days", 50*time.Hour + 20*time.Minute},
+		{"a countdown under a minute", -(34*time.Second + 100*time.Millisecond)},
+		{"a countdown of a whole minute", -4 * time.Minute},
+		{"a countdown in minutes", -(4*time.Minute + 12*time.Second)},
+		{"a countdown just over a day", -(24*time.Hour + 30*time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := at.Add(tt.now)
+			show := func(n time.Time) string { return RoughAgo(at, n) + "|" + RoughIn(at, n) }
+			next := RoughNextChange(at, now)
+			if !next.After(now) {
+				t.Fatalf("RoughNextChange = %s, not after now %s", next.Sub(at), tt.now)
+			}
+			// Nothing changes before next; it changes at next.
+			for p := now; p.Before(next); p = p.Add(max(next.Sub(now)/50, time.Millisecond)) {
+				if show(p) != show(now) {
+					t.Fatalf("changed at %s (%q → %q), before RoughNextChange %s", p.Sub(at), show(now), show(p), next.Sub(at))
+				}
+			}
+			if show(next) == show(now) {
+				t.Fatalf("no change at RoughNextChange %s: still %q", next.Sub(at), show(next))
+			}
+		})
+	}
+	if !RoughNextChange(time.Time{}, at).IsZero() {
+		t.Error("the zero time must give the zero time")
+	}
+}

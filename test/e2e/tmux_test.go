@@ -166,6 +166,13 @@ func (s *session) press(t testing.TB, keys ...string) {
 // last screen when waitTimeout passes first.
 func (s *session) waitFor(t testing.TB, what string, ok func(rows []string) bool) []string {
 	t.Helper()
+	return s.waitForWithin(t, waitTimeout, what, ok)
+}
+
+// waitForWithin is waitFor with a timeout of its own, for what the screen
+// shows only after a while (a countdown read to the minute).
+func (s *session) waitForWithin(t testing.TB, waitTimeout time.Duration, what string, ok func(rows []string) bool) []string {
+	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for {
 		rows := s.screen(t)

@@ -108,15 +108,21 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 }
 
 // NextChange is when a countdown or age the pane shows next reads
-// differently: the next passes and the last pass's age. (The history
-// says when it starts, which does not move.)
+// differently: the next passes, the last pass's age and the agent's
+// uptime. Each reads to the minute beside the instant itself
+// (format.Rough), so an idle Overview is drawn again once a minute, not
+// once a second (issue 22). (The history says when it starts, which does
+// not move.)
 func (m Model) NextChange() time.Time {
 	if !m.loaded {
 		return time.Time{}
 	}
 	d := m.d
 	var next time.Time
-	at := func(t time.Time) { next = grid.Earliest(next, format.NextChange(t, d.Now)) }
+	at := func(t time.Time) { next = grid.Earliest(next, format.RoughNextChange(t, d.Now)) }
+	if a := d.Agent; a != nil {
+		at(a.StartedAt)
+	}
 	if s := d.Status; d.Controlled && !d.ReadOnly && !s.ReadOnly && !s.Paused {
 		// A countdown reads "now" once due, until the status moves it.
 		if !s.ImageGCDisabled && s.NextImagePass.After(d.Now) {
@@ -436,7 +442,7 @@ func (m Model) engineLine() string {
 	d, st := m.d, m.st
 	head := st.Header.Render("ENGINE") + "  "
 	if a := d.Agent; a != nil {
-		head += st.Accent.Render(fmt.Sprintf("attached to agent (pid %d, up %s)", a.PID, format.Duration(d.Now.Sub(a.StartedAt)))) + "  "
+		head += st.Accent.Render(fmt.Sprintf("attached to agent (pid %d, up %s)", a.PID, format.Rough(d.Now.Sub(a.StartedAt)))) + "  "
 	}
 	if !d.Controlled {
 		return head + st.Faint.Render("no scheduler: display only")
@@ -452,15 +458,26 @@ func (m Model) engineLine() string {
 	if s.Running != "" {
 		state += "  " + st.Accent.Render("pass in flight: "+string(s.Running))
 	}
-	img := "next image pass " + format.In(s.NextImagePass, d.Now)
-	if s.ImageGCDisabled {
-		img = "periodic image GC disabled"
-	}
 	if s.Paused {
 		return head + state + fmt.Sprintf("  %s periodic passes paused  %s passes %d", st.Label.Render("·"), st.Label.Render("·"), s.Passes)
 	}
-	return head + state + fmt.Sprintf("  %s %s  %s next container pass %s  %s passes %d",
-		st.Label.Render("·"), img, st.Label.Render("·"), format.In(s.NextContainerPass, d.Now), st.Label.Render("·"), s.Passes)
+	next := "images " + when(s.NextImagePass, d.Now) + ", containers " + when(s.NextContainerPass, d.Now)
+	if s.ImageGCDisabled {
+		next = "containers " + when(s.NextContainerPass, d.Now) + " (periodic image GC disabled)"
+	}
+	// The count goes first: the countdowns, with their instants, are
+	// the longest part and the first to be cut on a narrow terminal.
+	return head + state + fmt.Sprintf("  %s passes %d  %s next passes: %s", st.Label.Render("·"), s.Passes, st.Label.Render("·"), next)
+}
+
+// when is a pass's countdown to the minute and its instant: "in 4m
+// (12:04:10)", "in <1m (12:00:40)", or "now" once due.
+func when(t, now time.Time) string {
+	in := format.RoughIn(t, now)
+	if !t.After(now) {
+		return in
+	}
+	return in + " (" + t.Format(time.TimeOnly) + ")"
 }
 
 func (m Model) lastPassLine() string {
@@ -470,7 +487,7 @@ func (m Model) lastPassLine() string {
 	if r == nil {
 		return head + st.Faint.Render("none yet")
 	}
-	s := fmt.Sprintf("#%d %s %s: removed %d, freed %s", r.ID, r.Kind, format.Ago(r.FinishedAt, d.Now),
+	s := fmt.Sprintf("#%d %s %s (%s): removed %d, freed %s", r.ID, r.Kind, format.RoughAgo(r.FinishedAt, d.Now), r.FinishedAt.Format(time.TimeOnly),
 		r.Count(engine.OutcomeRemoved), format.Bytes(r.EstimatedBytesFreed))
 	if r.MeasuredBytesFreed != nil {
 		s += fmt.Sprintf(" (measured %s)", format.Bytes(*r.MeasuredBytesFreed))
