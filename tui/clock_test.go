@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"regexp"
 	"testing"
 	"time"
@@ -269,4 +270,44 @@ func tickedModel(t *testing.T, c *fakeClock, ctl *fakeController) (Model, *int) 
 	m.o.Events = true
 	m, _ = update(m, streamNotice(m, liveStream))
 	return finishRefresh(t, m), ticks
+}
+
+// Issue 23 items 8 and 15: with no earlier image records, the Overview
+// says when the first image becomes eligible, its countdown moves with the
+// clock (to the minute), and the line goes once that time has come, with
+// no new data.
+func TestFirstSeenHoldCountsDownAndGoes(t *testing.T) {
+	c := &fakeClock{now: fixedNow}
+	snap := fixtureSnapshot()
+	snap.ImageRecords = nil
+	ctl := newFakeController(snap, engine.DefaultPolicy())
+	ctl.status.Paused = true
+	o := fixtureOptions(ctl, &c.now)
+	o.Snapshot = func(context.Context) (engine.Snapshot, error) { return snap, nil }
+	o.timer = c.timer
+	m := refreshNow(t, send(New(o), windowSize(160, 40)))
+	m.o.Events = true
+	m, _ = update(m, streamNotice(m, liveStream))
+	m = finishRefresh(t, m)
+	hold := regexp.MustCompile(`none goes before 12:02:00 \((in \S+)\)`)
+	read := func() string {
+		t.Helper()
+		if g := hold.FindStringSubmatch(ansi.Strip(m.Screen())); g != nil {
+			return g[1]
+		}
+		return ""
+	}
+	for _, step := range []struct {
+		after time.Duration
+		want  string
+	}{{0, "in 2m"}, {30 * time.Second, "in 1m"}, {time.Minute, "in <1m"}, {31 * time.Second, ""}} {
+		m = c.advance(t, m, step.after)
+		if got := read(); got != step.want {
+			t.Fatalf("at %s: the hold reads %q, want %q:\n%s", c.now.Sub(fixedNow), got, step.want, ansi.Strip(m.Screen()))
+		}
+	}
+	// Gone, not blanked: the pane is laid out as a new render lays it out.
+	if got, want := ansi.Strip(m.Screen()), ansi.Strip(send(m, windowSize(160, 40)).Screen()); got != want {
+		t.Errorf("after the hold, the Overview reads\n%s\nwhere a new render reads\n%s", got, want)
+	}
 }

@@ -25,9 +25,11 @@ func TestRefreshTimeoutIsReportedNotHung(t *testing.T) {
 	release := make(chan struct{})
 	var calls atomic.Int32
 	var hang atomic.Bool
+	hung := make(chan struct{}) // closed once the hung call is in
 	o.Snapshot = func(ctx context.Context) (engine.Snapshot, error) {
 		calls.Add(1)
 		if hang.Load() {
+			close(hung)
 			<-release // ignores ctx
 		}
 		return good(ctx)
@@ -63,7 +65,9 @@ func TestRefreshTimeoutIsReportedNotHung(t *testing.T) {
 	}
 
 	// The hung call has not returned: the next refresh fails at once
-	// rather than calling the runtime again.
+	// rather than calling the runtime again. (The timeout can come before
+	// the hung call has even begun: count from when it is in.)
+	proctest.Done(t, "the hung snapshot call to begin", func() { <-hung })
 	m, _ = update(m, m.startRefresh(true)())
 	if calls.Load() != 2 || !strings.Contains(m.lastErr, errSnapshotBusy.Error()) {
 		t.Errorf("%d snapshot calls, error %q; want 2 calls and %q", calls.Load(), m.lastErr, errSnapshotBusy)

@@ -186,7 +186,7 @@ func TestNoRecordsSaysFirstSeenNow(t *testing.T) {
 	snap := fixtureSnapshot()
 	snap.ImageRecords = nil
 	s := screen(modelOver(t, snap, 160, 40))
-	if !strings.Contains(s, "every image counts as first seen at 12:00:00; none goes before 12:02:00 (in 2m0s)") {
-		t.Errorf("Overview:\n%s\nwant every image first seen at 12:00:00, eligible in 2m0s", s)
+	if !strings.Contains(s, "every image counts as first seen at 12:00:00; none goes before 12:02:00 (in 2m)") {
+		t.Errorf("Overview:\n%s\nwant every image first seen at 12:00:00, eligible in 2m", s)
 	}
 }

@@ -56,12 +56,25 @@ type Model struct {
 	// the clock redraws only the lines with a countdown or an age. It is
 	// replaced whenever anything else it shows changes.
 	memo *memo
+	// hold is firstseen.Hold of the data, worked out once per state, not
+	// at every render (it indexes every image record).
+	hold hold
 }
+
+// hold is when every image counts as first seen, for want of earlier
+// records, and when the first becomes eligible (firstseen.Hold).
+type hold struct {
+	since, eligible time.Time
+	ok              bool
+}
+
+// shown reports whether the hold is still to be said at now.
+func (h hold) shown(now time.Time) bool { return h.ok && h.eligible.After(now) }
 
 // memo holds a render and where its clock lines are (-1: not shown).
 type memo struct {
 	lines []string
-	at    [2]int
+	at    [3]int
 }
 
 // New returns an empty pane.
@@ -83,6 +96,7 @@ func (m *Model) setState(st feed.State) {
 		m.hist.AddUsage(st.At, st.Plan.ImageGC.UsagePercent)
 	}
 	m.d = Data{State: st, History: m.hist}
+	m.hold.since, m.hold.eligible, m.hold.ok = firstseen.Hold(st.Snapshot, st.Policy.Image.MinAge, st.Now)
 	m.loaded = true
 	m.memo = &memo{}
 }
@@ -102,6 +116,9 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			m.hist.AddPass(msg.Report)
 		}
 	case feed.Clock:
+		if m.hold.shown(m.d.Now) && !m.hold.shown(msg.Now) {
+			m.memo = &memo{} // the hold's line goes: lay the pane out again
+		}
 		m.d.Now = msg.Now
 	}
 	return m, nil
@@ -134,6 +151,9 @@ func (m Model) NextChange() time.Time {
 	}
 	if r := d.Status.LastReport; r != nil {
 		at(r.FinishedAt)
+	}
+	if m.hold.shown(d.Now) {
+		at(m.hold.eligible)
 	}
 	return next
 }
@@ -200,13 +220,24 @@ func (m Model) View() string {
 }
 
 // clockLines are the lines that move with the clock: the engine's
-// countdowns and the last pass's age.
-func (m Model) clockLines() [2]string {
-	return [2]string{m.engineLine(), m.lastPassLine()}
+// countdowns, the last pass's age and the first-seen hold's countdown.
+func (m Model) clockLines() [3]string {
+	return [3]string{m.engineLine(), m.lastPassLine(), m.holdLine()}
+}
+
+// holdLine says, while no image can go for want of earlier records, when
+// the first can; "" otherwise.
+func (m Model) holdLine() string {
+	h, now := m.hold, m.d.Now
+	if !h.shown(now) {
+		return ""
+	}
+	return m.st.Warn.Render(fmt.Sprintf("no earlier image records: every image counts as first seen at %s; none goes before %s (%s)",
+		h.since.Format(time.TimeOnly), h.eligible.Format(time.TimeOnly), format.RoughIn(h.eligible, now)))
 }
 
 // render lays out the pane, and says where its clock lines went.
-func (m Model) render() ([]string, [2]int) {
+func (m Model) render() ([]string, [3]int) {
 	d, st := m.d, m.st
 	var lines []string
 	add := func(s ...string) { lines = append(lines, s...) }
@@ -231,9 +262,8 @@ func (m Model) render() ([]string, [2]int) {
 	default:
 		add(st.OK.Render(fmt.Sprintf("usage %d%% < high %d%%: no image GC needed", u, pol.HighThresholdPercent)))
 	}
-	if since, eligible, ok := firstseen.Hold(d.Snapshot, pol.MinAge, d.Now); ok {
-		add(st.Warn.Render(fmt.Sprintf("no earlier image records: every image counts as first seen at %s; none goes before %s (%s)",
-			since.Format(time.TimeOnly), eligible.Format(time.TimeOnly), format.In(eligible, d.Now))))
+	if l := m.holdLine(); l != "" {
+		add(l)
 	}
 	add("")
 	if r := d.Snapshot.RootFs; r != nil {
@@ -287,7 +317,7 @@ func (m Model) render() ([]string, [2]int) {
 	}
 	lines = append(lines, tail...)
 
-	at := [2]int{-1, -1}
+	at := [3]int{-1, -1, -1}
 	clock := m.clockLines()
 	for i, l := range lines {
 		if j := slices.Index(clock[:], l); j >= 0 && at[j] < 0 {
