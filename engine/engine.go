@@ -136,7 +136,7 @@ type Engine struct {
 	// records were last written.
 	usedAt, savedAt time.Time
 	started         time.Time
-	fresh   bool // started without persisted records
+	fresh           bool // started without persisted records
 	// Warning is set when the records file was corrupt and moved aside.
 	warning error
 	// reconciled is set once the journal's open intents were settled;
