@@ -389,9 +389,10 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			cmds = append(cmds, m.broadcast(feed.Pass{Report: *r}))
 			if !m.eventsLive || passChanged(*r) {
 				cmds = append(cmds, m.startRefresh(false))
-			} else {
+			} else if r.Skipped == "" {
 				// No refresh follows (whose end would): the pass's own
-				// listing and plan are garbage now.
+				// listing and plan are garbage now. A skipped pass
+				// listed nothing, and leaves none.
 				cmds = append(cmds, m.release())
 			}
 		}
