@@ -73,7 +73,10 @@ const noticeBuffer = 64
 // it publishes reports and kubelet-style events to subscribers.
 //
 // Unlike the kubelet, the first periodic passes come one period after Run
-// starts, so an operator who opens the dashboard has time to pause.
+// starts, so an operator who opens the dashboard has time to pause. A
+// periodic container pass on a node that has not changed since the last
+// full one is skipped, for StreamSafetyInterval at most (RunPeriodic);
+// its report still reaches the subscribers.
 type Scheduler struct {
 	e     *Engine
 	o     SchedulerOptions
