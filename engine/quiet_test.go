@@ -174,6 +174,13 @@ func TestPeriodicContainerPassSkipsAnUnchangedNode(t *testing.T) {
 		{name: "a forced pass runs in full", forced: true},
 		{name: "a stream not live at the first pass runs in full", first: func(t *testing.T, n *quietNode) { n.e.setStream(EventStream{Down: "not yet"}) },
 			change: func(t *testing.T, n *quietNode) { n.e.setStream(EventStream{Live: true}) }},
+		{name: "a forced pass that failed since runs in full", change: func(t *testing.T, n *quietNode) {
+			n.rt.fail["ListContainers *"] = errTest("unavailable")
+			if _, err := n.e.Run(context.Background(), PassContainers); err == nil {
+				t.Fatal("the forced pass did not fail")
+			}
+			delete(n.rt.fail, "ListContainers *")
+		}},
 		{name: "a failed first pass runs in full", first: func(t *testing.T, n *quietNode) { n.rt.fail["ListImages *"] = errTest("unavailable") },
 			change: func(t *testing.T, n *quietNode) { delete(n.rt.fail, "ListImages *") }},
 	}
