@@ -65,7 +65,8 @@ func stampDir(dir string) (st dirStamp, trusted bool) {
 	if err := unix.Stat(dir, &s); err != nil {
 		return dirStamp{}, true
 	}
-	st = dirStamp{ok: true, dev: uint64(s.Dev), ino: s.Ino, mtime: s.Mtim.Nano()} //nolint:unconvert // Dev's type differs by architecture
+	// Dev's type differs by architecture.
+	st = dirStamp{ok: true, dev: uint64(s.Dev), ino: s.Ino, mtime: s.Mtim.Nano()}
 	return st, time.Since(time.Unix(0, st.mtime)) >= racyStamp
 }
 
