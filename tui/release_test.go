@@ -37,8 +37,7 @@ func runQuick(cmd tea.Cmd, d time.Duration) []tea.Msg {
 // TestReleaseAfterPass pins when the dashboard hands its garbage back
 // (Options.AfterRefresh): after a refresh is applied, and after a real
 // pass that no refresh follows, whose own listing and plan are garbage
-// then (a skipped pass too: the frames drawn since are garbage); never
-// for a dry run.
+// then; never for a dry run.
 func TestReleaseAfterPass(t *testing.T) {
 	live := func(t *testing.T) (Model, *atomic.Int32) {
 		m, _ := fixtureModel(t, 100, 30)
@@ -85,20 +84,6 @@ func TestReleaseAfterPass(t *testing.T) {
 		runQuick(cmd, time.Second)
 		if got := n.Load(); got != 1 {
 			t.Errorf("AfterRefresh ran %d times after the pass; want 1", got)
-		}
-	})
-	t.Run("a skipped pass: no refresh, released", func(t *testing.T) {
-		m, n := live(t)
-		seq := m.refreshSeq
-		msg := pass(m, false)
-		msg.n.Report.Skipped = "unchanged since pass #1"
-		m, cmd := update(m, msg)
-		if m.refreshSeq != seq {
-			t.Fatal("a skipped pass re-listed the live dashboard")
-		}
-		runQuick(cmd, time.Second)
-		if got := n.Load(); got != 1 {
-			t.Errorf("AfterRefresh ran %d times after a skipped pass; want 1 (the frames since the last release)", got)
 		}
 	})
 	t.Run("a pass that removed something: released once its refresh is applied", func(t *testing.T) {
