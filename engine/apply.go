@@ -94,7 +94,16 @@ type executor struct {
 // room or a failed journal write stops the pass and sets its Error. The
 // pass is set up (newExecutor), run in the pool (runPhases), its views
 // closed and its journal made durable, and reported (finishReport).
-func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (PassReport, error) {
+//
+// A plan that removes nothing builds no executor: the pass reads no usage
+// of its own (listed, the usage its listing read; nil for an applied
+// preview), readies no journal and writes nothing (emptyReport), unless
+// the journal has something to settle: a failed write to repair or an
+// earlier pass's intents open, which the executor's set-up settles.
+func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time, listed *FsStats) (PassReport, error) {
+	if planEmpty(p) && e.journalSettled() {
+		return e.emptyReport(p, start, listed), nil
+	}
 	defer e.markPassing()()
 	x, phases := e.newExecutor(ctx, p, start)
 	stopWake := context.AfterFunc(ctx, x.wake)
@@ -104,6 +113,38 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time) (Pass
 	x.views.close() // a background listing does not outlive the pass
 	x.endJournal()
 	return e.finishReport(x, p), nil
+}
+
+// journalSettled reports whether the journal has nothing for a pass to
+// settle: no failed write, and no intent of an earlier pass left open.
+func (e *Engine) journalSettled() bool {
+	if e.journal == nil {
+		return true
+	}
+	e.mu.Lock()
+	reconciled := e.reconciled
+	e.mu.Unlock()
+	return reconciled && e.journal.healthy()
+}
+
+// emptyReport is the report of a pass whose plan removes nothing: its
+// plan's events (an image pass that cannot free enough still reports
+// FreeDiskSpaceFailed), the notes left for the next pass, and the image
+// filesystem as its listing read it (UsageFromListing) when listed is
+// set.
+func (e *Engine) emptyReport(p Plan, start time.Time, listed *FsStats) PassReport {
+	r := PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
+	if listed != nil {
+		fs := *listed
+		r.ImageFsBefore, r.ImageFsAfter, r.UsageFrom = &fs, &fs, UsageFromListing
+	}
+	e.mu.Lock()
+	r.Notes, e.notes = e.notes, nil
+	e.mu.Unlock()
+	r.Events = passEvents(r, p, e.now())
+	r.FinishedAt = e.now()
+	e.log.Info("pass done", "pass", r.PassID(), "kind", r.Kind, "removed", 0, "nothing planned", true)
+	return r
 }
 
 // markPassing marks a pass in flight until the returned func is called.
@@ -239,6 +280,8 @@ func (e *Engine) forgetImagesLocked(removed map[string]bool) {
 	if e.persists() {
 		if err := saveRecords(e.o.StateDir, e.records, e.now()); err != nil {
 			e.log.Error("save image records", "err", err)
+		} else {
+			e.savedAt = e.now()
 		}
 	}
 }

@@ -39,6 +39,13 @@ type Options struct {
 	// directories were read. nil means no pod source: not ready, limits
 	// only.
 	PodSource func(ctx context.Context, s Snapshot) (PodSource, error)
+	// PodSourceGen, with a PodSource, returns a number that changes
+	// whenever what PodSource says may change for the same snapshot (the
+	// API server's pods, the source's readiness). A periodic container
+	// pass on a node that has not changed is skipped only while it stays
+	// the same (RunPeriodic); nil means no pass is skipped with a pod
+	// source.
+	PodSourceGen func() uint64
 	// ScanLogs makes snapshots list pod log directories and
 	// /var/log/containers symlinks for log GC.
 	ScanLogs bool
@@ -91,6 +98,13 @@ type Engine struct {
 	// containerGen counts container events; a pass's view of the node
 	// is listed again when it changes.
 	containerGen atomic.Uint64
+	// streamGen counts every container event of any type and every
+	// change of the follower's state (an opening, a break): a quiet
+	// container pass is skipped only while it stays the same (quiet.go).
+	streamGen atomic.Uint64
+	// quiet is the last full container pass's mark, nil when the next
+	// periodic one must run in full (quiet.go); under passMu.
+	quiet *quietMark
 	// following is set while FollowEvents holds the runtime's container
 	// event stream open.
 	following atomic.Bool
@@ -117,8 +131,12 @@ type Engine struct {
 	// journal alone (the pass's own intents are open, not interrupted).
 	passing bool
 	records map[string]ImageRecord
-	started time.Time
-	fresh   bool // started without persisted records
+	// usedAt is the time the last update of the records stamped on the
+	// images in use (updateRecords' prevUsed); savedAt is when the
+	// records were last written.
+	usedAt, savedAt time.Time
+	started         time.Time
+	fresh           bool // started without persisted records
 	// Warning is set when the records file was corrupt and moved aside.
 	warning error
 	// reconciled is set once the journal's open intents were settled;
@@ -274,22 +292,21 @@ func (e *Engine) ReadOnly() bool { return e.o.Remover == nil }
 func (e *Engine) Now() time.Time { return e.now() }
 
 // Snapshot collects the runtime's state and the filesystems and updates
-// the image records (first detected, last used). It persists them when the
-// set of images changed, so a first-detected time survives a crash; the
-// last-used times are persisted by every plan and pass (a crash loses
-// nothing older than the last pass). The dashboard snapshots every few
-// seconds, and a node in trouble should not pay an fsync each time. It
-// does not wait for a pass in flight: it sees the node as the pass leaves
-// it so far.
+// the image records (first detected, last used). It persists them when an
+// image appeared or vanished, or started or stopped being in use, so a
+// first-detected time, and the last use of an image no longer in use,
+// survive a crash; the last-used times of the images still in use are
+// written again once they are recordsMaxStale old. An idle node's passes
+// and the dashboard's refreshes pay no fsync. It does not wait for a pass
+// in flight: it sees the node as the pass leaves it so far.
 func (e *Engine) Snapshot(ctx context.Context) (Snapshot, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.snapshotLocked(ctx, false)
+	return e.snapshotLocked(ctx)
 }
 
-// snapshotLocked is Snapshot with e.mu held; persist forces the records to
-// disk.
-func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, error) {
+// snapshotLocked is Snapshot with e.mu held.
+func (e *Engine) snapshotLocked(ctx context.Context) (Snapshot, error) {
 	if !e.passing {
 		e.notes = append(e.notes, e.reconcileLocked(ctx)...)
 	}
@@ -306,11 +323,14 @@ func (e *Engine) snapshotLocked(ctx context.Context, persist bool) (Snapshot, er
 		}
 	}
 	var changed bool
-	e.records, changed = updateRecords(e.records, s.Images, inUse, s.TakenAt)
-	if e.persists() && (persist || changed) {
+	e.records, changed = updateRecords(e.records, s.Images, inUse, s.TakenAt, e.usedAt)
+	e.usedAt = s.TakenAt
+	stale := len(inUse) > 0 && (s.TakenAt.Sub(e.savedAt) >= recordsMaxStale || s.TakenAt.Before(e.savedAt))
+	if e.persists() && (changed || stale) {
 		if err := saveRecords(e.o.StateDir, e.records, s.TakenAt); err != nil {
 			return s, err
 		}
+		e.savedAt = s.TakenAt
 	}
 	s.ImageRecords = sortedRecords(e.records)
 	if e.o.OnSnapshot != nil {
@@ -338,7 +358,7 @@ func (e *Engine) planLocked(ctx context.Context, kind PassKind, at time.Time) (S
 	if !validPass(kind) {
 		return Snapshot{}, Plan{}, fmt.Errorf("unknown pass kind %q", kind)
 	}
-	s, err := e.snapshotLocked(ctx, true)
+	s, err := e.snapshotLocked(ctx)
 	if err != nil {
 		return s, Plan{}, err
 	}
@@ -401,21 +421,62 @@ func DryRunReport(p Plan) PassReport {
 	return r
 }
 
-// Run plans and applies one pass (see Apply for the stop contract).
+// Run plans and applies one pass (see Apply for the stop contract). It
+// always lists the node: `nodegc gc` and forced passes run it.
 func (e *Engine) Run(ctx context.Context, kind PassKind) (PassReport, error) {
 	if e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
 	}
 	e.passMu.Lock()
 	defer e.passMu.Unlock()
+	return e.runLocked(ctx, kind)
+}
+
+// RunPeriodic is Run for the scheduler's periodic passes: a container
+// pass is skipped, without listing the node, when nothing could have
+// changed its plan since the last full container pass, which removed
+// nothing (quiet.go); its report says so (PassReport.Skipped). No journal
+// line and no records file is written for it. Every other pass runs as
+// Run.
+func (e *Engine) RunPeriodic(ctx context.Context, kind PassKind) (PassReport, error) {
+	if e.ReadOnly() {
+		return PassReport{}, ErrReadOnly
+	}
+	e.passMu.Lock()
+	defer e.passMu.Unlock()
+	if kind == PassContainers {
+		if r, ok := e.skipQuiet(); ok {
+			return r, nil
+		}
+	}
+	return e.runLocked(ctx, kind)
+}
+
+// runLocked is Run with e.passMu held. A container pass marks what it saw
+// of the node's sources of change before it lists (markQuiet), so that
+// the next periodic one may be skipped (keepQuiet).
+func (e *Engine) runLocked(ctx context.Context, kind PassKind) (PassReport, error) {
 	start := e.now()
+	var mark *quietMark
+	if kind == PassContainers {
+		mark = e.markQuiet(start)
+	} else if kind != PassImages {
+		e.quiet = nil
+	}
 	e.mu.Lock()
-	_, p, err := e.planLocked(ctx, kind, time.Time{})
+	s, p, err := e.planLocked(ctx, kind, time.Time{})
 	e.mu.Unlock()
 	if err != nil {
+		e.quiet = nil
 		return PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: kind, StartedAt: start, FinishedAt: e.now(), Error: err.Error(), Events: []Event{}}, err
 	}
-	return e.applyLocked(ctx, p, start)
+	stable := mark != nil && TimeStable(s, p, p.EvaluatedAt)
+	fs := s.ImageFs
+	r, err := e.applyLocked(ctx, p, start, &fs)
+	if kind == PassContainers {
+		e.keepQuiet(mark, stable, p, r, err)
+	}
+	return r, err
 }
 
 // Apply performs the plan: each item is re-checked just before it is
@@ -452,5 +513,8 @@ func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
 	}
 	e.passMu.Lock()
 	defer e.passMu.Unlock()
-	return e.applyLocked(ctx, p, e.now())
+	if p.Pass != PassImages {
+		e.quiet = nil
+	}
+	return e.applyLocked(ctx, p, e.now(), nil)
 }

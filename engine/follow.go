@@ -69,6 +69,7 @@ func (e *Engine) OnContainers(fn func(EventStream)) (cancel func()) { return e.c
 
 // setStream records the follower's state and tells the listeners.
 func (e *Engine) setStream(st EventStream) {
+	e.streamGen.Add(1)
 	e.following.Store(st.Live)
 	e.stream.Store(&st)
 	e.containers.publish(st)
@@ -116,6 +117,7 @@ func (e *Engine) readEvents(ch <-chan ContainerEvent) error {
 	err := errStreamClosed
 	for ev := range ch {
 		for more := true; more; {
+			e.streamGen.Add(1)
 			switch {
 			case ev.Err != nil:
 				err = ev.Err

@@ -148,6 +148,17 @@ func openJournal(dir string) (*journal, error) {
 	return jr, nil
 }
 
+// healthy reports whether no write of the journal failed since the last
+// reset (a nil journal, none kept, is healthy).
+func (j *journal) healthy() bool {
+	if j == nil {
+		return true
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err == nil
+}
+
 // reset readies the journal for a pass after a failed write: it clears
 // the error, and repairs what the failure left. It returns a note when
 // it cut something.

@@ -16,6 +16,14 @@ import (
 // recordsFile is the name of the image records file in the state dir.
 const recordsFile = "image-records.json"
 
+// recordsMaxStale is how old the persisted last-used times of the images
+// in use may grow before a snapshot writes them again though nothing else
+// changed: a crash loses at most this much of them (an image's last use
+// is then read as up to this much earlier after a restart). The kubelet
+// keeps its records in memory and loses them all at a restart; nodegc
+// keeps them, without an fsync at every pass of an idle node.
+const recordsMaxStale = StreamSafetyInterval
+
 // recordsDoc is the on-disk form of the image records.
 type recordsDoc struct {
 	APIVersion string        `json:"apiVersion"`
@@ -117,7 +125,7 @@ func sortedRecords(recs map[string]ImageRecord) []ImageRecord {
 // in use is last used now, and records of vanished images are dropped.
 // A time after now (the clock stepped back since it was recorded) is
 // clamped to now. changed reports whether an image appeared or vanished,
-// or a time was clamped.
+// started or stopped being in use, or a time was clamped.
 //
 // The records outlive the listing, which is often dropped at once (a
 // listing that reads as the last one): a record already held keeps its
@@ -126,7 +134,12 @@ func sortedRecords(recs map[string]ImageRecord) []ImageRecord {
 // ID string of the listing kept as a key held on to the 8 KB span it was
 // decoded in: 2,000 images pinned about 6 MB the collector could not
 // return.)
-func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string]bool, now time.Time) (next map[string]ImageRecord, changed bool) {
+//
+// prevUsed is the time the previous update stamped on the images in use
+// then: an image that starts or stops being in use changes the records
+// too, since its last-used time then stays as it is (zero: none known,
+// every image in use now counts as a change).
+func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string]bool, now, prevUsed time.Time) (next map[string]ImageRecord, changed bool) {
 	next = make(map[string]ImageRecord, len(images))
 	used := now
 	for _, img := range images {
@@ -135,8 +148,9 @@ func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string
 			r = ImageRecord{ID: img.ID, FirstDetected: now}
 			changed = true
 		}
+		wasInUse := ok && r.LastUsed != nil && !prevUsed.IsZero() && r.LastUsed.Equal(prevUsed)
 		r, moved := clampRecord(r, now)
-		changed = changed || moved
+		changed = changed || moved || wasInUse != inUse[img.ID]
 		if inUse[img.ID] {
 			r.LastUsed = &used
 		}

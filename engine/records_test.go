@@ -65,7 +65,7 @@ func TestRecordsSurviveARestart(t *testing.T) {
 }
 
 func TestRecordsOfVanishedImagesAreDropped(t *testing.T) {
-	recs, changed := updateRecords(map[string]ImageRecord{"gone": {ID: "gone", FirstDetected: execNow}}, []Image{{ID: "here"}}, nil, execNow)
+	recs, changed := updateRecords(map[string]ImageRecord{"gone": {ID: "gone", FirstDetected: execNow}}, []Image{{ID: "here"}}, nil, execNow, time.Time{})
 	if _, ok := recs["gone"]; ok || len(recs) != 1 || !changed {
 		t.Errorf("records = %v, want only 'here'", recs)
 	}
@@ -124,7 +124,11 @@ func TestSaveRecordsLeavesNoTempFiles(t *testing.T) {
 	}
 }
 
-func TestSnapshotsPersistNewImagesAndPlansPersistLastUsed(t *testing.T) {
+// The records are written when an image comes or goes, or starts or
+// stops being in use, and the last-used times of the images in use once
+// they are recordsMaxStale old; a plan or snapshot of an unchanged node
+// writes nothing before that.
+func TestRecordsArePersistedWhenTheyChange(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, recordsFile)
 	rt := newFakeRuntime()
@@ -137,26 +141,46 @@ func TestSnapshotsPersistNewImagesAndPlansPersistLastUsed(t *testing.T) {
 	defer e.Close()
 	ctx := context.Background()
 	read := func() string { b, _ := os.ReadFile(path); return string(b) }
+	lastUsed := func() *time.Time {
+		recs, _, _, _ := loadRecords(dir, now, true)
+		return recs["a"].LastUsed
+	}
 
 	e.Snapshot(ctx)
 	if !strings.Contains(read(), `"a"`) {
 		t.Fatalf("a new image was not persisted by a snapshot: %s", read())
 	}
-	// Same images, a container now uses "a": a snapshot does not rewrite
-	// the file, a plan does.
+	// A container now uses "a": the next snapshot persists its use.
 	rt.containers["c"] = Container{ID: "c", ImageID: "a", State: ContainerRunning}
 	now = now.Add(time.Minute)
-	before := read()
 	e.Snapshot(ctx)
-	if read() != before {
-		t.Errorf("a snapshot with no new or vanished image rewrote the records")
+	if lu := lastUsed(); lu == nil || !lu.Equal(now) {
+		t.Errorf("an image that came into use was not persisted: %v", lu)
 	}
+	// Still in use, a minute on: neither a snapshot nor a plan rewrites.
+	before := read()
+	now = now.Add(time.Minute)
+	e.Snapshot(ctx)
 	if _, err := e.Plan(ctx, PassImages); err != nil {
 		t.Fatal(err)
 	}
-	recs, _, _, _ := loadRecords(dir, now, true)
-	if lu := recs["a"].LastUsed; lu == nil || !lu.Equal(now) {
-		t.Errorf("a plan did not persist last used: %+v", recs["a"])
+	if read() != before {
+		t.Errorf("a snapshot and a plan of an unchanged node rewrote the records")
+	}
+	// recordsMaxStale after the write, the last use is written again.
+	now = execNow.Add(time.Minute + recordsMaxStale)
+	e.Snapshot(ctx)
+	if lu := lastUsed(); lu == nil || !lu.Equal(now) {
+		t.Errorf("a last use %v old was not persisted: %v", recordsMaxStale, lu)
+	}
+	// No longer in use: its last use stays, and is persisted at once.
+	delete(rt.containers, "c")
+	used := now
+	now = now.Add(time.Minute)
+	before = read()
+	e.Snapshot(ctx)
+	if lu := lastUsed(); read() == before || lu == nil || !lu.Equal(used) {
+		t.Errorf("an image that went out of use: last used %v persisted (rewritten %v), want %v", lu, read() != before, used)
 	}
 	// A vanished image is persisted by the next snapshot.
 	delete(rt.images, "a")
@@ -198,7 +222,7 @@ func TestRecordTimesAfterNowAreClamped(t *testing.T) {
 			}
 			check("loaded", recs["a"])
 			// On use: records already in memory when the clock steps back.
-			next, changed := updateRecords(map[string]ImageRecord{"a": tc.rec}, []Image{{ID: "a"}}, nil, execNow)
+			next, changed := updateRecords(map[string]ImageRecord{"a": tc.rec}, []Image{{ID: "a"}}, nil, execNow, time.Time{})
 			check("updated", next["a"])
 			if changed != tc.wantRewritten {
 				t.Errorf("changed = %v, want %v (a clamped record is persisted again)", changed, tc.wantRewritten)
@@ -218,14 +242,14 @@ func TestUpdateRecordsPinNoListing(t *testing.T) {
 		return []Image{{ID: strings.Clone("sha256:aa")}, {ID: strings.Clone("sha256:bb")}, {ID: strings.Clone("sha256:cc")}}
 	}
 	first := listing()
-	recs, _ := updateRecords(nil, first, map[string]bool{"sha256:aa": true, "sha256:bb": true}, now)
+	recs, _ := updateRecords(nil, first, map[string]bool{"sha256:aa": true, "sha256:bb": true}, now, time.Time{})
 	held := map[string]*byte{}
 	for id, r := range recs {
 		held[id] = unsafe.StringData(r.ID)
 	}
 	second := listing()
 	second = append(second, Image{ID: strings.Clone("sha256:dd")})
-	next, _ := updateRecords(recs, second, map[string]bool{"sha256:aa": true, "sha256:bb": true, "sha256:dd": true}, now.Add(time.Minute))
+	next, _ := updateRecords(recs, second, map[string]bool{"sha256:aa": true, "sha256:bb": true, "sha256:dd": true}, now.Add(time.Minute), now)
 	var used *time.Time
 	for id, r := range next {
 		if id != r.ID || unsafe.StringData(id) != unsafe.StringData(r.ID) {

@@ -83,10 +83,25 @@ type PassReport struct {
 	// are OutcomeNotRun, and Undone counts them.
 	Stopped string `json:"stopped,omitempty"`
 	Undone  int    `json:"undone,omitempty"`
+	// Skipped says why a periodic container pass was skipped without
+	// listing the node (Engine.RunPeriodic): e.g. "unchanged since pass
+	// #12 (no container event, nothing due by the clock); …". Such a pass
+	// has no items, its Plan is that earlier pass's, and it wrote nothing.
+	Skipped string `json:"skipped,omitempty"`
+	// UsageFrom says where ImageFsBefore and ImageFsAfter come from:
+	// UsageFromListing (a pass with nothing to remove reads the usage of
+	// its own listing once), or "" (measured just before and just after
+	// the removals).
+	UsageFrom string `json:"usageFrom,omitempty"`
 	// Notes are things the pass found and settled on its way (intents an
 	// interrupted pass left without outcome, reconciled).
 	Notes []string `json:"notes,omitempty"`
 }
+
+// UsageFromListing is the PassReport.UsageFrom of a pass with nothing to
+// remove: its image filesystem usage is the one read with its listing,
+// before and after alike, and MeasuredBytesFreed is not set.
+const UsageFromListing = "listing"
 
 // Progress is how far a running pass has come: items and image bytes done
 // of those planned. The scheduler publishes it in Notice.Progress, and gc on

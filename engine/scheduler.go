@@ -73,7 +73,10 @@ const noticeBuffer = 64
 // it publishes reports and kubelet-style events to subscribers.
 //
 // Unlike the kubelet, the first periodic passes come one period after Run
-// starts, so an operator who opens the dashboard has time to pause.
+// starts, so an operator who opens the dashboard has time to pause. A
+// periodic container pass on a node that has not changed since the last
+// full one is skipped, for StreamSafetyInterval at most (RunPeriodic);
+// its report still reaches the subscribers.
 type Scheduler struct {
 	e     *Engine
 	o     SchedulerOptions
@@ -177,9 +180,15 @@ func (s *Scheduler) Force(ctx context.Context, kind PassKind) (PassReport, error
 	return s.pass(ctx, kind, true)
 }
 
-// pass runs one real pass and publishes its report and events.
+// pass runs one real pass and publishes its report and events. A
+// periodic one may be skipped on a node that has not changed
+// (Engine.RunPeriodic); a forced one always lists the node.
 func (s *Scheduler) pass(ctx context.Context, kind PassKind, forced bool) (PassReport, error) {
-	return s.do(ctx, kind, func(ctx context.Context) (PassReport, error) { return s.e.Run(ctx, kind) }, forced)
+	run := s.e.RunPeriodic
+	if forced {
+		run = s.e.Run
+	}
+	return s.do(ctx, kind, func(ctx context.Context) (PassReport, error) { return run(ctx, kind) }, forced)
 }
 
 // do runs fn as the one pass in flight, then records and publishes it.

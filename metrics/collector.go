@@ -205,7 +205,10 @@ func (c *Collector) ObserveReport(r engine.PassReport) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.passes[[3]string{string(r.Kind), trigger, passResult(r)}]++
-	observe(c.passDur, string(r.Kind), secs)
+	if r.Skipped == "" {
+		// A skipped pass ran nothing: its no time is no pass's duration.
+		observe(c.passDur, string(r.Kind), secs)
+	}
 	c.lastPass[string(r.Kind)] = r.FinishedAt
 	removedContainers := 0
 	for _, it := range r.Items {
@@ -265,9 +268,12 @@ func passTrigger(r engine.PassReport) string {
 }
 
 // passResult sums up a pass: ok, error (a pass-level error or a failed
-// item), or stopped.
+// item), stopped, or skipped (a periodic container pass on a node that
+// had not changed, engine.Engine.RunPeriodic).
 func passResult(r engine.PassReport) string {
 	switch {
+	case r.Skipped != "":
+		return "skipped"
 	case r.Error != "" || r.Count(engine.OutcomeFailed) > 0:
 		return "error"
 	case r.Stopped != "":

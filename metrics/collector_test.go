@@ -274,6 +274,18 @@ func TestContainerGCAndMachinery(t *testing.T) {
 	}
 }
 
+// A skipped periodic container pass counts as a pass, result skipped,
+// and adds no duration: it ran nothing.
+func TestSkippedPassesAreCountedWithoutDuration(t *testing.T) {
+	c := New(Options{Policy: engine.DefaultPolicy()})
+	c.ObserveReport(engine.PassReport{ID: 2, Kind: engine.PassContainers, StartedAt: t0, FinishedAt: t0, Items: []engine.ItemResult{}, Skipped: "unchanged since pass #1"})
+	expect(t, c, "nodegc_gc_passes_total", map[string]string{"kind": "containers", "trigger": "periodic", "result": "skipped"}, 1)
+	expect(t, c, "nodegc_gc_last_pass_timestamp_seconds", map[string]string{"kind": "containers"}, float64(t0.Unix()))
+	if n, ok := value(t, c, "nodegc_gc_pass_duration_seconds", nil); ok && n != 0 {
+		t.Errorf("a skipped pass observed %v durations; want none", n)
+	}
+}
+
 func TestDryRunsAreNotCounted(t *testing.T) {
 	c := New(Options{Policy: engine.DefaultPolicy()})
 	r := imagePass(100, time.Second, imageItem("a", 150, engine.RemoveForSpace, engine.OutcomePlanned))

@@ -63,7 +63,7 @@ var (
 		"Containers not running on the node: those the latest snapshot saw, less those the passes since removed.")
 
 	descPasses = desc("gc", "passes_total",
-		"GC passes run, by kind (containers, images, full, reclaim-all), trigger and result (ok, error, stopped).", "kind", "trigger", "result")
+		"GC passes run, by kind (containers, images, full, reclaim-all), trigger and result (ok, error, stopped, skipped: a periodic container pass on a node unchanged since the last full one).", "kind", "trigger", "result")
 	descPassDuration = desc("gc", "pass_duration_seconds",
 		"Duration of the GC passes, by kind.", "kind")
 	descLastPass = desc("gc", "last_pass_timestamp_seconds",

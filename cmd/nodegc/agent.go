@@ -115,7 +115,7 @@ did not create).`,
 	fl.StringVar(&opts.MetricsAddress, "metrics-bind-address", defaultMetricsAddress, "host:port to serve /metrics, /healthz and /readyz on; 0 serves nothing")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines written on stderr: debug, info, warn or error")
 	fl.DurationVar(&opts.ImagePeriod, "image-gc-period", engine.ImageGCPeriod, "period of image GC (the kubelet's is 5m)")
-	fl.DurationVar(&opts.ContainerPeriod, "container-gc-period", engine.ContainerGCPeriod, "period of container GC (the kubelet's is 1m)")
+	fl.DurationVar(&opts.ContainerPeriod, "container-gc-period", engine.ContainerGCPeriod, "period of container GC (the kubelet's is 1m); a periodic pass on a node unchanged since the last full one is skipped, for 5m at most")
 	_ = fl.MarkHidden("image-gc-period")
 	_ = fl.MarkHidden("container-gc-period")
 	addParallelFlag(fl, &opts.Parallel)

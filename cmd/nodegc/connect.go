@@ -48,6 +48,15 @@ func (c *runtimeConn) podSource() func(context.Context, engine.Snapshot) (engine
 	return c.pods.PodSource
 }
 
+// podSourceGen is the generation of the connection's pod source
+// (engine.Options.PodSourceGen); nil without one.
+func (c *runtimeConn) podSourceGen() func() uint64 {
+	if c.pods == nil {
+		return nil
+	}
+	return c.pods.Generation
+}
+
 // scanLogs reports whether snapshots should list this machine's pod log
 // directories and /var/log/containers for log GC.
 func (c *runtimeConn) scanLogs() bool { return !c.Simulated }

@@ -63,7 +63,7 @@ func openLiveNode(ctx context.Context, f *factory, g *globalOptions, o liveNodeO
 	e, err := newEngine(f, g, engine.Options{
 		Reader: conn.Reader, Remover: conn.Remover, Policy: policy, Statfs: conn.Statfs,
 		StateDir: g.StateDir, ScanLogs: conn.scanLogs(), Parallel: o.Parallel, PodSource: conn.podSource(),
-		OnSnapshot: o.OnSnapshot,
+		PodSourceGen: conn.podSourceGen(), OnSnapshot: o.OnSnapshot,
 	})
 	if err != nil {
 		conn.Close()

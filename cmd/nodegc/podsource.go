@@ -295,6 +295,16 @@ func (ps *podSources) PodSource(ctx context.Context, s engine.Snapshot) (engine.
 	return p, err
 }
 
+// Generation is the engine.Options.PodSourceGen of the command: the
+// informer's (podsource.Source.Generation), or 0 without one, whose
+// answer (not ready, limits only) never changes.
+func (ps *podSources) Generation() uint64 {
+	if ps.src == nil {
+		return 0
+	}
+	return ps.src.Generation()
+}
+
 // Stop stops the informer, if any, without waiting for it.
 func (ps *podSources) Stop() {
 	if ps != nil && ps.src != nil {

@@ -446,19 +446,31 @@ func TestSourceWatchesThisNodesPods(t *testing.T) {
 		t.Errorf("description = %q, want %q", got.Description, want)
 	}
 
+	// The first list's pod reaches the generation through the informer's
+	// handlers, asynchronously: wait for it (a bound, not a timing
+	// assertion).
+	deadline := time.Now().Add(30 * time.Second)
+	for src.Generation() != 1<<1|1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("generation %d after the first list of one pod; want %d", src.Generation(), 1<<1|1)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	gen := src.Generation()
 	if err := cs.CoreV1().Pods("default").Delete(context.Background(), live.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The watch delivers the deletion asynchronously: wait for it (a
-	// bound, not a timing assertion).
-	deadline := time.Now().Add(30 * time.Second)
+	// bound, not a timing assertion). What PodSource says changes, and so
+	// does the generation (engine.Options.PodSourceGen).
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		got, _ = src.PodSource(context.Background(), snap)
-		if slices.Equal(got.RemovablePodUIDs, []string{"p"}) {
+		if slices.Equal(got.RemovablePodUIDs, []string{"p"}) && src.Generation() != gen {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the deleted pod never became removable: %+v", got)
+			t.Fatalf("the deleted pod never became removable, or the generation never moved (%d): %+v", src.Generation(), got)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
