@@ -56,6 +56,9 @@ func (m Model) Detail() (feed.Detail, bool) {
 	if p.Stopped != "" {
 		l = append(l, fmt.Sprintf("STOPPED   %s (%d not run)", p.Stopped, p.Undone))
 	}
+	if p.Skipped != "" {
+		l = append(l, "SKIPPED   "+p.Skipped)
+	}
 	for _, e := range p.Events {
 		l = append(l, "EVENT     "+e.Reason+": "+e.Message)
 	}

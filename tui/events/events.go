@@ -220,6 +220,10 @@ func passRow(p engine.PassReport) grid.Row {
 		result, k = fmt.Sprintf("%d failed", failed), grid.Warn
 	case p.Stopped != "":
 		result, k = fmt.Sprintf("stopped, %d not run", p.Undone), grid.Warn
+	case p.Skipped != "":
+		// A periodic container pass on a node unchanged since the last
+		// full one (engine.RunPeriodic); enter shows why.
+		result, k = "skipped: node unchanged", grid.Dim
 	case len(p.Items) == 0:
 		result, k = "nothing to do", grid.Dim
 	}

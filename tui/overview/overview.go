@@ -517,7 +517,13 @@ func (m Model) lastPassLine() string {
 	if r == nil {
 		return head + st.Faint.Render("none yet")
 	}
-	s := fmt.Sprintf("#%d %s %s (%s): removed %d, freed %s", r.ID, r.Kind, format.RoughAgo(r.FinishedAt, d.Now), r.FinishedAt.Format(time.TimeOnly),
+	pass := fmt.Sprintf("#%d %s %s (%s)", r.ID, r.Kind, format.RoughAgo(r.FinishedAt, d.Now), r.FinishedAt.Format(time.TimeOnly))
+	if r.Skipped != "" {
+		// A periodic container pass on a node unchanged since the last
+		// full one: it listed nothing (engine.RunPeriodic).
+		return head + pass + ": " + st.Faint.Render("skipped, "+r.Skipped)
+	}
+	s := fmt.Sprintf("%s: removed %d, freed %s", pass,
 		r.Count(engine.OutcomeRemoved), format.Bytes(r.EstimatedBytesFreed))
 	if r.MeasuredBytesFreed != nil {
 		s += fmt.Sprintf(" (measured %s)", format.Bytes(*r.MeasuredBytesFreed))
