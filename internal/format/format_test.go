@@ -117,20 +117,7 @@ func TestNextChange(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := at.Add(tt.now)
-			show := func(n time.Time) string { return Ago(at, n) }
-			next := NextChange(at, now)
-			if !next.After(now) {
-				t.Fatalf("NextChange = %s, not after now %s", next, now)
-			}
-			// Nothing changes before next; it changes at next.
-			for p := now; p.Before(next); p = p.Add(max(next.Sub(now)/50, time.Millisecond)) {
-				if show(p) != show(now) {
-					t.Fatalf("changed at %s (%q → %q), before NextChange %s", p.Sub(at), show(now), show(p), next.Sub(at))
-				}
-			}
-			if show(next) == show(now) {
-				t.Fatalf("no change at NextChange %s: still %q", next.Sub(at), show(next))
-			}
+			checkNextChange(t, at, now, NextChange(at, now), func(n time.Time) string { return Ago(at, n) })
 		})
 	}
 	if !NextChange(time.Time{}, at).IsZero() {
@@ -185,23 +172,28 @@ func TestRoughNextChange(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := at.Add(tt.now)
-			show := func(n time.Time) string { return RoughAgo(at, n) + "|" + RoughIn(at, n) }
-			next := RoughNextChange(at, now)
-			if !next.After(now) {
-				t.Fatalf("RoughNextChange = %s, not after now %s", next.Sub(at), tt.now)
-			}
-			// Nothing changes before next; it changes at next.
-			for p := now; p.Before(next); p = p.Add(max(next.Sub(now)/50, time.Millisecond)) {
-				if show(p) != show(now) {
-					t.Fatalf("changed at %s (%q → %q), before RoughNextChange %s", p.Sub(at), show(now), show(p), next.Sub(at))
-				}
-			}
-			if show(next) == show(now) {
-				t.Fatalf("no change at RoughNextChange %s: still %q", next.Sub(at), show(next))
-			}
+			checkNextChange(t, at, now, RoughNextChange(at, now), func(n time.Time) string { return RoughAgo(at, n) + "|" + RoughIn(at, n) })
 		})
 	}
 	if !RoughNextChange(time.Time{}, at).IsZero() {
 		t.Error("the zero time must give the zero time")
+	}
+}
+
+// checkNextChange checks next, said to be the first instant after now at
+// which show reads differently: nothing changes before it, and it changes
+// at it.
+func checkNextChange(t *testing.T, at, now, next time.Time, show func(time.Time) string) {
+	t.Helper()
+	if !next.After(now) {
+		t.Fatalf("next change %s, not after now %s", next.Sub(at), now.Sub(at))
+	}
+	for p := now; p.Before(next); p = p.Add(max(next.Sub(now)/50, time.Millisecond)) {
+		if show(p) != show(now) {
+			t.Fatalf("changed at %s (%q → %q), before the next change %s", p.Sub(at), show(now), show(p), next.Sub(at))
+		}
+	}
+	if show(next) == show(now) {
+		t.Fatalf("no change at the next change %s: still %q", next.Sub(at), show(next))
 	}
 }
