@@ -133,7 +133,7 @@ func (e *Engine) journalSettled() bool {
 // filesystem as its listing read it (UsageFromListing) when listed is
 // set.
 func (e *Engine) emptyReport(p Plan, start time.Time, listed *FsStats) PassReport {
-	r := PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
+	r := e.newReport(p, start)
 	if listed != nil {
 		fs := *listed
 		r.ImageFsBefore, r.ImageFsAfter, r.UsageFrom = &fs, &fs, UsageFromListing
@@ -145,6 +145,12 @@ func (e *Engine) emptyReport(p Plan, start time.Time, listed *FsStats) PassRepor
 	r.FinishedAt = e.now()
 	e.log.Info("pass done", "pass", r.PassID(), "kind", r.Kind, "removed", 0, "nothing planned", true)
 	return r
+}
+
+// newReport starts the report of a pass of p begun at start: its number,
+// its plan and the plan's events, no items yet.
+func (e *Engine) newReport(p Plan, start time.Time) PassReport {
+	return PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
 }
 
 // markPassing marks a pass in flight until the returned func is called.
@@ -165,7 +171,7 @@ func (e *Engine) markPassing() (done func()) {
 // listed meanwhile), the image filesystem measured and, for a pass that
 // removes images, the sandbox images read.
 func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*executor, [][]task) {
-	r := &PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: p.Pass, StartedAt: start, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
+	r := new(e.newReport(p, start))
 	parallel := e.o.Parallel
 	if parallel == 0 {
 		parallel = DefaultParallel
