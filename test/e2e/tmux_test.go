@@ -171,16 +171,16 @@ func (s *session) waitFor(t testing.TB, what string, ok func(rows []string) bool
 
 // waitForWithin is waitFor with a timeout of its own, for what the screen
 // shows only after a while (a countdown read to the minute).
-func (s *session) waitForWithin(t testing.TB, waitTimeout time.Duration, what string, ok func(rows []string) bool) []string {
+func (s *session) waitForWithin(t testing.TB, timeout time.Duration, what string, ok func(rows []string) bool) []string {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.Now().Add(timeout)
 	for {
 		rows := s.screen(t)
 		if ok(rows) {
 			return rows
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not on the screen after %s:\n%s", what, waitTimeout, strings.Join(rows, "\n"))
+			t.Fatalf("waiting for %s: not on the screen after %s:\n%s", what, timeout, strings.Join(rows, "\n"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
