@@ -121,7 +121,7 @@ func TestIdleDrawsOnlyWhatChanges(t *testing.T) {
 	m, _ = update(m, streamNotice(m, liveStream))
 	m = finishRefresh(t, m)
 	gen := m.gen
-	for _, msg := range []tea.Msg{pulseMsg{}, tickMsg{gen: m.listGen + 1}, fsMsg{fs: fixtureSnapshot().ImageFs}} {
+	for _, msg := range []tea.Msg{pulseMsg{gen: m.pulseGen}, tickMsg{gen: m.listGen + 1}, fsMsg{fs: fixtureSnapshot().ImageFs}} {
 		m, _ = update(m, msg)
 		if m.gen != gen {
 			t.Errorf("%T drew a new frame on an idle dashboard", msg)

@@ -106,14 +106,22 @@ func eventsNote(st engine.EventStream) string {
 // re-read of a large tree costs tens of milliseconds.
 const CgroupsHiddenInterval = 30 * time.Second
 
-// pulseMsg is the dashboard's light clock, every RefreshInterval: it reads
+// pulseMsg is the dashboard's light clock (Model.pulseDelay): it reads
 // what is cheap or due (the cgroup tree, the image fs usage) without
-// listing the node.
-type pulseMsg struct{}
+// listing the node. gen drops a pulse armed before the latest.
+type pulseMsg struct{ gen uint64 }
 
-func pulse(d time.Duration) tea.Cmd {
-	return tea.Tick(d, func(time.Time) tea.Msg { return pulseMsg{} })
+func pulse(d time.Duration, gen uint64) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return pulseMsg{gen: gen} })
 }
+
+// UsageQuietInterval is the longest the image filesystem's usage goes
+// unread while it reads the same whole percent as the shown plan: each
+// unchanged reading doubles the wait from RefreshInterval up to it, and a
+// moved one (an image pulled or removed with no container event) brings
+// it back. The kubelet's eviction manager reads the same usage every 10 s
+// (evictionMonitoringPeriod, pkg/kubelet/kubelet.go, v1.36.3).
+const UsageQuietInterval = 10 * time.Second
 
 // cgroupsMsg is a cgroup tree read; seq drops all but the latest.
 type cgroupsMsg struct {

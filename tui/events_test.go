@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,7 +178,7 @@ func TestLiveDashboardListsOnlyOnChange(t *testing.T) {
 		fs := m.snap.ImageFs
 		reads := 0
 		m.o.ImageFs = func(context.Context) (engine.FsStats, error) { reads++; return fs, nil }
-		m, _ = update(m, pulseMsg{})
+		m, _ = update(m, pulseMsg{gen: m.pulseGen})
 		if !m.fsReading {
 			t.Fatal("the pulse did not read the image fs while events are live")
 		}
@@ -211,7 +212,7 @@ func TestLiveDashboardListsOnlyOnChange(t *testing.T) {
 	t.Run("while polling, the pulse does not read the image fs", func(t *testing.T) {
 		m, _ := fixtureModel(t, 100, 30)
 		m.o.ImageFs = func(context.Context) (engine.FsStats, error) { return engine.FsStats{}, nil }
-		m, _ = update(m, pulseMsg{})
+		m, _ = update(m, pulseMsg{gen: m.pulseGen})
 		if m.fsReading {
 			t.Error("the pulse read the image fs while every list measures it")
 		}
@@ -229,7 +230,7 @@ func TestCgroupTreeClock(t *testing.T) {
 	reads := func(m Model) uint64 { return m.cgSeq }
 	pulseAt := func(m Model, d time.Duration) Model {
 		now = at.Add(d)
-		m, cmd := update(m, pulseMsg{})
+		m, cmd := update(m, pulseMsg{gen: m.pulseGen})
 		return runReads(m, cmd)
 	}
 	n := reads(m)
@@ -269,4 +270,88 @@ func runReads(m Model, cmd tea.Cmd) Model {
 	}
 	m, _ = update(m, cgroupsCmd(m.ctx, m.o.Cgroups, m.cgNames, m.o.Now, m.cgSeq)())
 	return m
+}
+
+// TestUsageReadingsSpaceOutWhileUnchanged pins the pulse's usage
+// readings on an idle node: each reading of the same whole percent as
+// the shown plan doubles the wait for the next, from RefreshInterval up
+// to the kubelet eviction manager's 10 s (UsageQuietInterval), and the
+// pulse sleeps until it is due; a moved usage brings the wait back to
+// RefreshInterval; with the Cgroups pane on screen the pulse keeps
+// RefreshInterval for the tree.
+func TestUsageReadingsSpaceOutWhileUnchanged(t *testing.T) {
+	m, _ := fixtureModel(t, 100, 30)
+	now := fixedNow
+	m.o.Now = func() time.Time { return now }
+	m.o.Events = true
+	m, _ = update(m, streamNotice(m, liveStream))
+	if m.refreshing {
+		m = finishRefresh(t, m)
+	}
+	fs := m.snap.ImageFs
+	m.o.ImageFs = func(context.Context) (engine.FsStats, error) { return fs, nil }
+	var at []time.Duration // when each reading began, from the start
+	pulses := 0
+	// idle runs the pulses for d, answering each reading with fs and
+	// reading the cgroup tree when the pulse asks.
+	idle := func(m Model, d time.Duration) Model {
+		end := now.Add(d)
+		for {
+			wait := m.pulseDelay()
+			if now.Add(wait).After(end) {
+				return m
+			}
+			now = now.Add(wait)
+			reading := m.fsReading
+			pulses++
+			var cmd tea.Cmd
+			m, cmd = update(m, pulseMsg{gen: m.pulseGen})
+			m = runReads(m, cmd)
+			if !reading && m.fsReading {
+				at = append(at, now.Sub(fixedNow))
+				m, _ = update(m, fsMsg{fs: fs})
+			}
+		}
+	}
+	m = idle(m, time.Minute)
+	want := []time.Duration{2, 6, 14, 24, 34, 44, 54} // waits of 2, 4, 8, then 10 s
+	for i := range want {
+		want[i] *= time.Second
+	}
+	if !slices.Equal(at, want) {
+		t.Fatalf("readings on an unchanged node at %v; want %v", at, want)
+	}
+	// 7 readings and 2 cgroup reads (every CgroupsHiddenInterval), where
+	// a pulse every RefreshInterval would wake 30 times.
+	if pulses > 10 {
+		t.Errorf("%d pulses in a minute on an idle node; want at most 10", pulses)
+	}
+
+	// An image pulled with no container event: the usage moves a point.
+	fs.AvailableBytes -= fs.CapacityBytes / 100
+	now = now.Add(m.pulseDelay())
+	m, _ = update(m, pulseMsg{gen: m.pulseGen})
+	seq := m.refreshSeq
+	m, _ = update(m, fsMsg{fs: fs})
+	if m.refreshSeq != seq+1 {
+		t.Fatalf("a moved usage: seq %d -> %d; want a re-list", seq, m.refreshSeq)
+	}
+	if got := m.usageEvery(); got != m.o.RefreshInterval {
+		t.Errorf("after a moved usage the next reading waits %s; want %s", got, m.o.RefreshInterval)
+	}
+
+	// The Cgroups pane on screen: the pulse keeps RefreshInterval, and
+	// bringing it on screen re-arms a pulse armed for later.
+	m = finishRefresh(t, m)
+	m.fsEvery = UsageQuietInterval
+	now = now.Add(m.pulseDelay())
+	m, _ = update(m, pulseMsg{gen: m.pulseGen})
+	if m.pulseAt.Sub(now) <= m.o.RefreshInterval {
+		t.Fatalf("the pulse is armed %s ahead with the usage spaced out; want longer", m.pulseAt.Sub(now))
+	}
+	gen := m.pulseGen
+	m, _ = update(m, keyMsg("4"))
+	if m.pulseGen == gen || m.pulseAt.Sub(now) != m.o.RefreshInterval {
+		t.Errorf("the Cgroups pane on screen: pulse gen %d -> %d, armed %s ahead; want re-armed %s ahead", gen, m.pulseGen, m.pulseAt.Sub(now), m.o.RefreshInterval)
+	}
 }

@@ -83,8 +83,19 @@ type Model struct {
 	// eventPending marks an event that came while a refresh was running:
 	// one more refresh follows it.
 	eventPending bool
-	// fsReading marks a usage reading of the image filesystem in flight.
+	// fsReading marks a usage reading of the image filesystem in flight;
+	// fsAt is when the last one began, and fsEvery how long the next one
+	// waits (usageEvery): it grows while the usage reads as shown.
 	fsReading bool
+	fsAt      time.Time
+	fsEvery   time.Duration
+	// pulseGen drops a pulse armed before the latest (armPulse);
+	// pulseAt is when the latest fires.
+	pulseGen uint64
+	pulseAt  time.Time
+	// releaseDue marks garbage for the next pulse to hand back
+	// (releaseSoon).
+	releaseDue bool
 	// checking marks a light poll (Options.Changed) in flight; checkSeq
 	// drops all but the latest. checkedAt is when the last one found the
 	// node unchanged since the refresh at at: the data is as fresh as it.
@@ -227,7 +238,7 @@ func (m Model) Init() tea.Cmd {
 		tick(m.listEvery, m.listGen),
 	}
 	if m.o.Cgroups != nil || m.o.ImageFs != nil {
-		cmds = append(cmds, pulse(m.o.RefreshInterval))
+		cmds = append(cmds, pulse(m.o.RefreshInterval, m.pulseGen))
 	}
 	if m.o.Controller != nil {
 		cmds = append(cmds, subscribeCmd(m.o.Controller))
@@ -340,6 +351,9 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cg
 	case pulseMsg:
 		m.quiet = true
+		if msg.gen != m.pulseGen {
+			return m, nil
+		}
 		return m, m.onPulse()
 	case spinner.TickMsg:
 		var cmd tea.Cmd
@@ -354,13 +368,19 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case fsMsg:
 		m.fsReading, m.quiet = false, true
 		if msg.err != nil || !m.haveSnap {
+			m.fsEvery = 0
 			return m, nil
 		}
 		// The usage moved: images came or went without a container
 		// event. List the node again.
-		if u, err := engine.UsagePercent(msg.fs); err == nil && u != m.plan.ImageGC.UsagePercent {
+		if u, err := engine.UsagePercent(msg.fs); err != nil || u != m.plan.ImageGC.UsagePercent {
+			m.fsEvery = 0
+			if err != nil {
+				return m, nil
+			}
 			return m, m.onEvent()
 		}
+		m.fsEvery = min(2*m.usageEvery(), max(UsageQuietInterval, m.o.RefreshInterval))
 		return m, nil
 	case subscribedMsg:
 		m.notices, m.unsubscribe = msg.ch, msg.cancel
@@ -391,12 +411,16 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				cmds = append(cmds, m.startRefresh(false))
 			} else {
 				// No refresh follows (whose end would): the pass's own
-				// listing and plan are garbage now. A skipped pass listed
-				// nothing, but the frames drawn since the last release
-				// are garbage too: handing them back once a minute kept
-				// the idle dashboard's RSS 1.5-2 MB lower at the same CPU
+				// listing and plan are garbage once the scheduler is done
+				// with them, which it may not be as its notice comes:
+				// released then, a full pass's garbage stayed resident
+				// for the minute to the next (3-4 MB). The next pulse
+				// hands it back. A skipped pass listed nothing, but the
+				// frames drawn since the last release are garbage too:
+				// handing them back once a minute kept the idle
+				// dashboard's RSS 1.5-2 MB lower at the same CPU
 				// (README, Performance).
-				cmds = append(cmds, m.release())
+				cmds = append(cmds, m.releaseSoon())
 			}
 		}
 		if e := msg.n.Event; e != nil {

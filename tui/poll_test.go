@@ -132,7 +132,7 @@ func TestLightPoll(t *testing.T) {
 		f := &fakeChanged{}
 		m := pollingModel(t, f, &now)
 		m.o.ImageFs = func(context.Context) (engine.FsStats, error) { return engine.FsStats{}, nil }
-		m, _ = update(m, pulseMsg{})
+		m, _ = update(m, pulseMsg{gen: m.pulseGen})
 		if !m.fsReading {
 			t.Fatal("the pulse did not read the image fs usage while polling")
 		}

@@ -129,24 +129,71 @@ func (m *Model) readCgroups() tea.Cmd {
 }
 
 // cgroupsDue reads the cgroup tree when it is older than the active
-// pane wants (cgroupInterval), or was never read.
+// pane wants (cgroupInterval), or was never read, and brings the pulse
+// forward when the active pane wants it sooner than it is armed (the
+// Cgroups pane brought on screen while the pulse waits on the usage).
 func (m *Model) cgroupsDue() tea.Cmd {
-	if !m.cgAt.IsZero() && m.o.Now().Sub(m.cgAt) < m.cgroupInterval() {
-		return nil
+	var sooner tea.Cmd
+	if !m.pulseAt.IsZero() && m.o.Now().Add(m.pulseDelay()).Before(m.pulseAt) {
+		sooner = m.armPulse()
 	}
-	return m.readCgroups()
+	if !m.cgAt.IsZero() && m.o.Now().Sub(m.cgAt) < m.cgroupInterval() {
+		return sooner
+	}
+	return tea.Batch(sooner, m.readCgroups())
 }
 
 // onPulse reads what is due on the light clock: the cgroup tree, and,
 // while the event stream is live or the poll is light (Options.Changed),
-// the image fs usage (a full poll measures it with every list).
+// the image fs usage once usageEvery has passed since the last reading (a
+// full poll measures it with every list). It arms the next pulse.
 func (m *Model) onPulse() tea.Cmd {
-	cmds := []tea.Cmd{pulse(m.o.RefreshInterval), m.cgroupsDue()}
-	if m.o.ImageFs != nil && (m.eventsLive || m.o.Changed != nil) && m.haveSnap && !m.frozen && !m.fsReading {
-		m.fsReading = true
+	cmds := []tea.Cmd{m.cgroupsDue()}
+	if now := m.o.Now(); m.usageOn() && !m.fsReading && now.Sub(m.fsAt) >= m.usageEvery() {
+		m.fsReading, m.fsAt = true, now
 		cmds = append(cmds, fsCmd(m.ctx, m.o.ImageFs))
 	}
-	return tea.Batch(cmds...)
+	if m.releaseDue {
+		m.releaseDue = false
+		cmds = append(cmds, m.release())
+	}
+	return tea.Batch(append(cmds, m.armPulse())...)
+}
+
+// usageOn reports whether the pulse reads the image fs usage now.
+func (m Model) usageOn() bool {
+	return m.o.ImageFs != nil && (m.eventsLive || m.o.Changed != nil) && m.haveSnap && !m.frozen
+}
+
+// usageEvery is the wait between two usage readings: RefreshInterval, or
+// longer while the usage reads as shown (fsMsg, UsageQuietInterval).
+func (m Model) usageEvery() time.Duration { return max(m.fsEvery, m.o.RefreshInterval) }
+
+// pulseDelay is how long the next pulse waits: RefreshInterval, or, while
+// the usage readings are spaced out and the active pane does not draw the
+// cgroup tree, until the next usage reading or cgroup read is due, so
+// that an idle dashboard wakes only for work.
+func (m Model) pulseDelay() time.Duration {
+	d := m.o.RefreshInterval
+	if !m.usageOn() || m.activePane().ReadsCgroups() {
+		return d
+	}
+	next := m.fsAt.Add(m.usageEvery())
+	if m.o.Cgroups != nil && m.cgNames != nil {
+		if cg := m.cgAt.Add(m.cgroupInterval()); cg.Before(next) {
+			next = cg
+		}
+	}
+	return max(next.Sub(m.o.Now()), d)
+}
+
+// armPulse arms the next pulse (pulseDelay); one armed before is dropped
+// when it fires.
+func (m *Model) armPulse() tea.Cmd {
+	d := m.pulseDelay()
+	m.pulseGen++
+	m.pulseAt = m.o.Now().Add(d)
+	return pulse(d, m.pulseGen)
 }
 
 // poll is the periodic re-list. While polling with a light check
@@ -336,6 +383,16 @@ func (m Model) release() tea.Cmd {
 		f()
 		return nil
 	}
+}
+
+// releaseSoon hands a pass's garbage back at the next pulse, after the
+// scheduler has let go of it; at once when there is no pulse.
+func (m *Model) releaseSoon() tea.Cmd {
+	if m.o.Cgroups == nil && m.o.ImageFs == nil {
+		return m.release()
+	}
+	m.releaseDue = true
+	return nil
 }
 
 // setStatus takes the scheduler's status st unless the model holds a

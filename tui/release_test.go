@@ -83,7 +83,7 @@ func TestReleaseAfterPass(t *testing.T) {
 			t.Errorf("AfterRefresh ran %d times after a refresh; want 1", got)
 		}
 	}))
-	t.Run("a pass that removed nothing: no refresh, released", inBubble(func(t *testing.T) {
+	t.Run("a pass that removed nothing: no refresh, released at the next pulse", inBubble(func(t *testing.T) {
 		m, n := live(t)
 		seq := m.refreshSeq
 		m, cmd := update(m, pass(m, false))
@@ -91,8 +91,18 @@ func TestReleaseAfterPass(t *testing.T) {
 			t.Fatal("a pass that removed nothing re-listed the live dashboard")
 		}
 		runQuick(cmd)
+		if got := n.Load(); got != 0 {
+			t.Errorf("AfterRefresh ran %d times as the pass's notice came, while the scheduler may still hold its garbage; want 0", got)
+		}
+		m, cmd = update(m, pulseMsg{gen: m.pulseGen})
+		runQuick(cmd)
 		if got := n.Load(); got != 1 {
-			t.Errorf("AfterRefresh ran %d times after the pass; want 1", got)
+			t.Errorf("AfterRefresh ran %d times at the pulse after the pass; want 1", got)
+		}
+		_, cmd = update(m, pulseMsg{gen: m.pulseGen})
+		runQuick(cmd)
+		if got := n.Load(); got != 1 {
+			t.Errorf("AfterRefresh ran %d times by the second pulse after one pass; want 1", got)
 		}
 	}))
 	t.Run("a pass that removed something: released once its refresh is applied", inBubble(func(t *testing.T) {
