@@ -7,8 +7,10 @@ LDFLAGS := -X main.version=$(VERSION)
 
 .PHONY: build plugin image test deps kube bench bench-cost bench-gc demo lint sandbox sandbox-down screenshots clean
 
+# build: the static binary (no libc, as Kubernetes builds its own), to copy
+# onto any node whatever its distribution; the image holds the same build.
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nodegc
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nodegc
 
 # plugin links bin/kubectl-nodegc to the binary: on PATH, `kubectl nodegc`
 # is `nodegc fleet` (the binary looks at the name it runs under).

@@ -34,7 +34,8 @@ trap cleanup EXIT
 bin=${BIN:-}
 if [ -z "$bin" ]; then
 	log "building"
-	${GO:-go} build -o "$work/nodegc" ./cmd/nodegc
+	# As `make build` builds it: static, so no libc pages in the RSS.
+	CGO_ENABLED=0 ${GO:-go} build -trimpath -o "$work/nodegc" ./cmd/nodegc
 	bin=$work/nodegc
 fi
 
