@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -310,6 +311,33 @@ func TestExitDetails(t *testing.T) {
 		}
 		if !slices.EqualFunc(first, second, equalContainer) {
 			t.Error("second listing differs")
+		}
+	})
+	t.Run("removed containers leave the cache, and a cache mostly emptied is built again at its size", func(t *testing.T) {
+		var ids []string
+		for _, k := range first {
+			if k.State == engine.ContainerExited {
+				ids = append(ids, k.ID)
+			}
+		}
+		if len(ids) < 3 {
+			t.Fatalf("%d exited containers; the fixture needs 3", len(ids))
+		}
+		before := reflect.ValueOf(c.exits).UnsafePointer()
+		for _, id := range ids[1:] {
+			if err := c.RemoveContainer(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		calls := statusCalls()
+		if _, err := c.ListContainers(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.exits) != 1 || statusCalls() != calls {
+			t.Errorf("cache of %d entries after %d status calls; want the one left, asked nothing", len(c.exits), statusCalls()-calls)
+		}
+		if reflect.ValueOf(c.exits).UnsafePointer() == before {
+			t.Error("the cache kept the map that held every exited container")
 		}
 	})
 }

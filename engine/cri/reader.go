@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -241,10 +242,18 @@ func (c *Client) fillExitDetails(ctx context.Context, cs []engine.Container) err
 		}
 		todo = append(todo, i)
 	}
+	gone := 0
 	for id := range c.exits {
 		if !seen[id] {
 			delete(c.exits, id)
+			gone++
 		}
+	}
+	if gone > len(c.exits) {
+		// A Go map keeps the room of the most it ever held (maps.Clone
+		// too): after a pass removed most of the dead containers, the
+		// cache would keep their room for as long as the dashboard runs.
+		c.exits = maps.Collect(maps.All(c.exits))
 	}
 	c.mu.Unlock()
 	if len(todo) == 0 {
