@@ -28,12 +28,18 @@ func (rm SandboxRemoval) recheck(x *executor, en *JournalEntry) checked {
 	if c, ok := v.sandboxUser(rm.ID); ok {
 		return checked{it: skipped(it, fmt.Sprintf("still holds container %s (%s)", c.Name, c.ID))}
 	}
-	_, err = rt(x, func(ctx context.Context) (struct{}, error) { return struct{}{}, x.e.o.Remover.StopSandbox(ctx, rm.ID) })
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop sandbox: %v", err)
-		return checked{it: it}
-	}
 	return checked{it: it, remove: &removal{what: "remove sandbox",
-		call: func(ctx context.Context) error { return x.e.o.Remover.RemoveSandbox(ctx, rm.ID) },
+		call: func(ctx context.Context) error { return stopThenRemove(ctx, x.e.o.Remover, rm.ID) },
 		log:  []any{"sandbox", rm.ID, "pod", cur.PodUID}}}
+}
+
+// stopThenRemove stops the sandbox, then removes it, as the kubelet's
+// removeSandbox does in case the sandbox was never stopped
+// (pkg/kubelet/kuberuntime/kuberuntime_gc.go, v1.36.3): a stop that fails
+// leaves it. Both calls are the removal's, sent after its started line.
+func stopThenRemove(ctx context.Context, r Remover, id string) error {
+	if err := r.StopSandbox(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("stop sandbox: %w", err)
+	}
+	return r.RemoveSandbox(ctx, id)
 }

@@ -103,8 +103,15 @@ func TestEveryRemovalCallFollowsItsStartedLine(t *testing.T) {
 	for _, parallel := range []int{1, 4} {
 		t.Run(fmt.Sprintf("parallel %d: the file holds an item's started line when its call is sent, and no other item's", parallel), func(t *testing.T) {
 			rt := newFakeRuntime()
-			ids := []string{"i1", "i2", "i3", "i4", "i5", "i6"}
-			addImages(rt, ids...)
+			images := []string{"i1", "i2", "i3", "i4", "i5", "i6"}
+			addImages(rt, images...)
+			plan := reclaimPlan(images...)
+			// A sandbox's stop is sent after its started line too.
+			rt.containers["c1"] = Container{ID: "c1", State: ContainerExited, PodSandboxID: "gone"}
+			plan.ContainerGC.Remove = []ContainerRemoval{{ID: "c1", Reason: RemovePodRemovable}}
+			rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
+			plan.SandboxGC.Remove = []SandboxRemoval{{ID: "s1", Reason: SandboxPodRemovable}}
+			ids := append(slices.Clone(images), "c1", "s1")
 			e := newPoolEngine(t, rt, parallel)
 			var mu sync.Mutex
 			var bad []string
@@ -120,8 +127,15 @@ func TestEveryRemovalCallFollowsItsStartedLine(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-			if _, err := e.Apply(context.Background(), reclaimPlan(ids...)); err != nil {
+			r, err := e.Apply(context.Background(), plan)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if n := r.Count(OutcomeRemoved); n != len(ids) {
+				t.Fatalf("%d of %d removed: %+v", n, len(ids), r.Items)
+			}
+			if calls := rt.mutatingCalls(); !slices.Contains(calls, "StopSandbox s1") {
+				t.Fatalf("mutating calls %v; want the sandbox stopped", calls)
 			}
 			if len(bad) > 0 {
 				t.Errorf("calls sent before their started line reached the file: %v", bad)
