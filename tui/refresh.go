@@ -170,12 +170,13 @@ func (m Model) usageOn() bool {
 func (m Model) usageEvery() time.Duration { return max(m.fsEvery, m.o.RefreshInterval) }
 
 // pulseDelay is how long the next pulse waits: RefreshInterval, or, while
-// the usage readings are spaced out and the active pane does not draw the
-// cgroup tree, until the next usage reading or cgroup read is due, so
-// that an idle dashboard wakes only for work.
+// the usage readings are spaced out, the active pane does not draw the
+// cgroup tree and no garbage waits to be handed back (releaseSoon), until
+// the next usage reading or cgroup read is due, so that an idle dashboard
+// wakes only for work.
 func (m Model) pulseDelay() time.Duration {
 	d := m.o.RefreshInterval
-	if !m.usageOn() || m.activePane().ReadsCgroups() {
+	if !m.usageOn() || m.activePane().ReadsCgroups() || m.releaseDue {
 		return d
 	}
 	next := m.fsAt.Add(m.usageEvery())
@@ -392,6 +393,9 @@ func (m *Model) releaseSoon() tea.Cmd {
 		return m.release()
 	}
 	m.releaseDue = true
+	if m.o.Now().Add(m.pulseDelay()).Before(m.pulseAt) {
+		return m.armPulse()
+	}
 	return nil
 }
 

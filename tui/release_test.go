@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -85,6 +86,13 @@ func TestReleaseAfterPass(t *testing.T) {
 	}))
 	t.Run("a pass that removed nothing: no refresh, released at the next pulse", inBubble(func(t *testing.T) {
 		m, n := live(t)
+		// The usage readings spaced out: the pulse is armed for later.
+		m.o.ImageFs = func(context.Context) (engine.FsStats, error) { return m.snap.ImageFs, nil }
+		m.fsEvery = UsageQuietInterval
+		m, _ = update(m, pulseMsg{gen: m.pulseGen})
+		if d := m.pulseAt.Sub(m.o.Now()); d <= m.o.RefreshInterval {
+			t.Fatalf("the pulse is armed %s ahead with the usage spaced out; want longer", d)
+		}
 		seq := m.refreshSeq
 		m, cmd := update(m, pass(m, false))
 		if m.refreshSeq != seq {
@@ -93,6 +101,9 @@ func TestReleaseAfterPass(t *testing.T) {
 		runQuick(cmd)
 		if got := n.Load(); got != 0 {
 			t.Errorf("AfterRefresh ran %d times as the pass's notice came, while the scheduler may still hold its garbage; want 0", got)
+		}
+		if d := m.pulseAt.Sub(m.o.Now()); d > m.o.RefreshInterval {
+			t.Errorf("the pulse that hands the pass's garbage back comes in %s; want within %s", d, m.o.RefreshInterval)
 		}
 		m, cmd = update(m, pulseMsg{gen: m.pulseGen})
 		runQuick(cmd)
