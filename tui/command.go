@@ -117,13 +117,16 @@ func (m Model) runCommand(c commandMsg) (tea.Model, tea.Cmd) {
 	}
 	m.activate(Pane(i))
 	if c.name == "" {
-		return m, m.cgroupsDue()
+		cmd := m.cgroupsDue() // before m is returned: it re-arms the pulse
+		return m, cmd
 	}
 	p, ok := m.activePane().Find(c.name)
 	if !ok {
 		m.setFlash(fmt.Sprintf("%s: nothing named %q", m.activePane().Title(), c.name), true)
-		return m, m.cgroupsDue()
+		cmd := m.cgroupsDue() // before m is returned: it re-arms the pulse
+		return m, cmd
 	}
 	m.setPane(m.active, p)
-	return m, m.cgroupsDue()
+	cmd := m.cgroupsDue() // before m is returned: it re-arms the pulse
+	return m, cmd
 }

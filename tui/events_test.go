@@ -292,16 +292,18 @@ func TestUsageReadingsSpaceOutWhileUnchanged(t *testing.T) {
 	m.o.ImageFs = func(context.Context) (engine.FsStats, error) { return fs, nil }
 	var at []time.Duration // when each reading began, from the start
 	pulses := 0
+	m.pulseAt = now.Add(m.o.RefreshInterval) // as Init arms the first
 	// idle runs the pulses for d, answering each reading with fs and
 	// reading the cgroup tree when the pulse asks.
 	idle := func(m Model, d time.Duration) Model {
 		end := now.Add(d)
 		for {
-			wait := m.pulseDelay()
-			if now.Add(wait).After(end) {
+			// The pulse comes when it was armed, read and answered at
+			// once.
+			if m.pulseAt.After(end) {
 				return m
 			}
-			now = now.Add(wait)
+			now = m.pulseAt
 			reading := m.fsReading
 			pulses++
 			var cmd tea.Cmd
@@ -329,7 +331,7 @@ func TestUsageReadingsSpaceOutWhileUnchanged(t *testing.T) {
 
 	// An image pulled with no container event: the usage moves a point.
 	fs.AvailableBytes -= fs.CapacityBytes / 100
-	now = now.Add(m.pulseDelay())
+	now = m.pulseAt
 	m, _ = update(m, pulseMsg{gen: m.pulseGen})
 	seq := m.refreshSeq
 	m, _ = update(m, fsMsg{fs: fs})
@@ -344,7 +346,7 @@ func TestUsageReadingsSpaceOutWhileUnchanged(t *testing.T) {
 	// bringing it on screen re-arms a pulse armed for later.
 	m = finishRefresh(t, m)
 	m.fsEvery = UsageQuietInterval
-	now = now.Add(m.pulseDelay())
+	now = m.pulseAt
 	m, _ = update(m, pulseMsg{gen: m.pulseGen})
 	if m.pulseAt.Sub(now) <= m.o.RefreshInterval {
 		t.Fatalf("the pulse is armed %s ahead with the usage spaced out; want longer", m.pulseAt.Sub(now))

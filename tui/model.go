@@ -93,9 +93,9 @@ type Model struct {
 	// pulseAt is when the latest fires.
 	pulseGen uint64
 	pulseAt  time.Time
-	// releaseDue marks garbage for the next pulse to hand back
-	// (releaseSoon).
-	releaseDue bool
+	// releaseAt is when the pulse hands a pass's garbage back
+	// (releaseSoon); zero when none waits.
+	releaseAt time.Time
 	// checking marks a light poll (Options.Changed) in flight; checkSeq
 	// drops all but the latest. checkedAt is when the last one found the
 	// node unchanged since the refresh at at: the data is as fresh as it.
@@ -367,20 +367,19 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.broadcast(feed.Cgroups{Tree: msg.tree, At: msg.at, Err: msg.err})
 	case fsMsg:
 		m.fsReading, m.quiet = false, true
-		if msg.err != nil || !m.haveSnap {
-			m.fsEvery = 0
-			return m, nil
-		}
 		// The usage moved: images came or went without a container
-		// event. List the node again.
-		if u, err := engine.UsagePercent(msg.fs); err != nil || u != m.plan.ImageGC.UsagePercent {
+		// event. List the node again. A reading that failed, or that
+		// moved, is followed by the next a refresh interval later.
+		u, err := engine.UsagePercent(msg.fs)
+		if msg.err != nil || !m.haveSnap || err != nil || u != m.plan.ImageGC.UsagePercent {
 			m.fsEvery = 0
-			if err != nil {
-				return m, nil
+			cmd := m.pulseSooner()
+			if msg.err == nil && m.haveSnap && err == nil {
+				cmd = tea.Batch(cmd, m.onEvent())
 			}
-			return m, m.onEvent()
+			return m, cmd
 		}
-		m.fsEvery = min(2*m.usageEvery(), max(UsageQuietInterval, m.o.RefreshInterval))
+		m.fsEvery = min(2*m.usageEvery(), m.usageQuiet())
 		return m, nil
 	case subscribedMsg:
 		m.notices, m.unsubscribe = msg.ch, msg.cancel
@@ -483,7 +482,8 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return nm, cmd
 		}
 		// The Cgroups pane brought on screen shows a fresh tree.
-		return mm, tea.Batch(cmd, mm.cgroupsDue())
+		cg := mm.cgroupsDue() // before mm is returned: it re-arms the pulse
+		return mm, tea.Batch(cmd, cg)
 	}
 	return m, nil
 }

@@ -41,7 +41,8 @@ func (m Model) click(msg tea.MouseClickMsg) (tea.Model, tea.Cmd) {
 			w := ansi.StringWidth(t)
 			if msg.X >= x && msg.X < x+w {
 				m.activate(Pane(i))
-				return m, m.cgroupsDue()
+				cmd := m.cgroupsDue() // before m is returned: it re-arms the pulse
+				return m, cmd
 			}
 			x += w + ansi.StringWidth(tabGap)
 		}

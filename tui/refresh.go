@@ -133,10 +133,7 @@ func (m *Model) readCgroups() tea.Cmd {
 // forward when the active pane wants it sooner than it is armed (the
 // Cgroups pane brought on screen while the pulse waits on the usage).
 func (m *Model) cgroupsDue() tea.Cmd {
-	var sooner tea.Cmd
-	if !m.pulseAt.IsZero() && m.o.Now().Add(m.pulseDelay()).Before(m.pulseAt) {
-		sooner = m.armPulse()
-	}
+	sooner := m.pulseSooner()
 	if !m.cgAt.IsZero() && m.o.Now().Sub(m.cgAt) < m.cgroupInterval() {
 		return sooner
 	}
@@ -146,15 +143,17 @@ func (m *Model) cgroupsDue() tea.Cmd {
 // onPulse reads what is due on the light clock: the cgroup tree, and,
 // while the event stream is live or the poll is light (Options.Changed),
 // the image fs usage once usageEvery has passed since the last reading (a
-// full poll measures it with every list). It arms the next pulse.
+// full poll measures it with every list); it hands a pass's garbage back
+// once due (releaseSoon). It arms the next pulse.
 func (m *Model) onPulse() tea.Cmd {
 	cmds := []tea.Cmd{m.cgroupsDue()}
-	if now := m.o.Now(); m.usageOn() && !m.fsReading && now.Sub(m.fsAt) >= m.usageEvery() {
+	now := m.o.Now()
+	if m.usageOn() && !m.fsReading && now.Sub(m.fsAt) >= m.usageEvery() {
 		m.fsReading, m.fsAt = true, now
 		cmds = append(cmds, fsCmd(m.ctx, m.o.ImageFs))
 	}
-	if m.releaseDue {
-		m.releaseDue = false
+	if !m.releaseAt.IsZero() && !now.Before(m.releaseAt) {
+		m.releaseAt = time.Time{}
 		cmds = append(cmds, m.release())
 	}
 	return tea.Batch(append(cmds, m.armPulse())...)
@@ -166,26 +165,50 @@ func (m Model) usageOn() bool {
 }
 
 // usageEvery is the wait between two usage readings: RefreshInterval, or
-// longer while the usage reads as shown (fsMsg, UsageQuietInterval).
-func (m Model) usageEvery() time.Duration { return max(m.fsEvery, m.o.RefreshInterval) }
+// longer while the usage reads as shown (fsMsg), up to UsageQuietInterval
+// or RefreshInterval, whichever is longer.
+func (m Model) usageEvery() time.Duration {
+	return max(min(m.fsEvery, m.usageQuiet()), m.o.RefreshInterval)
+}
+
+// usageQuiet is the longest wait between two usage readings.
+func (m Model) usageQuiet() time.Duration { return max(UsageQuietInterval, m.o.RefreshInterval) }
 
 // pulseDelay is how long the next pulse waits: RefreshInterval, or, while
-// the usage readings are spaced out, the active pane does not draw the
-// cgroup tree and no garbage waits to be handed back (releaseSoon), until
-// the next usage reading or cgroup read is due, so that an idle dashboard
-// wakes only for work.
+// the usage readings are spaced out and the active pane does not draw the
+// cgroup tree, until the first of the next usage reading, cgroup read or
+// release (releaseSoon) is due, so that an idle dashboard wakes only for
+// work. A reading or read in flight counts as answered now, as if
+// unchanged: one that finds a change brings the pulse forward then.
 func (m Model) pulseDelay() time.Duration {
 	d := m.o.RefreshInterval
-	if !m.usageOn() || m.activePane().ReadsCgroups() || m.releaseDue {
+	if !m.usageOn() || m.activePane().ReadsCgroups() {
 		return d
 	}
+	now := m.o.Now()
 	next := m.fsAt.Add(m.usageEvery())
-	if m.o.Cgroups != nil && m.cgNames != nil {
-		if cg := m.cgAt.Add(m.cgroupInterval()); cg.Before(next) {
-			next = cg
-		}
+	if m.fsReading {
+		next = now.Add(min(2*m.usageEvery(), m.usageQuiet()))
 	}
-	return max(next.Sub(m.o.Now()), d)
+	if m.o.Cgroups != nil && m.cgNames != nil {
+		cg := m.cgAt.Add(m.cgroupInterval())
+		if m.cgReading {
+			cg = now.Add(m.cgroupInterval())
+		}
+		next = earliest(next, cg)
+	}
+	if !m.releaseAt.IsZero() {
+		next = earliest(next, m.releaseAt)
+	}
+	return max(next.Sub(now), d)
+}
+
+// earliest is the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // armPulse arms the next pulse (pulseDelay); one armed before is dropped
@@ -195,6 +218,15 @@ func (m *Model) armPulse() tea.Cmd {
 	m.pulseGen++
 	m.pulseAt = m.o.Now().Add(d)
 	return pulse(d, m.pulseGen)
+}
+
+// pulseSooner re-arms the pulse when something is due before the pulse
+// armed now would come (pulseDelay); nil when none is armed yet.
+func (m *Model) pulseSooner() tea.Cmd {
+	if m.pulseAt.IsZero() || !m.o.Now().Add(m.pulseDelay()).Before(m.pulseAt) {
+		return nil
+	}
+	return m.armPulse()
 }
 
 // poll is the periodic re-list. While polling with a light check
@@ -386,17 +418,17 @@ func (m Model) release() tea.Cmd {
 	}
 }
 
-// releaseSoon hands a pass's garbage back at the next pulse, after the
-// scheduler has let go of it; at once when there is no pulse.
+// releaseSoon hands a pass's garbage back at the first pulse a refresh
+// interval after the pass's notice, when the scheduler has let go of it;
+// at once when there is no pulse.
 func (m *Model) releaseSoon() tea.Cmd {
 	if m.o.Cgroups == nil && m.o.ImageFs == nil {
 		return m.release()
 	}
-	m.releaseDue = true
-	if m.o.Now().Add(m.pulseDelay()).Before(m.pulseAt) {
-		return m.armPulse()
+	if m.releaseAt.IsZero() {
+		m.releaseAt = m.o.Now().Add(m.o.RefreshInterval)
 	}
-	return nil
+	return m.pulseSooner()
 }
 
 // setStatus takes the scheduler's status st unless the model holds a

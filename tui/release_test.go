@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
@@ -84,13 +85,15 @@ func TestReleaseAfterPass(t *testing.T) {
 			t.Errorf("AfterRefresh ran %d times after a refresh; want 1", got)
 		}
 	}))
-	t.Run("a pass that removed nothing: no refresh, released at the next pulse", inBubble(func(t *testing.T) {
+	t.Run("a pass that removed nothing: no refresh, released at the first pulse a refresh interval on", inBubble(func(t *testing.T) {
 		m, n := live(t)
+		now := m.o.Now()
+		m.o.Now = func() time.Time { return now }
 		// The usage readings spaced out: the pulse is armed for later.
 		m.o.ImageFs = func(context.Context) (engine.FsStats, error) { return m.snap.ImageFs, nil }
 		m.fsEvery = UsageQuietInterval
 		m, _ = update(m, pulseMsg{gen: m.pulseGen})
-		if d := m.pulseAt.Sub(m.o.Now()); d <= m.o.RefreshInterval {
+		if d := m.pulseAt.Sub(now); d <= m.o.RefreshInterval {
 			t.Fatalf("the pulse is armed %s ahead with the usage spaced out; want longer", d)
 		}
 		seq := m.refreshSeq
@@ -102,18 +105,36 @@ func TestReleaseAfterPass(t *testing.T) {
 		if got := n.Load(); got != 0 {
 			t.Errorf("AfterRefresh ran %d times as the pass's notice came, while the scheduler may still hold its garbage; want 0", got)
 		}
-		if d := m.pulseAt.Sub(m.o.Now()); d > m.o.RefreshInterval {
-			t.Errorf("the pulse that hands the pass's garbage back comes in %s; want within %s", d, m.o.RefreshInterval)
+		if d := m.pulseAt.Sub(now); d != m.o.RefreshInterval {
+			t.Errorf("the pulse that hands the pass's garbage back comes in %s; want %s", d, m.o.RefreshInterval)
 		}
+		// A pulse sooner than that (the cgroup pane's) hands nothing back.
+		now = now.Add(m.o.RefreshInterval / 2)
+		m, cmd = update(m, pulseMsg{gen: m.pulseGen})
+		runQuick(cmd)
+		if got := n.Load(); got != 0 {
+			t.Errorf("AfterRefresh ran %d times half a refresh interval after the pass; want 0", got)
+		}
+		now = m.pulseAt
 		m, cmd = update(m, pulseMsg{gen: m.pulseGen})
 		runQuick(cmd)
 		if got := n.Load(); got != 1 {
-			t.Errorf("AfterRefresh ran %d times at the pulse after the pass; want 1", got)
+			t.Errorf("AfterRefresh ran %d times at the pulse a refresh interval after the pass; want 1", got)
 		}
+		now = m.pulseAt
 		_, cmd = update(m, pulseMsg{gen: m.pulseGen})
 		runQuick(cmd)
 		if got := n.Load(); got != 1 {
 			t.Errorf("AfterRefresh ran %d times by the second pulse after one pass; want 1", got)
+		}
+	}))
+	t.Run("without a pulse, a pass that removed nothing is released at once", inBubble(func(t *testing.T) {
+		m, n := live(t)
+		m.o.Cgroups, m.o.ImageFs = nil, nil
+		_, cmd := update(m, pass(m, false))
+		runQuick(cmd)
+		if got := n.Load(); got != 1 {
+			t.Errorf("AfterRefresh ran %d times after the pass with no pulse armed; want 1", got)
 		}
 	}))
 	t.Run("a pass that removed something: released once its refresh is applied", inBubble(func(t *testing.T) {
