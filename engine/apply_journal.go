@@ -136,13 +136,24 @@ func (pj *passJournal) send(calls context.Context, it ItemResult, rm *removal) I
 		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
 		return it
 	}
-	ctx, cancel := context.WithTimeout(calls, CallTimeout)
-	defer cancel()
-	it = outcome(it, rm.what, rm.call(ctx))
+	if rm.stop != nil {
+		if err := within(calls, rm.stop); err != nil && !errors.Is(err, ErrNotFound) {
+			it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop %s: %v", it.Kind, err)
+			return it
+		}
+	}
+	it = outcome(it, rm.what, within(calls, rm.call))
 	if it.Outcome == OutcomeRemoved && len(rm.log) > 0 {
 		pj.log.Info("removed "+string(it.Kind), append(rm.log, "reason", it.Reason, "pass", string(pj.pass))...)
 	}
 	return it
+}
+
+// within sends one mutating call with CallTimeout of calls.
+func within(calls context.Context, call func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(calls, CallTimeout)
+	defer cancel()
+	return call(ctx)
 }
 
 // removeOwn journals an intent of its own, removes and journals the

@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
-// recheck re-checks and stops one sandbox: it must not be READY and no
-// container may reference it.
+// recheck re-checks one sandbox: it must not be READY and no container
+// may reference it. Its removal stops it first, as the kubelet's
+// removeSandbox does in case it was never stopped
+// (pkg/kubelet/kuberuntime/kuberuntime_gc.go, v1.36.3); a stop that fails
+// leaves it. Both calls come after the removal's started line.
 func (rm SandboxRemoval) recheck(x *executor, en *JournalEntry) checked {
 	it := ItemResult{Kind: ItemSandbox, ID: rm.ID, Reason: rm.Reason}
 	cur, err := rt(x, func(ctx context.Context) (Sandbox, error) { return x.e.o.Reader.SandboxStatus(ctx, rm.ID) })
@@ -29,17 +31,7 @@ func (rm SandboxRemoval) recheck(x *executor, en *JournalEntry) checked {
 		return checked{it: skipped(it, fmt.Sprintf("still holds container %s (%s)", c.Name, c.ID))}
 	}
 	return checked{it: it, remove: &removal{what: "remove sandbox",
-		call: func(ctx context.Context) error { return stopThenRemove(ctx, x.e.o.Remover, rm.ID) },
+		stop: func(ctx context.Context) error { return x.e.o.Remover.StopSandbox(ctx, rm.ID) },
+		call: func(ctx context.Context) error { return x.e.o.Remover.RemoveSandbox(ctx, rm.ID) },
 		log:  []any{"sandbox", rm.ID, "pod", cur.PodUID}}}
-}
-
-// stopThenRemove stops the sandbox, then removes it, as the kubelet's
-// removeSandbox does in case the sandbox was never stopped
-// (pkg/kubelet/kuberuntime/kuberuntime_gc.go, v1.36.3): a stop that fails
-// leaves it. Both calls are the removal's, sent after its started line.
-func stopThenRemove(ctx context.Context, r Remover, id string) error {
-	if err := r.StopSandbox(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("stop sandbox: %w", err)
-	}
-	return r.RemoveSandbox(ctx, id)
 }

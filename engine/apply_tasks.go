@@ -47,6 +47,9 @@ type checked struct {
 // removed.
 type removal struct {
 	what string
+	// stop, when set, is sent first, within a CallTimeout of its own; if
+	// it fails (but for NotFound) the call is not sent.
+	stop func(ctx context.Context) error
 	call func(ctx context.Context) error
 	log  []any // the Info line's attributes; none: not logged
 }

@@ -154,6 +154,16 @@ func TestApplyRechecksEachItem(t *testing.T) {
 			removed: []string{"StopSandbox s1", "RemoveSandbox s1"},
 		},
 		{
+			name: "a sandbox that will not stop is not removed",
+			setup: func(rt *fakeRuntime) {
+				rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
+				rt.fail["StopSandbox s1"] = errors.New("network teardown failed")
+			},
+			plan:    Plan{SandboxGC: SandboxPlan{Remove: []SandboxRemoval{{ID: "s1", Reason: SandboxSuperseded}}}},
+			want:    map[string]Outcome{"s1": OutcomeFailed},
+			removed: []string{"StopSandbox s1"},
+		},
+		{
 			name:  "a sandbox ready again is kept",
 			setup: func(rt *fakeRuntime) { rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxReady} },
 			plan:  Plan{SandboxGC: SandboxPlan{Remove: []SandboxRemoval{{ID: "s1", Reason: SandboxSuperseded}}}},
