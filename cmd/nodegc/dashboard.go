@@ -341,45 +341,52 @@ func lightGC() {
 }
 
 // oneProcWhileIdle runs the dashboard's Go scheduler on one P while no
-// pass runs, and on as many as the runtime chose at start while one does
-// (Status.Running), until the returned func is called, which puts them
-// back. Idle, a second P only lets each wake-up of the renderer's
-// ticker wake a second thread that finds nothing to do: the idle
-// dashboard with passes on used 0.22-0.25% of a core at one P where it
-// used 0.27-0.30% at two (README, Performance). A pass keeps them all: at
-// one P the preset's first container pass took nearly twice the CPU. The
-// environment's GOMAXPROCS, when set, is left alone.
+// pass runs, and on the runtime's default (the CPUs the process may use)
+// while one does (Status.Running), until the returned func is called,
+// which puts the default back. Idle, a second P only lets each wake-up of
+// the renderer's ticker wake a second thread that finds nothing to do;
+// a pass keeps them all (at one P the large preset's first container
+// pass took nearly twice the CPU). README, Performance, has the figures.
+// The environment's GOMAXPROCS, when set, is left alone.
 func oneProcWhileIdle(s *engine.Scheduler) (stop func()) {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return func() {}
 	}
 	notices, cancel := s.Subscribe()
 	done := make(chan struct{})
-	procs := runtime.GOMAXPROCS(0)
 	go func() {
 		defer close(done)
-		followPasses(notices, s.Status(), procs, runtime.GOMAXPROCS)
+		followPasses(notices, s.Status(), setProcs)
 	}()
 	return func() {
 		cancel()
 		<-done
-		runtime.GOMAXPROCS(procs)
+		runtime.SetDefaultGOMAXPROCS()
 	}
 }
 
-// followPasses sets the Ps (set) from each status, the first st, then
-// each notice's, until notices is closed: procs while a pass runs, one
-// otherwise; a status that needs no change calls nothing.
-func followPasses(notices <-chan engine.Notice, st engine.Status, procs int, set func(int) int) {
-	cur := 0
+// setProcs gives the Go scheduler its default Ps while a pass runs (busy),
+// one otherwise.
+func setProcs(busy bool) {
+	if busy {
+		runtime.SetDefaultGOMAXPROCS()
+		return
+	}
+	runtime.GOMAXPROCS(1)
+}
+
+// followPasses calls set with whether a pass runs, from the first status
+// st, then each notice's, until notices is closed; a status that changes
+// nothing calls nothing. Every notice carries the whole status, and a
+// subscriber that falls behind loses its oldest notices, never the
+// newest, so it settles on the scheduler's latest state.
+func followPasses(notices <-chan engine.Notice, st engine.Status, set func(busy bool)) {
+	var cur *bool
 	apply := func(st engine.Status) {
-		want := 1
-		if st.Running != "" {
-			want = procs
-		}
-		if want != cur {
-			set(want)
-			cur = want
+		busy := st.Running != ""
+		if cur == nil || *cur != busy {
+			set(busy)
+			cur = &busy
 		}
 	}
 	apply(st)

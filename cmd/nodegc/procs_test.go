@@ -7,9 +7,10 @@ import (
 	"github.com/nodegc/nodegc/engine"
 )
 
-// TestOneProcWhileIdle pins the dashboard's Ps: one while no pass runs,
-// all of them (the runtime's choice at start) while one does, each
-// change set once.
+// TestOneProcWhileIdle pins when the dashboard's Ps change: to the
+// default while a pass runs, to one otherwise, each change once, in the
+// order the scheduler publishes (Scheduler.do: Running set, then cleared
+// with the report, before the next pass sets it again).
 func TestOneProcWhileIdle(t *testing.T) {
 	idle := engine.Status{}
 	running := func(k engine.PassKind) engine.Status { return engine.Status{Running: k} }
@@ -17,17 +18,19 @@ func TestOneProcWhileIdle(t *testing.T) {
 		name    string
 		first   engine.Status
 		notices []engine.Status
-		want    []int
+		want    []bool // the busy flags set, in order
 	}{
-		{"an idle start: one P", idle, nil, []int{1}},
-		{"a pass: all the Ps while it runs, one after", idle,
-			[]engine.Status{running(engine.PassContainers), running(engine.PassContainers), idle}, []int{1, 4, 1}},
-		{"started inside a pass: all the Ps at once", running(engine.PassImages),
-			[]engine.Status{idle}, []int{4, 1}},
+		{"an idle start: one P", idle, nil, []bool{false}},
+		{"a pass: the default while it runs, one after", idle,
+			[]engine.Status{running(engine.PassContainers), running(engine.PassContainers), idle}, []bool{false, true, false}},
+		{"started inside a pass: the default at once", running(engine.PassImages),
+			[]engine.Status{idle}, []bool{true, false}},
 		{"notices of an idle node change nothing", idle,
-			[]engine.Status{idle, idle, idle}, []int{1}},
-		{"back-to-back passes keep all the Ps", idle,
-			[]engine.Status{running(engine.PassImages), running(engine.PassContainers), idle}, []int{1, 4, 1}},
+			[]engine.Status{idle, idle, idle}, []bool{false}},
+		{"two passes one after the other: one P between them", idle,
+			[]engine.Status{running(engine.PassContainers), idle, running(engine.PassImages), idle}, []bool{false, true, false, true, false}},
+		{"a subscriber that fell behind settles on the latest", idle,
+			[]engine.Status{running(engine.PassImages)}, []bool{false, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ch := make(chan engine.Notice, len(tc.notices))
@@ -35,10 +38,10 @@ func TestOneProcWhileIdle(t *testing.T) {
 				ch <- engine.Notice{Status: st}
 			}
 			close(ch)
-			var got []int
-			followPasses(ch, tc.first, 4, func(n int) int { got = append(got, n); return 0 })
+			var got []bool
+			followPasses(ch, tc.first, func(busy bool) { got = append(got, busy) })
 			if !slices.Equal(got, tc.want) {
-				t.Errorf("Ps set %v; want %v", got, tc.want)
+				t.Errorf("busy set %v; want %v", got, tc.want)
 			}
 		})
 	}
