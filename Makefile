@@ -7,8 +7,8 @@ LDFLAGS := -X main.version=$(VERSION)
 
 .PHONY: build plugin image test deps kube bench bench-cost bench-gc demo lint sandbox sandbox-down screenshots clean
 
-# build: the static binary (no libc, as Kubernetes builds its own), to copy
-# onto any node whatever its distribution; the image holds the same build.
+# build: a static binary (no libc), to copy onto any node whatever its
+# distribution; the image holds the same build, stripped (-s -w).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nodegc
 
