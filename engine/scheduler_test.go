@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -268,5 +269,42 @@ func TestSchedulerStatusSeqGrows(t *testing.T) {
 			t.Errorf("notice %d has seq %d after seq %d", n, nt.Status.Seq, prev.Seq)
 		}
 		prev, last = nt.Status, nt.Status
+	}
+}
+
+// TestStatusKeepsTheLastReportWithoutTheImagePlansAccount pins what the
+// status keeps of the last pass: all of the report its notice carried but
+// the image plan's Keep and Order, which only the notice carries.
+func TestStatusKeepsTheLastReportWithoutTheImagePlansAccount(t *testing.T) {
+	rt := newFakeRuntime()
+	addImages(rt, "i1", "i2", "i3")
+	s, _ := startScheduler(t, rt, true)
+	notices, cancel := s.Subscribe()
+	defer cancel()
+	r, err := s.Force(context.Background(), PassImages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Plan.ImageGC.Keep) == 0 || len(r.Plan.ImageGC.Order) == 0 {
+		t.Fatalf("the pass kept no image with a reason, or has no order: %+v", r.Plan.ImageGC)
+	}
+	var sent *PassReport
+	for n := range notices {
+		if n.Report != nil {
+			sent = n.Report
+			break
+		}
+	}
+	if len(sent.Plan.ImageGC.Keep) != len(r.Plan.ImageGC.Keep) || len(sent.Plan.ImageGC.Order) != len(r.Plan.ImageGC.Order) {
+		t.Errorf("the notice's report keeps %d of %d images' reasons; want the whole plan", len(sent.Plan.ImageGC.Keep), len(r.Plan.ImageGC.Keep))
+	}
+	last := s.Status().LastReport
+	if last == nil || last.Plan.ImageGC.Keep != nil || last.Plan.ImageGC.Order != nil {
+		t.Fatalf("the status keeps %+v; want the report without Keep and Order", last)
+	}
+	want := *sent
+	want.Plan.ImageGC.Keep, want.Plan.ImageGC.Order = nil, nil
+	if !reflect.DeepEqual(*last, want) {
+		t.Errorf("the status's report:\n%+v\nwant the notice's without Keep and Order:\n%+v", *last, want)
 	}
 }
