@@ -118,7 +118,10 @@ func AppendAgo(dst []byte, t, now time.Time) []byte {
 
 // In formats how long after now t is: "in 1m10s", "now" when it is due,
 // and "-" for the zero time (nothing scheduled).
-func In(t, now time.Time) string {
+func In(t, now time.Time) string { return in(t, now, Duration) }
+
+// in is In with the duration spelled by f.
+func in(t, now time.Time, f func(time.Duration) string) string {
 	if t.IsZero() {
 		return "-"
 	}
@@ -126,7 +129,7 @@ func In(t, now time.Time) string {
 	if d <= 0 {
 		return "now"
 	}
-	return "in " + Duration(d)
+	return "in " + f(d)
 }
 
 // ShortID is an ID as crictl shows it: without its algorithm
@@ -221,16 +224,7 @@ func RoughAgo(t, now time.Time) string {
 
 // RoughIn is In at Rough's resolution: "in <1m", "in 4m", "now" when it
 // is due, "-" for the zero time.
-func RoughIn(t, now time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := t.Sub(now)
-	if d <= 0 {
-		return "now"
-	}
-	return "in " + Rough(d)
-}
+func RoughIn(t, now time.Time) string { return in(t, now, Rough) }
 
 // RoughNextChange is the first instant after now at which RoughAgo(at, ·)
 // and RoughIn(at, ·) read differently: the next whole minute of the age
