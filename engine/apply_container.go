@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,9 +9,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// recheck re-checks one dead container and removes its log file and
-// its /var/log/containers link; the pool then removes the container. A container running again is skipped;
-// an UNKNOWN one is stopped first, as the kubelet does.
+// recheck re-checks one dead container; its removal then removes its
+// log file and its /var/log/containers link and then the container. A
+// container running again is skipped; an UNKNOWN one is stopped first, as
+// the kubelet's removeOldestN does (pkg/kubelet/kuberuntime/
+// kuberuntime_gc.go, v1.36.3): kill, then the logs, then the container,
+// and a kill that fails leaves both. Every call comes after the removal's
+// started line.
 //
 // The re-check is against the view of the node's running containers (see
 // ViewWindow). EXITED is final in CRI (a runtime refuses to start an
@@ -42,29 +45,20 @@ func (rm ContainerRemoval) recheck(x *executor, en *JournalEntry) checked {
 		return checked{it: skipped(it, "running since planning")}
 	case !isDead(cur.State):
 		return checked{it: skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))}
-	case cur.State == ContainerUnknown:
-		_, err := rt(x, func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, x.e.o.Remover.StopContainer(ctx, rm.ID, StopTimeout)
-		})
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop unknown-state container: %v", err)
-			return checked{it: it}
-		}
 	}
-	// The logs go first, as the kubelet's removeContainer does
-	// (pkg/kubelet/kuberuntime/kuberuntime_container.go): a crash between
-	// the two then leaves a container whose next removal finds no log,
-	// never a log no pass will find again.
-	logs := x.containerLogs(cur, rm)
-	for _, l := range logs {
-		if l.Outcome == OutcomeFailed {
-			it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: its log was not removed first (%s)", l.Error)
-			return checked{it: it, logs: logs}
-		}
+	r := &removal{what: "remove container",
+		// The logs go before the container, as the kubelet's
+		// removeContainer does (pkg/kubelet/kuberuntime/
+		// kuberuntime_container.go): a crash between the two then leaves
+		// a container whose next removal finds no log, never a log no
+		// pass will find again.
+		first: func() []ItemResult { return x.containerLogs(cur, rm) },
+		call:  func(ctx context.Context) error { return x.e.o.Remover.RemoveContainer(ctx, rm.ID) },
+		log:   []any{"container", rm.ID, "pod", cur.PodUID, "name", cur.Name}}
+	if cur.State == ContainerUnknown {
+		r.stop = func(ctx context.Context) error { return x.e.o.Remover.StopContainer(ctx, rm.ID, StopTimeout) }
 	}
-	return checked{it: it, logs: logs, remove: &removal{what: "remove container",
-		call: func(ctx context.Context) error { return x.e.o.Remover.RemoveContainer(ctx, rm.ID) },
-		log:  []any{"container", rm.ID, "pod", cur.PodUID, "name", cur.Name}}}
+	return checked{it: it, remove: r}
 }
 
 // mayHaveLogFile reports whether a removed container can leave a log

@@ -120,33 +120,45 @@ func (pj *passJournal) close(t task, its []ItemResult) error {
 
 // perform removes a re-checked item: its started line is handed to the
 // kernel first (without it reconciliation may take the call for never
-// sent, so the call is not made when that write fails), then the call is
-// sent within CallTimeout of calls and classified.
+// sent, so nothing is done when that write fails), then the stop, what
+// goes first and the call are sent, each within CallTimeout of calls, and
+// classified. The item's result comes first, then what went before it.
 func (pj *passJournal) perform(calls context.Context, c checked) []ItemResult {
-	it := c.it
-	if c.remove != nil {
-		it = pj.send(calls, it, c.remove)
+	if c.remove == nil {
+		return []ItemResult{c.it}
 	}
-	return append([]ItemResult{it}, c.logs...)
+	it, before := pj.send(calls, c.it, c.remove)
+	return append([]ItemResult{it}, before...)
 }
 
-// send is perform for one item.
-func (pj *passJournal) send(calls context.Context, it ItemResult, rm *removal) ItemResult {
+// send is perform for one item; it also returns the results of what
+// went first.
+func (pj *passJournal) send(calls context.Context, it ItemResult, rm *removal) (ItemResult, []ItemResult) {
 	if err := pj.note(pj.j.writeOut(pj.stamp(JournalStarted, JournalEntry{Kind: it.Kind, ID: it.ID}))); err != nil {
 		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
-		return it
+		return it, nil
 	}
 	if rm.stop != nil {
 		if err := within(calls, rm.stop); err != nil && !errors.Is(err, ErrNotFound) {
 			it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop %s: %v", it.Kind, err)
-			return it
+			return it, nil
+		}
+	}
+	var before []ItemResult
+	if rm.first != nil {
+		before = rm.first()
+		for _, b := range before {
+			if b.Outcome == OutcomeFailed {
+				it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: its %s was not removed first (%s)", b.Kind, b.Error)
+				return it, before
+			}
 		}
 	}
 	it = outcome(it, rm.what, within(calls, rm.call))
 	if it.Outcome == OutcomeRemoved && len(rm.log) > 0 {
 		pj.log.Info("removed "+string(it.Kind), append(rm.log, "reason", it.Reason, "pass", string(pj.pass))...)
 	}
-	return it
+	return it, before
 }
 
 // within sends one mutating call with CallTimeout of calls.
@@ -165,7 +177,7 @@ func (pj *passJournal) removeOwn(calls context.Context, it ItemResult, en Journa
 		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
 		return it
 	}
-	it = pj.send(calls, it, rm)
+	it, _ = pj.send(calls, it, rm)
 	var op JournalOp
 	op, en.Error = outcomeOp(it)
 	if jerr := pj.note(pj.j.writeLazy(pj.stamp(op, en))); jerr != nil && it.Error == "" {

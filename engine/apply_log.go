@@ -73,7 +73,8 @@ func (rm LogRemoval) recheck(x *executor, _ *JournalEntry) checked {
 // the re-check used, while it is still open: the removal cannot be led
 // elsewhere by a symlink swapped in meanwhile.
 func (x *executor) removeIn(it ItemResult, what string, remove func(string) error, name string) checked {
-	return checked{it: x.journal.send(x.calls, it, &removal{what: what, call: func(context.Context) error { return remove(name) }})}
+	it, _ = x.journal.send(x.calls, it, &removal{what: what, call: func(context.Context) error { return remove(name) }})
+	return checked{it: it}
 }
 
 // WithinDir reports whether path is an absolute, clean path strictly inside

@@ -34,12 +34,10 @@ type rechecker interface {
 }
 
 // checked is the re-check's verdict on one item: remove is set when it
-// is still to go, otherwise it holds its outcome; logs are a container's
-// log file and link, removed before it.
+// is still to go, otherwise it holds its outcome.
 type checked struct {
 	it     ItemResult
 	remove *removal
-	logs   []ItemResult
 }
 
 // removal is how a re-checked item is removed: the runtime call, what
@@ -48,10 +46,14 @@ type checked struct {
 type removal struct {
 	what string
 	// stop, when set, is sent first, within a CallTimeout of its own; if
-	// it fails (but for NotFound) the call is not sent.
+	// it fails (but for NotFound) nothing more is done.
 	stop func(ctx context.Context) error
-	call func(ctx context.Context) error
-	log  []any // the Info line's attributes; none: not logged
+	// first, when set, removes what must go before the item (a
+	// container's log file and link, each journalled on its own) after
+	// the stop; if one of them fails, the call is not sent.
+	first func() []ItemResult
+	call  func(ctx context.Context) error
+	log   []any // the Info line's attributes; none: not logged
 }
 
 // rt runs one runtime read of a re-check with the per-call timeout.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -370,6 +371,66 @@ func TestApplyRemovesAContainersLogBeforeTheContainerAndJournalsBoth(t *testing.
 	want := []string{"intent container c1", "intent log 0.log", "removed log 0.log", "intent log web_ns_app-c1.log", "removed log web_ns_app-c1.log", "removed container c1"}
 	if !slices.Equal(got, want) {
 		t.Errorf("journal %q\nwant    %q", got, want)
+	}
+}
+
+// The kubelet's removeOldestN kills an UNKNOWN container, then its
+// removeContainer removes the logs and then the container; a kill that
+// fails leaves both (pkg/kubelet/kuberuntime/kuberuntime_gc.go,
+// v1.36.3). Each call follows the container's started line.
+func TestAnUnknownContainerIsKilledThenItsLogsGoThenIt(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		stopErr  error
+		want     []string
+		outcome  Outcome
+		logStays bool
+	}{
+		{"stopped, then its log, then the container", nil,
+			[]string{"StopContainer started=true log=true", "RemoveContainer started=true log=false"}, OutcomeRemoved, false},
+		{"a kill that fails leaves the log and the container", errors.New("shim gone"),
+			[]string{"StopContainer started=true log=true"}, OutcomeFailed, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newLogNode(t)
+			logFile := filepath.Join(n.pods, "ns_web_uid1", "app", "0.log")
+			writeFile(t, logFile)
+			rt := newFakeRuntime()
+			rt.containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerUnknown, LogPath: logFile}
+			if tc.stopErr != nil {
+				rt.fail["StopContainer c1"] = tc.stopErr
+			}
+			e := n.engine(t, rt)
+			var got []string
+			rt.before = func(method, id string) {
+				all, _ := readJournalAll(e.o.StateDir)
+				started := false
+				for _, l := range all {
+					started = started || l.Op == JournalStarted && l.ID == id
+				}
+				got = append(got, fmt.Sprintf("%s started=%v log=%v", method, started, exists(logFile)))
+			}
+			r, err := e.Apply(context.Background(), Plan{Pass: PassContainers, EvaluatedAt: execNow, ContainerGC: ContainerPlan{Remove: []ContainerRemoval{
+				{ID: "c1", PodUID: "uid1", Name: "app", Reason: RemovePerContainerLimit, PodName: "web", PodNamespace: "ns", State: ContainerUnknown}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mutating []string
+			for _, c := range got {
+				if m, _, _ := strings.Cut(c, " "); m == "StopContainer" || m == "RemoveContainer" {
+					mutating = append(mutating, c)
+				}
+			}
+			if !slices.Equal(mutating, tc.want) {
+				t.Errorf("calls %q\nwant  %q", mutating, tc.want)
+			}
+			if got := outcomes(r)["c1"]; got != tc.outcome {
+				t.Errorf("container %s, want %s: %+v", got, tc.outcome, r.Items)
+			}
+			if exists(logFile) != tc.logStays {
+				t.Errorf("log there: %v, want %v", exists(logFile), tc.logStays)
+			}
+		})
 	}
 }
 
