@@ -19,19 +19,24 @@ func (m Model) Detail() (feed.Detail, bool) {
 	if !ok {
 		return feed.Detail{}, false
 	}
-	var p *engine.PassReport
+	var e *entry
 	for i := range m.passes {
-		if k := passKey(m.passes[i]); r.Key == k || strings.HasPrefix(r.Key, k+"/") {
-			p = &m.passes[i]
+		if k := passKey(m.passes[i].PassReport); r.Key == k || strings.HasPrefix(r.Key, k+"/") {
+			e = &m.passes[i]
 			break
 		}
 	}
-	if p == nil {
+	if e == nil {
 		return feed.Detail{}, false
 	}
+	p := &e.PassReport
 	l := []string{
 		fmt.Sprintf("KIND      %s%s", p.Kind, map[bool]string{true: " (forced)"}[p.Forced]),
 		fmt.Sprintf("RAN       %s %s → %s (%s)", p.StartedAt.Format(time.DateOnly), p.StartedAt.Format(clock), p.FinishedAt.Format(clock), took(*p)),
+	}
+	if e.folded > 0 {
+		l = append(l, fmt.Sprintf("BEFORE    %d earlier periodic %s passes since %s (the first #%d) removed nothing either: each had nothing to do or was skipped",
+			e.folded, p.Kind, e.since.Format(time.TimeOnly), e.firstID))
 	}
 	if id := p.PassID(); id != "" && m.journal != "" {
 		l = append(l, "JOURNAL   pass "+id+" in "+m.journal)

@@ -23,7 +23,9 @@ import (
 	"github.com/nodegc/nodegc/tui/style"
 )
 
-// MaxPasses and MaxEvents bound the history kept in memory.
+// MaxPasses and MaxEvents bound the history kept in memory. A run of
+// periodic passes that removed nothing takes one of the MaxPasses rows
+// (entry), so on an idle node the passes that did something stay.
 const (
 	MaxPasses = feed.MaxPasses
 	MaxEvents = 500
@@ -33,7 +35,7 @@ const (
 type Model struct {
 	grid.Pane
 	// passes are newest first.
-	passes []engine.PassReport
+	passes []entry
 	// events are newest first.
 	events []engine.Event
 	// journal is the journal's path, named in a pass's details; "" when
@@ -93,6 +95,63 @@ func (m *Model) resize() {
 // Events returns the kubelet-style events, newest first.
 func (m Model) Events() []engine.Event { return m.events }
 
+// entry is one row of the pass history: a pass, and the earlier passes
+// folded into it. Periodic passes of one kind that removed nothing (had
+// nothing to do, or were skipped on an unchanged node), with no error,
+// failure or event, fold into the newest of them, as the API server
+// folds a repeated event into one with a count and a first time: on an
+// idle node they come every minute, and kept one a row they pushed the
+// passes that removed something out of the MaxPasses within hours.
+type entry struct {
+	engine.PassReport
+	// folded counts the earlier passes folded into this one, the first of
+	// which is pass firstID, started at since.
+	folded  int
+	firstID int64
+	since   time.Time
+}
+
+// idle reports whether p is a periodic pass that removed nothing and had
+// nothing to say: one that folds (entry).
+func idle(p engine.PassReport) bool {
+	return !p.Forced && p.Error == "" && p.Stopped == "" && len(p.Events) == 0 && len(p.Items) == 0 && len(p.Notes) == 0
+}
+
+// holds reports whether e is r or holds r folded.
+func (e entry) holds(r engine.PassReport) bool {
+	if samePass(e.PassReport, r) {
+		return true
+	}
+	return e.folded > 0 && e.Kind == r.Kind && e.Run == r.Run && r.ID >= e.firstID && r.ID < e.ID
+}
+
+// fold folds r into the newest entry of its kind, when r and every entry
+// from the newest to that one are idle and r is newer; it reports whether
+// it did.
+func (m *Model) fold(r engine.PassReport) bool {
+	if !idle(r) {
+		return false
+	}
+	for i, e := range m.passes {
+		if !idle(e.PassReport) || !r.StartedAt.After(e.StartedAt) {
+			return false
+		}
+		if e.Kind != r.Kind || e.Run != r.Run {
+			continue
+		}
+		if e.folded == 0 {
+			e.firstID, e.since = e.ID, e.StartedAt
+		}
+		e.folded++
+		e.PassReport = kept(r)
+		// The newest of all now: it moves to the top.
+		copy(m.passes[1:i+1], m.passes[:i])
+		m.passes[0] = e
+		return true
+	}
+	return false
+}
+
 // AddPass records a finished pass, of this run or, read from the journal,
 // of an earlier one. Dry-runs are not passes and are ignored; a pass seen
 // twice (from its notice and from Apply) is kept once.
@@ -100,11 +159,15 @@ func (m *Model) AddPass(r engine.PassReport) {
 	if r.DryRun {
 		return
 	}
-	if r.ID != 0 && slices.ContainsFunc(m.passes, func(p engine.PassReport) bool { return samePass(p, r) }) {
+	if r.ID != 0 && slices.ContainsFunc(m.passes, func(e entry) bool { return e.holds(r) }) {
 		return
 	}
-	m.passes = append(m.passes, kept(r))
-	slices.SortStableFunc(m.passes, func(a, b engine.PassReport) int {
+	if m.fold(r) {
+		grid.Refresh(m)
+		return
+	}
+	m.passes = append(m.passes, entry{PassReport: kept(r)})
+	slices.SortStableFunc(m.passes, func(a, b entry) int {
 		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
 			return c
 		}
@@ -168,8 +231,9 @@ func (m *Model) addEvent(e engine.Event) {
 func (m *Model) Rebuild() {
 	var rows []grid.Row
 	m.Matched, m.Total = 0, len(m.passes)
-	for _, p := range m.passes {
-		group := []grid.Row{passRow(p)}
+	for _, e := range m.passes {
+		p := e.PassReport
+		group := []grid.Row{passRow(e)}
 		for _, it := range p.Items {
 			if it.Outcome != engine.OutcomeFailed && it.Outcome != engine.OutcomeSkipped {
 				continue
@@ -200,7 +264,8 @@ func mark(o engine.Outcome) string {
 	return "·"
 }
 
-func passRow(p engine.PassReport) grid.Row {
+func passRow(e entry) grid.Row {
+	p := e.PassReport
 	removed := p.Count(engine.OutcomeRemoved)
 	failed := p.Count(engine.OutcomeFailed)
 	measured := "—"
@@ -232,6 +297,9 @@ func passRow(p engine.PassReport) grid.Row {
 			result += " · " + e.Reason
 			k = grid.Warn
 		}
+	}
+	if e.folded > 0 {
+		result += fmt.Sprintf(" · and %d more since %s", e.folded, e.since.Format(time.TimeOnly))
 	}
 	id := p.PassID()
 	if id == "" {

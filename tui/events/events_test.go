@@ -1,7 +1,10 @@
 package events
 
 import (
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui/internal/feed"
@@ -36,4 +39,102 @@ func TestPaneKeepsWhatItShows(t *testing.T) {
 	if len(r.Plan.ImageGC.Keep) != 1 || len(r.Plan.ImageGC.Order) != 2 {
 		t.Error("the published report itself was changed")
 	}
+}
+
+// TestIdlePassesFoldIntoOneRow pins how the pane folds a run of periodic
+// passes that removed nothing into the newest of them, as the API server
+// folds a repeated event (count, first time): kinds fold apart, and a
+// pass that removed, failed or warned of something, or was forced, keeps
+// a row of its own.
+func TestIdlePassesFoldIntoOneRow(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	pass := func(id int64, kind engine.PassKind, change func(*engine.PassReport)) engine.PassReport {
+		r := engine.PassReport{ID: id, Run: "r", Kind: kind, StartedAt: t0.Add(time.Duration(id) * time.Minute)}
+		r.FinishedAt = r.StartedAt.Add(time.Second)
+		if change != nil {
+			change(&r)
+		}
+		return r
+	}
+	removed := func(r *engine.PassReport) {
+		r.Items = []engine.ItemResult{{Kind: engine.ItemContainer, ID: "c1", Outcome: engine.OutcomeRemoved}}
+	}
+	skipped := func(r *engine.PassReport) { r.Skipped = "unchanged since pass #1" }
+	forced := func(r *engine.PassReport) { r.Forced = true }
+	warned := func(r *engine.PassReport) {
+		r.Events = []engine.Event{{Reason: "FreeDiskSpaceFailed", Warning: true}}
+	}
+	c, i := engine.PassContainers, engine.PassImages
+	for _, tc := range []struct {
+		name   string
+		passes []engine.PassReport
+		want   []string // each row's pass number and result
+	}{
+		{"periodic passes with nothing to do fold into the newest, with a count and the first's start",
+			[]engine.PassReport{pass(1, c, nil), pass(2, c, nil), pass(3, c, nil)},
+			[]string{"3 nothing to do · and 2 more since 12:01:00"}},
+		{"a skipped pass folds with one that had nothing to do",
+			[]engine.PassReport{pass(1, c, nil), pass(2, c, skipped), pass(3, c, skipped)},
+			[]string{"3 skipped: node unchanged · and 2 more since 12:01:00"}},
+		{"a pass that removed something ends the run",
+			[]engine.PassReport{pass(1, c, nil), pass(2, c, removed), pass(3, c, nil), pass(4, c, nil)},
+			[]string{"4 nothing to do · and 1 more since 12:03:00", "2 ok", "1 nothing to do"}},
+		{"image passes fold apart from container passes, and between them break neither run",
+			[]engine.PassReport{pass(1, c, nil), pass(2, i, nil), pass(3, c, nil), pass(4, c, nil), pass(5, i, nil)},
+			[]string{"5 nothing to do · and 1 more since 12:02:00", "4 nothing to do · and 2 more since 12:01:00"}},
+		{"a forced pass keeps its row",
+			[]engine.PassReport{pass(1, c, nil), pass(2, c, forced), pass(3, c, nil)},
+			[]string{"3 nothing to do", "2 nothing to do", "1 nothing to do"}},
+		{"a pass that warned keeps its row",
+			[]engine.PassReport{pass(1, i, nil), pass(2, i, warned), pass(3, i, nil)},
+			[]string{"3 nothing to do", "2 nothing to do · FreeDiskSpaceFailed", "1 nothing to do"}},
+		{"a folded pass seen again (from Apply) is not added again",
+			[]engine.PassReport{pass(1, c, nil), pass(2, c, nil), pass(3, c, nil), pass(2, c, nil), pass(3, c, nil)},
+			[]string{"3 nothing to do · and 2 more since 12:01:00"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New(keys.Default(false), style.Default(true))
+			m.SetSize(120, 30)
+			for _, r := range tc.passes {
+				m.AddPass(r)
+			}
+			var got []string
+			for _, e := range m.passes {
+				row := passRow(e)
+				got = append(got, row.Cells[0]+" "+row.Cells[len(row.Cells)-1])
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("rows %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+	t.Run("a day of an idle node's periodic passes is two rows, and the pass before them stays", func(t *testing.T) {
+		m := New(keys.Default(false), style.Default(true))
+		m.AddPass(pass(1, c, removed))
+		for id := int64(2); id < 2+24*60; id++ {
+			kind := c
+			if id%5 == 0 {
+				kind = i
+			}
+			m.AddPass(pass(id, kind, skipped))
+		}
+		if len(m.passes) != 3 || m.passes[2].ID != 1 {
+			t.Errorf("%d rows, the oldest #%d; want 3, the oldest #1", len(m.passes), m.passes[len(m.passes)-1].ID)
+		}
+	})
+	t.Run("the details of a folded row say what it holds", func(t *testing.T) {
+		m := New(keys.Default(false), style.Default(true))
+		m.SetSize(120, 30)
+		for id := int64(1); id <= 4; id++ {
+			m.AddPass(pass(id, c, nil))
+		}
+		d, ok := m.Detail()
+		if !ok {
+			t.Fatal("no details for the selected row")
+		}
+		want := "BEFORE    3 earlier periodic containers passes since 12:01:00 (the first #1) removed nothing either"
+		if !slices.ContainsFunc(d.Lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("details %q\nwant a line %q", d.Lines, want)
+		}
+	})
 }
