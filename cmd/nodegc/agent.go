@@ -239,7 +239,7 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	events := startNodeEvents(n.Conn.pods, log)
 	notices, unsubscribe := s.Subscribe()
 	var wg sync.WaitGroup
-	wg.Go(func() { followNotices(log, col, events, notices, debug.FreeOSMemory) })
+	wg.Go(func() { followNotices(log, col, events, notices, release) })
 	var srv *http.Server
 	if l != nil {
 		h, closeRemote := agentHandler(passCtx, metrics.NewHandler(col, readyChecks(n, g)...), col, n, s, started)
@@ -279,7 +279,7 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 // followNotices feeds the scheduler's notices to the collector and the
 // Node's events, and logs each pass and event, until the channel closes.
 // afterPass, when set, runs after each real pass is recorded: the agent
-// returns the pass's garbage to the system there (debug.FreeOSMemory),
+// returns the pass's garbage to the system there (release),
 // so that its memory between passes is what it keeps, not what the
 // pass's listings of a large node took (issue 24: 40 MB, flat).
 func followNotices(log *slog.Logger, col *metrics.Collector, events *nodeevents.Recorder, notices <-chan engine.Notice, afterPass func()) {
