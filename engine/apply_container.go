@@ -14,8 +14,8 @@ import (
 // container running again is skipped; an UNKNOWN one is stopped first, as
 // the kubelet's removeOldestN does (pkg/kubelet/kuberuntime/
 // kuberuntime_gc.go, v1.36.3): kill, then the logs, then the container,
-// and a kill that fails leaves both. Every call comes after the removal's
-// started line.
+// and a kill that fails leaves both. Every mutating call comes after the
+// removal's started line.
 //
 // The re-check is against the view of the node's running containers (see
 // ViewWindow). EXITED is final in CRI (a runtime refuses to start an

@@ -372,6 +372,22 @@ func TestApplyRemovesAContainersLogBeforeTheContainerAndJournalsBoth(t *testing.
 	if !slices.Equal(got, want) {
 		t.Errorf("journal %q\nwant    %q", got, want)
 	}
+	// The logs go after the container's started line: nothing of a
+	// removal is done before it is on file.
+	all, err := readJournalAll(e.o.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, l := range all {
+		if l.Op == JournalStarted || l.Kind == ItemLog && l.Op == JournalIntent {
+			got = append(got, string(l.Op)+" "+string(l.Kind)+" "+filepath.Base(l.ID))
+		}
+	}
+	want = []string{"started container c1", "intent log 0.log", "started log 0.log", "intent log web_ns_app-c1.log", "started log web_ns_app-c1.log"}
+	if !slices.Equal(got, want) {
+		t.Errorf("journal's started lines and log intents %q\nwant %q", got, want)
+	}
 }
 
 // The kubelet's removeOldestN kills an UNKNOWN container, then its

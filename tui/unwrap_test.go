@@ -12,8 +12,9 @@ func unwrap[M component[M], P sizable[M]](p pane) (M, bool) {
 	return a.m, ok
 }
 
-// passesListed returns how many passes the Events pane lists: the total
-// its info line shows (N/M match under a filter).
+// passesListed returns how many pass rows the Events pane lists (a run
+// of idle periodic passes is one): the total its info line shows (N/M
+// match under a filter).
 func passesListed(m Model) int {
 	for _, p := range m.panes {
 		if e, ok := unwrap[events.Model](p); ok {

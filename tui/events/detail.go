@@ -21,7 +21,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 	}
 	var e *entry
 	for i := range m.passes {
-		if k := passKey(m.passes[i].PassReport); r.Key == k || strings.HasPrefix(r.Key, k+"/") {
+		if k := m.passes[i].key(); r.Key == k || strings.HasPrefix(r.Key, k+"/") {
 			e = &m.passes[i]
 			break
 		}
@@ -35,8 +35,8 @@ func (m Model) Detail() (feed.Detail, bool) {
 		fmt.Sprintf("RAN       %s %s → %s (%s)", p.StartedAt.Format(time.DateOnly), p.StartedAt.Format(clock), p.FinishedAt.Format(clock), took(*p)),
 	}
 	if e.folded > 0 {
-		l = append(l, fmt.Sprintf("BEFORE    %d earlier periodic %s passes since %s (the first #%d) removed nothing either: each had nothing to do or was skipped",
-			e.folded, p.Kind, e.since.Format(time.TimeOnly), e.firstID))
+		l = append(l, fmt.Sprintf("BEFORE    %d earlier periodic passes (%s) since %s, the first #%d, removed nothing either: each had nothing to do or was skipped",
+			e.folded, p.Kind, since(*e), e.firstID))
 	}
 	if id := p.PassID(); id != "" && m.journal != "" {
 		l = append(l, "JOURNAL   pass "+id+" in "+m.journal)

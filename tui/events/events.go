@@ -101,7 +101,9 @@ func (m Model) Events() []engine.Event { return m.events }
 // failure or event, fold into the newest of them, as the API server
 // folds a repeated event into one with a count and a first time: on an
 // idle node they come every minute, and kept one a row they pushed the
-// passes that removed something out of the MaxPasses within hours.
+// passes that removed something out of the MaxPasses within hours. The
+// row shows the newest; a filter sees its cells, not the folded passes'
+// numbers.
 type entry struct {
 	engine.PassReport
 	// folded counts the earlier passes folded into this one, the first of
@@ -122,7 +124,16 @@ func (e entry) holds(r engine.PassReport) bool {
 	if samePass(e.PassReport, r) {
 		return true
 	}
-	return e.folded > 0 && e.Kind == r.Kind && e.Run == r.Run && r.ID >= e.firstID && r.ID < e.ID
+	return e.folded > 0 && idle(r) && e.Kind == r.Kind && e.Run == r.Run && r.ID >= e.firstID && r.ID < e.ID
+}
+
+// key identifies e's rows, and stays while passes fold into it: the key
+// of its first pass (passKey).
+func (e entry) key() string {
+	if e.folded == 0 {
+		return passKey(e.PassReport)
+	}
+	return fmt.Sprintf("pass/%d/%s", e.firstID, e.since)
 }
 
 // fold folds r into the newest entry of its kind, when r and every entry
@@ -245,7 +256,7 @@ func (m *Model) Rebuild() {
 			}
 			group = append(group, grid.Row{
 				Cells: []string{fmt.Sprintf("      %s %s %s: %s", mark(it.Outcome), it.Kind, format.ShortID(it.ID), msg)},
-				Span:  true, Kind: kind, Key: passKey(p) + "/" + string(it.Kind) + "/" + it.ID, ID: it.ID,
+				Span:  true, Kind: kind, Key: e.key() + "/" + string(it.Kind) + "/" + it.ID, ID: it.ID,
 			})
 		}
 		if m.Filter.Active() && !slices.ContainsFunc(group, func(r grid.Row) bool { return m.Filter.Match(strings.Join(r.Cells, " ")) }) {
@@ -299,7 +310,7 @@ func passRow(e entry) grid.Row {
 		}
 	}
 	if e.folded > 0 {
-		result += fmt.Sprintf(" · and %d more since %s", e.folded, e.since.Format(time.TimeOnly))
+		result += fmt.Sprintf(" · and %d more since %s", e.folded, since(e))
 	}
 	id := p.PassID()
 	if id == "" {
@@ -313,8 +324,17 @@ func passRow(e entry) grid.Row {
 			fmt.Sprint(removed), format.Bytes(p.EstimatedBytesFreed), measured, fmt.Sprint(failed), result,
 		},
 		Kind: k,
-		Key:  passKey(p),
+		Key:  e.key(),
 	}
+}
+
+// since is when the first pass folded into e started: the time, and the
+// date too when it is not that of e's newest pass.
+func since(e entry) string {
+	if y, m, d := e.since.Date(); e.StartedAt.Year() != y || e.StartedAt.Month() != m || e.StartedAt.Day() != d {
+		return e.since.Format(time.DateTime)
+	}
+	return e.since.Format(time.TimeOnly)
 }
 
 // passKey identifies a pass's rows: its number and start, since passes of

@@ -88,6 +88,15 @@ func TestIdlePassesFoldIntoOneRow(t *testing.T) {
 		{"a pass that warned keeps its row",
 			[]engine.PassReport{pass(1, i, nil), pass(2, i, warned), pass(3, i, nil)},
 			[]string{"3 nothing to do", "2 nothing to do · FreeDiskSpaceFailed", "1 nothing to do"}},
+		{"a late pass that removed something keeps its row, though its number is in a folded run",
+			[]engine.PassReport{pass(1, c, nil), pass(3, c, nil), pass(2, c, removed)},
+			[]string{"3 nothing to do · and 1 more since 12:01:00", "2 ok"}},
+		{"passes of another run do not fold into this run's",
+			[]engine.PassReport{pass(1, c, nil), pass(2, c, func(r *engine.PassReport) { r.Run = "s" })},
+			[]string{"2 nothing to do", "1 nothing to do"}},
+		{"a run that began on an earlier day says the day",
+			[]engine.PassReport{pass(1, c, nil), pass(2000, c, nil)},
+			[]string{"2000 nothing to do · and 1 more since 2026-11-01 12:01:00"}},
 		{"a folded pass seen again (from Apply) is not added again",
 			[]engine.PassReport{pass(1, c, nil), pass(2, c, nil), pass(3, c, nil), pass(2, c, nil), pass(3, c, nil)},
 			[]string{"3 nothing to do · and 2 more since 12:01:00"}},
@@ -122,6 +131,20 @@ func TestIdlePassesFoldIntoOneRow(t *testing.T) {
 			t.Errorf("%d rows, the oldest #%d; want 3, the oldest #1", len(m.passes), m.passes[len(m.passes)-1].ID)
 		}
 	})
+	t.Run("the cursor stays on a folded row as passes fold into it", func(t *testing.T) {
+		m := New(keys.Default(false), style.Default(true))
+		m.SetSize(120, 30)
+		m.AddPass(pass(1, c, nil))
+		m.AddPass(pass(2, c, nil))
+		m.AddPass(pass(3, i, nil))
+		m.Grid.SetCursor(1)
+		m.AddPass(pass(4, c, nil))
+		m.AddPass(pass(5, i, removed))
+		d, ok := m.Detail()
+		if !ok || d.Title != "Pass #4" {
+			t.Errorf("the cursor is on %q; want the container passes' row, now Pass #4", d.Title)
+		}
+	})
 	t.Run("the details of a folded row say what it holds", func(t *testing.T) {
 		m := New(keys.Default(false), style.Default(true))
 		m.SetSize(120, 30)
@@ -132,7 +155,7 @@ func TestIdlePassesFoldIntoOneRow(t *testing.T) {
 		if !ok {
 			t.Fatal("no details for the selected row")
 		}
-		want := "BEFORE    3 earlier periodic containers passes since 12:01:00 (the first #1) removed nothing either"
+		want := "BEFORE    3 earlier periodic passes (containers) since 12:01:00, the first #1, removed nothing either"
 		if !slices.ContainsFunc(d.Lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
 			t.Errorf("details %q\nwant a line %q", d.Lines, want)
 		}
