@@ -310,7 +310,9 @@ func passRow(e entry) grid.Row {
 		}
 	}
 	if e.folded > 0 {
-		result += fmt.Sprintf(" · and %d more since %s", e.folded, since(e))
+		// The passes the row stands for, as kubectl counts a repeated
+		// event: "(x3 over 5m)".
+		result += fmt.Sprintf(" (×%d since %s)", e.folded+1, since(e))
 	}
 	id := p.PassID()
 	if id == "" {
