@@ -54,7 +54,11 @@ func (m Model) Detail() (feed.Detail, bool) {
 			counts = append(counts, fmt.Sprintf("%s %d", o, n))
 		}
 	}
-	l = append(l, fmt.Sprintf("ITEMS     %d planned: %s", len(p.Items), strings.Join(counts, ", ")))
+	items := fmt.Sprintf("ITEMS     %d planned", len(p.Items))
+	if len(counts) > 0 {
+		items += ": " + strings.Join(counts, ", ")
+	}
+	l = append(l, items)
 	if p.Error != "" {
 		l = append(l, "ERROR     "+p.Error)
 	}

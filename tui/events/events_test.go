@@ -159,5 +159,8 @@ func TestIdlePassesFoldIntoOneRow(t *testing.T) {
 		if !slices.ContainsFunc(d.Lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
 			t.Errorf("details %q\nwant a line %q", d.Lines, want)
 		}
+		if !slices.Contains(d.Lines, "ITEMS     0 planned") {
+			t.Errorf("details %q\nwant a line %q", d.Lines, "ITEMS     0 planned")
+		}
 	})
 }
