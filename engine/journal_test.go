@@ -99,6 +99,13 @@ func TestCancelStopsAfterTheItemInFlight(t *testing.T) {
 	}
 }
 
+// startedOnFile reports whether the journal in stateDir holds, as it
+// reads now, a started line for id; false when it cannot be read.
+func startedOnFile(stateDir, id string) bool {
+	all, err := readJournalAll(stateDir)
+	return err == nil && slices.ContainsFunc(all, func(l JournalEntry) bool { return l.Op == JournalStarted && l.ID == id })
+}
+
 func TestEveryRemovalCallFollowsItsStartedLine(t *testing.T) {
 	for _, parallel := range []int{1, 4} {
 		t.Run(fmt.Sprintf("parallel %d: the file holds an item's started line when its call is sent, and no other item's", parallel), func(t *testing.T) {
@@ -116,12 +123,7 @@ func TestEveryRemovalCallFollowsItsStartedLine(t *testing.T) {
 			var mu sync.Mutex
 			var bad []string
 			rt.before = func(method, id string) {
-				all, err := readJournalAll(e.o.StateDir)
-				has := false
-				for _, l := range all {
-					has = has || l.Op == JournalStarted && l.ID == id
-				}
-				if err != nil || !has {
+				if !startedOnFile(e.o.StateDir, id) {
 					mu.Lock()
 					bad = append(bad, id)
 					mu.Unlock()

@@ -419,12 +419,7 @@ func TestAnUnknownContainerIsKilledThenItsLogsGoThenIt(t *testing.T) {
 			e := n.engine(t, rt)
 			var got []string
 			rt.before = func(method, id string) {
-				all, _ := readJournalAll(e.o.StateDir)
-				started := false
-				for _, l := range all {
-					started = started || l.Op == JournalStarted && l.ID == id
-				}
-				got = append(got, fmt.Sprintf("%s started=%v log=%v", method, started, exists(logFile)))
+				got = append(got, fmt.Sprintf("%s started=%v log=%v", method, startedOnFile(e.o.StateDir, id), exists(logFile)))
 			}
 			r, err := e.Apply(context.Background(), Plan{Pass: PassContainers, EvaluatedAt: execNow, ContainerGC: ContainerPlan{Remove: []ContainerRemoval{
 				{ID: "c1", PodUID: "uid1", Name: "app", Reason: RemovePerContainerLimit, PodName: "web", PodNamespace: "ns", State: ContainerUnknown}}}})
