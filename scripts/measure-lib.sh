@@ -18,8 +18,8 @@ need_tmux() {
 }
 
 work=$(mktemp -d "/tmp/nodegc-$me.XXXXXX")
-sock="nodegc-$me-$$"
-tm() { tmux -L "$sock" "$@"; }
+sock="$work/tmux.sock" # in $work, so that it goes with it
+tm() { tmux -S "$sock" "$@"; }
 simpid=
 agentpid=
 cleanup() {

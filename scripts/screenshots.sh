@@ -40,8 +40,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 work=$(mktemp -d /tmp/nodegc-shots.XXXXXX)
-sock="nodegc-shots-$$"
-tm() { tmux -L "$sock" "$@"; }
+sock="$work/tmux.sock" # in $work, so that it goes with it
+tm() { tmux -S "$sock" "$@"; }
 cleanup() {
 	tm kill-server >/dev/null 2>&1 || true
 	rm -rf "$work"

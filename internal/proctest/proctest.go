@@ -5,9 +5,11 @@ package proctest
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -118,4 +120,17 @@ func FreeAddress(tb testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// KillTmux ends the private tmux server a test started on socket name
+// (tmux -L name) and removes the socket file, which tmux leaves behind
+// in $TMUX_TMPDIR/tmux-UID (/tmp by default): a test removes what it
+// creates.
+func KillTmux(name string) {
+	_ = exec.Command("tmux", "-L", name, "kill-server").Run()
+	dir := os.Getenv("TMUX_TMPDIR")
+	if dir == "" {
+		dir = "/tmp"
+	}
+	_ = os.Remove(filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()), name))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodegc/nodegc/fleet"
 	"github.com/nodegc/nodegc/internal/kubetest"
+	"github.com/nodegc/nodegc/internal/proctest"
 	"github.com/nodegc/nodegc/metrics"
 )
 
@@ -118,7 +119,7 @@ func newFleetSession(t *testing.T, w, h int, env []string, argv ...string) *flee
 		t.Fatal(err)
 	}
 	s := &fleetSession{socket: fmt.Sprintf("nodegc-fleet-%d", os.Getpid())}
-	t.Cleanup(func() { exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+	t.Cleanup(func() { proctest.KillTmux(s.socket) })
 	args := []string{"-f", conf, "new-session", "-d", "-s", "f", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "--", "env"}
 	s.tmux(t, append(append(args, env...), argv...)...)
 	return s

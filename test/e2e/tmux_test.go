@@ -15,6 +15,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"golang.org/x/sys/unix"
+
+	"github.com/nodegc/nodegc/internal/proctest"
 )
 
 // requireEnv makes a missing tmux a failure instead of a skip (CI sets it,
@@ -84,7 +86,7 @@ func startSession(t testing.TB, w, h int, argv ...string) *session {
 	pane := -1 // the pane's process, once known, as a pidfd
 	t.Cleanup(func() {
 		// The server may already be gone; nothing else to clean.
-		_ = exec.Command("tmux", "-L", s.socket, "kill-server").Run()
+		proctest.KillTmux(s.socket)
 		waitExit(t, pane)
 	})
 	s.tmux(t, cmd...)

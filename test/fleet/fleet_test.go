@@ -30,6 +30,7 @@ import (
 	"github.com/nodegc/nodegc/fleet"
 	"github.com/nodegc/nodegc/internal/kubeclient"
 	"github.com/nodegc/nodegc/internal/kubetest"
+	"github.com/nodegc/nodegc/internal/proctest"
 	tuifleet "github.com/nodegc/nodegc/tui/fleet"
 )
 
@@ -576,7 +577,7 @@ func screenshot(t *testing.T, bin string, api *kubetest.APIServer, nodes []simNo
 		}
 		return string(out)
 	}
-	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	t.Cleanup(func() { proctest.KillTmux(sock) })
 	tm("new-session", "-d", "-x", "140", "-y", "30", "-s", "shot",
 		"env COLORTERM=truecolor TERM=tmux-256color KUBECONFIG="+api.Admin+" "+bin+" fleet; sleep 600")
 	tm("set-option", "-t", "shot", "status", "off")
