@@ -131,9 +131,9 @@ func (e entry) holds(r engine.PassReport) bool {
 // of its first pass (passKey).
 func (e entry) key() string {
 	if e.folded == 0 {
-		return passKey(e.PassReport)
+		return passKey(e.ID, e.StartedAt)
 	}
-	return fmt.Sprintf("pass/%d/%s", e.firstID, e.since)
+	return passKey(e.firstID, e.since)
 }
 
 // fold folds r into the newest entry of its kind, when r and every entry
@@ -339,9 +339,9 @@ func since(e entry) string {
 	return e.since.Format(time.TimeOnly)
 }
 
-// passKey identifies a pass's rows: its number and start, since passes of
-// earlier runs (from the journal) share numbers with this run's.
-func passKey(p engine.PassReport) string { return fmt.Sprintf("pass/%d/%s", p.ID, p.StartedAt) }
+// passKey identifies a pass's rows by its number and start, since passes
+// of earlier runs (from the journal) share numbers with this run's.
+func passKey(id int64, start time.Time) string { return fmt.Sprintf("pass/%d/%s", id, start) }
 
 // Update handles the pane's keys (navigation and filter) and the passes
 // and events it lists.
