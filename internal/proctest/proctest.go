@@ -5,7 +5,6 @@ package proctest
 
 import (
 	"bufio"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -122,15 +121,25 @@ func FreeAddress(tb testing.TB) string {
 	return l.Addr().String()
 }
 
-// KillTmux ends the private tmux server a test started on socket name
-// (tmux -L name) and removes the socket file, which tmux leaves behind
-// in $TMUX_TMPDIR/tmux-UID (/tmp by default): a test removes what it
-// creates.
-func KillTmux(name string) {
-	_ = exec.Command("tmux", "-L", name, "kill-server").Run()
-	dir := os.Getenv("TMUX_TMPDIR")
-	if dir == "" {
-		dir = "/tmp"
+// TmuxSocket returns the socket path for a private tmux server (tmux -S
+// path), in a directory of its own that the test's cleanup removes after
+// ending the server: tmux leaves its socket file behind at kill-server. The
+// directory is made under os.TempDir, not tb.TempDir, whose long paths can
+// pass the 108 bytes a socket path may hold.
+func TmuxSocket(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "nodegc-tmux-")
+	if err != nil {
+		tb.Fatal(err)
 	}
-	_ = os.Remove(filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()), name))
+	sock := filepath.Join(dir, "sock")
+	tb.Cleanup(func() {
+		KillTmux(sock)
+		_ = os.RemoveAll(dir)
+	})
+	return sock
 }
+
+// KillTmux ends the private tmux server on sock (tmux -S sock), if it is
+// still there.
+func KillTmux(sock string) { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() }

@@ -118,8 +118,7 @@ func newFleetSession(t *testing.T, w, h int, env []string, argv ...string) *flee
 	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &fleetSession{socket: fmt.Sprintf("nodegc-fleet-%d", os.Getpid())}
-	t.Cleanup(func() { proctest.KillTmux(s.socket) })
+	s := &fleetSession{socket: proctest.TmuxSocket(t)}
 	args := []string{"-f", conf, "new-session", "-d", "-s", "f", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "--", "env"}
 	s.tmux(t, append(append(args, env...), argv...)...)
 	return s
@@ -127,7 +126,7 @@ func newFleetSession(t *testing.T, w, h int, env []string, argv ...string) *flee
 
 func (s *fleetSession) tmux(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	out, err := exec.Command("tmux", append([]string{"-S", s.socket}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
 	}

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,9 +26,6 @@ const requireEnv = "NODEGC_REQUIRE_CONTAINERD"
 // warms up its simulated node before the first frame and CI machines are
 // slow. Nothing is asserted about how fast the screen changes.
 const waitTimeout = 20 * time.Second
-
-// sockets numbers the tmux servers of this process.
-var sockets atomic.Int64
 
 // requireTmux skips the test when tmux is missing, or fails it under
 // NODEGC_REQUIRE_CONTAINERD=1.
@@ -77,7 +73,7 @@ func startSession(t testing.TB, w, h int, argv ...string) *session {
 		t.Fatal(err)
 	}
 	s := &session{
-		socket: fmt.Sprintf("nodegc-e2e-%d-%d", os.Getpid(), sockets.Add(1)),
+		socket: proctest.TmuxSocket(t),
 		name:   "e2e",
 	}
 	cmd := []string{"-f", conf, "new-session", "-d", "-s", s.name,
@@ -132,7 +128,7 @@ func waitExit(t testing.TB, pidfd int) {
 // tmux runs a tmux command on the session's server and returns its output.
 func (s *session) tmux(t testing.TB, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...)
+	cmd := exec.Command("tmux", append([]string{"-S", s.socket}, args...)...)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -569,15 +569,14 @@ func screenshot(t *testing.T, bin string, api *kubetest.APIServer, nodes []simNo
 	stopped := nodes[len(nodes)/3].agent.Process.Pid
 	syscall.Kill(stopped, syscall.SIGSTOP)
 	defer syscall.Kill(stopped, syscall.SIGCONT)
-	sock := fmt.Sprintf("nodegc-fleet-shot-%d", os.Getpid())
+	sock := proctest.TmuxSocket(t)
 	tm := func(args ...string) string {
-		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("tmux %v: %v: %s", args, err, out)
 		}
 		return string(out)
 	}
-	t.Cleanup(func() { proctest.KillTmux(sock) })
 	tm("new-session", "-d", "-x", "140", "-y", "30", "-s", "shot",
 		"env COLORTERM=truecolor TERM=tmux-256color KUBECONFIG="+api.Admin+" "+bin+" fleet; sleep 600")
 	tm("set-option", "-t", "shot", "status", "off")
