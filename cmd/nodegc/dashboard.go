@@ -239,7 +239,8 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		events = nil
 	}
 	ctx, s, stop := startScheduler(ctx, e, so, events)
-	defer oneProcWhileIdle(s)()
+	mem := newIdleMemory()
+	defer whileIdle(s, mem)()
 	journal := ""
 	if !e.ReadOnly() {
 		journal = engine.JournalPath(opts.stateDir)
@@ -247,7 +248,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	err := opts.runTUI(ctx, tui.Options{
 		Events:          opts.Events && events != nil,
 		Controller:      s,
-		Snapshot:        e.Snapshot,
+		Snapshot:        mem.snapshot(e.Snapshot),
 		Plan:            e.PlanSnapshot,
 		ImageFs:         e.RemeasureImageFs,
 		Changed:         e.ContainersChanged,
@@ -258,7 +259,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Journal:         journalReader(opts.stateDir),
 		RefreshInterval: opts.Refresh,
 		Listings:        opts.listings,
-		AfterRefresh:    release,
+		AfterRefresh:    mem.release,
 		Version:         version,
 		Now:             now,
 		Opening:         opts.opening,
@@ -353,28 +354,37 @@ func release() {
 	debug.FreeOSMemory()
 }
 
-// oneProcWhileIdle runs the dashboard's Go scheduler on one P while no
-// pass runs, and on the runtime's default (the CPUs the process may use)
-// while one does (Status.Running), until the returned func is called,
-// which puts the default back. Idle, a second P only lets each wake-up of
-// the renderer's ticker wake a second thread that finds nothing to do;
-// a pass keeps them all (at one P the large preset's first container
-// pass took nearly twice the CPU). README, Performance, has the figures.
-// The environment's GOMAXPROCS, when set, is left alone.
-func oneProcWhileIdle(s *engine.Scheduler) (stop func()) {
-	if os.Getenv("GOMAXPROCS") != "" {
+// whileIdle follows the scheduler's passes until the returned func is
+// called. It runs the dashboard's Go scheduler on one P while no pass
+// runs, and on the runtime's default (the CPUs the process may use) while
+// one does (Status.Running); the returned func puts the default back.
+// Idle, a second P only lets each wake-up of the renderer's ticker wake a
+// second thread that finds nothing to do; a pass keeps them all (at one P
+// the large preset's first container pass took nearly twice the CPU).
+// README, Performance, has the figures. The environment's GOMAXPROCS,
+// when set, is left alone. It also tells mem when a pass runs.
+func whileIdle(s *engine.Scheduler, mem *idleMemory) (stop func()) {
+	procs := os.Getenv("GOMAXPROCS") == ""
+	if !procs && mem == nil {
 		return func() {}
 	}
 	notices, cancel := s.Subscribe()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		followPasses(notices, s.Status(), setProcs)
+		followPasses(notices, s.Status(), func(busy bool) {
+			mem.passes(busy)
+			if procs {
+				setProcs(busy)
+			}
+		})
 	}()
 	return func() {
 		cancel()
 		<-done
-		runtime.SetDefaultGOMAXPROCS()
+		if procs {
+			runtime.SetDefaultGOMAXPROCS()
+		}
 	}
 }
 
