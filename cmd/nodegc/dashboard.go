@@ -245,10 +245,10 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	if !e.ReadOnly() {
 		journal = engine.JournalPath(opts.stateDir)
 	}
-	err := opts.runTUI(ctx, tui.Options{
+	err := opts.runTUI(ctx, mem.options(tui.Options{
 		Events:          opts.Events && events != nil,
 		Controller:      s,
-		Snapshot:        mem.snapshot(e.Snapshot),
+		Snapshot:        e.Snapshot,
 		Plan:            e.PlanSnapshot,
 		ImageFs:         e.RemeasureImageFs,
 		Changed:         e.ContainersChanged,
@@ -263,7 +263,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Version:         version,
 		Now:             now,
 		Opening:         opts.opening,
-	})
+	}))
 	// Quitting (q, a signal, the terminal gone) cancels ctx: a pass in
 	// flight stops after its item in flight, and the process waits for it,
 	// then releases the state dir, all within shutdownDeadline.
