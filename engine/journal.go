@@ -113,12 +113,15 @@ type journal struct {
 	cond *sync.Cond
 	dir  string
 	f    *os.File
-	w    syncWriter // f (with counts), unless a test wraps it
+	w    syncWriter // f, unless a test wraps it
+	// counts are what was written (Engine.JournalStats).
+	counts journalCounts
 	// free reports the free bytes of the journal's filesystem; nil means
 	// fstatfs (tests replace it).
 	free func() (int64, error)
 
-	buf      []byte // lines waiting for the next group
+	buf      []byte   // lines waiting for the next group
+	ops      []lineOp // the ops of buf's lines, for the counts
 	batch    uint64 // the group now filling
 	flushed  uint64 // the last group on disk
 	appended uint64 // appends to buf so far
@@ -143,7 +146,7 @@ func openJournal(dir string) (*journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	jr := &journal{dir: dir, f: f, w: &countingWriter{w: f}, batch: 1, size: fi.Size()}
+	jr := &journal{dir: dir, f: f, w: f, batch: 1, size: fi.Size()}
 	jr.cond = sync.NewCond(&jr.mu)
 	return jr, nil
 }
@@ -289,10 +292,10 @@ func (j *journal) flushedLocked(uint64) error {
 		// Lead the group: write everything queued so far.
 		j.flushing = true
 		n := j.batch
-		buf, upto := j.takeLocked()
+		q, upto := j.takeLocked()
 		j.batch++
 		j.mu.Unlock()
-		err := j.flush(buf)
+		err := j.flush(q)
 		j.mu.Lock()
 		j.flushing = false
 		if err != nil {
@@ -311,6 +314,7 @@ func (j *journal) appendLocked(b []byte, entries []JournalEntry) uint64 {
 	j.buf = append(j.buf, b...)
 	j.appended++
 	for _, e := range entries {
+		j.ops = append(j.ops, lineOp{e.Op, e.Reconciled})
 		if e.Op == JournalCheckpoint {
 			j.since = 0
 		} else {
@@ -320,20 +324,27 @@ func (j *journal) appendLocked(b []byte, entries []JournalEntry) uint64 {
 	return j.appended
 }
 
+// queued is a group of lines taken from the queue, with their ops.
+type queued struct {
+	buf []byte
+	ops []lineOp
+}
+
 // takeLocked hands the queued lines to the caller, which writes them, with
 // the append number they reach; j.mu is held.
-func (j *journal) takeLocked() ([]byte, uint64) {
-	buf := j.buf
-	j.buf = nil
-	return buf, j.appended
+func (j *journal) takeLocked() (queued, uint64) {
+	q := queued{j.buf, j.ops}
+	j.buf, j.ops = nil, nil
+	return q, j.appended
 }
 
 // flush writes and syncs one group; j.mu is not held.
-func (j *journal) flush(buf []byte) error {
-	if err := j.put(buf); err != nil {
+func (j *journal) flush(q queued) error {
+	if err := j.put(q); err != nil {
 		return err
 	}
 	if err := j.w.Sync(); err != nil {
+		j.counts.failed()
 		return fmt.Errorf("sync journal: %w", err)
 	}
 	return nil
@@ -341,15 +352,17 @@ func (j *journal) flush(buf []byte) error {
 
 // put writes lines to the file; its callers hold the flushing flag, so
 // one writes at a time.
-func (j *journal) put(buf []byte) error {
-	if len(buf) == 0 {
+func (j *journal) put(q queued) error {
+	if len(q.buf) == 0 {
 		return nil
 	}
-	n, err := j.w.Write(buf)
+	n, err := j.w.Write(q.buf)
 	j.size += int64(n)
 	if err != nil {
+		j.counts.failed()
 		return fmt.Errorf("append to journal: %w", err)
 	}
+	j.counts.written(q.ops)
 	return nil
 }
 
@@ -401,11 +414,9 @@ func (j *journal) rotate() error {
 		d.Sync()
 		d.Close()
 	}
-	// The writer follows the file (through the counts, when they wrap
-	// it); a test's writer stays. No write is in flight here.
-	if cw, ok := j.w.(*countingWriter); ok && cw.w == syncWriter(j.f) {
-		cw.w = f
-	} else if j.w == syncWriter(j.f) {
+	// The writer follows the file; a test's writer stays. No write is in
+	// flight here.
+	if j.w == syncWriter(j.f) {
 		j.w = f
 	}
 	j.f.Close()
@@ -468,9 +479,9 @@ func (j *journal) queue(entries []JournalEntry, then func(mine uint64) error) er
 // caller has checked that no write is in flight.
 func (j *journal) putQueuedLocked() {
 	j.flushing = true
-	buf, upto := j.takeLocked()
+	q, upto := j.takeLocked()
 	j.mu.Unlock()
-	err := j.put(buf)
+	err := j.put(q)
 	j.mu.Lock()
 	j.flushing = false
 	if err != nil && j.err == nil {
@@ -520,8 +531,8 @@ func (j *journal) sync() error {
 	if j.err != nil || !j.dirty {
 		return j.err
 	}
-	buf, upto := j.takeLocked()
-	if err := j.flush(buf); err != nil {
+	q, upto := j.takeLocked()
+	if err := j.flush(q); err != nil {
 		j.err = err
 		return j.err
 	}

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -22,23 +20,25 @@ func TestJournalStatsCountLinesAndFailures(t *testing.T) {
 	}
 
 	t.Run("a failed write counts as a failure and none of its lines", func(t *testing.T) {
-		f := tempFile(t)
-		cw := &countingWriter{w: &failingWriter{f: f, ok: 0}}
-		if _, err := cw.Write([]byte("{\"op\":\"intent\"}\n")); err == nil {
+		j := openTestJournal(t)
+		j.w = &failingWriter{f: j.f, ok: 0}
+		if err := j.write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: "i1"}); err == nil {
 			t.Fatal("the write succeeded")
 		}
-		if st := cw.stats(); st.FailedWrites != 1 || st.Lines[JournalIntent] != 0 {
+		if st := j.counts.stats(); st.FailedWrites != 1 || st.Lines[JournalIntent] != 0 {
 			t.Errorf("stats %+v", st)
 		}
 	})
-	t.Run("reconciled outcomes are counted by op", func(t *testing.T) {
-		f := tempFile(t)
-		cw := &countingWriter{w: f}
-		if _, err := cw.Write([]byte("{\"op\":\"removed\",\"reconciled\":true}\n{\"op\":\"not-removed\",\"reconciled\":true}\n{\"op\":\"removed\"}\n")); err != nil {
+	t.Run("every line of a group write is counted by its op, reconciled outcomes apart", func(t *testing.T) {
+		j := openTestJournal(t)
+		if err := j.write(
+			JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: "i1", Reconciled: true},
+			JournalEntry{Op: JournalNotRemoved, Kind: ItemImage, ID: "i2", Reconciled: true},
+			JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: "i3"}); err != nil {
 			t.Fatal(err)
 		}
-		st := cw.stats()
-		if st.Lines[JournalRemoved] != 2 || st.Reconciled[JournalRemoved] != 1 || st.Reconciled[JournalNotRemoved] != 1 {
+		st := j.counts.stats()
+		if st.Lines[JournalRemoved] != 2 || st.Lines[JournalNotRemoved] != 1 || st.Reconciled[JournalRemoved] != 1 || st.Reconciled[JournalNotRemoved] != 1 {
 			t.Errorf("stats %+v", st)
 		}
 	})
@@ -69,13 +69,13 @@ func TestOnSnapshotSeesEverySnapshot(t *testing.T) {
 	}
 }
 
-// tempFile creates a file in a temp dir, closed at cleanup.
-func tempFile(t *testing.T) *os.File {
+// openTestJournal opens a journal in a temp dir, closed at cleanup.
+func openTestJournal(t *testing.T) *journal {
 	t.Helper()
-	f, err := os.Create(filepath.Join(t.TempDir(), "j"))
+	j, err := openJournal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close() })
-	return f
+	t.Cleanup(func() { j.close() })
+	return j
 }
