@@ -238,3 +238,93 @@ func TestFuzzCorpusFromSimnode(t *testing.T) {
 		}
 	}
 }
+
+// viaGeneratedEvent decodes an event with the generated code and converts
+// it as the engine reads it: the reference for containerEvent.
+func viaGeneratedEvent(b []byte) (engine.ContainerEvent, error) {
+	var r runtimeapi.ContainerEventResponse
+	if err := proto.Unmarshal(b, &r); err != nil {
+		return engine.ContainerEvent{}, err
+	}
+	t, ok := eventTypes[r.GetContainerEventType()]
+	if !ok {
+		t = engine.ContainerEventType(r.GetContainerEventType().String())
+	}
+	return engine.ContainerEvent{Type: t, ContainerID: r.GetContainerId(), PodSandboxID: r.GetPodSandboxStatus().GetId(), Time: nsTime(r.GetCreatedAt())}, nil
+}
+
+// sampleEvent is a deleted event as containerd 2 sends one: the sandbox's
+// status and its containers' statuses, labels and annotations included.
+func sampleEvent() *runtimeapi.ContainerEventResponse {
+	cs := sampleContainers().Containers[0]
+	return &runtimeapi.ContainerEventResponse{
+		ContainerId:        cs.Id,
+		ContainerEventType: runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT,
+		CreatedAt:          1_700_000_000_123_456_789,
+		PodSandboxStatus: &runtimeapi.PodSandboxStatus{Id: cs.PodSandboxId, Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Uid: "u1", Namespace: "default"},
+			State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: 5, Labels: map[string]string{"app": "web"}},
+		ContainersStatuses: []*runtimeapi.ContainerStatus{{Id: cs.Id, Metadata: cs.Metadata, State: runtimeapi.ContainerState_CONTAINER_EXITED,
+			Image: cs.Image, ImageRef: cs.ImageRef, LogPath: "/var/log/pods/x/0.log", Labels: cs.Labels, Annotations: cs.Annotations}},
+	}
+}
+
+func TestDecodeEventsMatchesGeneratedCode(t *testing.T) {
+	sample, err := proto.Marshal(sampleEvent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		wire []byte
+	}{
+		{"the event a runtime sends decodes as the generated code decodes it", sample},
+		{"an empty event is a created event of no container", nil},
+		{"a later type wins", msg(varint(2, 1), varint(2, 2), varint(2, 3))},
+		{"a type the API does not define keeps its number as its name", varint(2, 7)},
+		{"a later scalar wins over an earlier one", msg(str(1, "a"), str(1, "b"), varint(3, 1), varint(3, 2))},
+		{"the sandbox status sent twice is merged, its later ID winning", msg(sub(4, str(1, "s1")), sub(4, varint(3, 1)), sub(4, str(1, "s2")))},
+		{"a negative time and a 64-bit type value decode as int64 and int32", msg(varint(3, uint64(1<<64-1)), varint(2, 1<<40|3))},
+		{"a known field of another wire type is skipped as unknown", msg(varint(1, 5), str(2, "x"), str(1, "real-id"))},
+		{"unknown fields and groups are skipped", msg(str(99, "x"), protowire.AppendTag(nil, 101, protowire.StartGroupType), protowire.AppendTag(nil, 101, protowire.EndGroupType), str(1, "id"))},
+		{"the sample twice is merged", msg(sample, sample)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := viaGeneratedEvent(tt.wire)
+			if err != nil {
+				t.Fatalf("generated code: %v", err)
+			}
+			var got containerEvent
+			if err := got.decode(tt.wire); err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if !reflect.DeepEqual(got.ev, want) {
+				t.Errorf("decoded\n got %+v\nwant %+v", got.ev, want)
+			}
+		})
+	}
+}
+
+func TestDecodeEventsRejectsWhatTheGeneratedCodeRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		wire []byte
+	}{
+		{"a truncated event", str(1, "abc")[:3]},
+		{"invalid UTF-8 in the container ID", str(1, "\xff\xfe")},
+		{"invalid UTF-8 in the sandbox ID", sub(4, str(1, "\xff"))},
+		{"a broken sandbox status", sub(4, []byte{0x0a, 0x05, 'a'})},
+		{"field number zero", []byte{0x02, 0x00}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := viaGeneratedEvent(tt.wire); err == nil {
+				t.Fatal("the generated code accepts it: the case tests nothing")
+			}
+			var got containerEvent
+			if err := got.decode(tt.wire); err == nil {
+				t.Errorf("decoded %+v, want an error", got.ev)
+			}
+		})
+	}
+}
