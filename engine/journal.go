@@ -122,11 +122,11 @@ type journal struct {
 
 	buf      []byte   // lines waiting for the next group
 	ops      []lineOp // the ops of buf's lines, for the counts
-	batch    uint64 // the group now filling
-	flushed  uint64 // the last group on disk
-	appended uint64 // appends to buf so far
-	written  uint64 // the appends handed to write(2) (not necessarily synced)
-	size     int64  // the current segment's bytes; changed only by the writer holding flushing
+	batch    uint64   // the group now filling
+	flushed  uint64   // the last group on disk
+	appended uint64   // appends to buf so far
+	written  uint64   // the appends handed to write(2) (not necessarily synced)
+	size     int64    // the current segment's bytes; changed only by the writer holding flushing
 	// since counts the lines appended after the last checkpoint.
 	since    int
 	flushing bool
