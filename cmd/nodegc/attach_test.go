@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/proctest"
 )
 
 // attachNode is a simulated node served by `nodegc simnode` and the flags
@@ -255,23 +256,16 @@ func TestAgentRefusesPlantedSocket(t *testing.T) {
 // agent: it says it is attached, previews and applies an image pass
 // through the agent, and shows it.
 func TestDashboardAttaches(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
+	_, err := exec.LookPath("tmux")
 	if err != nil {
 		t.Skip("no tmux")
 	}
 	n := startAttachNode(t)
 	agent, agentLog := n.startAgent(t, "--minimum-image-ttl-duration", "0")
-	sock := filepath.Join(n.dir, "tmux.sock")
-	run := func(args ...string) string {
-		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	sock := proctest.TmuxSocket(t)
+	run := func(args ...string) string { return proctest.Tmux(t, sock, args...) }
 	cmd := strings.Join(append([]string{"env", "CONTAINER_RUNTIME_ENDPOINT=", n.bin, "--refresh", "500ms"}, n.common...), " ")
 	run("new-session", "-d", "-x", "200", "-y", "50", cmd)
-	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
 	// Generous: the packages' tests share two cores in CI.
 	waitScreen := func(what string) string {
 		t.Helper()

@@ -140,6 +140,20 @@ func TmuxSocket(tb testing.TB) string {
 	return sock
 }
 
+// Tmux runs a tmux command on the private server on sock (tmux -S sock)
+// and returns what it printed; a failure fails the test with its stderr.
+func Tmux(tb testing.TB, sock string, args ...string) string {
+	tb.Helper()
+	cmd := exec.Command("tmux", append([]string{"-S", sock}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
 // KillTmux ends the private tmux server on sock (tmux -S sock), if it is
 // still there.
 func KillTmux(sock string) { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() }

@@ -126,11 +126,7 @@ func newFleetSession(t *testing.T, w, h int, env []string, argv ...string) *flee
 
 func (s *fleetSession) tmux(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", s.socket}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return proctest.Tmux(t, s.socket, args...)
 }
 
 func (s *fleetSession) capture(t *testing.T) string {

@@ -570,13 +570,7 @@ func screenshot(t *testing.T, bin string, api *kubetest.APIServer, nodes []simNo
 	syscall.Kill(stopped, syscall.SIGSTOP)
 	defer syscall.Kill(stopped, syscall.SIGCONT)
 	sock := proctest.TmuxSocket(t)
-	tm := func(args ...string) string {
-		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v: %s", args, err, out)
-		}
-		return string(out)
-	}
+	tm := func(args ...string) string { return proctest.Tmux(t, sock, args...) }
 	tm("new-session", "-d", "-x", "140", "-y", "30", "-s", "shot",
 		"env COLORTERM=truecolor TERM=tmux-256color KUBECONFIG="+api.Admin+" "+bin+" fleet; sleep 600")
 	tm("set-option", "-t", "shot", "status", "off")

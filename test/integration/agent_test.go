@@ -366,7 +366,7 @@ func testAgentAttach(t *testing.T, rt realnode.Runtime) {
 	})
 
 	t.Run("the dashboard attaches and runs a pass through the agent", func(t *testing.T) {
-		tmux, err := exec.LookPath("tmux")
+		_, err := exec.LookPath("tmux")
 		if err != nil {
 			if os.Getenv("NODEGC_REQUIRE_CONTAINERD") == "1" {
 				t.Fatal("no tmux (make deps installs it)")
@@ -378,17 +378,10 @@ func testAgentAttach(t *testing.T, rt realnode.Runtime) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sock := filepath.Join(t.TempDir(), "tmux.sock")
-		run := func(args ...string) string {
-			out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
-			if err != nil {
-				t.Fatalf("tmux %v: %v\n%s", args, err, out)
-			}
-			return string(out)
-		}
+		sock := proctest.TmuxSocket(t)
+		run := func(args ...string) string { return proctest.Tmux(t, sock, args...) }
 		cmd := strings.Join(append([]string{"env", "CONTAINER_RUNTIME_ENDPOINT=", nodegc(t), "--refresh", "500ms"}, attachFlags(t, n, state)...), " ")
 		run("new-session", "-d", "-x", "200", "-y", "50", cmd)
-		defer exec.Command(tmux, "-S", sock, "kill-server").Run()
 		waitScreen := func(what string) {
 			t.Helper()
 			deadline := time.Now().Add(60 * time.Second)
