@@ -30,7 +30,11 @@ func TestSkippedPassSaysSo(t *testing.T) {
 	if s := ansi.Strip(m.Screen()); !strings.Contains(s, "skipped: node unchanged") {
 		t.Errorf("the Events row of a skipped pass does not say so:\n%s", s)
 	}
-	if s := ansi.Strip(send(m, keyMsg("enter")).Screen()); !strings.Contains(s, "SKIPPED   "+why) {
+	s := ansi.Strip(send(m, keyMsg("enter")).Screen())
+	if !strings.Contains(s, "SKIPPED   "+why) {
 		t.Errorf("the details of a skipped pass do not say why:\n%s", s)
+	}
+	if strings.Contains(s, "had nothing to do") || !strings.Contains(s, "the pass was skipped") {
+		t.Errorf("the details of a skipped pass say it had nothing to do, not that it was skipped:\n%s", s)
 	}
 }

@@ -101,7 +101,14 @@ func (m Model) Detail() (feed.Detail, bool) {
 		}
 	}
 	if len(p.Items) == 0 {
-		l = append(l, "nothing was planned: the pass had nothing to do")
+		switch {
+		case p.Skipped != "":
+			l = append(l, "nothing was planned: the pass was skipped (SKIPPED above)")
+		case p.Error != "":
+			l = append(l, "nothing was removed: the pass ended on its error (ERROR above)")
+		default:
+			l = append(l, "nothing was planned: the pass had nothing to do")
+		}
 	}
 	return feed.Detail{Title: fmt.Sprintf("Pass #%d", p.ID), Lines: l, Raw: *p}, true
 }
