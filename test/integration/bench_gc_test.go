@@ -247,7 +247,15 @@ func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 		poolVariant{name: "gc-p1", bin: bin, args: []string{"--parallel", "1"}})
 	if flags := os.Getenv("NODEGC_BENCH_GC_FLAGS"); flags != "" {
 		for f := range strings.SplitSeq(flags, ";") {
-			variants = append(variants, poolVariant{name: "gc" + strings.ReplaceAll(strings.TrimSpace(f), " ", ""), bin: bin, args: strings.Fields(f)})
+			// The name goes into image names: flags' spaces, slashes
+			// and the like become dashes.
+			name := "gc" + strings.Map(func(r rune) rune {
+				if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+					return r
+				}
+				return '-'
+			}, strings.ToLower(strings.TrimSpace(f)))
+			variants = append(variants, poolVariant{name: name, bin: bin, args: strings.Fields(f)})
 		}
 	}
 	if old := os.Getenv("NODEGC_BENCH_OLD_BIN"); old != "" {
