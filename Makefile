@@ -94,7 +94,8 @@ bench-cost:
 # bench-gc measures a GC pass against the runtime's own speed, side by side
 # in one run (issues 14 and 22): on the simulated node (2,000 images; 1,000,
 # 6,000 and 20,000 containers) the image and container passes against raw
-# concurrent CRI removals of the same IDs; on each real containerd (root)
+# concurrent CRI removals of the same IDs, and the CPU time each pass costs;
+# on each real containerd (root)
 # the whole `nodegc gc --reclaim-all --yes` process over 400 images, at the
 # default pool and at --parallel 1, against raw RemoveImage loops of 4, 8,
 # 16 and 32 in flight, with a probe making the kubelet PLEG's calls every
@@ -102,6 +103,7 @@ bench-cost:
 # an older build beside it.
 bench-gc:
 	$(GO) test -run '^$$' -bench GCPassVsRaw -benchtime 7x -timeout 30m ./engine/cri
+	$(GO) test -run '^$$' -bench GCPassCPU -benchtime 7x -timeout 30m ./engine/cri
 	NODEGC_REQUIRE_CONTAINERD=1 NODEGC_BENCH_OLD_BIN=$(OLD_NODEGC) $(GO) test -run '^$$' -bench GCPoolVsRaw -benchtime 1x -timeout 90m -v ./test/integration
 
 demo: build

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,10 +107,11 @@ func node(b *testing.B, o simnode.Options) (n *simnode.Node, ep string, stop fun
 
 // gcPass plans and applies one real pass of the kind through the adapter
 // and the engine against a fresh node, following its events as gc does,
-// with the pool of parallel (0: the default), and returns its report; the
-// pass's time is the report's start to finish (the apply, as gc reports
-// it).
-func gcPass(b *testing.B, o simnode.Options, kind engine.PassKind, parallel int) engine.PassReport {
+// with the pool of parallel (0: the default), and returns its report and
+// the CPU time the process spent in the apply (the engine's and the
+// in-process simulated runtime's); the pass's time is the report's start
+// to finish (the apply, as gc reports it).
+func gcPass(b *testing.B, o simnode.Options, kind engine.PassKind, parallel int) (engine.PassReport, time.Duration) {
 	b.Helper()
 	n, ep, stop := node(b, o)
 	defer stop()
@@ -139,11 +141,47 @@ func gcPass(b *testing.B, o simnode.Options, kind engine.PassKind, parallel int)
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpu := processCPU()
 	r, err := e.Apply(context.Background(), plan)
+	cpu = processCPU() - cpu
 	if err != nil || !r.OK() {
 		b.Fatalf("pass: %v %s (%d failed)", err, r.Error, r.Count(engine.OutcomeFailed))
 	}
-	return r
+	return r, cpu
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkGCPassCPU measures what a pass costs the machine: the CPU time
+// of the apply (the engine's and the simulated runtime's, which runs in the
+// same process) and its wall time, for the container pass and the image
+// pass at the default pool, on the nodes of BenchmarkGCPassVsRaw; medians
+// over the iterations, each on a node of its own. The simulated runtime's
+// removals cost next to nothing, so this is mostly the engine's own work
+// per removal (re-checks, journal, events followed). Run with -benchtime
+// 5x or more, two builds side by side.
+func BenchmarkGCPassCPU(b *testing.B) {
+	for _, kind := range []engine.PassKind{engine.PassContainers, engine.PassImages} {
+		for _, n := range []int{1000, 6000, 20000} {
+			b.Run(fmt.Sprintf("%s/containers=%d", kind, n), func(b *testing.B) {
+				var cpus, walls []time.Duration
+				for range b.N {
+					r, cpu := gcPass(b, gcBenchNode(n), kind, 0)
+					cpus, walls = append(cpus, cpu), append(walls, r.FinishedAt.Sub(r.StartedAt))
+				}
+				b.ReportMetric(0, "ns/op")
+				b.ReportMetric(float64(median(cpus))/float64(time.Millisecond), "cpu-ms")
+				b.ReportMetric(float64(median(walls))/float64(time.Millisecond), "wall-ms")
+			})
+		}
+	}
 }
 
 // removedIDs lists the IDs of the report's removed items of the kind.
@@ -215,7 +253,7 @@ func BenchmarkGCPassVsRaw(b *testing.B) {
 				var imgPass, imgRaw, imgList, ctrPass, ctrRaw, ctrList []time.Duration
 				var imgs, ctrs int
 				for range b.N {
-					r := gcPass(b, o, engine.PassImages, parallel)
+					r, _ := gcPass(b, o, engine.PassImages, parallel)
 					ids := removedIDs(r, engine.ItemImage)
 					imgPass = append(imgPass, r.FinishedAt.Sub(r.StartedAt))
 					_, ep, stop := node(b, o)
@@ -227,7 +265,7 @@ func BenchmarkGCPassVsRaw(b *testing.B) {
 					stop()
 					imgs = len(ids)
 
-					r = gcPass(b, o, engine.PassContainers, parallel)
+					r, _ = gcPass(b, o, engine.PassContainers, parallel)
 					ids = removedIDs(r, engine.ItemContainer)
 					ctrPass = append(ctrPass, r.FinishedAt.Sub(r.StartedAt))
 					_, ep, stop = node(b, o)
