@@ -174,7 +174,7 @@ func (j *journal) reset() (string, error) {
 	if j.err == nil {
 		return "", nil
 	}
-	j.buf = nil
+	j.takeLocked() // the lines queued behind the failed write are dropped, and so are their counts
 	note, err := j.repairLocked()
 	if err == nil {
 		j.err = nil

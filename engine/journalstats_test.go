@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"os"
 	"testing"
 	"time"
 )
@@ -42,6 +44,33 @@ func TestJournalStatsCountLinesAndFailures(t *testing.T) {
 			t.Errorf("stats %+v", st)
 		}
 	})
+	t.Run("lines queued behind a failed write and dropped by the reset are not counted", func(t *testing.T) {
+		j := openTestJournal(t)
+		w := &stalledWriter{f: j.f, entered: make(chan struct{}), release: make(chan struct{})}
+		j.w = w
+		failed := make(chan error)
+		go func() { failed <- j.write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: "i1"}) }()
+		<-w.entered
+		// Queued while the write is in flight; the write then fails.
+		if err := j.writeLazy(JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: "i0"}); err != nil {
+			t.Fatal(err)
+		}
+		close(w.release)
+		if err := <-failed; err == nil {
+			t.Fatal("the blocked write succeeded")
+		}
+		if _, err := j.reset(); err != nil {
+			t.Fatal(err)
+		}
+		j.w = j.f
+		if err := j.write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: "i2"}); err != nil {
+			t.Fatal(err)
+		}
+		st := j.counts.stats()
+		if st.Lines[JournalIntent] != 1 || st.Lines[JournalRemoved] != 0 || st.FailedWrites != 1 {
+			t.Errorf("stats %+v, want one intent written and one failed write", st)
+		}
+	})
 	t.Run("a read-only engine has no counts", func(t *testing.T) {
 		if st := newTestEngine(t, rt, true).JournalStats(); st.Lines != nil || st.FailedWrites != 0 {
 			t.Errorf("stats %+v", st)
@@ -79,3 +108,18 @@ func openTestJournal(t *testing.T) *journal {
 	t.Cleanup(func() { j.close() })
 	return j
 }
+
+// stalledWriter's first write waits for release, then fails as a full
+// disk does; it tells entered when that write has begun.
+type stalledWriter struct {
+	f                *os.File
+	entered, release chan struct{}
+}
+
+func (w *stalledWriter) Write(b []byte) (int, error) {
+	close(w.entered)
+	<-w.release
+	return 0, errors.New("no space left on device")
+}
+
+func (w *stalledWriter) Sync() error { return w.f.Sync() }
