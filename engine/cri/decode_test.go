@@ -282,6 +282,7 @@ func TestDecodeEventsMatchesGeneratedCode(t *testing.T) {
 		{"a later type wins", msg(varint(2, 1), varint(2, 2), varint(2, 3))},
 		{"a type the API does not define keeps its number as its name", varint(2, 7)},
 		{"a later scalar wins over an earlier one", msg(str(1, "a"), str(1, "b"), varint(3, 1), varint(3, 2))},
+		{"the sandbox status sent twice is merged, keeping the ID the second lacks", msg(sub(4, str(1, "s1")), sub(4, varint(3, 1)))},
 		{"the sandbox status sent twice is merged, its later ID winning", msg(sub(4, str(1, "s1")), sub(4, varint(3, 1)), sub(4, str(1, "s2")))},
 		{"a negative time and a 64-bit type value decode as int64 and int32", msg(varint(3, uint64(1<<64-1)), varint(2, 1<<40|3))},
 		{"a known field of another wire type is skipped as unknown", msg(varint(1, 5), str(2, "x"), str(1, "real-id"))},
