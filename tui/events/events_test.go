@@ -164,3 +164,32 @@ func TestIdlePassesFoldIntoOneRow(t *testing.T) {
 		}
 	})
 }
+
+// TestDetailsSayWhyAPassHasNoItems pins the last line of the details of
+// a pass with no items: it had nothing to do, or it was skipped, or it
+// ended on its error; only the first says nothing was to do.
+func TestDetailsSayWhyAPassHasNoItems(t *testing.T) {
+	tests := []struct {
+		name string
+		r    engine.PassReport
+		want string
+	}{
+		{"a pass with nothing planned had nothing to do", engine.PassReport{ID: 1, Kind: engine.PassImages}, "nothing was planned: the pass had nothing to do"},
+		{"a skipped pass says it was skipped", engine.PassReport{ID: 2, Kind: engine.PassContainers, Skipped: "unchanged since pass #1"}, "nothing was planned: the pass was skipped (SKIPPED above)"},
+		{"a pass that failed says it ended on its error", engine.PassReport{ID: 3, Kind: engine.PassImages, Error: "list images: unavailable"}, "nothing was removed: the pass ended on its error (ERROR above)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := New(keys.Default(false), style.Default(true))
+			m.SetSize(100, 30)
+			m, _ = m.Update(feed.Pass{Report: tt.r})
+			d, ok := m.Detail()
+			if !ok {
+				t.Fatal("no details")
+			}
+			if last := d.Lines[len(d.Lines)-1]; last != tt.want {
+				t.Errorf("last line %q, want %q", last, tt.want)
+			}
+		})
+	}
+}
