@@ -506,13 +506,10 @@ func TestAnOutcomeLostAtTheEndOfAPassIsReconciledByTheNext(t *testing.T) {
 }
 
 // blockedJournal opens a journal in a new dir whose first write blocks
-// until release is closed; writes counts the writes.
+// until release is closed (closed at cleanup); writes counts the writes.
 func blockedJournal(t *testing.T) (j *journal, release chan struct{}, writes *atomic.Int32) {
 	t.Helper()
-	j, err := openJournal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	j = openTestJournal(t)
 	release, writes = make(chan struct{}), new(atomic.Int32)
 	var once sync.Once
 	j.w = &blockingWriter{f: j.f, first: func() { writes.Add(1); once.Do(func() { <-release }) }, syncs: new(atomic.Int32)}
@@ -614,10 +611,17 @@ type blockingWriter struct {
 	f     *os.File
 	first func()
 	syncs *atomic.Int32 // groups synced
+	err   error         // when set, every write fails with it, as on a full disk
 }
 
-func (w *blockingWriter) Write(b []byte) (int, error) { w.first(); return w.f.Write(b) }
-func (w *blockingWriter) Sync() error                 { w.syncs.Add(1); return w.f.Sync() }
+func (w *blockingWriter) Write(b []byte) (int, error) {
+	w.first()
+	if w.err != nil {
+		return 0, w.err
+	}
+	return w.f.Write(b)
+}
+func (w *blockingWriter) Sync() error { w.syncs.Add(1); return w.f.Sync() }
 
 func TestApplyRemovesAContainersLogsWithIt(t *testing.T) {
 	rt := newFakeRuntime()

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 )
@@ -45,17 +44,18 @@ func TestJournalStatsCountLinesAndFailures(t *testing.T) {
 		}
 	})
 	t.Run("lines queued behind a failed write and dropped by the reset are not counted", func(t *testing.T) {
-		j := openTestJournal(t)
-		w := &stalledWriter{f: j.f, entered: make(chan struct{}), release: make(chan struct{})}
-		j.w = w
+		j, release, writes := blockedJournal(t)
+		j.w.(*blockingWriter).err = errors.New("no space left on device")
 		failed := make(chan error)
 		go func() { failed <- j.write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: "i1"}) }()
-		<-w.entered
+		for writes.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
 		// Queued while the write is in flight; the write then fails.
 		if err := j.writeLazy(JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: "i0"}); err != nil {
 			t.Fatal(err)
 		}
-		close(w.release)
+		close(release)
 		if err := <-failed; err == nil {
 			t.Fatal("the blocked write succeeded")
 		}
@@ -108,18 +108,3 @@ func openTestJournal(t *testing.T) *journal {
 	t.Cleanup(func() { j.close() })
 	return j
 }
-
-// stalledWriter's first write waits for release, then fails as a full
-// disk does; it tells entered when that write has begun.
-type stalledWriter struct {
-	f                *os.File
-	entered, release chan struct{}
-}
-
-func (w *stalledWriter) Write(b []byte) (int, error) {
-	close(w.entered)
-	<-w.release
-	return 0, errors.New("no space left on device")
-}
-
-func (w *stalledWriter) Sync() error { return w.f.Sync() }
