@@ -104,6 +104,7 @@ bench-cost:
 bench-gc:
 	$(GO) test -run '^$$' -bench GCPassVsRaw -benchtime 7x -timeout 30m ./engine/cri
 	$(GO) test -run '^$$' -bench GCPassCPU -benchtime 7x -timeout 30m ./engine/cri
+	$(GO) test -run '^$$' -bench GCPassFloor -benchtime 5x -timeout 30m ./engine/cri
 	NODEGC_REQUIRE_CONTAINERD=1 NODEGC_BENCH_OLD_BIN=$(OLD_NODEGC) $(GO) test -run '^$$' -bench GCPoolVsRaw -benchtime 1x -timeout 90m -v ./test/integration
 
 demo: build

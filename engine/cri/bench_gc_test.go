@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -296,4 +297,121 @@ func BenchmarkGCPassVsRaw(b *testing.B) {
 			})
 		}
 	}
+}
+
+// floorJournal models the least a pass's journal must write for a
+// removal: its started line handed to the kernel (one write(2)) before
+// the call, and its outcome line after, queued to go out with the next
+// write, each line encoded as the journal encodes it (engine.JournalEntry
+// as JSON).
+type floorJournal struct {
+	mu      sync.Mutex
+	f       *os.File
+	pending []byte
+}
+
+// line queues an entry; out hands everything queued to the kernel.
+func (j *floorJournal) line(b *testing.B, en engine.JournalEntry, out bool) {
+	enc, err := json.Marshal(en)
+	if err != nil {
+		b.Fatal(err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.pending = append(append(j.pending, enc...), '\n')
+	if out {
+		if _, err := j.f.Write(j.pending); err != nil {
+			b.Fatal(err)
+		}
+		j.pending = j.pending[:0]
+	}
+}
+
+// BenchmarkGCPassFloor measures the floor under the container pass's
+// ratio to the raw loop (BenchmarkGCPassVsRaw), on its simulated nodes
+// and with the same IDs: the raw removals alone, then with what every
+// deleting pass must add to each removal, one step at a time. "events"
+// follows the runtime's container event stream, as gc and the agent do
+// (the engine relies on it to trust its view of the node; see
+// engine.ViewWindow), so the runtime sends, and the process reads, an
+// event for each container removed. "events+journal" also writes each
+// removal's journal lines (floorJournal). No re-check, view or pool is
+// added: what these cost is the least a pass can cost beside raw. The
+// metrics are the medians' ratios to the raw loop's; the variants take
+// turns within each iteration, each on a fresh node. Run with -benchtime
+// 3x or more.
+func BenchmarkGCPassFloor(b *testing.B) {
+	variants := []string{"raw", "events", "events+journal"}
+	for _, n := range []int{1000, 6000, 20000} {
+		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
+			o := gcBenchNode(n)
+			r, _ := gcPass(b, o, engine.PassContainers, 0)
+			ids := removedIDs(r, engine.ItemContainer)
+			took := map[string][]time.Duration{}
+			for range b.N {
+				for _, v := range variants {
+					took[v] = append(took[v], floorRun(b, o, ids, v != "raw", v == "events+journal"))
+				}
+			}
+			raw := median(took["raw"])
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(raw.Seconds(), "raw-s")
+			for _, v := range variants[1:] {
+				b.ReportMetric(median(took[v]).Seconds()/raw.Seconds(), v+"-x-raw")
+			}
+			b.Logf("%d containers, %d removed, medians of %d: raw %v, with events %v, with events and journal %v",
+				n, len(ids), b.N, raw, median(took["events"]), median(took["events+journal"]))
+		})
+	}
+}
+
+// floorRun removes ids from a fresh node of o with the raw loop, following
+// the node's container event stream when events is set and writing each
+// removal's journal lines (floorJournal) when journal is; it returns the
+// raw loop's time.
+func floorRun(b *testing.B, o simnode.Options, ids []string, events, journal bool) time.Duration {
+	b.Helper()
+	_, ep, stop := node(b, o)
+	defer stop()
+	c, err := Dial(context.Background(), ep, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var read sync.WaitGroup
+	defer read.Wait()
+	defer cancel()
+	if events {
+		ch, err := c.ContainerEvents(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		read.Go(func() {
+			for range ch {
+			}
+		})
+	}
+	var j *floorJournal
+	if journal {
+		f, err := os.Create(filepath.Join(b.TempDir(), "journal"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		j = &floorJournal{f: f}
+	}
+	return rawRemove(b, ep, ids, func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, _ runtimeapi.ImageServiceClient, id string) error {
+		en := engine.JournalEntry{Kind: engine.ItemContainer, ID: id, Pass: "floor", PassKind: engine.PassContainers}
+		if j != nil {
+			en.Op, en.Time = engine.JournalStarted, time.Now()
+			j.line(b, en, true)
+		}
+		_, err := rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
+		if j != nil {
+			en.Op, en.Time = engine.JournalRemoved, time.Now()
+			j.line(b, en, false)
+		}
+		return err
+	})
 }
