@@ -230,6 +230,21 @@ func rawWidths(b *testing.B) []int {
 // Run as root with -benchtime 1x (poolBenchRounds rounds) and -v.
 func BenchmarkGCPoolVsRaw(b *testing.B) { forEachRuntimeB(b, benchmarkGCPoolVsRaw) }
 
+// uniqueVariant returns name, or name with the first free "-N" suffix when
+// a variant has it already: the rounds are kept by name, and two sets of
+// flags that differ only in what the name turns into dashes ("--parallel
+// 4" and "--parallel=4") must not share one.
+func uniqueVariant(variants []poolVariant, name string) string {
+	taken := func(n string) bool {
+		return slices.ContainsFunc(variants, func(v poolVariant) bool { return v.name == n })
+	}
+	out := name
+	for i := 2; taken(out); i++ {
+		out = fmt.Sprintf("%s-%d", name, i)
+	}
+	return out
+}
+
 func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 	n := startNode(b, rt, 4096*MiB)
 	c := dial(b, n)
@@ -255,11 +270,11 @@ func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 				}
 				return '-'
 			}, strings.ToLower(strings.TrimSpace(f)))
-			variants = append(variants, poolVariant{name: name, bin: bin, args: strings.Fields(f)})
+			variants = append(variants, poolVariant{name: uniqueVariant(variants, name), bin: bin, args: strings.Fields(f)})
 		}
 	}
 	if old := os.Getenv("NODEGC_BENCH_OLD_BIN"); old != "" {
-		variants = append(variants, poolVariant{name: "old-gc", bin: old})
+		variants = append(variants, poolVariant{name: uniqueVariant(variants, "old-gc"), bin: old})
 	}
 	rounds := make(map[string][]poolRound)
 	total := poolBenchRounds * b.N
@@ -346,4 +361,19 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func TestPoolVariantNamesStayApart(t *testing.T) {
+	vs := []poolVariant{{name: "idle"}, {name: "gc"}}
+	for _, name := range []string{"gc--parallel-4", "gc--parallel-4", "gc--parallel-4", "old-gc"} {
+		vs = append(vs, poolVariant{name: uniqueVariant(vs, name)})
+	}
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.name)
+	}
+	want := []string{"idle", "gc", "gc--parallel-4", "gc--parallel-4-2", "gc--parallel-4-3", "old-gc"}
+	if !slices.Equal(got, want) {
+		t.Errorf("names %q, want %q", got, want)
+	}
 }
