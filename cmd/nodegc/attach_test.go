@@ -269,17 +269,7 @@ func TestDashboardAttaches(t *testing.T) {
 	// Generous: the packages' tests share two cores in CI.
 	waitScreen := func(what string) string {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		var screen string
-		for time.Now().Before(deadline) {
-			screen = run("capture-pane", "-p")
-			if strings.Contains(screen, what) {
-				return screen
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("the screen never showed %q:\n%s\nthe agent's stderr:\n%s", what, screen, agentLog())
-		return ""
+		return proctest.WaitPane(t, sock, 60*time.Second, what, func() string { return "the agent's stderr:\n" + agentLog() })
 	}
 	waitScreen(fmt.Sprintf("attached to agent (pid %d, up", agent.Process.Pid))
 	run("send-keys", "i")

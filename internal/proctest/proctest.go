@@ -154,6 +154,28 @@ func Tmux(tb testing.TB, sock string, args ...string) string {
 	return string(out)
 }
 
+// WaitPane polls the current pane of the private tmux server on sock
+// until its screen shows what, and returns that screen; after timeout it
+// fails the test with the last screen, and with what more returns (more
+// may be nil), such as the stderr of the process behind the screen.
+func WaitPane(tb testing.TB, sock string, timeout time.Duration, what string, more func() string) string {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var screen string
+	for time.Now().Before(deadline) {
+		if screen = Tmux(tb, sock, "capture-pane", "-p"); strings.Contains(screen, what) {
+			return screen
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	extra := ""
+	if more != nil {
+		extra = "\n" + more()
+	}
+	tb.Fatalf("the screen never showed %q:\n%s%s", what, screen, extra)
+	return ""
+}
+
 // KillTmux ends the private tmux server on sock (tmux -S sock), if it is
 // still there.
 func KillTmux(sock string) { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() }

@@ -384,15 +384,7 @@ func testAgentAttach(t *testing.T, rt realnode.Runtime) {
 		run("new-session", "-d", "-x", "200", "-y", "50", cmd)
 		waitScreen := func(what string) {
 			t.Helper()
-			deadline := time.Now().Add(60 * time.Second)
-			var screen string
-			for time.Now().Before(deadline) {
-				if screen = run("capture-pane", "-p"); strings.Contains(screen, what) {
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			t.Fatalf("the screen never showed %q:\n%s", what, screen)
+			proctest.WaitPane(t, sock, 60*time.Second, what, nil)
 		}
 		waitScreen("attached to agent (pid " + pid + ", up")
 		run("send-keys", "i")
