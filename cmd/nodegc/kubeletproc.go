@@ -143,12 +143,16 @@ func findKubelet(procRoot string, pid int, warn func(format string, a ...any)) (
 }
 
 // checkKubelet returns nil when process pid can be the kubelet: it runs
-// as root, its real and effective uid both 0 (/proc/PID/status), and its
-// executable is a root-owned regular file no one else can write. The
-// executable is stat'ed through /proc/PID/exe, which is the file the
-// process runs even if its name was replaced or removed since. Otherwise
-// the error says which check failed.
+// in the host's mount and PID namespaces (hostNamespaces), as root, its
+// real and effective uid both 0 (/proc/PID/status), and its executable is
+// a root-owned regular file no one else can write. The executable is
+// stat'ed through /proc/PID/exe, which is the file the process runs even
+// if its name was replaced or removed since. Otherwise the error says
+// which check failed.
 func checkKubelet(procRoot string, pid int) error {
+	if err := hostNamespaces(procRoot, pid); err != nil {
+		return err
+	}
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	status, err := os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
@@ -170,6 +174,34 @@ func checkKubelet(procRoot string, pid int) error {
 	}
 	if err := trust.Owner("its executable", exe); err != nil {
 		return err
+	}
+	return nil
+}
+
+// kubeletNamespaces are the namespaces the kubelet shares with the host's
+// init.
+var kubeletNamespaces = []string{"mnt", "pid"}
+
+// hostNamespaces returns nil when process pid is in the mount and PID
+// namespaces of process 1 under procRoot: the host's init, seen from the
+// host or from a pod with hostPID. Root in a container (most images run
+// as root, without a user namespace) passes every other check: it is uid
+// 0, and the files of its own image are owned by the host's root. But it
+// runs in mount and PID namespaces of its own, which the kubelet, a host
+// service, never does.
+func hostNamespaces(procRoot string, pid int) error {
+	for _, ns := range kubeletNamespaces {
+		host, err := os.Readlink(filepath.Join(procRoot, "1", "ns", ns))
+		if err != nil {
+			return fmt.Errorf("the %s namespace of process 1 cannot be read: %w", ns, ioCause(err))
+		}
+		its, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "ns", ns))
+		if err != nil {
+			return fmt.Errorf("its %s namespace cannot be read: %w", ns, ioCause(err))
+		}
+		if its != host {
+			return fmt.Errorf("it runs in a %s namespace of its own (%s; process 1's is %s), as a container's process does, not the host's", ns, its, host)
+		}
 	}
 	return nil
 }

@@ -158,6 +158,17 @@ var trustAttacks = []attack{
 		}
 		return nil
 	}},
+	{1, "a root process named kubelet in mount and PID namespaces of its own (root in a container) is not the kubelet: the root-owned exec plugin of its root-owned --kubeconfig does not run", func(t *testing.T) error {
+		p := plant(t)
+		r := onNode(t, []fakeKubelet{{uid: 0, container: true, args: []string{"--kubeconfig", p.rootExecConf(t)}}}, p.podSourceArgs(t)...)
+		if err := p.pluginNeverRan(r); err != nil {
+			return err
+		}
+		if !strings.Contains(r.stderr, "is named kubelet but is ignored: it runs in a mnt namespace of its own") {
+			return fmt.Errorf("stderr %q: want the warning naming the process and its namespace", r.stderr)
+		}
+		return nil
+	}},
 	{3, "a non-root process named kubelet with --image-gc-high-threshold=0 does not change the operator's policy", func(t *testing.T) error {
 		p := plant(t)
 		r := onNode(t, []fakeKubelet{{uid: nobody, args: []string{"--image-gc-high-threshold=0", "--image-gc-low-threshold=0", "--minimum-image-ttl-duration=0s"}}},
@@ -185,6 +196,17 @@ var trustAttacks = []attack{
 		}
 		if !strings.Contains(r.stdout, "--maximum-dead-containers                7              kubelet command line (pid ") {
 			return fmt.Errorf("the plan did not read the root kubelet:\n%s", r.stdout)
+		}
+		return nil
+	}},
+	{4, "a root process named kubelet in namespaces of its own beside the real one does not make nodegc exit 2, nor lend it its flags", func(t *testing.T) error {
+		p := plant(t)
+		r := onNode(t, []fakeKubelet{{uid: 0, args: []string{"--maximum-dead-containers=7"}}, {uid: 0, container: true, args: []string{"--maximum-dead-containers=0"}}}, p.planArgs(t)...)
+		if r.code != 0 {
+			return fmt.Errorf("exit %d, stderr %q; want 0", r.code, r.stderr)
+		}
+		if !strings.Contains(r.stdout, "--maximum-dead-containers                7              kubelet command line (pid ") {
+			return fmt.Errorf("the plan did not read the host's kubelet:\n%s", r.stdout)
 		}
 		return nil
 	}},
@@ -283,6 +305,17 @@ func (p *planted) kubeconfig(t *testing.T, dir, user string) string {
 	return path
 }
 
+// rootExecConf writes, in root's directory, an exec credential plugin
+// that creates marker when it runs and a kubeconfig whose user's
+// credential it is: both owned by root and writable by no one else, as a
+// container's image files are on the host.
+func (p *planted) rootExecConf(t *testing.T) string {
+	plugin := filepath.Join(p.root, "plugin")
+	p.write(t, plugin, "#!/bin/sh\ntouch "+p.marker+"\n"+
+		`echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"from-the-plugin"}}'`+"\n", 0o755)
+	return p.kubeconfig(t, p.root, "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n      command: "+plugin+"\n")
+}
+
 // execConf writes a kubeconfig in dir whose user's credential is the
 // planted exec plugin.
 func (p *planted) execConf(t *testing.T, dir string) string {
@@ -320,18 +353,22 @@ func (p *planted) authorizations() []string {
 
 // fakeKubelet is a process named kubelet: bash run as `kubelet -c ...
 // kubelet ARGS`, so its command line carries args as kubelet flags, as
-// uid (0 for root, else through setpriv).
+// uid (0 for root, else through setpriv); container runs it in mount and
+// PID namespaces of its own, as a container's process runs.
 type fakeKubelet struct {
-	uid  int
-	args []string
+	uid       int
+	container bool
+	args      []string
 }
 
 // onNode runs nodegc with args in new PID and mount namespaces, beside the
 // given processes named kubelet, and returns how it ended. In the mount
 // namespace the host's kubelet config and kubeconfig dirs, when they
 // exist, are covered by an empty tmpfs, so nodegc reads none of the
-// host's. When nodegc exits the namespace's init exits, and the kernel
-// ends every process left in it; on a hang the whole group is killed.
+// host's. When nodegc exits the kubelets are killed (SIGKILL: unshare
+// blocks SIGTERM while it waits for its child) and the namespace's init
+// exits, and the kernel ends every process left in it, those of a
+// kubelet's own PID namespace too; on a hang the whole group is killed.
 func onNode(t *testing.T, kubelets []fakeKubelet, args ...string) run {
 	t.Helper()
 	var script strings.Builder
@@ -341,6 +378,9 @@ func onNode(t *testing.T, kubelets []fakeKubelet, args ...string) run {
 		prefix := ""
 		if k.uid != 0 {
 			prefix = fmt.Sprintf("setpriv --reuid %d --regid %d --clear-groups ", k.uid, k.uid)
+		}
+		if k.container {
+			prefix += "unshare --mount --pid --fork "
 		}
 		fmt.Fprintf(&script, "%sbash -c %s &\n", prefix, shellQuote(cmd))
 	}
@@ -354,7 +394,7 @@ done
 [ $n -ge %d ] || exit 98
 "$@"
 rc=$?
-kill $(jobs -p) 2>/dev/null
+kill -KILL $(jobs -p) 2>/dev/null
 wait
 exit $rc
 `, len(kubelets), len(kubelets))
