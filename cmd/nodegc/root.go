@@ -112,10 +112,9 @@ type globalOptions struct {
 	Simulated bool
 
 	log *slog.Logger
-	// logInStateDir says LogFile is the dashboard's default log in the
-	// state dir: opened as the engine opens its state files, without
-	// following a link or blocking on a FIFO.
-	logInStateDir bool
+	// logDefault says LogFile is the dashboard's default log in the state
+	// dir, not --log-file.
+	logDefault bool
 	// logOut is the open --log-file, for the libraries' logs too.
 	logOut io.Writer
 }
@@ -146,29 +145,39 @@ func (g *globalOptions) dashboardLogFile(stateDir string, writable bool) {
 		return
 	}
 	g.LogFile = filepath.Join(stateDir, "nodegc.log")
-	g.logInStateDir = true
+	g.logDefault = true
 }
 
 // logger returns the engine's logger: nil (discard) without --log-file.
-// The file is opened once, for appending, 0600.
+// The file is opened once, for appending, 0600, as the engine opens its
+// state files: root appends to it, so a name another user could plant in
+// a directory they can write must not lead anywhere else. A symlink is
+// refused, not followed; a FIFO or device is refused, and the open does
+// not block on one (it hung past SIGTERM); a file with another hard link
+// (a second name for someone else's file) is refused.
 func (g *globalOptions) logger() (*slog.Logger, error) {
 	if g.LogFile == "" || g.log != nil {
 		return g.log, nil
 	}
-	flag := os.O_APPEND | os.O_CREATE | os.O_WRONLY
-	if g.logInStateDir {
-		flag |= syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+	refuse := func(err error) error {
+		if g.logDefault {
+			return &fileError{Path: g.LogFile, Err: err}
+		}
+		return usageErrorf("--log-file: %s %v", g.LogFile, err)
 	}
-	file, err := os.OpenFile(g.LogFile, flag, 0o600)
+	file, err := os.OpenFile(g.LogFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if errors.Is(err, syscall.ELOOP) {
-		return nil, &fileError{Path: g.LogFile, Err: errors.New("is a symlink; nodegc does not follow links in its state dir")}
+		return nil, refuse(errors.New("is a symlink; nodegc does not follow links to the files it writes"))
+	}
+	if errors.Is(err, syscall.ENXIO) { // a FIFO with no reader, or a device
+		return nil, refuse(errors.New("is not a regular file"))
 	}
 	if err != nil {
-		return nil, &fileError{Path: g.LogFile, Err: ioCause(err)}
+		return nil, refuse(fmt.Errorf("cannot be opened: %w", ioCause(err)))
 	}
-	if fi, err := file.Stat(); g.logInStateDir && (err != nil || !fi.Mode().IsRegular()) {
+	if err := ownLogFile(file); err != nil {
 		file.Close()
-		return nil, &fileError{Path: g.LogFile, Err: errors.New("is not a regular file")}
+		return nil, refuse(err)
 	}
 	level := slog.LevelInfo
 	if g.Debug {
@@ -177,6 +186,22 @@ func (g *globalOptions) logger() (*slog.Logger, error) {
 	g.logOut = file
 	g.log = slog.New(slog.NewJSONHandler(file, &slog.HandlerOptions{Level: level}))
 	return g.log, nil
+}
+
+// ownLogFile returns nil when the open log file is a regular file with
+// no other name.
+func ownLogFile(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return ioCause(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return errors.New("is not a regular file")
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return fmt.Errorf("has %d hard links; nodegc appends only to a file no other name leads to", st.Nlink)
+	}
+	return nil
 }
 
 // defaultStateDir is where image records and the journal live.

@@ -116,6 +116,38 @@ var trustAttacks = []attack{
 		}
 		return nil
 	}},
+	{0, "--log-file a symlink another user planted is refused in one line naming the flag, with exit 2; the link's target gets nothing", func(t *testing.T) error {
+		dir := t.TempDir()
+		target, link := filepath.Join(dir, "shadow"), filepath.Join(dir, "gc.log")
+		if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+			return err
+		}
+		if err := os.Symlink(target, link); err != nil {
+			return err
+		}
+		if err := os.Lchown(link, nobody, nobody); err != nil {
+			return err
+		}
+		return logFileRefused(t, link, target, "is a symlink")
+	}},
+	{0, "--log-file a FIFO is refused in one line naming the flag, with exit 2, never blocking", func(t *testing.T) error {
+		fifo := filepath.Join(t.TempDir(), "gc.log")
+		if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+			return err
+		}
+		return logFileRefused(t, fifo, "", "is not a regular file")
+	}},
+	{0, "--log-file a second hard link to root's file is refused in one line naming the flag, with exit 2; the file gets nothing", func(t *testing.T) error {
+		dir := t.TempDir()
+		target, link := filepath.Join(dir, "shadow"), filepath.Join(dir, "gc.log")
+		if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+			return err
+		}
+		if err := os.Link(target, link); err != nil {
+			return err
+		}
+		return logFileRefused(t, link, target, "has 2 hard links")
+	}},
 	{1, "a non-root process named kubelet whose --kubeconfig has an exec plugin does not make root run the plugin", func(t *testing.T) error {
 		p := plant(t)
 		r := onNode(t, []fakeKubelet{{uid: nobody, args: []string{"--kubeconfig", p.execConf(t, p.eve)}}}, p.podSourceArgs(t)...)
@@ -224,6 +256,25 @@ var trustAttacks = []attack{
 func snapshotArgs(t *testing.T, extra ...string) []string {
 	_, ep := startSimnode(t)
 	return append([]string{"snapshot", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--kubelet-pid", "-1", "--pod-source", "off"}, extra...)
+}
+
+// logFileRefused runs a dry-run gc pass of a small simulated node with
+// --log-file path and checks that it exits 2 with one line naming the flag,
+// the path and why (want), and that target, when given, still holds only
+// "keep".
+func logFileRefused(t *testing.T, path, target, want string) error {
+	_, ep := startSimnode(t)
+	r := nodegc(t, "gc", "--dry-run", "--containers", "--simulated", "--runtime-endpoint", ep, "--state-dir", t.TempDir(), "--kubelet-pid", "-1", "--pod-source", "off", "--log-file", path)
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.hung || r.code != 2 || len(lines) != 1 || !strings.Contains(lines[0], "--log-file: "+path+" "+want) {
+		return fmt.Errorf("exit %d (hung %v), stderr %q; want exit 2 and one line: --log-file: %s %s", r.code, r.hung, r.stderr, path, want)
+	}
+	if target != "" {
+		if data, err := os.ReadFile(target); err != nil || string(data) != "keep" {
+			return fmt.Errorf("%s now holds %q (%v): root wrote through the log file's name", target, data, err)
+		}
+	}
+	return nil
 }
 
 // imagesPlanned checks that the plan r wrote as JSON removes want images.
