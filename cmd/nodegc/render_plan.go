@@ -93,7 +93,7 @@ func renderPlanTable(w io.Writer, v planView) error {
 	renderEvents(&b, v.Plan)
 	b.WriteByte('\n')
 	fmt.Fprintln(&b, planSummary(v.Plan))
-	out := b.Bytes()
+	out := texttable.Printable(b.Bytes())
 	if v.Width > 0 {
 		out = texttable.FitLines(out, v.Width)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/format"
+	"github.com/nodegc/nodegc/internal/texttable"
 )
 
 // renderReport prints what a pass did, item outcomes and bytes freed.
@@ -38,5 +39,5 @@ func renderReport(w io.Writer, r engine.PassReport) {
 	if r.Error != "" {
 		fmt.Fprintf(&b, "  error: %s\n", r.Error)
 	}
-	w.Write(b.Bytes())
+	w.Write(texttable.Printable(b.Bytes()))
 }

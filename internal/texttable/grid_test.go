@@ -86,3 +86,19 @@ func TestFitLines(t *testing.T) {
 		})
 	}
 }
+
+func TestPrintableEscapesControlCharacters(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain text, tabs, newlines and non-ASCII letters pass as they are", "nginx:1.27\tüber\n", "nginx:1.27\tüber\n"},
+		{"an OSC title sequence and a colour are escaped", "a\x1b]0;owned\x07b\x1b[31mc", `a\x1b]0;owned\x07b\x1b[31mc`},
+		{"a carriage return cannot rewrite the row", "keep\rremove", `keep\x0dremove`},
+		{"DEL and the C1 CSI are escaped", "x\x7fy\u009bz", `x\x7fy\xc2\x9bz`},
+		{"an invalid UTF-8 byte is escaped", "a\xffb", `a\xffb`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(Printable([]byte(tc.in))); got != tc.want {
+				t.Errorf("Printable(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}

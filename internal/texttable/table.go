@@ -2,6 +2,7 @@ package texttable
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -89,4 +90,47 @@ func FitLines(text []byte, width int) []byte {
 		}
 	}
 	return out
+}
+
+// Printable returns text with every control character but the newline
+// and the tab (C0, DEL and C1) written as a visible \xNN escape, and
+// every invalid UTF-8 byte likewise: the tables print names that come
+// from a runtime or a snapshot file, and an escape sequence in an image
+// tag would otherwise reach the operator's terminal (retitle it, recolour
+// or rewrite the rows they read). Text with none is returned as it is.
+func Printable(text []byte) []byte {
+	clean := true
+	for i := 0; i < len(text) && clean; {
+		r, size := utf8.DecodeRune(text[i:])
+		clean = !unprintable(r, size)
+		i += size
+	}
+	if clean {
+		return text
+	}
+	out := make([]byte, 0, len(text)+16)
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		if unprintable(r, size) {
+			for _, c := range text[i : i+size] {
+				out = fmt.Appendf(out, `\x%02x`, c)
+			}
+		} else {
+			out = append(out, text[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
+
+// unprintable reports whether the rune (size bytes, utf8.RuneError of
+// size 1 for an invalid byte) is one Printable escapes.
+func unprintable(r rune, size int) bool {
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return true
+	case r == '\n' || r == '\t':
+		return false
+	}
+	return r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f
 }

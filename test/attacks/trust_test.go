@@ -148,6 +148,34 @@ var trustAttacks = []attack{
 		}
 		return logFileRefused(t, link, target, "has 2 hard links")
 	}},
+	{0, "plan --from a snapshot whose image tag carries terminal escape sequences prints them escaped, never raw", func(t *testing.T) error {
+		r := nodegc(t, snapshotArgs(t)...)
+		var snap map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &snap); err != nil || r.code != 0 {
+			return fmt.Errorf("snapshot: exit %d, %v, stderr %q", r.code, err, r.stderr)
+		}
+		imgs, _ := snap["images"].([]any)
+		if len(imgs) == 0 {
+			return fmt.Errorf("the snapshot has no images: %.200s", r.stdout)
+		}
+		imgs[0].(map[string]any)["repoTags"] = []string{"evil\x1b]0;owned\x07:1\x1b[2J\rkept"}
+		data, err := json.Marshal(snap)
+		if err != nil {
+			return err
+		}
+		file := filepath.Join(t.TempDir(), "snapshot.json")
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			return err
+		}
+		r = nodegc(t, "plan", "--from", file, "--reclaim-all")
+		if r.code != 0 || !strings.Contains(r.stdout, `evil\x1b]0;owned\x07:1\x1b[2J\x0dkept`) {
+			return fmt.Errorf("exit %d, stderr %q; want the tag printed escaped:\n%s", r.code, r.stderr, r.stdout)
+		}
+		if strings.ContainsAny(r.stdout, "\x1b\x07\r") {
+			return fmt.Errorf("the plan printed a raw control character:\n%q", r.stdout)
+		}
+		return nil
+	}},
 	{1, "a non-root process named kubelet whose --kubeconfig has an exec plugin does not make root run the plugin", func(t *testing.T) error {
 		p := plant(t)
 		r := onNode(t, []fakeKubelet{{uid: nobody, args: []string{"--kubeconfig", p.execConf(t, p.eve)}}}, p.podSourceArgs(t)...)
