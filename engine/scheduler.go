@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -203,6 +204,18 @@ func (s *Scheduler) do(ctx context.Context, kind PassKind, fn func(context.Conte
 	s.mu.Unlock()
 	s.publish(Notice{})
 	r, err := fn(ctx)
+	if errors.Is(err, ErrStalePlan) {
+		// Refused before any pass began: there is no pass to count,
+		// report or fail (a refused preview is not the kubelet's
+		// ContainerGCFailed, and its empty report dated year 1 showed as
+		// the last pass).
+		s.mu.Lock()
+		s.st.Running = ""
+		s.stopPass = nil
+		s.mu.Unlock()
+		s.publish(Notice{})
+		return r, err
+	}
 	r.Forced = forced
 	if r.Kind == "" {
 		r.Kind = kind

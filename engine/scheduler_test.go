@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"slices"
 	"sync"
@@ -306,5 +307,47 @@ func TestStatusKeepsTheLastReportWithoutTheImagePlansAccount(t *testing.T) {
 	want.Plan.ImageGC.Keep, want.Plan.ImageGC.Order = nil, nil
 	if !reflect.DeepEqual(*last, want) {
 		t.Errorf("the status's report:\n%+v\nwant the notice's without Keep and Order:\n%+v", *last, want)
+	}
+}
+
+// TestAStalePlanIsNoPass applies a previewed plan after MaxPlanAge: the
+// engine refuses it before any pass begins, so the scheduler counts no
+// pass, keeps no report and publishes no report or failure event, and the
+// runtime sees no mutating call.
+func TestAStalePlanIsNoPass(t *testing.T) {
+	rt := newFakeRuntime()
+	deadContainers(rt)
+	s, clk := startScheduler(t, rt, true)
+	notices, cancel := s.Subscribe()
+	defer cancel()
+	ctx := context.Background()
+	pr, err := s.Preview(ctx, PassFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.Status()
+	clk.mu.Lock()
+	clk.now = clk.now.Add(MaxPlanAge + time.Second)
+	clk.mu.Unlock()
+	if _, err := s.Apply(ctx, pr.Plan); !errors.Is(err, ErrStalePlan) {
+		t.Fatalf("apply after %s: %v, want ErrStalePlan", MaxPlanAge, err)
+	}
+	if got := rt.mutatingCalls(); len(got) != 0 {
+		t.Errorf("mutating calls %v", got)
+	}
+	st := s.Status()
+	if st.Passes != before.Passes || st.LastReport != before.LastReport || st.Running != "" {
+		t.Errorf("status after the refusal: passes %d (was %d), last report %+v, running %q", st.Passes, before.Passes, st.LastReport, st.Running)
+	}
+	for {
+		select {
+		case n := <-notices:
+			if n.Report != nil && !n.Report.DryRun || n.Event != nil {
+				t.Errorf("published %+v", n)
+			}
+			continue
+		default:
+		}
+		break
 	}
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -454,9 +455,12 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.stopApply = nil
 		}
 		var cmd tea.Cmd
-		if msg.err != nil {
+		switch {
+		case errors.Is(msg.err, engine.ErrStalePlan):
+			m.setFlash(fmt.Sprintf("%s pass not started: %v", msg.kind, msg.err), true)
+		case msg.err != nil:
 			m.setFlash(fmt.Sprintf("%s pass failed: %v", msg.kind, msg.err), true)
-		} else {
+		default:
 			r := msg.report
 			cmd = m.broadcast(feed.Pass{Report: r})
 			m.setFlash(passSummary(r), !r.OK())
