@@ -17,9 +17,15 @@ func renderReport(w io.Writer, r engine.PassReport) {
 	if r.DryRun {
 		title = "Dry run"
 	}
-	fmt.Fprintf(&b, "%s %d (%s): %d removed, %d already gone, %d skipped, %d failed, %d planned\n",
+	// A dry run's items are planned; a pass's never are, but those a
+	// stopped pass did not reach are not run.
+	last, n := "planned", r.Count(engine.OutcomePlanned)
+	if !r.DryRun {
+		last, n = "not run", r.Count(engine.OutcomeNotRun)
+	}
+	fmt.Fprintf(&b, "%s %d (%s): %d removed, %d already gone, %d skipped, %d failed, %d %s\n",
 		title, r.ID, r.Kind, r.Count(engine.OutcomeRemoved), r.Count(engine.OutcomeGone),
-		r.Count(engine.OutcomeSkipped), r.Count(engine.OutcomeFailed), r.Count(engine.OutcomePlanned))
+		r.Count(engine.OutcomeSkipped), r.Count(engine.OutcomeFailed), n, last)
 	if !r.DryRun {
 		measured := "not measured"
 		if r.MeasuredBytesFreed != nil {
