@@ -159,8 +159,14 @@ func renderHeader(b *bytes.Buffer, v planView) {
 			"             so none is removed before %s (in %s, --minimum-image-ttl-duration %s)\n",
 			format.Time(since), format.Time(eligible), eligible.Sub(p.EvaluatedAt), p.Policy.Image.MinAge)
 	}
+	// A pass without image GC has no image plan's reading: the usage is
+	// the snapshot's, by the kubelet's formula (the capacity is > 0 here).
+	usage := p.ImageGC.UsagePercent
+	if !includesImages(p.Pass) {
+		usage, _ = engine.UsagePercent(fs)
+	}
 	fmt.Fprintf(b, "Image fs:    %s  %s %d%% used  (low %d%% L, high %d%% H)\n",
-		mount, gauge(p.ImageGC.UsagePercent, low, high), p.ImageGC.UsagePercent, low, high)
+		mount, gauge(usage, low, high), usage, low, high)
 	fmt.Fprintf(b, "             %s available of %s\n", format.Bytes(fs.AvailableBytes), format.Bytes(fs.CapacityBytes))
 	switch {
 	case !includesImages(p.Pass):

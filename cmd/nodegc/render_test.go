@@ -259,6 +259,16 @@ func TestRenderPassKinds(t *testing.T) {
 			t.Errorf("images shown in a containers pass:\n%s", b.String())
 		}
 	})
+	t.Run("a containers pass still reads the image fs's usage, from the snapshot", func(t *testing.T) {
+		v := fixedView()
+		v.Plan.Pass = engine.PassContainers
+		v.Plan.ImageGC = engine.ImagePlan{} // no image GC in this pass: no image plan's usage
+		var b bytes.Buffer
+		renderPlanTable(&b, v)
+		if !strings.Contains(b.String(), " 90% used  (low 80% L, high 85% H)") {
+			t.Errorf("want the snapshot's 90%% (10 of 100 GiB available):\n%s", b.String())
+		}
+	})
 	t.Run("an images pass does not list containers", func(t *testing.T) {
 		v := fixedView()
 		v.Plan.Pass = engine.PassImages
