@@ -155,9 +155,13 @@ func renderHeader(b *bytes.Buffer, v planView) {
 	}
 	high, low := p.Policy.Image.HighThresholdPercent, p.Policy.Image.LowThresholdPercent
 	if since, eligible, ok := firstseen.Hold(s, p.Policy.Image.MinAge, p.EvaluatedAt); ok && includesImages(p.Pass) {
-		fmt.Fprintf(b, "Records:     no earlier record of these images: every one counts as first seen at %s,\n"+
-			"             so none is removed before %s (in %s, --minimum-image-ttl-duration %s)\n",
-			format.Time(since), format.Time(eligible), eligible.Sub(p.EvaluatedAt), p.Policy.Image.MinAge)
+		why := "no earlier record of these images: every one counts as first seen at"
+		if len(s.ImageRecords) > 0 {
+			why = "every image was first seen at one time, when nodegc first listed them:"
+		}
+		fmt.Fprintf(b, "Records:     %s %s,\n"+
+			"             so none is removed before %s (%s, --minimum-image-ttl-duration %s)\n",
+			why, format.Time(since), format.Time(eligible), format.In(eligible, p.EvaluatedAt), p.Policy.Image.MinAge)
 	}
 	// A pass without image GC has no image plan's reading: the usage is
 	// the snapshot's, by the kubelet's formula (the capacity is > 0 here).

@@ -269,6 +269,35 @@ func TestRenderPassKinds(t *testing.T) {
 			t.Errorf("want the snapshot's 90%% (10 of 100 GiB available):\n%s", b.String())
 		}
 	})
+	t.Run("images held by the minimum age say when they become eligible, in a duration people read", func(t *testing.T) {
+		for _, tc := range []struct {
+			name    string
+			records bool
+			want    string
+		}{
+			{"without records", false, "Records:     no earlier record of these images: every one counts as first seen at "},
+			{"with records of one time", true, "Records:     every image was first seen at one time, when nodegc first listed them: "},
+		} {
+			v := fixedView()
+			v.Plan.Policy.Image.MinAge = 2 * time.Minute
+			first := v.Plan.EvaluatedAt.Add(-36*time.Second - 213*time.Millisecond)
+			v.Snapshot.ImageRecords = nil
+			for _, im := range v.Snapshot.Images {
+				if tc.records {
+					v.Snapshot.ImageRecords = append(v.Snapshot.ImageRecords, engine.ImageRecord{ID: im.ID, FirstDetected: first})
+				}
+			}
+			var b bytes.Buffer
+			renderPlanTable(&b, v)
+			in := "(in 2m0s, "
+			if tc.records {
+				in = "(in 1m24s, "
+			}
+			if !strings.Contains(b.String(), tc.want) || !strings.Contains(b.String(), in+"--minimum-image-ttl-duration 2m0s)") {
+				t.Errorf("%s: want %q and %q:\n%s", tc.name, tc.want, in, b.String())
+			}
+		}
+	})
 	t.Run("an images pass does not list containers", func(t *testing.T) {
 		v := fixedView()
 		v.Plan.Pass = engine.PassImages
