@@ -156,7 +156,7 @@ func renderHeader(b *bytes.Buffer, v planView) {
 	high, low := p.Policy.Image.HighThresholdPercent, p.Policy.Image.LowThresholdPercent
 	if since, eligible, ok := firstseen.Hold(s, p.Policy.Image.MinAge, p.EvaluatedAt); ok && includesImages(p.Pass) {
 		why := "no earlier record of these images: every one counts as first seen at"
-		if len(s.ImageRecords) > 0 {
+		if since.Before(s.TakenAt) { // recorded before this snapshot, all at once
 			why = "every image was first seen at one time, when nodegc first listed them:"
 		}
 		fmt.Fprintf(b, "Records:     %s %s,\n"+

@@ -281,11 +281,12 @@ func TestRenderPassKinds(t *testing.T) {
 			v := fixedView()
 			v.Plan.Policy.Image.MinAge = 2 * time.Minute
 			first := v.Plan.EvaluatedAt.Add(-36*time.Second - 213*time.Millisecond)
+			if !tc.records { // the snapshot's own records: first seen as it was taken
+				first = v.Snapshot.TakenAt
+			}
 			v.Snapshot.ImageRecords = nil
 			for _, im := range v.Snapshot.Images {
-				if tc.records {
-					v.Snapshot.ImageRecords = append(v.Snapshot.ImageRecords, engine.ImageRecord{ID: im.ID, FirstDetected: first})
-				}
+				v.Snapshot.ImageRecords = append(v.Snapshot.ImageRecords, engine.ImageRecord{ID: im.ID, FirstDetected: first})
 			}
 			var b bytes.Buffer
 			renderPlanTable(&b, v)
