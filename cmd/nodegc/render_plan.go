@@ -242,7 +242,12 @@ func renderDiskReserve(b *bytes.Buffer, d engine.DiskReserve) {
 		if e.Inodes {
 			amount = func(n int64) string { return fmt.Sprintf("%d inodes", n) }
 		}
-		fmt.Fprintf(tw, "  %s\t%s (%s)\t%s\t%s\n", e.Signal, e.Threshold, amount(e.ThresholdAmount), amount(e.Available), crossed)
+		signal := e.Signal
+		if d.RootFs == nil && strings.HasPrefix(signal, "nodefs.") {
+			// Without the root fs, the engine reads nodefs on the image fs.
+			signal += " (of the image fs: root fs unknown)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s (%s)\t%s\t%s\n", signal, e.Threshold, amount(e.ThresholdAmount), amount(e.Available), crossed)
 	}
 	tw.Flush()
 }

@@ -299,6 +299,16 @@ func TestRenderPassKinds(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a nodefs signal read on the image fs, the root fs unknown, says so", func(t *testing.T) {
+		v := fixedView()
+		v.Plan.DiskReserve.RootFs = nil
+		v.Plan.DiskReserve.Eviction = append(v.Plan.DiskReserve.Eviction, engine.EvictionLine{Signal: "nodefs.available", Threshold: "10%", ThresholdAmount: 10 * gib, Available: 10 * gib})
+		var b bytes.Buffer
+		renderPlanTable(&b, v)
+		if !strings.Contains(b.String(), "nodefs.available (of the image fs: root fs unknown)") || strings.Contains(b.String(), "imagefs.available (of") {
+			t.Errorf("want only the nodefs line labelled:\n%s", b.String())
+		}
+	})
 	t.Run("an images pass does not list containers", func(t *testing.T) {
 		v := fixedView()
 		v.Plan.Pass = engine.PassImages

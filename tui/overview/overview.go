@@ -284,7 +284,7 @@ func (m Model) render() ([]string, [3]int) {
 	if dr.RootFs != nil {
 		reserve += fmt.Sprintf("  rootfs %s", reserveWord(st, dr.RootFs.OK, thr))
 	}
-	add(reserve, m.evictionLine(dr.Eviction), "")
+	add(reserve, m.evictionLine(dr), "")
 
 	add(m.engineLine(), m.lastPassLine(), "")
 	rt := d.Snapshot.Runtime
@@ -447,18 +447,23 @@ func fsSizes(lbl func(string) string, fs engine.FsStats) string {
 }
 
 // evictionLine lists the evictionHard signals resolved against the
-// filesystems.
-func (m Model) evictionLine(ev []engine.EvictionLine) string {
-	st := m.st
+// filesystems; a nodefs signal read on the image fs (the root fs
+// unknown) says so.
+func (m Model) evictionLine(dr engine.DiskReserve) string {
+	st, ev := m.st, dr.Eviction
 	if len(ev) == 0 {
 		return st.Label.Render("eviction: no filesystem signal resolved")
 	}
 	parts := []string{st.Header.Render("EVICTION")}
 	for _, e := range ev {
-		s := fmt.Sprintf("%s<%s (%s)", e.Signal, e.Threshold, format.Bytes(e.ThresholdAmount))
+		amount := format.Bytes(e.ThresholdAmount)
 		if e.Inodes {
-			s = fmt.Sprintf("%s<%s (%d inodes)", e.Signal, e.Threshold, e.ThresholdAmount)
+			amount = fmt.Sprintf("%d inodes", e.ThresholdAmount)
 		}
+		if dr.RootFs == nil && strings.HasPrefix(e.Signal, "nodefs.") {
+			amount += ", of the image fs"
+		}
+		s := fmt.Sprintf("%s<%s (%s)", e.Signal, e.Threshold, amount)
 		if e.Crossed {
 			parts = append(parts, st.Bad.Render(s+" CROSSED"))
 		} else {
