@@ -58,6 +58,8 @@ func TestExitCodesAndErrorLines(t *testing.T) {
 		{"simnode refuses more containers than it holds", []string{"simnode", "--listen", "unix:///tmp/nodegc-never.sock", "--pods", "100000", "--dead-per-container", "100"}, 2,
 			"nodegc: --pods and --dead-per-container: about 10100000 containers, more than the 2000000 the simulated node holds"},
 		{"an unknown output format", []string{"plan", "--from", snap, "-o", "yaml"}, 2, `nodegc: --output: must be table or json, got "yaml"`},
+		{"snapshot -o a directory names the flag", []string{"snapshot", "-o", "/", "--runtime-endpoint", "unix:///nonexistent/nodegc.sock"}, 2,
+			"nodegc: --output: / is a directory: name a file in it, or - for stdout"},
 		{"--parallel 0 is bad input", []string{"gc", "--yes", "--parallel", "0"}, 2, "nodegc: --parallel: must be auto or from 1 to 64, got 0"},
 		{"--parallel past its maximum is bad input, refused before anything is read", []string{"gc", "--yes", "--parallel", "100000000", "--runtime-endpoint", "unix:///nonexistent/nodegc.sock"}, 2,
 			"nodegc: --parallel: must be auto or from 1 to 64, got 100000000"},

@@ -108,10 +108,14 @@ func runSnapshot(ctx context.Context, opts *snapshotOptions) error {
 }
 
 // outputError is the error for an -o file that cannot be written: a
-// symlink or a directory is bad input (exit 2), refused before any work.
+// symlink or a directory is bad input (exit 2), refused before any work,
+// in one line naming the flag.
 func outputError(path string, err error) error {
-	if errors.Is(err, safefile.ErrSymlink) {
+	switch {
+	case errors.Is(err, safefile.ErrSymlink):
 		return usageErrorf("--output: %s %v, or - for stdout", path, safefile.ErrSymlink)
+	case errors.Is(err, safefile.ErrDirectory):
+		return usageErrorf("--output: %s %v: name a file in it, or - for stdout", path, safefile.ErrDirectory)
 	}
 	return &fileError{Path: path, Err: ioCause(err)}
 }
