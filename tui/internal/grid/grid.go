@@ -210,12 +210,26 @@ func (m *Model) SetSort(col int, desc bool) {
 }
 
 // Position says which rows are on screen: "41-60 of 340", or "0 rows".
+// The cut line is no row of its own: it is not counted, so the total
+// agrees with the pane's count of its items.
 func (m Model) Position() string {
-	if len(m.rows) == 0 {
+	// rowsIn counts the rows among the first n that are not the cut line.
+	rowsIn := func(n int) int {
+		c := 0
+		for _, r := range m.rows[:n] {
+			if r.Kind != Cut {
+				c++
+			}
+		}
+		return c
+	}
+	total := rowsIn(len(m.rows))
+	if total == 0 {
 		return "0 rows"
 	}
-	end := min(m.offset+m.bodyHeight(), len(m.rows))
-	return fmt.Sprintf("%d-%d of %d", m.offset+1, end, len(m.rows))
+	first := min(rowsIn(m.offset)+1, total)
+	last := max(rowsIn(min(m.offset+m.bodyHeight(), len(m.rows))), first)
+	return fmt.Sprintf("%d-%d of %d", first, last, total)
 }
 
 // RowAt returns the index of the row drawn on line y of the table (0 is

@@ -136,3 +136,18 @@ func defaultKeys() *keys.KeyMap {
 	k := keys.Default(false)
 	return &k
 }
+
+func TestPositionDoesNotCountTheCutLine(t *testing.T) {
+	m := New([]Column{{Title: "N", Width: 8}}, Styles{})
+	m.SetSize(12, 5) // a header and four rows on screen
+	r := rows(6)
+	r = append(r[:2], append([]Row{{Kind: Cut, Span: true, Cells: []string{"cut line"}, Key: "cut"}}, r[2:]...)...)
+	m.SetRows(r)
+	if got := m.Position(); got != "1-3 of 6" {
+		t.Errorf("at the top, with the cut line on screen: %q, want %q", got, "1-3 of 6")
+	}
+	m.SetCursor(6) // the last row: the view scrolls to it
+	if got := m.Position(); got != "3-6 of 6" {
+		t.Errorf("at the bottom: %q, want %q", got, "3-6 of 6")
+	}
+}
