@@ -92,7 +92,8 @@ func (c *kubeletConfig) node() kubeletNode {
 // trusts. A process named kubelet that fails the check is ignored, not
 // counted, with a warning (warn) naming it: anyone can start `exec -a
 // kubelet sleep` with flags of their choosing. pid > 0 (--kubelet-pid)
-// selects that process, which must be a trusted kubelet. No kubelet is nil,
+// selects that process, which must be a trusted kubelet, though it may run
+// in a container of its own (the operator named it). No kubelet is nil,
 // nil. More than one trusted kubelet without pid is a usage error naming
 // them, since nodegc cannot know which one runs this node's pods.
 func findKubelet(procRoot string, pid int, warn func(format string, a ...any)) (*kubeletProcess, error) {
@@ -104,8 +105,11 @@ func findKubelet(procRoot string, pid int, warn func(format string, a ...any)) (
 		if err != nil || !isKubelet(args) {
 			return nil, usageErrorf("--kubelet-pid: process %d is not a running kubelet", pid)
 		}
-		if err := checkKubelet(procRoot, pid); err != nil {
+		if err := checkKubelet(procRoot, pid, true); err != nil {
 			return nil, usageErrorf("--kubelet-pid: process %d is not the kubelet: %v", pid, err)
+		}
+		if err := onHost(procRoot, pid); err != nil {
+			warn("process %d is taken for the kubelet because --kubelet-pid names it, though it does not run on the host (%v): the files its command line names are read on the host", pid, err)
 		}
 		return newKubeletProcess(procRoot, pid, args), nil
 	}
@@ -123,7 +127,7 @@ func findKubelet(procRoot string, pid int, warn func(format string, a ...any)) (
 		if err != nil || !isKubelet(args) {
 			continue // gone since the listing, or not ours to read
 		}
-		if err := checkKubelet(procRoot, p); err != nil {
+		if err := checkKubelet(procRoot, p, false); err != nil {
 			warn("process %d is named kubelet but is ignored: %v", p, err)
 			continue
 		}
@@ -143,15 +147,17 @@ func findKubelet(procRoot string, pid int, warn func(format string, a ...any)) (
 }
 
 // checkKubelet returns nil when process pid can be the kubelet: it runs
-// in the host's mount and PID namespaces (hostNamespaces), as root, its
-// real and effective uid both 0 (/proc/PID/status), and its executable is
-// a root-owned regular file no one else can write. The executable is
-// stat'ed through /proc/PID/exe, which is the file the process runs even
-// if its name was replaced or removed since. Otherwise the error says
-// which check failed.
-func checkKubelet(procRoot string, pid int) error {
-	if err := hostNamespaces(procRoot, pid); err != nil {
-		return err
+// on the host (onHost; unless named, which --kubelet-pid does), as root,
+// its real and effective uid both 0 (/proc/PID/status), and its
+// executable is a root-owned regular file no one else can write. The
+// executable is stat'ed through /proc/PID/exe, which is the file the
+// process runs even if its name was replaced or removed since. Otherwise
+// the error says which check failed.
+func checkKubelet(procRoot string, pid int, named bool) error {
+	if !named {
+		if err := onHost(procRoot, pid); err != nil {
+			return err
+		}
 	}
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	status, err := os.ReadFile(filepath.Join(dir, "status"))
@@ -178,30 +184,39 @@ func checkKubelet(procRoot string, pid int) error {
 	return nil
 }
 
-// kubeletNamespaces are the namespaces the kubelet shares with the host's
-// init.
-var kubeletNamespaces = []string{"mnt", "pid"}
-
-// hostNamespaces returns nil when process pid is in the mount and PID
-// namespaces of process 1 under procRoot: the host's init, seen from the
-// host or from a pod with hostPID. Root in a container (most images run
-// as root, without a user namespace) passes every other check: it is uid
-// 0, and the files of its own image are owned by the host's root. But it
-// runs in mount and PID namespaces of its own, which the kubelet, a host
-// service, never does.
-func hostNamespaces(procRoot string, pid int) error {
-	for _, ns := range kubeletNamespaces {
-		host, err := os.Readlink(filepath.Join(procRoot, "1", "ns", ns))
-		if err != nil {
-			return fmt.Errorf("the %s namespace of process 1 cannot be read: %w", ns, ioCause(err))
-		}
-		its, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "ns", ns))
-		if err != nil {
-			return fmt.Errorf("its %s namespace cannot be read: %w", ns, ioCause(err))
-		}
-		if its != host {
-			return fmt.Errorf("it runs in a %s namespace of its own (%s; process 1's is %s), as a container's process does, not the host's", ns, its, host)
-		}
+// onHost returns nil when process pid runs on the host as process 1
+// under procRoot (the host's init, seen from the host or from a pod with
+// hostPID) does: in its PID namespace, with its root directory. Root in a
+// container (most images run as root, without a user namespace) passes
+// every other check: it is uid 0, and the files of its own image are
+// owned by the host's root. But its root directory is its image's, and
+// without hostPID its PID namespace is its own; the kubelet, a host
+// service, has the host's. (A mount namespace of its own is no sign: a
+// kubelet unit with systemd's PrivateTmp has one, with the host's root.)
+// A kubelet that runs in a container of its own (RKE1, Talos) fails it;
+// its operator names it with --kubelet-pid.
+func onHost(procRoot string, pid int) error {
+	host, err := os.Readlink(filepath.Join(procRoot, "1", "ns", "pid"))
+	if err != nil {
+		return fmt.Errorf("the PID namespace of process 1 cannot be read: %w", ioCause(err))
+	}
+	its, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "pid"))
+	if err != nil {
+		return fmt.Errorf("its PID namespace cannot be read: %w", ioCause(err))
+	}
+	if its != host {
+		return fmt.Errorf("it runs in a PID namespace of its own (%s; process 1's is %s), as a container's process does; if it is this node's kubelet, name it with --kubelet-pid", its, host)
+	}
+	hostRoot, err := os.Stat(filepath.Join(procRoot, "1", "root"))
+	if err != nil {
+		return fmt.Errorf("the root directory of process 1 cannot be read: %w", ioCause(err))
+	}
+	itsRoot, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(pid), "root"))
+	if err != nil {
+		return fmt.Errorf("its root directory cannot be read: %w", ioCause(err))
+	}
+	if !os.SameFile(hostRoot, itsRoot) {
+		return errors.New("its root directory is not the host's, as a container's process's is not; if it is this node's kubelet, name it with --kubelet-pid")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -14,9 +15,9 @@ import (
 // The fixture /proc trees under testdata/proc hold only what findKubelet
 // reads: <pid>/cmdline (NUL-separated), <pid>/cwd (a symlink), and for each
 // kubelet <pid>/status (uid 0), <pid>/exe (a symlink to /bin/sh, a
-// root-owned executable no one else can write, as a kubelet's is) and
-// <pid>/ns/mnt and ns/pid (symlinks named as the kernel names them),
-// the same as process 1's, the host's init.
+// root-owned executable no one else can write, as a kubelet's is),
+// <pid>/ns/pid (a symlink named as the kernel names it) and <pid>/root (a
+// symlink to /), the same as process 1's, the host's init.
 const (
 	procSingle  = "testdata/proc/single"  // one kubelet, pid 4242, among other processes
 	procTwo     = "testdata/proc/two"     // kubelets 100 and 200
@@ -362,36 +363,36 @@ func fakeProcess(t *testing.T, root string, pid, uid int, exe string, args ...st
 	if err := os.Symlink(exe, filepath.Join(dir, "exe")); err != nil {
 		t.Fatal(err)
 	}
-	fakeNamespaces(t, root, 1, hostMnt)
-	fakeNamespaces(t, root, pid, hostMnt)
+	onFakeHost(t, root, 1, hostPIDNS, "/")
+	onFakeHost(t, root, pid, hostPIDNS, "/")
 }
 
-// hostMnt is the fake host's mount namespace: its PID namespace is named
-// alike.
-const hostMnt = "4026531841"
+// hostPIDNS is the fake host's PID namespace.
+const hostPIDNS = "4026531836"
 
-// fakeNamespaces gives process pid of the fake /proc tree at root the
-// mount and PID namespaces numbered ns, unless it has them already.
-func fakeNamespaces(t *testing.T, root string, pid int, ns string) {
+// onFakeHost gives process pid of the fake /proc tree at root the PID
+// namespace numbered ns and the root directory dir, unless it has them
+// already.
+func onFakeHost(t *testing.T, root string, pid int, ns, dir string) {
 	t.Helper()
-	dir := filepath.Join(root, strconv.Itoa(pid), "ns")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	proc := filepath.Join(root, strconv.Itoa(pid))
+	if err := os.MkdirAll(filepath.Join(proc, "ns"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range kubeletNamespaces {
-		if err := os.Symlink(kind+":["+ns+"]", filepath.Join(dir, kind)); err != nil && !errors.Is(err, os.ErrExist) {
+	for link, to := range map[string]string{filepath.Join(proc, "ns", "pid"): "pid:[" + ns + "]", filepath.Join(proc, "root"): dir} {
+		if err := os.Symlink(to, link); err != nil && !errors.Is(err, os.ErrExist) {
 			t.Fatal(err)
 		}
 	}
 }
 
-// fakeProc is a process named kubelet in a fake /proc tree; ns, when
-// set, numbers its mount and PID namespaces (a container's), else it has
-// the host's.
+// fakeProc is a process named kubelet in a fake /proc tree; pidns and
+// root, when set, are its PID namespace's number and its root directory
+// (a container's), else it has the host's.
 type fakeProc struct {
-	pid, uid int
-	exe      string
-	ns       string
+	pid, uid    int
+	exe         string
+	pidns, root string
 }
 
 // TestFindKubeletTrustsOnlyRoot checks that a process is the kubelet only
@@ -405,6 +406,7 @@ func TestFindKubeletTrustsOnlyRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(writable, 0o777)
+	containerRoot := t.TempDir() // a container's root directory: not the host's
 	tests := []struct {
 		name string
 		// procs are the processes named kubelet.
@@ -416,40 +418,41 @@ func TestFindKubeletTrustsOnlyRoot(t *testing.T) {
 	}{
 		{
 			name:     "a non-root process named kubelet is ignored, not counted: the root one is the kubelet",
-			procs:    []fakeProc{{10, 0, "/bin/sh", ""}, {20, 65534, "/bin/sh", ""}},
+			procs:    []fakeProc{{10, 0, "/bin/sh", "", ""}, {20, 65534, "/bin/sh", "", ""}},
 			wantPID:  10,
 			wantWarn: "process 20 is named kubelet but is ignored: it runs as uid 65534 (effective 65534), not root",
 		},
 		{
 			name:     "a non-root process named kubelet alone is no kubelet",
-			procs:    []fakeProc{{20, 65534, "/bin/sh", ""}},
+			procs:    []fakeProc{{20, 65534, "/bin/sh", "", ""}},
 			wantWarn: "process 20 is named kubelet but is ignored",
 		},
 		{
 			name:     "a root process whose executable others can write is ignored",
-			procs:    []fakeProc{{30, 0, writable, ""}},
+			procs:    []fakeProc{{30, 0, writable, "", ""}},
 			wantWarn: "process 30 is named kubelet but is ignored: its executable: writable by others (mode 0777)",
 		},
 		{
-			name:     "a root process named kubelet in namespaces of its own (root in a container) is ignored, not counted: the host's is the kubelet",
-			procs:    []fakeProc{{10, 0, "/bin/sh", ""}, {40, 0, "/bin/sh", "4026532999"}},
+			name:     "a root process named kubelet whose root directory is not the host's (root in a hostPID container) is ignored, not counted: the host's is the kubelet",
+			procs:    []fakeProc{{10, 0, "/bin/sh", "", ""}, {40, 0, "/bin/sh", "", containerRoot}},
 			wantPID:  10,
-			wantWarn: "process 40 is named kubelet but is ignored: it runs in a mnt namespace of its own (mnt:[4026532999]; process 1's is mnt:[4026531841]), as a container's process does",
+			wantWarn: "process 40 is named kubelet but is ignored: its root directory is not the host's, as a container's process's is not; if it is this node's kubelet, name it with --kubelet-pid",
 		},
 		{
-			name:     "a root process named kubelet in namespaces of its own alone is no kubelet",
-			procs:    []fakeProc{{40, 0, "/bin/sh", "4026532999"}},
-			wantWarn: "process 40 is named kubelet but is ignored: it runs in a mnt namespace of its own",
+			name:     "a root process named kubelet in a PID namespace of its own (root in a container) alone is no kubelet",
+			procs:    []fakeProc{{40, 0, "/bin/sh", "4026532999", containerRoot}},
+			wantWarn: "process 40 is named kubelet but is ignored: it runs in a PID namespace of its own (pid:[4026532999]; process 1's is pid:[4026531836]), as a container's process does",
 		},
 		{
-			name:    "--kubelet-pid of a root process in namespaces of its own is refused, saying why",
-			procs:   []fakeProc{{10, 0, "/bin/sh", ""}, {40, 0, "/bin/sh", "4026532999"}},
-			pid:     40,
-			wantErr: "--kubelet-pid: process 40 is not the kubelet: it runs in a mnt namespace of its own (mnt:[4026532999]; process 1's is mnt:[4026531841]), as a container's process does, not the host's",
+			name:     "--kubelet-pid names a kubelet that runs in a container of its own (RKE1, Talos): the operator's word is taken",
+			procs:    []fakeProc{{10, 0, "/bin/sh", "", ""}, {40, 0, "/bin/sh", "", containerRoot}},
+			pid:      40,
+			wantPID:  40,
+			wantWarn: "process 40 is taken for the kubelet because --kubelet-pid names it, though it does not run on the host (its root directory is not the host's",
 		},
 		{
 			name:    "--kubelet-pid of a non-root process named kubelet is refused, saying why",
-			procs:   []fakeProc{{10, 0, "/bin/sh", ""}, {20, 65534, "/bin/sh", ""}},
+			procs:   []fakeProc{{10, 0, "/bin/sh", "", ""}, {20, 65534, "/bin/sh", "", ""}},
 			pid:     20,
 			wantErr: "--kubelet-pid: process 20 is not the kubelet: it runs as uid 65534 (effective 65534), not root",
 		},
@@ -458,8 +461,8 @@ func TestFindKubeletTrustsOnlyRoot(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			for _, p := range tt.procs {
-				if p.ns != "" {
-					fakeNamespaces(t, root, p.pid, p.ns)
+				if p.pidns != "" || p.root != "" {
+					onFakeHost(t, root, p.pid, cmp.Or(p.pidns, hostPIDNS), cmp.Or(p.root, "/"))
 				}
 				fakeProcess(t, root, p.pid, p.uid, p.exe, "/usr/bin/kubelet", "--v=2")
 			}

@@ -224,7 +224,7 @@ var trustAttacks = []attack{
 		if err := p.pluginNeverRan(r); err != nil {
 			return err
 		}
-		if !strings.Contains(r.stderr, "is named kubelet but is ignored: it runs in a mnt namespace of its own") {
+		if !strings.Contains(r.stderr, "is named kubelet but is ignored: it runs in a PID namespace of its own") {
 			return fmt.Errorf("stderr %q: want the warning naming the process and its namespace", r.stderr)
 		}
 		return nil
