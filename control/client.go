@@ -64,6 +64,13 @@ type RemoteError struct {
 
 func (e *RemoteError) Error() string { return "agent: " + e.Reply.Error }
 
+// Is makes the agent's stale-plan reply an engine.ErrStalePlan, as the
+// engine's own refusal is, so that a dashboard attached to an agent tells
+// it apart from a failed pass.
+func (e *RemoteError) Is(target error) bool {
+	return target == engine.ErrStalePlan && e.Reply.Code == CodeStalePlan
+}
+
 // do sends a request and decodes a 200 reply into out.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
