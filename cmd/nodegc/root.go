@@ -189,7 +189,8 @@ func (g *globalOptions) logger() (*slog.Logger, error) {
 }
 
 // ownLogFile returns nil when the open log file is a regular file with
-// no other name.
+// no other name, owned by this process's user (a file another user
+// planted would keep their mode, and their read of root's log).
 func ownLogFile(f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -198,8 +199,13 @@ func ownLogFile(f *os.File) error {
 	if !fi.Mode().IsRegular() {
 		return errors.New("is not a regular file")
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+	case st.Nlink > 1:
 		return fmt.Errorf("has %d hard links; nodegc appends only to a file no other name leads to", st.Nlink)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("is owned by uid %d; nodegc appends only to a file of its own user's", st.Uid)
 	}
 	return nil
 }

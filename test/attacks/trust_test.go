@@ -176,6 +176,16 @@ var trustAttacks = []attack{
 		}
 		return nil
 	}},
+	{0, "--log-file a file another user planted is refused in one line naming the flag, with exit 2; the file gets nothing", func(t *testing.T) error {
+		planted := filepath.Join(t.TempDir(), "gc.log")
+		if err := os.WriteFile(planted, []byte("keep"), 0o666); err != nil {
+			return err
+		}
+		if err := os.Chown(planted, nobody, nobody); err != nil {
+			return err
+		}
+		return logFileRefused(t, planted, planted, fmt.Sprintf("is owned by uid %d", nobody))
+	}},
 	{1, "a non-root process named kubelet whose --kubeconfig has an exec plugin does not make root run the plugin", func(t *testing.T) error {
 		p := plant(t)
 		r := onNode(t, []fakeKubelet{{uid: nobody, args: []string{"--kubeconfig", p.execConf(t, p.eve)}}}, p.podSourceArgs(t)...)
