@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/net/netutil"
 
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
@@ -137,11 +136,12 @@ func agentLogger(opts *agentOptions) (*slog.Logger, error) {
 }
 
 // metricsConnections is how many connections the metrics and remote
-// listener serves at once; more wait in the kernel's backlog until one
-// ends. Unbounded, the idle keep-alive connections anyone who can reach
-// the port held open grew the agent from 28 to 313 MB (15,000 of them:
-// past the DaemonSet's 256 MiB limit) and, at 20,000, took the file
-// descriptors the control socket needs to accept root's dashboard.
+// listener holds at once; at the bound a new one closes the one idle
+// longest (idleFirst). Unbounded, the idle keep-alive connections anyone
+// who can reach the port held open grew the agent from 28 to 313 MB
+// (15,000 of them: past the DaemonSet's 256 MiB limit) and, at 20,000,
+// took the file descriptors the control socket needs to accept root's
+// dashboard.
 const metricsConnections = 128
 
 // metricsIdleTimeout closes a keep-alive connection of the metrics and
@@ -150,17 +150,21 @@ const metricsConnections = 128
 // minute keeps its connection.
 const metricsIdleTimeout = 90 * time.Second
 
-// metricsServer is the HTTP server of the metrics and remote listener.
-// It sets no ReadTimeout or WriteTimeout: a remote dashboard's notices
-// stream lasts as long as the dashboard, and a read deadline left on the
-// connection would end it.
-func metricsServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: metricsIdleTimeout}
+// metricsServer is the HTTP server of the metrics and remote listener l
+// (from listenMetrics). It sets no ReadTimeout or WriteTimeout: a remote
+// dashboard's notices stream lasts as long as the dashboard, and a read
+// deadline left on the connection would end it.
+func metricsServer(l net.Listener, h http.Handler) *http.Server {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: metricsIdleTimeout}
+	if f, ok := l.(*idleFirst); ok {
+		srv.ConnState = f.track
+	}
+	return srv
 }
 
-// listenMetrics opens the metrics listener, serving at most
-// metricsConnections connections at once; nil for "0". An address that
-// cannot be listened on is bad input naming the flag.
+// listenMetrics opens the metrics listener, holding at most
+// metricsConnections connections at once (idleFirst); nil for "0". An
+// address that cannot be listened on is bad input naming the flag.
 func listenMetrics(addr string) (net.Listener, error) {
 	if addr == "0" {
 		return nil, nil
@@ -172,7 +176,7 @@ func listenMetrics(addr string) (net.Listener, error) {
 	case err != nil:
 		return nil, usageErrorf("--metrics-bind-address: %v", err)
 	}
-	return netutil.LimitListener(l, metricsConnections), nil
+	return newIdleFirst(l, metricsConnections), nil
 }
 
 // agentGCPercent is the agent's GOGC unless the environment sets GOGC.
@@ -268,7 +272,7 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	if l != nil {
 		h, closeRemote := agentHandler(passCtx, metrics.NewHandler(col, readyChecks(n, g)...), col, n, s, started)
 		defer closeRemote()
-		srv = metricsServer(h)
+		srv = metricsServer(l, h)
 		wg.Go(func() {
 			if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics listener", "err", err)
