@@ -308,23 +308,36 @@ type floorJournal struct {
 	mu      sync.Mutex
 	f       *os.File
 	pending []byte
+	err     error // the first failed encoding or write
 }
 
-// line queues an entry; out hands everything queued to the kernel.
-func (j *floorJournal) line(b *testing.B, en engine.JournalEntry, out bool) {
+// line queues an entry; out hands everything queued to the kernel. It
+// runs on the raw loop's workers: a failure is kept for close.
+func (j *floorJournal) line(en engine.JournalEntry, out bool) {
 	enc, err := json.Marshal(en)
-	if err != nil {
-		b.Fatal(err)
-	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.err = cmpOr(j.err, err)
 	j.pending = append(append(j.pending, enc...), '\n')
 	if out {
-		if _, err := j.f.Write(j.pending); err != nil {
-			b.Fatal(err)
-		}
-		j.pending = j.pending[:0]
+		j.flushLocked()
 	}
+}
+
+// flushLocked writes the queued lines; j.mu is held.
+func (j *floorJournal) flushLocked() {
+	if _, err := j.f.Write(j.pending); err != nil {
+		j.err = cmpOr(j.err, err)
+	}
+	j.pending = j.pending[:0]
+}
+
+// close writes the lines still queued and returns the first failure.
+func (j *floorJournal) close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.flushLocked()
+	return j.err
 }
 
 // BenchmarkGCPassFloor measures the floor under the container pass's
@@ -401,17 +414,23 @@ func floorRun(b *testing.B, o simnode.Options, ids []string, events, journal boo
 		defer f.Close()
 		j = &floorJournal{f: f}
 	}
-	return rawRemove(b, ep, ids, func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, _ runtimeapi.ImageServiceClient, id string) error {
+	d := rawRemove(b, ep, ids, func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, _ runtimeapi.ImageServiceClient, id string) error {
 		en := engine.JournalEntry{Kind: engine.ItemContainer, ID: id, Pass: "floor", PassKind: engine.PassContainers}
 		if j != nil {
 			en.Op, en.Time = engine.JournalStarted, time.Now()
-			j.line(b, en, true)
+			j.line(en, true)
 		}
 		_, err := rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
 		if j != nil {
 			en.Op, en.Time = engine.JournalRemoved, time.Now()
-			j.line(b, en, false)
+			j.line(en, false)
 		}
 		return err
 	})
+	if j != nil {
+		if err := j.close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return d
 }
