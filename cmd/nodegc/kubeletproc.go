@@ -193,23 +193,31 @@ func checkKubelet(procRoot string, pid int, named bool) error {
 // without hostPID its PID namespace is its own; the kubelet, a host
 // service, has the host's. (A mount namespace of its own is no sign: a
 // kubelet unit with systemd's PrivateTmp has one, with the host's root.)
-// A kubelet that runs in a container of its own (RKE1, Talos) fails it;
-// its operator names it with --kubelet-pid.
+// Process 1 may be no one's to inspect (a VM's init is not, in this
+// project's CI): nodegc's own PID namespace then stands for the host's
+// (it sees the kubelet only on the host or with hostPID), and a process
+// in a pod's cgroup (kubepods) is told from the kubelet by that. A kubelet
+// that runs in a container of its own (RKE1, Talos) fails it; its
+// operator names it with --kubelet-pid.
 func onHost(procRoot string, pid int) error {
-	host, err := os.Readlink(filepath.Join(procRoot, "1", "ns", "pid"))
+	ref := "1"
+	host, err := os.Readlink(filepath.Join(procRoot, ref, "ns", "pid"))
 	if err != nil {
-		return fmt.Errorf("the PID namespace of process 1 cannot be read: %w", ioCause(err))
+		ref = "self"
+		if host, err = os.Readlink(filepath.Join(procRoot, ref, "ns", "pid")); err != nil {
+			return fmt.Errorf("no PID namespace to compare with (process 1's and nodegc's own cannot be read): %w", ioCause(err))
+		}
 	}
 	its, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "pid"))
 	if err != nil {
 		return fmt.Errorf("its PID namespace cannot be read: %w", ioCause(err))
 	}
 	if its != host {
-		return fmt.Errorf("it runs in a PID namespace of its own (%s; process 1's is %s), as a container's process does; if it is this node's kubelet, name it with --kubelet-pid", its, host)
+		return fmt.Errorf("it runs in a PID namespace of its own (%s; the host's is %s), as a container's process does; if it is this node's kubelet, name it with --kubelet-pid", its, host)
 	}
 	hostRoot, err := os.Stat(filepath.Join(procRoot, "1", "root"))
 	if err != nil {
-		return fmt.Errorf("the root directory of process 1 cannot be read: %w", ioCause(err))
+		return notInPod(procRoot, pid)
 	}
 	itsRoot, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(pid), "root"))
 	if err != nil {
@@ -217,6 +225,19 @@ func onHost(procRoot string, pid int) error {
 	}
 	if !os.SameFile(hostRoot, itsRoot) {
 		return errors.New("its root directory is not the host's, as a container's process's is not; if it is this node's kubelet, name it with --kubelet-pid")
+	}
+	return nil
+}
+
+// notInPod returns nil unless process pid is in a pod's cgroup: the
+// kubelet's pods run under kubepods, the kubelet never does.
+func notInPod(procRoot string, pid int) error {
+	data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return fmt.Errorf("its cgroup cannot be read: %w", ioCause(err))
+	}
+	if bytes.Contains(data, []byte("kubepods")) {
+		return errors.New("it runs in a pod's cgroup (kubepods), as a container's process does")
 	}
 	return nil
 }

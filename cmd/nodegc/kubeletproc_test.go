@@ -441,7 +441,7 @@ func TestFindKubeletTrustsOnlyRoot(t *testing.T) {
 		{
 			name:     "a root process named kubelet in a PID namespace of its own (root in a container) alone is no kubelet",
 			procs:    []fakeProc{{40, 0, "/bin/sh", "4026532999", containerRoot}},
-			wantWarn: "process 40 is named kubelet but is ignored: it runs in a PID namespace of its own (pid:[4026532999]; process 1's is pid:[4026531836]), as a container's process does",
+			wantWarn: "process 40 is named kubelet but is ignored: it runs in a PID namespace of its own (pid:[4026532999]; the host's is pid:[4026531836]), as a container's process does",
 		},
 		{
 			name:     "--kubelet-pid names a kubelet that runs in a container of its own (RKE1, Talos): the operator's word is taken",
@@ -538,4 +538,33 @@ func TestKubeletFilesMustBeRootOwned(t *testing.T) {
 			t.Errorf("the operator's file was not read as given: stderr %q\n%s", c.err.String(), c.out.String())
 		}
 	})
+}
+
+// TestFindKubeletWhereProcess1CannotBeRead: where process 1 is no one's
+// to inspect (a VM's init), nodegc's own PID namespace stands for the
+// host's and a process in a pod's cgroup is not the kubelet.
+func TestFindKubeletWhereProcess1CannotBeRead(t *testing.T) {
+	root := t.TempDir()
+	fakeProcess(t, root, 10, 0, "/bin/sh", "/usr/bin/kubelet", "--v=2")
+	fakeProcess(t, root, 40, 0, "/bin/sh", "/usr/bin/kubelet", "--v=2")
+	for pid, cg := range map[int]string{10: "0::/system.slice/kubelet.service\n", 40: "0::/kubepods.slice/kubepods-besteffort.slice/cri-containerd-1.scope\n"} {
+		if err := os.WriteFile(filepath.Join(root, strconv.Itoa(pid), "cgroup"), []byte(cg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(root, "1")); err != nil {
+		t.Fatal(err)
+	}
+	onFakeHost(t, root, 0, hostPIDNS, "/") // nodegc itself, as "self"
+	if err := os.Rename(filepath.Join(root, "0"), filepath.Join(root, "self")); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	k, err := findKubelet(root, 0, func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) })
+	if err != nil || k == nil || k.PID != 10 {
+		t.Fatalf("found %+v, %v; want pid 10", k, err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "process 40 is named kubelet but is ignored: it runs in a pod's cgroup (kubepods)") {
+		t.Errorf("warnings %q", warnings)
+	}
 }
