@@ -194,11 +194,15 @@ func checkKubelet(procRoot string, pid int, named bool) error {
 // service, has the host's. (A mount namespace of its own is no sign: a
 // kubelet unit with systemd's PrivateTmp has one, with the host's root.)
 // Process 1 may be no one's to inspect (a VM's init is not, in this
-// project's CI): nodegc's own PID namespace then stands for the host's
-// (it sees the kubelet only on the host or with hostPID), and a process
-// in a pod's cgroup (kubepods) is told from the kubelet by that. A kubelet
-// that runs in a container of its own (RKE1, Talos) fails it; its
-// operator names it with --kubelet-pid.
+// project's CI): nodegc's own PID namespace and root directory then stand
+// for the host's (it sees the kubelet only on the host or with hostPID,
+// and takes it only when it shares nodegc's root: a chroot or a container
+// of its own does not), and a process in a pod's cgroup (kubepods) is not
+// the kubelet either. Where neither process 1's nor nodegc's own can be
+// read, no process passes (fail closed). A kubelet that runs in a
+// container of its own (RKE1, Talos), or beside a nodegc that runs in
+// one where process 1 cannot be inspected, fails it; its operator names
+// it with --kubelet-pid.
 func onHost(procRoot string, pid int) error {
 	ref := "1"
 	host, err := os.Readlink(filepath.Join(procRoot, ref, "ns", "pid"))
@@ -215,16 +219,25 @@ func onHost(procRoot string, pid int) error {
 	if its != host {
 		return fmt.Errorf("it runs in a PID namespace of its own (%s; the host's is %s), as a container's process does; if it is this node's kubelet, name it with --kubelet-pid", its, host)
 	}
-	hostRoot, err := os.Stat(filepath.Join(procRoot, "1", "root"))
+	ref = "1"
+	hostRoot, err := os.Stat(filepath.Join(procRoot, ref, "root"))
 	if err != nil {
-		return notInPod(procRoot, pid)
+		ref = "self"
+		if hostRoot, err = os.Stat(filepath.Join(procRoot, ref, "root")); err != nil {
+			return fmt.Errorf("no root directory to compare with (process 1's and nodegc's own cannot be read: %w); if it is this node's kubelet, name it with --kubelet-pid", ioCause(err))
+		}
 	}
 	itsRoot, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(pid), "root"))
 	if err != nil {
 		return fmt.Errorf("its root directory cannot be read: %w", ioCause(err))
 	}
-	if !os.SameFile(hostRoot, itsRoot) {
+	switch {
+	case !os.SameFile(hostRoot, itsRoot) && ref == "self":
+		return errors.New("its root directory is not nodegc's own, which stands for the host's where process 1's cannot be read, as a chrooted or a container's process's is not; if it is this node's kubelet, name it with --kubelet-pid")
+	case !os.SameFile(hostRoot, itsRoot):
 		return errors.New("its root directory is not the host's, as a container's process's is not; if it is this node's kubelet, name it with --kubelet-pid")
+	case ref == "self":
+		return notInPod(procRoot, pid)
 	}
 	return nil
 }

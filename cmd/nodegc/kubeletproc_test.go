@@ -568,3 +568,86 @@ func TestFindKubeletWhereProcess1CannotBeRead(t *testing.T) {
 		t.Errorf("warnings %q", warnings)
 	}
 }
+
+// TestFindKubeletWhereProcess1CannotBeReadComparesRoots: where process 1
+// is no one's to inspect, nodegc's own root directory stands for the
+// host's, as its own PID namespace does: a root process named kubelet in
+// the host's PID namespace but with a root directory of its own (chroot,
+// a hostPID container) is not the kubelet; and where nodegc's own root
+// cannot be read either, no process is taken for the kubelet and the
+// warning asks for --kubelet-pid.
+func TestFindKubeletWhereProcess1CannotBeReadComparesRoots(t *testing.T) {
+	chroot := t.TempDir() // the chrooted process's root: not nodegc's
+	for _, tt := range []struct {
+		name     string
+		procs    []fakeProc
+		selfRoot bool
+		wantPID  int
+		wantWarn []string
+	}{
+		{
+			name:     "a chrooted root process named kubelet is ignored, not counted: the one sharing nodegc's root is the kubelet",
+			procs:    []fakeProc{{pid: 10, exe: "/bin/sh"}, {pid: 40, exe: "/bin/sh", root: chroot}},
+			selfRoot: true,
+			wantPID:  10,
+			wantWarn: []string{"process 40 is named kubelet but is ignored: its root directory is not nodegc's own, which stands for the host's where process 1's cannot be read, as a chrooted or a container's process's is not; if it is this node's kubelet, name it with --kubelet-pid"},
+		},
+		{
+			name:     "a chrooted root process named kubelet alone is no kubelet",
+			procs:    []fakeProc{{pid: 40, exe: "/bin/sh", root: chroot}},
+			selfRoot: true,
+			wantWarn: []string{"process 40 is named kubelet but is ignored: its root directory is not nodegc's own"},
+		},
+		{
+			name:     "with nodegc's own root unreadable too, no process is the kubelet, and the warning asks for --kubelet-pid",
+			procs:    []fakeProc{{pid: 10, exe: "/bin/sh"}},
+			wantWarn: []string{"process 10 is named kubelet but is ignored: no root directory to compare with (process 1's and nodegc's own cannot be read: "},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, p := range tt.procs {
+				if p.root != "" {
+					onFakeHost(t, root, p.pid, hostPIDNS, p.root)
+				}
+				fakeProcess(t, root, p.pid, p.uid, p.exe, "/usr/bin/kubelet", "--v=2")
+				if err := os.WriteFile(filepath.Join(root, strconv.Itoa(p.pid), "cgroup"), []byte("0::/system.slice/kubelet.service\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.RemoveAll(filepath.Join(root, "1")); err != nil {
+				t.Fatal(err)
+			}
+			onFakeHost(t, root, 0, hostPIDNS, "/") // nodegc itself, as "self"
+			if err := os.Rename(filepath.Join(root, "0"), filepath.Join(root, "self")); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.selfRoot {
+				if err := os.Remove(filepath.Join(root, "self", "root")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var warnings []string
+			k, err := findKubelet(root, 0, func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotPID := 0; k != nil {
+				gotPID = k.PID
+				if gotPID != tt.wantPID {
+					t.Errorf("found pid %d, want %d", gotPID, tt.wantPID)
+				}
+			} else if tt.wantPID != 0 {
+				t.Errorf("found no kubelet, want pid %d", tt.wantPID)
+			}
+			if len(warnings) != len(tt.wantWarn) {
+				t.Fatalf("warnings %q, want %q", warnings, tt.wantWarn)
+			}
+			for i, w := range tt.wantWarn {
+				if !strings.Contains(warnings[i], w) || !strings.Contains(warnings[i], "--kubelet-pid") {
+					t.Errorf("warning %q, want it to contain %q and name --kubelet-pid", warnings[i], w)
+				}
+			}
+		})
+	}
+}
