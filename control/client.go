@@ -11,11 +11,83 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/texttable"
 )
+
+// Bounds of the agent's replies. Whatever an agent (or anything that holds
+// its port) answers is read no further than the bound of its kind, so a
+// reply that never ends costs the client that bound, not its memory; one
+// past it is a *TooLargeError naming the request. The large ones derive
+// from LargeNodeSnapshot.
+const (
+	// LargeNodeSnapshot is the JSON snapshot of the largest node nodegc
+	// is measured on: 78 MB for `nodegc snapshot` of a simulated node of
+	// 10,001 images, 120,000 containers and 20,000 sandboxes (README,
+	// Performance), far beyond the kubelet's limit of 110 pods a node.
+	LargeNodeSnapshot = 78 << 20
+	// MaxSnapshotReply bounds GET /v1/snapshot: a snapshot and a policy.
+	MaxSnapshotReply = 2 * LargeNodeSnapshot
+	// MaxPlanReply bounds GET /v1/plan: a snapshot and its plan (that
+	// node's full plan is about half its snapshot).
+	MaxPlanReply = 3 * LargeNodeSnapshot
+	// MaxReportReply bounds one pass report: a pass reply, the status
+	// with its last report, GET /v1/reports (16 reports, each without
+	// its plan's lists) and each line of the notices stream (a notice
+	// carries at most one report). A report is a plan and one item per
+	// removal.
+	MaxReportReply = 2 * LargeNodeSnapshot
+	// MaxBriefReply bounds the brief status (a policy and the
+	// scheduler's state, no report: a few KB).
+	MaxBriefReply = 1 << 20
+	// MaxSmallReply bounds the replies of a few fields (the image
+	// filesystem, changed, pause, resume, stop) and every error reply.
+	MaxSmallReply = 64 << 10
+)
+
+// TooLargeError is a reply longer than its bound.
+type TooLargeError struct {
+	// What names the request ("GET /v1/status?brief=true").
+	What  string
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the reply to %s is larger than its bound of %d bytes: refused", e.What, e.Limit)
+}
+
+// LimitReply returns r read no further than limit bytes: a read past
+// them fails with a *TooLargeError naming what.
+func LimitReply(r io.Reader, what string, limit int64) io.Reader {
+	return &limitedReply{r: r, what: what, left: limit, limit: limit}
+}
+
+type limitedReply struct {
+	r           io.Reader
+	what        string
+	left, limit int64
+}
+
+func (l *limitedReply) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, &TooLargeError{What: l.what, Limit: l.limit}
+	}
+	// Read one byte more than is left, to tell a reply of exactly the
+	// bound from a longer one.
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return n + int(l.left), &TooLargeError{What: l.what, Limit: l.limit}
+	}
+	return n, err
+}
 
 // Client talks to an agent's control socket.
 type Client struct {
@@ -71,8 +143,9 @@ func (e *RemoteError) Is(target error) bool {
 	return target == engine.ErrStalePlan && e.Reply.Code == CodeStalePlan
 }
 
-// do sends a request and decodes a 200 reply into out.
-func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+// do sends a request and decodes a 200 reply of at most limit bytes into
+// out, every string in it made printable (Printable).
+func (c *Client) do(ctx context.Context, method, path string, limit int64, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -86,7 +159,80 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return err
 	}
 	defer resp.Body.Close()
-	return json.NewDecoder(resp.Body).Decode(out)
+	if err := json.NewDecoder(LimitReply(resp.Body, method+" "+path, limit)).Decode(out); err != nil {
+		return err
+	}
+	Printable(out)
+	return nil
+}
+
+// Printable rewrites, in place, every string v points to (struct fields,
+// slices, maps and their keys, through pointers) with texttable's
+// PrintableLine: what an agent sends is shown on the operator's terminal
+// (image tags, pod and container names, event messages, errors), and a
+// control character in it is written as a visible \xNN, never obeyed.
+// Strings with none are left as they are. A remote plan's IDs that had
+// to be escaped no longer name anything on the node, so applying it
+// removes nothing of theirs.
+func Printable(v any) { printable(reflect.ValueOf(v)) }
+
+func printable(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if s := v.String(); v.CanSet() {
+			if p := texttable.PrintableLine(s); p != s {
+				v.SetString(p)
+			}
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			printable(v.Elem())
+		}
+	case reflect.Interface:
+		if !v.IsNil() && v.CanSet() {
+			e := reflect.New(v.Elem().Type()).Elem()
+			e.Set(v.Elem())
+			printable(e)
+			v.Set(e)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range v.NumField() {
+			if t.Field(i).IsExported() {
+				printable(v.Field(i))
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return // bytes, not text
+		}
+		for i := range v.Len() {
+			printable(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return
+		}
+		t := v.Type()
+		iter := v.MapRange()
+		type entry struct{ old, k, e reflect.Value }
+		var changed []entry
+		for iter.Next() {
+			k := reflect.New(t.Key()).Elem()
+			k.Set(iter.Key())
+			e := reflect.New(t.Elem()).Elem()
+			e.Set(iter.Value())
+			printable(k)
+			printable(e)
+			changed = append(changed, entry{iter.Key(), k, e})
+		}
+		for _, c := range changed {
+			v.SetMapIndex(c.old, reflect.Value{})
+		}
+		for _, c := range changed {
+			v.SetMapIndex(c.k, c.e)
+		}
+	}
 }
 
 // send sends a request and returns a 200 reply; any other is a
@@ -109,9 +255,10 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader) 
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		re := &RemoteError{Status: resp.StatusCode}
-		if json.NewDecoder(resp.Body).Decode(&re.Reply) != nil || re.Reply.Error == "" {
+		if json.NewDecoder(LimitReply(resp.Body, method+" "+path, MaxSmallReply)).Decode(&re.Reply) != nil || re.Reply.Error == "" {
 			re.Reply.Error = resp.Status
 		}
+		Printable(&re.Reply)
 		return nil, re
 	}
 	return resp, nil
@@ -120,7 +267,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader) 
 // Status is GET /v1/status.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var s Status
-	return s, c.do(ctx, http.MethodGet, "/v1/status", nil, &s)
+	return s, c.do(ctx, http.MethodGet, "/v1/status", MaxReportReply, nil, &s)
 }
 
 // StatusBrief is GET /v1/status?brief=true: the status without the last
@@ -131,13 +278,13 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 // report from the notices stream's first line (Attached.Run).
 func (c *Client) StatusBrief(ctx context.Context) (Status, error) {
 	var s Status
-	return s, c.do(ctx, http.MethodGet, "/v1/status?brief=true", nil, &s)
+	return s, c.do(ctx, http.MethodGet, "/v1/status?brief=true", MaxBriefReply, nil, &s)
 }
 
 // Snapshot is GET /v1/snapshot.
 func (c *Client) Snapshot(ctx context.Context) (SnapshotReply, error) {
 	var s SnapshotReply
-	return s, c.do(ctx, http.MethodGet, "/v1/snapshot", nil, &s)
+	return s, c.do(ctx, http.MethodGet, "/v1/snapshot", MaxSnapshotReply, nil, &s)
 }
 
 // Plan is GET /v1/plan: the agent snapshots the node and plans a pass of
@@ -149,32 +296,32 @@ func (c *Client) Plan(ctx context.Context, kind engine.PassKind, at time.Time) (
 		q.Set("at", at.Format(time.RFC3339Nano))
 	}
 	var p PlanReply
-	return p, c.do(ctx, http.MethodGet, "/v1/plan?"+q.Encode(), nil, &p)
+	return p, c.do(ctx, http.MethodGet, "/v1/plan?"+q.Encode(), MaxPlanReply, nil, &p)
 }
 
 // ImageFs is GET /v1/imagefs.
 func (c *Client) ImageFs(ctx context.Context) (engine.FsStats, error) {
 	var fs engine.FsStats
-	return fs, c.do(ctx, http.MethodGet, "/v1/imagefs", nil, &fs)
+	return fs, c.do(ctx, http.MethodGet, "/v1/imagefs", MaxSmallReply, nil, &fs)
 }
 
 // Changed is GET /v1/changed: whether the containers differ from those
 // whose agent-side fingerprint is since.
 func (c *Client) Changed(ctx context.Context, since uint64) (bool, error) {
 	var r ChangedReply
-	return r.Changed, c.do(ctx, http.MethodGet, "/v1/changed?since="+strconv.FormatUint(since, 10), nil, &r)
+	return r.Changed, c.do(ctx, http.MethodGet, "/v1/changed?since="+strconv.FormatUint(since, 10), MaxSmallReply, nil, &r)
 }
 
 // Reports is GET /v1/reports.
 func (c *Client) Reports(ctx context.Context) ([]engine.PassReport, error) {
 	var r []engine.PassReport
-	return r, c.do(ctx, http.MethodGet, "/v1/reports", nil, &r)
+	return r, c.do(ctx, http.MethodGet, "/v1/reports", MaxReportReply, nil, &r)
 }
 
 // pass sends a pass command and returns its report and the pass's error.
 func (c *Client) pass(ctx context.Context, path string, in any) (engine.PassReport, error) {
 	var r PassReply
-	if err := c.do(ctx, http.MethodPost, path, in, &r); err != nil {
+	if err := c.do(ctx, http.MethodPost, path, MaxReportReply, in, &r); err != nil {
 		return engine.PassReport{}, err
 	}
 	if r.Error != "" {
@@ -202,19 +349,19 @@ func (c *Client) Apply(ctx context.Context, p engine.Plan) (engine.PassReport, e
 // Pause, Resume and Stop send those commands.
 func (c *Client) Pause(ctx context.Context) error {
 	var st engine.Status
-	return c.do(ctx, http.MethodPost, "/v1/pause", struct{}{}, &st)
+	return c.do(ctx, http.MethodPost, "/v1/pause", MaxSmallReply, struct{}{}, &st)
 }
 
 // Resume restarts the agent's periodic passes.
 func (c *Client) Resume(ctx context.Context) error {
 	var st engine.Status
-	return c.do(ctx, http.MethodPost, "/v1/resume", struct{}{}, &st)
+	return c.do(ctx, http.MethodPost, "/v1/resume", MaxSmallReply, struct{}{}, &st)
 }
 
 // Stop stops the agent's pass in flight; it reports whether one was.
 func (c *Client) Stop(ctx context.Context) (bool, error) {
 	var r StopReply
-	return r.Stopped, c.do(ctx, http.MethodPost, "/v1/stop", struct{}{}, &r)
+	return r.Stopped, c.do(ctx, http.MethodPost, "/v1/stop", MaxSmallReply, struct{}{}, &r)
 }
 
 // Notices opens GET /v1/notices. The channel closes when ctx ends or the
@@ -228,13 +375,16 @@ func (c *Client) Notices(ctx context.Context) (<-chan engine.Notice, error) {
 	go func() {
 		defer close(ch)
 		defer resp.Body.Close()
+		// Each line is one notice, at most one report: a longer line
+		// ends the stream (bufio.ErrTooLong) before it is read whole.
 		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), maxBody)
+		sc.Buffer(make([]byte, 64<<10), MaxReportReply)
 		for sc.Scan() {
 			var n Notice
 			if json.Unmarshal(sc.Bytes(), &n) != nil {
 				return
 			}
+			Printable(&n)
 			select {
 			case ch <- fromWire(n):
 			case <-ctx.Done():

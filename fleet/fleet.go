@@ -14,16 +14,77 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 
+	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/internal/kubeclient"
 	"github.com/nodegc/nodegc/metrics"
 )
+
+// Bounds of the replies the fleet reads (control.LimitReply): one past
+// its bound fails that read, naming it. An agent's is its row's error.
+const (
+	// MaxSummaryReply bounds an agent's row: a metrics.Summary is counts
+	// and times, about 600 bytes of JSON.
+	MaxSummaryReply = 16 << 10
+	// MaxListReply bounds the API server's list of nodes, or of the
+	// agents' pods (one a node): 5,000 objects, the largest cluster
+	// Kubernetes supports, of up to 64 KiB each (a Node lists at most 50
+	// images, the kubelet's nodeStatusMaxImages; a DaemonSet's pod is a
+	// few KB).
+	MaxListReply = 5000 * 64 << 10
+)
+
+// BoundedConfig returns a copy of cfg whose every reply body is read no
+// further than the bound its request's context carries (the Reader's
+// requests each carry one), MaxListReply when it carries none. A Reader's
+// Client is to be made from it (kubeclient.New(BoundedConfig(cfg))): on
+// client-go's own transport, a reply is read whole before it is decoded.
+func BoundedConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return boundedTransport{rt} })
+	return c
+}
+
+// replyBound is a request's bound in its context.
+type replyBound struct {
+	what  string
+	limit int64
+}
+
+type replyBoundKey struct{}
+
+// withBound returns ctx whose requests' replies are bounded by limit.
+func withBound(ctx context.Context, what string, limit int64) context.Context {
+	return context.WithValue(ctx, replyBoundKey{}, replyBound{what, limit})
+}
+
+// boundedTransport bounds each reply body by its request's replyBound.
+type boundedTransport struct{ rt http.RoundTripper }
+
+func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	b, ok := r.Context().Value(replyBoundKey{}).(replyBound)
+	if !ok {
+		b = replyBound{r.Method + " " + r.URL.Path, MaxListReply}
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{control.LimitReply(resp.Body, b.what, b.limit), resp.Body}
+	return resp, nil
+}
 
 // State is what the fleet view knows of a node's agent.
 type State string
@@ -38,6 +99,10 @@ const (
 	// NotReady: the agent's pod exists but is not running (pending,
 	// failed, no IP yet).
 	NotReady State = "not running"
+	// Unready: the agent's pod runs but its container is not ready
+	// (restarting, crash-looping, failing its readiness probe). Nothing
+	// is sent to it: whatever holds its port meanwhile is not the agent.
+	Unready State = "not ready"
 	// NoAgent: no agent's pod is bound to the node.
 	NoAgent State = "no agent"
 	// OK: the agent answered.
@@ -138,8 +203,10 @@ func (r *Reader) Read(ctx context.Context) ([]Node, error) {
 		perr  error
 		wg    sync.WaitGroup
 	)
-	wg.Go(func() { nodes, nerr = c.Nodes(ctx) })
-	wg.Go(func() { pods, perr = c.PodsIn(ctx, r.o.Namespace, r.o.Selector) })
+	wg.Go(func() { nodes, nerr = c.Nodes(withBound(ctx, "list nodes", MaxListReply)) })
+	wg.Go(func() {
+		pods, perr = c.PodsIn(withBound(ctx, "list pods in namespace "+r.o.Namespace, MaxListReply), r.o.Namespace, r.o.Selector)
+	})
 	wg.Wait()
 	if nerr != nil {
 		return nil, forbidden("list nodes", nerr)
@@ -153,8 +220,9 @@ func (r *Reader) Read(ctx context.Context) ([]Node, error) {
 		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil && agents[p.Spec.NodeName] != nil {
 			continue
 		}
-		// Of two pods on a node (a rolling update), the running one.
-		if old := agents[p.Spec.NodeName]; old == nil || !running(old) && running(p) {
+		// Of two pods on a node (a rolling update), the ready one, else
+		// the running one.
+		if old := agents[p.Spec.NodeName]; old == nil || better(p, old) {
 			agents[p.Spec.NodeName] = p
 		}
 	}
@@ -172,6 +240,10 @@ func (r *Reader) Read(ctx context.Context) ([]Node, error) {
 		case !running(p):
 			row.Pod, row.Namespace, row.State = p.Name, p.Namespace, NotReady
 			row.Err = string(p.Status.Phase)
+			continue
+		case unready(p) != "":
+			row.Pod, row.Namespace, row.State = p.Name, p.Namespace, Unready
+			row.Err = unready(p)
 			continue
 		}
 		row.Pod, row.Namespace, row.Port = p.Name, p.Namespace, portOf(p, r.o.Port)
@@ -191,9 +263,14 @@ func (r *Reader) ask(ctx context.Context, row *Node) {
 	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
 	start := time.Now()
-	body, err := r.o.Client.ProxyGet(ctx, row.Namespace, row.Pod, row.Port, metrics.SummaryPath, r.o.Timeout)
+	bctx := withBound(ctx, "GET "+metrics.SummaryPath+" of pod "+row.Namespace+"/"+row.Pod, MaxSummaryReply)
+	body, err := r.o.Client.ProxyGet(bctx, row.Namespace, row.Pod, row.Port, metrics.SummaryPath, r.o.Timeout)
 	row.Took = time.Since(start)
+	var tooLarge *control.TooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		row.State, row.Err = Failed, tooLarge.Error()
+		return
 	case errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || ctx.Err() != nil:
 		row.State, row.Err = NoAnswer, fmt.Sprintf("no answer within %s", r.o.Timeout)
 		return
@@ -224,6 +301,57 @@ func running(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != ""
 }
 
+// unready says why a running agent pod is not to be asked anything: its
+// Ready condition is not true, or one of its containers is not running
+// and ready (a restart in progress, CrashLoopBackOff, a failing readiness
+// probe). The kubelet clears both as soon as a container dies, so while
+// the agent restarts its port is never taken for the agent's. "" when the
+// pod is ready.
+func unready(p *corev1.Pod) string {
+	ready := false
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		i := slices.IndexFunc(p.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == c.Name })
+		if i < 0 {
+			return "agent not ready: container " + c.Name + " has no status"
+		}
+		cs := &p.Status.ContainerStatuses[i]
+		if cs.Ready && cs.State.Running != nil {
+			continue
+		}
+		why := "not ready"
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			why = w.Reason
+		} else if cs.State.Terminated != nil {
+			why = "terminated"
+		}
+		return fmt.Sprintf("agent not ready: container %s %s (%d restarts)", c.Name, why, cs.RestartCount)
+	}
+	if !ready {
+		return "agent not ready: the pod's Ready condition is not true"
+	}
+	return ""
+}
+
+// better says whether agent pod p is to be asked rather than old: a
+// ready pod before a running one, a running one before the rest.
+func better(p, old *corev1.Pod) bool {
+	rank := func(p *corev1.Pod) int {
+		switch {
+		case !running(p):
+			return 0
+		case unready(p) != "":
+			return 1
+		}
+		return 2
+	}
+	return rank(p) > rank(old)
+}
+
 func nodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -248,14 +376,14 @@ func portOf(p *corev1.Pod, def int) int {
 // Agent returns the agent pod of the named node, for `enter`: its
 // namespace, name and port; an error naming why there is none.
 func (r *Reader) Agent(ctx context.Context, node string) (Node, error) {
-	pods, err := r.o.Client.PodsIn(ctx, r.o.Namespace, r.o.Selector)
+	pods, err := r.o.Client.PodsIn(withBound(ctx, "list pods in namespace "+r.o.Namespace, MaxListReply), r.o.Namespace, r.o.Selector)
 	if err != nil {
 		return Node{}, forbidden("list pods in namespace "+r.o.Namespace, err)
 	}
 	var found *corev1.Pod
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Spec.NodeName == node && (found == nil || !running(found) && running(p)) {
+		if p.Spec.NodeName == node && (found == nil || better(p, found)) {
 			found = p
 		}
 	}
@@ -264,6 +392,8 @@ func (r *Reader) Agent(ctx context.Context, node string) (Node, error) {
 		return Node{}, fmt.Errorf("node %s: no nodegc agent pod (namespace %s, selector %s)", node, r.o.Namespace, r.o.Selector)
 	case !running(found):
 		return Node{}, fmt.Errorf("node %s: the agent's pod %s is %s", node, found.Name, found.Status.Phase)
+	case unready(found) != "":
+		return Node{}, fmt.Errorf("node %s: pod %s: %s", node, found.Name, unready(found))
 	}
 	return Node{Name: node, Pod: found.Name, Namespace: found.Namespace, Port: portOf(found, r.o.Port), State: OK}, nil
 }

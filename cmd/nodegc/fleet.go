@@ -18,6 +18,7 @@ import (
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/fleet"
 	"github.com/nodegc/nodegc/internal/kubeclient"
+	"github.com/nodegc/nodegc/internal/texttable"
 	"github.com/nodegc/nodegc/tui"
 	tuifleet "github.com/nodegc/nodegc/tui/fleet"
 )
@@ -156,7 +157,7 @@ func runFleet(ctx context.Context, opts *fleetOptions, node string) error {
 	if err != nil {
 		return err
 	}
-	kc, err := kubeclient.New(cfg)
+	kc, err := kubeclient.New(fleet.BoundedConfig(cfg))
 	if err != nil {
 		return usageErrorf("--kubeconfig: %v", err)
 	}
@@ -201,13 +202,22 @@ func runFleet(ctx context.Context, opts *fleetOptions, node string) error {
 }
 
 // fleetError maps a read's error: a missing right is bad input (exit 2).
+// Its message quotes the API server, so it is made printable.
 func fleetError(err error) error {
 	var fe *fleet.ForbiddenError
 	if errors.As(err, &fe) {
-		return &usageError{fmt.Errorf("fleet: %w", fe)}
+		return &usageError{printableError{fmt.Errorf("fleet: %w", fe)}}
 	}
-	return fmt.Errorf("fleet: %w", err)
+	return printableError{fmt.Errorf("fleet: %w", err)}
 }
+
+// printableError is err whose message goes to the terminal with every
+// control character written as \xNN (texttable.PrintableLine): it quotes
+// what the API server or an agent said.
+type printableError struct{ err error }
+
+func (e printableError) Error() string { return texttable.PrintableLine(e.err.Error()) }
+func (e printableError) Unwrap() error { return e.err }
 
 // enterNode opens the node's dashboard attached to its agent through the
 // API server's pods proxy. Every request carries the user's bearer token
@@ -247,9 +257,9 @@ func remoteAgent(ctx context.Context, cfg *rest.Config, agent fleet.Node, readOn
 	var re *control.RemoteError
 	switch {
 	case errors.As(err, &re) && (re.Status == http.StatusUnauthorized || re.Status == http.StatusForbidden):
-		return nil, control.Status{}, &usageError{fmt.Errorf("node %s: %s", agent.Name, re.Reply.Error)}
+		return nil, control.Status{}, &usageError{printableError{fmt.Errorf("node %s: %s", agent.Name, re.Reply.Error)}}
 	case err != nil:
-		return nil, control.Status{}, fmt.Errorf("node %s: the agent (pod %s/%s) through the API server: %w", agent.Name, agent.Namespace, agent.Pod, err)
+		return nil, control.Status{}, printableError{fmt.Errorf("node %s: the agent (pod %s/%s) through the API server: %w", agent.Name, agent.Namespace, agent.Pod, err)}
 	}
 	if st.ReadOnly && !readOnly {
 		c.Close()

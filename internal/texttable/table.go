@@ -98,11 +98,30 @@ func FitLines(text []byte, width int) []byte {
 // from a runtime or a snapshot file, and an escape sequence in an image
 // tag would otherwise reach the operator's terminal (retitle it, recolour
 // or rewrite the rows they read). Text with none is returned as it is.
-func Printable(text []byte) []byte {
+func Printable(text []byte) []byte { return escape(text, true) }
+
+// PrintableLine is Printable for text that must stay on one line (a
+// table cell, a status line, an error): the newline and the tab are
+// escaped too. A string with nothing to escape is returned as it is,
+// without a copy.
+func PrintableLine(s string) string {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unprintable(r, size, false) {
+			return string(escape([]byte(s), false))
+		}
+		i += size
+	}
+	return s
+}
+
+// escape is Printable, keeping the newline and the tab when layout is
+// set.
+func escape(text []byte, layout bool) []byte {
 	clean := true
 	for i := 0; i < len(text) && clean; {
 		r, size := utf8.DecodeRune(text[i:])
-		clean = !unprintable(r, size)
+		clean = !unprintable(r, size, layout)
 		i += size
 	}
 	if clean {
@@ -111,7 +130,7 @@ func Printable(text []byte) []byte {
 	out := make([]byte, 0, len(text)+16)
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRune(text[i:])
-		if unprintable(r, size) {
+		if unprintable(r, size, layout) {
 			for _, c := range text[i : i+size] {
 				out = fmt.Appendf(out, `\x%02x`, c)
 			}
@@ -124,12 +143,13 @@ func Printable(text []byte) []byte {
 }
 
 // unprintable reports whether the rune (size bytes, utf8.RuneError of
-// size 1 for an invalid byte) is one Printable escapes.
-func unprintable(r rune, size int) bool {
+// size 1 for an invalid byte) is one Printable escapes; the newline and
+// the tab are not when layout is set.
+func unprintable(r rune, size int, layout bool) bool {
 	switch {
 	case r == utf8.RuneError && size == 1:
 		return true
-	case r == '\n' || r == '\t':
+	case layout && (r == '\n' || r == '\t'):
 		return false
 	}
 	return r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f

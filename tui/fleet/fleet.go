@@ -24,6 +24,7 @@ import (
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/fleet"
 	"github.com/nodegc/nodegc/internal/format"
+	"github.com/nodegc/nodegc/internal/texttable"
 	"github.com/nodegc/nodegc/tui/internal/grid"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
@@ -250,7 +251,7 @@ func rank(n fleet.Node) int {
 		return 0
 	case fleet.Failed:
 		return 1
-	case fleet.NotReady:
+	case fleet.NotReady, fleet.Unready:
 		return 2
 	case fleet.OK:
 		if s := n.Summary; s != nil && s.LastAttempt != nil && s.LastAttempt.Result == "error" {
@@ -317,8 +318,21 @@ func (m *Model) rebuild() {
 	m.Grid.SetRows(rows)
 }
 
-// cells is a node's row.
+// cells is a node's row. Every cell is made printable
+// (texttable.PrintableLine): the node's name, its agent's pod and error
+// and the agent's summary come from the API server and the agent, and a
+// control character in them would otherwise reach the terminal (move the
+// cursor, recolour or rewrite a row).
 func (m *Model) cells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
+	c, kind := m.rawCells(n, now)
+	for i := range c {
+		c[i] = texttable.PrintableLine(c[i])
+	}
+	return c, kind
+}
+
+// rawCells is a node's row as its sources wrote it.
+func (m *Model) rawCells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
 	c := make([]string, len(columns))
 	c[0] = n.Name
 	if !n.Ready {
@@ -329,7 +343,7 @@ func (m *Model) cells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
 	switch n.State {
 	case fleet.NoAnswer, fleet.Failed:
 		kind = grid.Warn
-	case fleet.NoAgent, fleet.NotReady:
+	case fleet.NoAgent, fleet.NotReady, fleet.Unready:
 		kind = grid.Dim
 	}
 	c[10] = n.Err
@@ -420,7 +434,7 @@ func short(r string) string {
 
 // counts sums the nodes by state.
 func (m Model) counts() string {
-	var ok, noAnswer, failed, none, notRunning, above int
+	var ok, noAnswer, failed, none, notRunning, unready, above int
 	for _, n := range m.nodes {
 		switch n.State {
 		case fleet.OK:
@@ -436,13 +450,15 @@ func (m Model) counts() string {
 			none++
 		case fleet.NotReady:
 			notRunning++
+		case fleet.Unready:
+			unready++
 		}
 	}
 	parts := []string{format.Plural(len(m.nodes), "node"), fmt.Sprintf("%d agents answer", ok)}
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{above, "above high"}, {noAnswer, "no answer"}, {failed, "error"}, {notRunning, "agent not running"}, {none, "no agent"}} {
+	}{{above, "above high"}, {noAnswer, "no answer"}, {failed, "error"}, {notRunning, "agent not running"}, {unready, "agent not ready"}, {none, "no agent"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 		}
@@ -465,9 +481,9 @@ func (m Model) Screen() string {
 	var status string
 	switch {
 	case m.o.Flash != "":
-		status = m.Styles.FlashError.Render(m.o.Flash)
+		status = m.Styles.FlashError.Render(texttable.PrintableLine(m.o.Flash))
 	case m.err != nil:
-		status = m.Styles.Bad.Render(ansi.Truncate(m.err.Error(), max(m.Width-20, 10), "…"))
+		status = m.Styles.Bad.Render(ansi.Truncate(texttable.PrintableLine(m.err.Error()), max(m.Width-20, 10), "…"))
 	case !m.loaded:
 		status = m.Styles.Faint.Render("reading the agents through the API server…")
 	default:
