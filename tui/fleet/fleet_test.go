@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -132,3 +133,51 @@ func TestFleetView(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestStringsFromTheClusterReachTheTerminalEscaped(t *testing.T) {
+	const evil = "\rnode-x \x1b[31mFAKE 3 synced\x1b]0;owned\x07\b"
+	nodes := []fleet.Node{
+		{Name: "node" + evil, Ready: true, State: fleet.Failed, Err: "agent says" + evil, Pod: "p", Namespace: "nodegc"},
+		{Name: "node-s", Ready: true, State: fleet.OK, Summary: &metrics.Summary{UsagePercent: 40, High: 85, Low: 80,
+			PodSource: "synced" + evil, EventStream: "live" + evil,
+			LastAttempt: &metrics.SummaryAttempt{At: now, Result: "success" + evil, Reason: "threshold" + evil},
+			Kept:        map[engine.ImageKeepReason]int{engine.ImageKeepReason("in-use" + evil): 1}}},
+	}
+	for _, tc := range []struct {
+		name  string
+		model func() Model
+	}{
+		{"in the table", func() Model {
+			m := New(Options{Now: func() time.Time { return now }})
+			var tm tea.Model = m
+			tm, _ = tm.Update(tea.WindowSizeMsg{Width: 400, Height: 20})
+			tm, _ = tm.Update(ReadMsg{Seq: 1, Nodes: nodes, At: now})
+			return tm.(Model)
+		}},
+		{"in a failed read's line", func() Model {
+			m := New(Options{Now: func() time.Time { return now }})
+			var tm tea.Model = m
+			tm, _ = tm.Update(tea.WindowSizeMsg{Width: 400, Height: 20})
+			tm, _ = tm.Update(ReadMsg{Seq: 1, Err: errors.New("list nodes:" + evil), At: now})
+			return tm.(Model)
+		}},
+		{"in the flash", func() Model {
+			m := New(Options{Now: func() time.Time { return now }, Flash: "nodegc: node x:" + evil, Initial: nodes[:1]})
+			var tm tea.Model = m
+			tm, _ = tm.Update(tea.WindowSizeMsg{Width: 400, Height: 20})
+			return tm.(Model)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			screen := tc.model().Screen()
+			for _, raw := range []string{"\r", "\x1b[31mFAKE", "\x1b]0;", "\x07", "\b"} {
+				if strings.Contains(screen, raw) {
+					t.Errorf("the screen holds %q from the cluster:\n%q", raw, screen)
+				}
+			}
+			if !strings.Contains(screen, `\x1b[31mFAKE`) {
+				t.Errorf("the screen does not show the escaped text:\n%s", screen)
+			}
+		})
+	}
+}
