@@ -3,17 +3,21 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
@@ -21,11 +25,20 @@ import (
 	"github.com/nodegc/nodegc/nodeevents"
 )
 
+// defaultMetricsPort is the agent's port, the DaemonSet's too. It is
+// below 1024 (net.ipv4.ip_unprivileged_port_start's default), so that
+// only root with CAP_NET_BIND_SERVICE can bind it, on any address of any
+// family: while the agent restarts, no other user's program can take its
+// place and answer the kubelet's probes, Prometheus or a dashboard that
+// sends its token. 1017 is in IANA's unassigned 1011-1020 (1021 and 1022
+// are for experiments), rarely found open, and taken by no Kubernetes
+// component (the kubelet's and the control plane's ports are 10248 to
+// 10259) nor a CNI's (Calico's and kube-router's BGP is 179).
+const defaultMetricsPort = "1017"
+
 // defaultMetricsAddress is where the agent serves /metrics, /healthz and
-// /readyz: localhost only, on a port no Kubernetes component takes
-// (the kubelet has 10248 and 10250, kube-proxy 10249 and 10256, the
-// control plane 10257 to 10259).
-const defaultMetricsAddress = "127.0.0.1:10263"
+// /readyz: both loopbacks (listenMetrics), on defaultMetricsPort.
+const defaultMetricsAddress = "localhost:" + defaultMetricsPort
 
 // agentOptions are nodegc agent's flags and dependencies.
 type agentOptions struct {
@@ -62,8 +75,8 @@ go stale, so a plan made beside it is the kubelet's plan.
 It logs JSON lines on stderr (log/slog): one per pass, one per deletion,
 one per kubelet-style event; --log-level debug adds every item evaluated.
 
-It serves, on --metrics-bind-address (default localhost only; 0 serves
-nothing):
+It serves, on --metrics-bind-address (default localhost:1017, both
+127.0.0.1 and [::1]; 0 serves nothing):
   /metrics   what its passes measured, for Prometheus: image GC attempts by
              trigger, result and reason, their duration, bytes targeted and
              freed (runtime sizes and statfs), deletions and removals by
@@ -83,25 +96,30 @@ It serves a control socket, <state-dir>/control.sock (root only, HTTP and
 JSON): while it runs, the dashboard, plan and gc on the node attach to it
 and use its engine, records and passes instead of starting their own.
 
+Its port should be one only root can bind (below 1024, as the default
+is): it warns when any user could take it while the agent is down. When
+another program holds the address, the agent says so in an error line,
+runs its passes all the same, and keeps trying to bind it.
+
 SIGTERM or SIGINT stops it: the items in flight finish and are journalled,
 no new item starts, and it exits 0 within seconds (a pod's grace period
 is 30 s).
 
 Exit status: 0 stopped by a signal; 1 the runtime cannot be reached;
-2 bad input (a flag, the kubelet config, the metrics address in use, the
-state dir locked by another nodegc or unusable, a control socket path it
-did not create).`,
+2 bad input (a flag, a metrics address that is malformed or that it may
+not bind, the kubelet config, the state dir locked by another nodegc or
+unusable, a control socket path it did not create).`,
 		Example: `  # On a node, as root: the kubelet's cadence, metrics on localhost
   sudo nodegc agent
 
   # Metrics for a Prometheus on the pod network, debug logs
-  sudo nodegc agent --metrics-bind-address 0.0.0.0:10263 --log-level debug
+  sudo nodegc agent --metrics-bind-address :1017 --log-level debug
 
   # Without the API server (container GC keeps to the limits), no metrics
   sudo nodegc agent --pod-source off --metrics-bind-address 0
 
   # What it measured
-  curl -s localhost:10263/metrics | grep '^nodegc_image_gc_attempts_total'`,
+  curl -s localhost:1017/metrics | grep '^nodegc_image_gc_attempts_total'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Policy.Changed = changedFlags(cmd)
@@ -112,7 +130,7 @@ did not create).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.MetricsAddress, "metrics-bind-address", defaultMetricsAddress, "host:port to serve /metrics, /healthz and /readyz on; 0 serves nothing")
+	fl.StringVar(&opts.MetricsAddress, "metrics-bind-address", defaultMetricsAddress, "host:port to serve /metrics, /healthz, /readyz and the remote protocol on (localhost: both 127.0.0.1 and [::1]); 0 serves nothing")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines written on stderr: debug, info, warn or error")
 	fl.DurationVar(&opts.ImagePeriod, "image-gc-period", engine.ImageGCPeriod, "period of image GC (the kubelet's is 5m)")
 	fl.DurationVar(&opts.ContainerPeriod, "container-gc-period", engine.ContainerGCPeriod, "period of container GC (the kubelet's is 1m); a periodic pass on a node unchanged since the last full one is skipped, for 5m at most")
@@ -135,49 +153,253 @@ func agentLogger(opts *agentOptions) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(opts.IO.Err, &slog.HandlerOptions{Level: level})), nil
 }
 
-// metricsConnections is how many connections the metrics and remote
-// listener holds at once; at the bound a new one closes the one idle
-// longest (idleFirst). Unbounded, the idle keep-alive connections anyone
-// who can reach the port held open grew the agent from 28 to 313 MB
-// (15,000 of them: past the DaemonSet's 256 MiB limit) and, at 20,000,
-// took the file descriptors the control socket needs to accept root's
-// dashboard.
-const metricsConnections = 128
-
-// metricsIdleTimeout closes a keep-alive connection of the metrics and
-// remote listener that has been idle this long, so that idle connections
-// do not keep the slots of metricsConnections. A Prometheus scrape every
-// minute keeps its connection.
-const metricsIdleTimeout = 90 * time.Second
-
-// metricsServer is the HTTP server of the metrics and remote listener l
-// (from listenMetrics). It sets no ReadTimeout or WriteTimeout: a remote
-// dashboard's notices stream lasts as long as the dashboard, and a read
-// deadline left on the connection would end it.
-func metricsServer(l net.Listener, h http.Handler) *http.Server {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: metricsIdleTimeout}
-	if f, ok := l.(*idleFirst); ok {
-		srv.ConnState = f.track
-	}
-	return srv
+// metricsListener is the agent's TCP listener: every address it was told
+// to bind, merged (both loopbacks for localhost), under the bounds of
+// connGuard. Addresses another program held at start are in pending, and
+// keepBinding binds them once they are free.
+type metricsListener struct {
+	*connGuard
+	merged  *mergedListener
+	pending []string
 }
 
-// listenMetrics opens the metrics listener, holding at most
-// metricsConnections connections at once (idleFirst); nil for "0". An
-// address that cannot be listened on is bad input naming the flag.
-func listenMetrics(addr string) (net.Listener, error) {
+// listenMetrics binds the metrics and remote listener; nil for "0".
+// "localhost:PORT" is both loopbacks, 127.0.0.1 and [::1] (when the
+// machine has IPv6), so that `curl localhost:PORT` reaches the agent
+// whichever the name resolves to first, and neither loopback is left for
+// another program to answer on. An address another program holds is
+// pending (the agent logs it and keeps trying, see keepBinding); any
+// other failure, a malformed address or a port it may not bind, is bad
+// input naming the flag.
+func listenMetrics(addr string) (*metricsListener, error) {
 	if addr == "0" {
 		return nil, nil
 	}
-	l, err := net.Listen("tcp", addr)
-	switch {
-	case errors.Is(err, syscall.EADDRINUSE):
-		return nil, usageErrorf("--metrics-bind-address: %s is already in use (another agent, or another program); choose another address, or 0 for none", addr)
-	case err != nil:
-		return nil, usageErrorf("--metrics-bind-address: %v", err)
+	addrs, err := metricsAddresses(addr)
+	if err != nil {
+		return nil, err
 	}
-	return newIdleFirst(l, metricsConnections), nil
+	m := newMergedListener(addr)
+	ml := &metricsListener{connGuard: newConnGuard(m), merged: m}
+	for i, a := range addrs {
+		if i > 0 {
+			// localhost:0: the second loopback on the port the first got.
+			if host, port, _ := net.SplitHostPort(a); port == "0" && len(m.ls) > 0 {
+				a = net.JoinHostPort(host, strconv.Itoa(m.ls[0].Addr().(*net.TCPAddr).Port))
+			}
+		}
+		l, err := net.Listen("tcp", a)
+		switch {
+		case err == nil:
+			m.add(l)
+		case errors.Is(err, syscall.EADDRINUSE):
+			ml.pending = append(ml.pending, a)
+		case i > 0 && (errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EAFNOSUPPORT)):
+			// No IPv6 loopback on this machine: nothing to bind, and
+			// nothing anyone else can bind either.
+		case errors.Is(err, syscall.EACCES):
+			m.Close()
+			return nil, usageErrorf("--metrics-bind-address: %s: only root with CAP_NET_BIND_SERVICE may bind a port below %d (net.ipv4.ip_unprivileged_port_start); run the agent as root with that capability, as the DaemonSet does", a, unprivilegedPortStart())
+		default:
+			m.Close()
+			return nil, usageErrorf("--metrics-bind-address: %v", err)
+		}
+	}
+	return ml, nil
 }
+
+// metricsAddresses are the addresses --metrics-bind-address names:
+// localhost is both loopbacks, anything else itself.
+func metricsAddresses(addr string) ([]string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageErrorf("--metrics-bind-address: want host:port (localhost:%s, :%s), or 0 for none: %v", defaultMetricsPort, defaultMetricsPort, err)
+	}
+	if host == "localhost" {
+		return []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port)}, nil
+	}
+	return []string{addr}, nil
+}
+
+// metricsBindRetryCap is the longest wait between two tries to bind an
+// address another program holds.
+const metricsBindRetryCap = time.Minute
+
+// keepBinding binds the pending addresses as soon as another program lets
+// go of them, retrying with backoff until ctx ends. Each failure is an
+// error line naming the address: while another program holds it, the
+// kubelet's probes and Prometheus may reach that program, or fail, and
+// the agent's passes go on meanwhile.
+func (ml *metricsListener) keepBinding(ctx context.Context, log *slog.Logger) {
+	pending := ml.pending
+	b := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: metricsBindRetryCap}
+	for len(pending) > 0 {
+		retry := b.Step()
+		for _, a := range pending {
+			_, port, _ := net.SplitHostPort(a)
+			log.Error("--metrics-bind-address: "+a+" is held by another program, which should not hold this agent's address; serving there once it is free",
+				"address", a, "find", "ss -ltnp 'sport = :"+port+"'", "retryIn", retry.Round(time.Millisecond).String())
+		}
+		t := time.NewTimer(retry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		var still []string
+		for _, a := range pending {
+			l, err := net.Listen("tcp", a)
+			if err != nil {
+				still = append(still, a)
+				continue
+			}
+			if !ml.merged.add(l) {
+				return // the agent is stopping
+			}
+			log.Info("metrics listener bound", "address", a)
+		}
+		pending = still
+	}
+}
+
+// listening is the addresses bound now.
+func (ml *metricsListener) listening() []string {
+	ml.merged.mu.Lock()
+	defer ml.merged.mu.Unlock()
+	out := make([]string, len(ml.merged.ls))
+	for i, l := range ml.merged.ls {
+		out[i] = l.Addr().String()
+	}
+	return out
+}
+
+// unprivilegedPortStart is net.ipv4.ip_unprivileged_port_start, the
+// lowest port any user may bind: 1024 unless the sysctl says otherwise
+// (kernels before 4.11 have no sysctl and 1024 fixed).
+func unprivilegedPortStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start")
+	if err != nil {
+		return 1024
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 1024
+	}
+	return n
+}
+
+// metricsPortWarning is why addr's port can be taken by another user's
+// program (it is at or above start, net.ipv4.ip_unprivileged_port_start),
+// or "". Port 0, a port the kernel picks, is nobody's to take beforehand.
+func metricsPortWarning(addr string, start int) string {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	port, err := net.LookupPort("tcp", p)
+	if err != nil || port == 0 || port < start {
+		return ""
+	}
+	return fmt.Sprintf("--metrics-bind-address: any user may bind port %d (net.ipv4.ip_unprivileged_port_start=%d): while the agent is not listening (restarting, say), another user's program can take it and answer the kubelet's probes, Prometheus and the dashboards (their tokens included); use a port below %d, as the default %s is",
+		port, start, start, defaultMetricsPort)
+}
+
+// mergedListener accepts from every listener added to it, one goroutine
+// each. It has none at first when every address was held by another
+// program: Accept then waits until keepBinding adds one.
+type mergedListener struct {
+	addr     string // as configured, for Addr before any is bound
+	accepted chan acceptResult
+	done     chan struct{}
+
+	mu     sync.Mutex
+	ls     []net.Listener
+	closed bool
+}
+
+type acceptResult struct {
+	c   net.Conn
+	err error
+}
+
+func newMergedListener(addr string) *mergedListener {
+	return &mergedListener{addr: addr, accepted: make(chan acceptResult), done: make(chan struct{})}
+}
+
+// add starts accepting from l; false (and l closed) once m is closed.
+func (m *mergedListener) add(l net.Listener) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		l.Close()
+		return false
+	}
+	m.ls = append(m.ls, l)
+	go m.accept(l)
+	return true
+}
+
+// accept hands l's connections, and its errors but the one of its close,
+// to Accept, one at a time: a listener that keeps failing waits for the
+// server to ask again, and the server backs off on errors it can outlast.
+func (m *mergedListener) accept(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		select {
+		case m.accepted <- acceptResult{c, err}:
+		case <-m.done:
+			if c != nil {
+				c.Close()
+			}
+			return
+		}
+	}
+}
+
+func (m *mergedListener) Accept() (net.Conn, error) {
+	select {
+	case r := <-m.accepted:
+		return r.c, r.err
+	case <-m.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close closes every listener; Accept returns net.ErrClosed from then on.
+func (m *mergedListener) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	close(m.done)
+	var errs []error
+	for _, l := range m.ls {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Addr is the first address bound, or the configured one before any is.
+func (m *mergedListener) Addr() net.Addr {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.ls) > 0 {
+		return m.ls[0].Addr()
+	}
+	return configuredAddr(m.addr)
+}
+
+// configuredAddr is an address not bound yet.
+type configuredAddr string
+
+func (configuredAddr) Network() string  { return "tcp" }
+func (a configuredAddr) String() string { return string(a) }
 
 // agentGCPercent is the agent's GOGC unless the environment sets GOGC.
 // The agent has no memory limit of its own (the dashboard's 40 MiB
@@ -214,14 +436,22 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 			return err
 		}
 	}
-	// The listener first: an address in use is refused before anything
-	// is opened, let alone removed.
+	// The listener first: a malformed address, or one the agent may not
+	// bind, is refused before anything is opened, let alone removed. One
+	// another program holds is logged and bound once it is free.
 	l, err := listenMetrics(opts.MetricsAddress)
 	if err != nil {
 		return err
 	}
 	if l != nil {
 		defer l.Close()
+		if w := metricsPortWarning(opts.MetricsAddress, unprivilegedPortStart()); w != "" {
+			log.Warn(w)
+		}
+		bindCtx, stopBinding := context.WithCancel(ctx)
+		var binding sync.WaitGroup
+		binding.Go(func() { l.keepBinding(bindCtx, log) })
+		defer func() { stopBinding(); binding.Wait() }()
 	}
 	// The engine, the pod source's client-go (klog) and the cgroup
 	// library (logrus) log through the same JSON handler.
@@ -279,8 +509,12 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 			}
 		})
 	}
+	var listening []string
+	if l != nil {
+		listening = l.listening()
+	}
 	log.Info("agent started", "pid", os.Getpid(), "version", version,
-		"runtime", n.Conn.Endpoint, "stateDir", g.StateDir, "metrics", opts.MetricsAddress, "control", control.SocketPath(g.StateDir),
+		"runtime", n.Conn.Endpoint, "stateDir", g.StateDir, "metrics", opts.MetricsAddress, "listening", listening, "control", control.SocketPath(g.StateDir),
 		"podSource", describePods(n.Conn.pods), "imageGCPeriod", opts.ImagePeriod, "containerGCPeriod", opts.ContainerPeriod)
 
 	<-passCtx.Done()
