@@ -27,6 +27,8 @@ type objects struct {
 	ServiceAccount corev1.ServiceAccount
 	ClusterRole    rbacv1.ClusterRole
 	Binding        rbacv1.ClusterRoleBinding
+	Role           rbacv1.Role
+	RoleBinding    rbacv1.RoleBinding
 	DaemonSet      appsv1.DaemonSet
 	Service        corev1.Service
 	kinds          []string
@@ -51,6 +53,10 @@ func decode(t *testing.T, name string, data []byte, o *objects) {
 			into = &o.ClusterRole
 		case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
 			into = &o.Binding
+		case "rbac.authorization.k8s.io/v1 Role":
+			into = &o.Role
+		case "rbac.authorization.k8s.io/v1 RoleBinding":
+			into = &o.RoleBinding
 		case "apps/v1 DaemonSet":
 			into = &o.DaemonSet
 		case "v1 Service":
@@ -70,7 +76,6 @@ func decode(t *testing.T, name string, data []byte, o *objects) {
 func TestManifests(t *testing.T) {
 	var k struct {
 		Resources []string `json:"resources"`
-		Namespace string   `json:"namespace"`
 	}
 	readYAML(t, "kustomization.yaml", &k)
 	var o objects
@@ -81,7 +86,7 @@ func TestManifests(t *testing.T) {
 		}
 		decode(t, f, data, &o)
 	}
-	checkObjects(t, &o, k.Namespace)
+	checkObjects(t, &o, "nodegc")
 }
 
 // TestKustomize renders deploy/ with the real kubectl (make kube builds
@@ -108,15 +113,15 @@ func TestKustomize(t *testing.T) {
 func checkObjects(t *testing.T, o *objects, ns string) {
 	t.Helper()
 	slices.Sort(o.kinds)
-	if want := []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "Service", "ServiceAccount"}; !slices.Equal(o.kinds, want) {
+	if want := []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount"}; !slices.Equal(o.kinds, want) {
 		t.Fatalf("kinds %v, want %v", o.kinds, want)
 	}
 	if o.Namespace.Name != ns {
 		t.Errorf("namespace %q, kustomization's %q", o.Namespace.Name, ns)
 	}
 
-	// RBAC: exactly pods get/list/watch, nodes get, events create/patch,
-	// token and access reviews create.
+	// RBAC: exactly pods get/list/watch, nodes get, token and access
+	// reviews create (events: rbac_test.go).
 	got := map[string][]string{}
 	for _, r := range o.ClusterRole.Rules {
 		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
@@ -129,10 +134,8 @@ func checkObjects(t *testing.T, o *objects, ns string) {
 		}
 	}
 	want := map[string][]string{
-		"/pods":                {"get", "list", "watch"},
-		"/nodes":               {"get"},
-		"/events":              {"create", "patch"},
-		"events.k8s.io/events": {"create", "patch"},
+		"/pods":  {"get", "list", "watch"},
+		"/nodes": {"get"},
 		// A dashboard through the pods proxy: the agent reviews the
 		// user's token and rights (control.KubeAuthorizer).
 		"authentication.k8s.io/tokenreviews":        {"create"},

@@ -21,6 +21,11 @@ import (
 // Controller is the events' reportingController.
 const Controller = "nodegc"
 
+// Namespace is where the events are created: default, where the kubelet
+// creates a Node's events. The agent's RBAC (deploy/rbac.yaml) grants
+// creating events there and nowhere else.
+const Namespace = metav1.NamespaceDefault
+
 // ReasonGarbageCollected is the reason of the Normal event of a pass that
 // removed something.
 const ReasonGarbageCollected = "GarbageCollected"
@@ -143,7 +148,7 @@ func (r *Recorder) send(ev Event) {
 	obj := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("%v.%x", r.o.NodeName, r.last),
-			Namespace: metav1.NamespaceDefault,
+			Namespace: Namespace,
 		},
 		EventTime:           metav1.NewMicroTime(now),
 		ReportingController: Controller,
