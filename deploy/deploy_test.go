@@ -190,7 +190,10 @@ func checkObjects(t *testing.T, o *objects, ns string) {
 	if vf := env["NODE_NAME"]; vf == nil || vf.FieldRef == nil || vf.FieldRef.FieldPath != "spec.nodeName" {
 		t.Errorf("NODE_NAME is not the downward API's spec.nodeName: %+v", vf)
 	}
-	if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || !strings.Contains(args, "--metrics-bind-address=:10263") || c.Ports[0].ContainerPort != 10263 {
+	// The metrics port is below 1024, net.ipv4.ip_unprivileged_port_start's
+	// default: on the node's network only root may bind it, so no other
+	// user's program can take it while the agent restarts.
+	if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || !strings.Contains(args, "--metrics-bind-address=:1017") || c.Ports[0].ContainerPort != 1017 {
 		t.Errorf("ports %+v, args %q", c.Ports, args)
 	}
 	if sp := o.Service.Spec.Ports; len(sp) != 1 || sp[0].TargetPort.String() != "metrics" {
@@ -210,7 +213,7 @@ func checkObjects(t *testing.T, o *objects, ns string) {
 	}
 	sc := c.SecurityContext
 	if sc == nil || sc.Privileged == nil || *sc.Privileged || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
-		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_PTRACE"}) {
+		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_PTRACE", "NET_BIND_SERVICE"}) {
 		t.Errorf("securityContext %+v", sc)
 	}
 

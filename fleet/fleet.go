@@ -146,7 +146,7 @@ type Options struct {
 const (
 	DefaultNamespace = "nodegc"
 	DefaultSelector  = "app.kubernetes.io/name=nodegc"
-	DefaultPort      = 10263
+	DefaultPort      = 1017
 	DefaultTimeout   = 2 * time.Second
 	DefaultParallel  = 64
 )

@@ -32,7 +32,7 @@ type ImageOptions struct {
 	Created time.Time
 	// Labels are the config's labels (org.opencontainers.image.*).
 	Labels map[string]string
-	// Ports are exposed ports, e.g. "10263/tcp" (documentation only).
+	// Ports are exposed ports, e.g. "1017/tcp" (documentation only).
 	Ports []string
 	// TempDir holds the gzip layer while the archive is written; "" is the
 	// archive's directory.

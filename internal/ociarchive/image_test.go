@@ -27,7 +27,7 @@ func TestWriteImage(t *testing.T) {
 	o := ImageOptions{
 		Binary: bin, Path: "/nodegc", Ref: "ghcr.io/nodegc/nodegc:v1.2.3",
 		Entrypoint: []string{"/nodegc", "agent"}, Arch: "amd64",
-		Created: time.Unix(1700000000, 0), Ports: []string{"10263/tcp"},
+		Created: time.Unix(1700000000, 0), Ports: []string{"1017/tcp"},
 	}
 	a, b := filepath.Join(dir, "a.tar"), filepath.Join(dir, "b.tar")
 	img, err := WriteImage(a, o)

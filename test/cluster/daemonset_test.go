@@ -190,7 +190,7 @@ func (c *cluster) applyDeploy(t testing.TB) int {
 // patch changes what differs on this test node from a kubeadm node: where
 // the runtime, the kubelet config, the pod logs and the image fs are, the
 // image (imported, never pulled), a free metrics port (another agent may
-// hold 10263 on this machine), and the API server's address (no
+// hold 1017 on this machine), and the API server's address (no
 // kube-proxy serves the kubernetes Service here).
 func (c *cluster) patch(t testing.TB, ds *appsv1.DaemonSet, port int) {
 	t.Helper()

@@ -41,7 +41,7 @@ import (
 const (
 	subnetPrefix = "198.18."
 	bridgeIP     = "198.18.0.1"
-	agentPort    = 10263
+	agentPort    = 1017
 	agentsPerSim = 10
 )
 

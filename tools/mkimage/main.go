@@ -50,7 +50,7 @@ func main() {
 		Entrypoint: []string{"/nodegc", "agent"},
 		Arch:       *arch,
 		Created:    created,
-		Ports:      []string{"10263/tcp"},
+		Ports:      []string{"1017/tcp"},
 		Labels: map[string]string{
 			"org.opencontainers.image.title":   "nodegc",
 			"org.opencontainers.image.version": *version,
