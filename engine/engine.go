@@ -234,7 +234,7 @@ func New(o Options) (*Engine, error) {
 		}
 		return e, nil
 	}
-	sd, err := openStateDir(o.StateDir)
+	sd, err := openStateDir(o.StateDir, runtimeEndpoint(o.Remover))
 	if err != nil {
 		return nil, err
 	}

@@ -59,11 +59,12 @@ func SaveSandboxImages(dir string, images map[string]string) error {
 }
 
 // usableStateDir reports whether dir exists and passes openStateDir's
-// checks (a real directory, this user's, not writable by others).
+// checks (a real directory, this user's, not writable by others, below
+// directories no other user can change).
 func usableStateDir(dir string) bool {
 	if dir == "" {
 		return false
 	}
 	fi, err := os.Lstat(dir)
-	return err == nil && checkStateDirInfo(fi) == nil
+	return err == nil && checkStateDirInfo(fi) == nil && checkStateDirParents(dir) == nil
 }

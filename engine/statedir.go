@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodegc/nodegc/internal/trust"
 )
 
 // lockFile is the name of the lock that a process able to delete holds in
@@ -47,6 +49,9 @@ func (e *busyError) Unwrap() error { return ErrStateDirBusy }
 type stateDir struct {
 	path string
 	lock *os.File
+	// runtime is the lock of the runtime the engine removes from; nil
+	// when it names none.
+	runtime *runtimeLock
 }
 
 // openStateDir checks dir for a process that can delete and locks it. The
@@ -54,15 +59,24 @@ type stateDir struct {
 // (it may be someone else's): it must be a real directory (not a symlink)
 // owned by this user and not writable by group or others, since whoever
 // can write it can plant records that change what a pass removes, or a
-// journal symlink that makes root append elsewhere. The lock is an
+// journal symlink that makes root append elsewhere; and every directory
+// above it must be root's or this user's (checkStateDirParents), or the
+// dir itself could be swapped after its check. The lock is an
 // exclusive flock on <dir>/lock holding the owner's pid; a second process
-// gets ErrStateDirBusy naming that pid.
-func openStateDir(dir string) (*stateDir, error) {
+// gets ErrStateDirBusy naming that pid. With endpoint (the runtime the
+// engine removes from) it then takes that runtime's lock (lockRuntime).
+func openStateDir(dir, endpoint string) (*stateDir, error) {
 	bad := func(err error) error { return &StateDirError{Dir: dir, Err: err} }
+	if err := checkStateDirParents(dir); err != nil {
+		return nil, bad(err)
+	}
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, bad(fmt.Errorf("cannot be created (%w)", ioCause(err)))
+		}
+		if err := checkStateDirParents(dir); err != nil {
+			return nil, bad(err)
 		}
 		fi, err = os.Lstat(dir)
 	}
@@ -90,7 +104,14 @@ func openStateDir(dir string) (*stateDir, error) {
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &stateDir{path: dir, lock: f}, nil
+	d := &stateDir{path: dir, lock: f}
+	if endpoint != "" {
+		if d.runtime, err = lockRuntime(endpoint, dir); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 // CheckStateDir reports whether a process that can delete may use dir as
@@ -98,11 +119,48 @@ func openStateDir(dir string) (*stateDir, error) {
 // 0700 when missing, never changing an existing one) and releasing it
 // again. Commands call it before they connect, so bad input fails first.
 func CheckStateDir(dir string) error {
-	d, err := openStateDir(dir)
+	d, err := openStateDir(dir, "")
 	if err != nil {
 		return err
 	}
 	return d.Close()
+}
+
+// checkStateDirParents refuses a state dir below a directory that a user
+// other than root and this one can change. Whoever can rename or replace
+// an entry of a directory above it can swap the state dir, once nodegc
+// has checked it, for a symlink to a directory of root's, and have root
+// write its records, journal and lock there. So every directory above it,
+// each symlink on the way resolved as the kernel does, must be owned by
+// root or this user and not writable by group or others; a root-owned
+// sticky directory (/tmp) is passed through, as only root can rename
+// root's names in it (trust.PathFor). A tail that does not exist yet is
+// checked from its deepest existing directory, and again once created.
+func checkStateDirParents(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("cannot be resolved (%w)", err)
+	}
+	parent := filepath.Dir(abs)
+	for {
+		_, err := os.Lstat(parent)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) || parent == "/" {
+			return fmt.Errorf("cannot be used (%w)", ioCause(err))
+		}
+		parent = filepath.Dir(parent)
+	}
+	err = trust.PathFor(parent, os.Geteuid())
+	var ue *trust.UntrustedError
+	switch {
+	case errors.As(err, &ue):
+		return fmt.Errorf("is below a directory another user can change (%v), who could swap the state dir for a link elsewhere; use a state dir every directory above which is root's and not writable by group or others", err)
+	case err != nil:
+		return fmt.Errorf("cannot be used (%w)", ioCause(err))
+	}
+	return nil
 }
 
 // checkStateDirInfo refuses a state dir that is a symlink, not a
@@ -123,13 +181,13 @@ func checkStateDirInfo(fi os.FileInfo) error {
 	return nil
 }
 
-// Close releases the lock.
+// Close releases the runtime's lock and the state dir's.
 func (d *stateDir) Close() error {
 	if d == nil || d.lock == nil {
 		return nil
 	}
-	err := d.lock.Close()
-	d.lock = nil
+	err := errors.Join(d.runtime.Close(), d.lock.Close())
+	d.lock, d.runtime = nil, nil
 	return err
 }
 

@@ -32,7 +32,19 @@ func (e *UntrustedError) Error() string { return e.Path + ": " + e.Why }
 // *UntrustedError naming the first path that fails, or the error that
 // stopped the walk (a missing file, too many links).
 func Path(path string) error {
-	return walk(path, osFS{})
+	return walk(path, osFS{}, 0)
+}
+
+// PathFor is Path for a process running as uid: a directory or file on
+// the way may be owned by root or by uid (no other user can change either),
+// under the same rule otherwise. For uid 0 it is Path. Callers use it for
+// a directory the process itself keeps its state in, which a non-root
+// user's nodegc may keep below its own home.
+func PathFor(path string, uid int) error {
+	if uid < 0 {
+		return &UntrustedError{Path: path, Why: fmt.Sprintf("uid %d is no user", uid)}
+	}
+	return walk(path, osFS{}, uint32(uid))
 }
 
 // Owner returns nil when fi is owned by root and not writable by group or
@@ -40,12 +52,20 @@ func Path(path string) error {
 // path does not matter, only the file: /proc/PID/exe, stat'ed through the
 // link, is the executable the process runs even if its name has changed.
 func Owner(path string, fi fs.FileInfo) error {
+	return owner(path, fi, 0)
+}
+
+// owner is Owner with uid trusted beside root.
+func owner(path string, fi fs.FileInfo, uid uint32) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case !ok:
 		return &UntrustedError{Path: path, Why: "owner unknown"}
-	case st.Uid != 0:
-		return &UntrustedError{Path: path, Why: fmt.Sprintf("owned by uid %d, not root", st.Uid)}
+	case st.Uid != 0 && st.Uid != uid:
+		if uid == 0 {
+			return &UntrustedError{Path: path, Why: fmt.Sprintf("owned by uid %d, not root", st.Uid)}
+		}
+		return &UntrustedError{Path: path, Why: fmt.Sprintf("owned by uid %d, neither root nor uid %d", st.Uid, uid)}
 	case fi.IsDir() && fi.Mode()&fs.ModeSticky != 0:
 		return nil // see Path
 	case fi.Mode()&0o002 != 0:
@@ -68,14 +88,14 @@ func (osFS) Lstat(p string) (fs.FileInfo, error) { return os.Lstat(p) }
 func (osFS) Readlink(p string) (string, error)   { return os.Readlink(p) }
 
 // walk resolves path one component at a time from /, checking "/" and
-// every directory or file it reaches with Owner, and splicing each
-// symlink's target into the components left (an absolute target restarts
-// from /).
-func walk(path string, fsys statFS) error {
+// every directory or file it reaches with owner (root and uid trusted),
+// and splicing each symlink's target into the components left (an
+// absolute target restarts from /).
+func walk(path string, fsys statFS, uid uint32) error {
 	if !filepath.IsAbs(path) {
 		return &UntrustedError{Path: path, Why: "not an absolute path"}
 	}
-	if err := check(fsys, "/"); err != nil {
+	if err := check(fsys, "/", uid); err != nil {
 		return err
 	}
 	cur, todo, links := "/", components(path), 0
@@ -95,7 +115,7 @@ func walk(path string, fsys statFS) error {
 			return err
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			if err := Owner(next, fi); err != nil {
+			if err := owner(next, fi, uid); err != nil {
 				return err
 			}
 			cur = next
@@ -116,13 +136,13 @@ func walk(path string, fsys statFS) error {
 	return nil
 }
 
-// check lstats p and applies Owner.
-func check(fsys statFS, p string) error {
+// check lstats p and applies owner.
+func check(fsys statFS, p string, uid uint32) error {
 	fi, err := fsys.Lstat(p)
 	if err != nil {
 		return err
 	}
-	return Owner(p, fi)
+	return owner(p, fi, uid)
 }
 
 // components splits a path into its names, dropping empty ones.

@@ -156,7 +156,7 @@ func TestPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := walk(tt.path, tt.fs)
+			err := walk(tt.path, tt.fs, 0)
 			if tt.bad == "" {
 				if err != nil {
 					t.Fatalf("walk(%s) = %v, want trusted", tt.path, err)
@@ -171,16 +171,59 @@ func TestPath(t *testing.T) {
 	}
 
 	t.Run("a missing file is an error, not trust", func(t *testing.T) {
-		if err := walk("/etc/kubernetes/none.conf", tree(nil)); !errors.Is(err, fs.ErrNotExist) {
+		if err := walk("/etc/kubernetes/none.conf", tree(nil), 0); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("err = %v, want not exist", err)
 		}
 	})
 	t.Run("a symlink loop ends with ELOOP", func(t *testing.T) {
 		f := tree(fakeFS{"/etc/a": link("/etc/b"), "/etc/b": link("/etc/a")})
-		if err := walk("/etc/a", f); !errors.Is(err, syscall.ELOOP) {
+		if err := walk("/etc/a", f, 0); !errors.Is(err, syscall.ELOOP) {
 			t.Errorf("err = %v, want ELOOP", err)
 		}
 	})
+}
+
+// TestPathFor: a process running as a user trusts, beside root's, the
+// directories that user owns, under the same rule; another user's never.
+func TestPathFor(t *testing.T) {
+	const eve = 65534
+	tests := []struct {
+		name     string
+		fs       fakeFS
+		path     string
+		uid      uint32
+		bad, why string
+	}{
+		{name: "root's own directories are trusted by any user", fs: tree(nil), path: "/etc/kubernetes", uid: eve},
+		{name: "a user's own directory is trusted by that user", fs: tree(nil), path: "/home/eve", uid: eve},
+		{name: "a user's own directory is not trusted by root", fs: tree(nil), path: "/home/eve", uid: 0, bad: "/home/eve", why: "owned by uid 65534, not root"},
+		{name: "another user's directory is not trusted", fs: tree(nil), path: "/home/eve", uid: 1000, bad: "/home/eve", why: "owned by uid 65534, neither root nor uid 1000"},
+		{
+			name: "a user's own directory others can write is not trusted by that user",
+			fs:   tree(fakeFS{"/home/eve/shared": userDir(0o777)}),
+			path: "/home/eve/shared", uid: eve, bad: "/home/eve/shared", why: "writable by others",
+		},
+		{
+			name: "a root-owned sticky directory is passed through for any user",
+			fs:   tree(fakeFS{"/tmp/eve": userDir(0o700)}),
+			path: "/tmp/eve", uid: eve,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := walk(tt.path, tt.fs, tt.uid)
+			if tt.bad == "" {
+				if err != nil {
+					t.Fatalf("walk(%s, uid %d) = %v, want trusted", tt.path, tt.uid, err)
+				}
+				return
+			}
+			var ue *UntrustedError
+			if !errors.As(err, &ue) || ue.Path != tt.bad || !strings.Contains(ue.Why, tt.why) {
+				t.Fatalf("walk(%s, uid %d) = %v, want %s: …%s…", tt.path, tt.uid, err, tt.bad, tt.why)
+			}
+		})
+	}
 }
 
 // TestPathOnDisk checks the real filesystem's walk as root: a file root
