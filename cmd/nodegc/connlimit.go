@@ -299,8 +299,9 @@ type guardedWriter struct {
 }
 
 func (w *guardedWriter) WriteHeader(code int) {
-	if w.wroteHeader {
-		w.ResponseWriter.WriteHeader(code) // superfluous: the server says so
+	if w.wroteHeader || code < http.StatusOK {
+		// Superfluous (the server says so), or informational (1xx).
+		w.ResponseWriter.WriteHeader(code)
 		return
 	}
 	w.wroteHeader = true
