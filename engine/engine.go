@@ -116,6 +116,9 @@ type Engine struct {
 
 	progress   listeners[Progress]
 	containers listeners[EventStream]
+	// issued remembers the plans this engine handed out, which
+	// ApplyIssued alone applies.
+	issued issuedPlans
 	// kneeFor makes the adaptive pool's controller of a phase; nil means
 	// newKnee on the wall clock (tests script it).
 	kneeFor func(widest int) *knee
@@ -365,7 +368,9 @@ func (e *Engine) planLocked(ctx context.Context, kind PassKind, at time.Time) (S
 	if at.IsZero() {
 		at = s.TakenAt
 	}
-	return s, PlanPass(s, e.effectivePolicy(at), kind, at), nil
+	p := PlanPass(s, e.effectivePolicy(at), kind, at)
+	e.issued.add(p, snapshotObjects(s), e.now())
+	return s, p, nil
 }
 
 // effectivePolicy is the policy with the MaxAge pass held back while the
@@ -498,18 +503,8 @@ func (e *Engine) runLocked(ctx context.Context, kind PassKind) (PassReport, erro
 // Apply returns never exits between a removal and its journal line. A
 // failed journal write stops the pass the same way and sets its Error.
 func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
-	if e.ReadOnly() {
-		return PassReport{}, ErrReadOnly
-	}
-	now := e.now()
-	switch {
-	case p.EvaluatedAt.IsZero():
-		return PassReport{}, fmt.Errorf("%w: it has no evaluation time", ErrStalePlan)
-	case p.EvaluatedAt.After(now):
-		return PassReport{}, fmt.Errorf("%w: evaluated at %s, after now (%s): preview it again", ErrStalePlan, p.EvaluatedAt.Format(time.RFC3339), now.Format(time.RFC3339))
-	}
-	if age := now.Sub(p.EvaluatedAt); age > MaxPlanAge {
-		return PassReport{}, fmt.Errorf("%w: made %s ago, more than %s: preview it again", ErrStalePlan, age.Round(time.Second), MaxPlanAge)
+	if err := e.checkPlan(p); err != nil {
+		return PassReport{}, err
 	}
 	e.passMu.Lock()
 	defer e.passMu.Unlock()
@@ -517,4 +512,40 @@ func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
 		e.quiet = nil
 	}
 	return e.applyLocked(ctx, p, e.now(), nil)
+}
+
+// ApplyIssued is Apply for a plan from outside the process (a
+// dashboard's, gc's through the agent): it applies only a plan this
+// engine issued (Plan, PlanAt, DryRun) within MaxPlanAge, or a part of
+// one, each removal as issued, so a forged plan cannot remove what a
+// pass of its kind would keep. Any other is ErrUnknownPlan, and nothing
+// is written or removed.
+func (e *Engine) ApplyIssued(ctx context.Context, p Plan) (PassReport, error) {
+	if err := e.checkPlan(p); err != nil {
+		return PassReport{}, err
+	}
+	if err := e.issued.check(p, e.now()); err != nil {
+		return PassReport{}, err
+	}
+	return e.Apply(ctx, p)
+}
+
+// checkPlan refuses a plan Apply must not begin: on a read-only engine,
+// with no, a future or a stale evaluation time, or with an item no
+// runtime could name (validItems).
+func (e *Engine) checkPlan(p Plan) error {
+	if e.ReadOnly() {
+		return ErrReadOnly
+	}
+	now := e.now()
+	switch {
+	case p.EvaluatedAt.IsZero():
+		return fmt.Errorf("%w: it has no evaluation time", ErrStalePlan)
+	case p.EvaluatedAt.After(now):
+		return fmt.Errorf("%w: evaluated at %s, after now (%s): preview it again", ErrStalePlan, p.EvaluatedAt.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	if age := now.Sub(p.EvaluatedAt); age > MaxPlanAge {
+		return fmt.Errorf("%w: made %s ago, more than %s: preview it again", ErrStalePlan, age.Round(time.Second), MaxPlanAge)
+	}
+	return validItems(p)
 }

@@ -193,6 +193,12 @@ func (s *Scheduler) pass(ctx context.Context, kind PassKind, forced bool) (PassR
 }
 
 // do runs fn as the one pass in flight, then records and publishes it.
+// planRefused reports whether err refused a plan before any pass of it
+// began: stale, not issued here, or malformed.
+func planRefused(err error) bool {
+	return errors.Is(err, ErrStalePlan) || errors.Is(err, ErrUnknownPlan) || errors.Is(err, ErrBadPlan)
+}
+
 func (s *Scheduler) do(ctx context.Context, kind PassKind, fn func(context.Context) (PassReport, error), forced bool) (PassReport, error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
@@ -204,7 +210,7 @@ func (s *Scheduler) do(ctx context.Context, kind PassKind, fn func(context.Conte
 	s.mu.Unlock()
 	s.publish(Notice{})
 	r, err := fn(ctx)
-	if errors.Is(err, ErrStalePlan) {
+	if planRefused(err) {
 		// Refused before any pass began: there is no pass to count,
 		// report or fail (a refused preview is not the kubelet's
 		// ContainerGCFailed, and its empty report dated year 1 showed as
@@ -304,14 +310,15 @@ func (s *Scheduler) Preview(ctx context.Context, kind PassKind) (PassReport, err
 	return s.do(ctx, kind, func(ctx context.Context) (PassReport, error) { return s.e.DryRun(ctx, kind) }, true)
 }
 
-// Apply applies exactly the given plan (a previewed one), re-checking each
-// item. Cancelling ctx stops the pass after the items in flight
-// (Engine.Apply's stop contract).
+// Apply applies exactly the given plan, re-checking each item: a plan
+// the engine issued (a preview), or a part of one; any other is refused
+// (Engine.ApplyIssued). Cancelling ctx stops the pass after the items in
+// flight (Engine.Apply's stop contract).
 func (s *Scheduler) Apply(ctx context.Context, p Plan) (PassReport, error) {
 	if s.e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
 	}
-	return s.do(ctx, p.Pass, func(ctx context.Context) (PassReport, error) { return s.e.Apply(ctx, p) }, true)
+	return s.do(ctx, p.Pass, func(ctx context.Context) (PassReport, error) { return s.e.ApplyIssued(ctx, p) }, true)
 }
 
 // Stop stops the pass in flight, periodic or forced, as cancelling its
