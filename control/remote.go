@@ -3,8 +3,10 @@ package control
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Remote access: the control protocol on the agent's TCP listener, for a
@@ -28,7 +30,9 @@ import (
 //	  update  every command (force, preview, apply, pause, resume, stop)
 //
 // A request without a token, with one the API server rejects, or whose
-// user lacks the verb is refused (401 or 403).
+// user lacks the verb is refused (401 or 403). A stream (GET /v1/notices)
+// is authorized again each time its decision expires (cacheTTL after
+// its token review) and ends when the answer is no longer yes.
 
 // AuthorizationHeader carries "Bearer <token>", the client's own
 // credential, to the agent through the pods proxy (which drops
@@ -45,20 +49,51 @@ const (
 const CodeUnauthenticated = "unauthenticated"
 
 // Authorizer decides whether the holder of a bearer token may do verb on
-// this node's agent. It returns the user's name (for the agent's log)
-// and whether the verb is allowed; an error when the token is not valid
-// or the review could not be made.
+// this node's agent: an error when the token is not valid
+// (ErrUnauthenticated) or the review could not be made.
 type Authorizer interface {
-	Authorize(ctx context.Context, token, verb string) (user string, allowed bool, err error)
+	Authorize(ctx context.Context, token, verb string) (Decision, error)
+}
+
+// Decision is an Authorizer's answer about a token and a verb.
+type Decision struct {
+	// User is the token's user, for the agent's log.
+	User string
+	// Allowed is whether the user may do the verb.
+	Allowed bool
+	// Until is when the answer must be asked again: a stream opened on it
+	// is authorized again then, and closed if the answer turned. Zero is
+	// cacheTTL from now.
+	Until time.Time
 }
 
 // ErrUnauthenticated is a token the API server did not accept.
 var ErrUnauthenticated = errors.New("the API server did not accept the token")
 
+// streams are the requests whose reply goes on for as long as the client
+// stays (GET /v1/notices): they are authorized again whenever their
+// decision expires, and end when it no longer allows them.
+var streams = map[string]bool{"/v1/notices": true}
+
 // RemoteHandler serves the control protocol (under /v1/) to clients on
 // the network, each request authorized by auth. Without auth (an agent
 // with no API client) every request is refused.
 func (s *Server) RemoteHandler(auth Authorizer) http.Handler {
+	return s.remoteHandler(auth, realClock{})
+}
+
+// clock is the remote handler's time, a fake in tests.
+type clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+func (s *Server) remoteHandler(auth Authorizer, clk clock) http.Handler {
 	inner := s.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if auth == nil {
@@ -75,7 +110,12 @@ func (s *Server) RemoteHandler(auth Authorizer) http.Handler {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			verb = VerbCommand
 		}
-		user, allowed, err := auth.Authorize(r.Context(), token, verb)
+		// The review slots are bounded by the address the request came
+		// from: the API server's for a proxied request, the sender's for
+		// one sent straight to the port. X-Forwarded-For is not used:
+		// anyone may write it.
+		ctx := withSource(r.Context(), sourceHost(r.RemoteAddr))
+		d, err := auth.Authorize(ctx, token, verb)
 		switch {
 		case errors.Is(err, ErrUnauthenticated):
 			writeError(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
@@ -87,19 +127,71 @@ func (s *Server) RemoteHandler(auth Authorizer) http.Handler {
 		case err != nil:
 			writeError(w, http.StatusServiceUnavailable, CodeFailed, "authorize: "+err.Error())
 			return
-		case !allowed:
-			writeError(w, http.StatusForbidden, CodeForbidden, forbidden(user, verb))
+		case !d.Allowed:
+			writeError(w, http.StatusForbidden, CodeForbidden, forbidden(d.User, verb))
 			return
 		}
 		if verb == VerbRead && r.URL.Path == "/v1/status" {
 			// Tell the client whether its commands would be accepted, so
 			// its dashboard opens read-only when they would not.
-			if _, may, err := auth.Authorize(r.Context(), token, VerbCommand); err != nil || !may {
+			if c, err := auth.Authorize(ctx, token, VerbCommand); err != nil || !c.Allowed {
 				r.Header.Set(ReadOnlyHeader, "true")
 			}
 		}
-		inner.ServeHTTP(w, r)
+		ctx = withRemoteUser(ctx, d.User)
+		if verb == VerbRead && streams[r.URL.Path] {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				s.keepAuthorized(ctx, cancel, clk, auth, token, verb, r.URL.Path, d)
+			}()
+			defer func() { cancel(); <-done }()
+		}
+		inner.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// keepAuthorized asks auth again each time d expires, while ctx lasts,
+// and cancels the stream when the answer is no longer yes: the user lost
+// the verb, the token is no longer accepted, or the review failed (the
+// last answer has expired, so the stream fails closed).
+func (s *Server) keepAuthorized(ctx context.Context, cancel context.CancelFunc, clk clock, auth Authorizer, token, verb, path string, d Decision) {
+	user := d.User
+	for {
+		until := d.Until
+		if until.IsZero() {
+			until = clk.Now().Add(cacheTTL)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-clk.After(until.Sub(clk.Now())):
+		}
+		var err error
+		d, err = auth.Authorize(ctx, token, verb)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil || !d.Allowed {
+			why := "the user may no longer " + verb + " nodes.nodegc.io on this node"
+			if err != nil {
+				why = "authorize: " + err.Error()
+			}
+			s.o.Log.Info("remote stream closed", "user", user, "path", path, "reason", why)
+			cancel()
+			return
+		}
+	}
+}
+
+// sourceHost is the host of a request's remote address.
+func sourceHost(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
 }
 
 // CodeForbidden is a user without the verb.
@@ -107,4 +199,17 @@ const CodeForbidden = "forbidden"
 
 func forbidden(user, verb string) string {
 	return "user " + user + " may not " + verb + " nodes.nodegc.io on this node (RBAC: verb " + verb + ", apiGroups nodegc.io, resources nodes)"
+}
+
+// remoteUserKey is the context key of a remote request's reviewed user.
+type remoteUserKey struct{}
+
+func withRemoteUser(ctx context.Context, user string) context.Context {
+	return context.WithValue(ctx, remoteUserKey{}, user)
+}
+
+// remoteUser is the user the API server reviewed for a remote request.
+func remoteUser(ctx context.Context) (string, bool) {
+	u, ok := ctx.Value(remoteUserKey{}).(string)
+	return u, ok
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
@@ -52,6 +53,10 @@ type Options struct {
 	// Context bounds the passes the server's clients start: the agent's
 	// own, which ends when it stops. nil is context.Background.
 	Context context.Context
+	// Log gets a line for every command the server runs, naming who sent
+	// it: the socket peer's uid and pid, or the remote client's reviewed
+	// user. nil discards.
+	Log *slog.Logger
 }
 
 // keptReports is how many of the latest real pass reports GET
@@ -71,6 +76,9 @@ type Server struct {
 func NewServer(o Options) *Server {
 	if o.Context == nil {
 		o.Context = context.Background()
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{o: o}
 	notices, unsubscribe := o.Scheduler.Subscribe()
@@ -118,6 +126,8 @@ type connState struct {
 	readOnly atomic.Bool
 	// refused is why the peer may not use the socket; "" when it may.
 	refused string
+	// uid and pid are the socket peer's, read as it connected.
+	uid, pid int
 }
 
 type connKey struct{}
@@ -169,13 +179,15 @@ func (s *Server) readOnly(r *http.Request) bool {
 	return ok && c.readOnly.Load()
 }
 
-// command refuses h to a read-only connection.
+// command refuses h to a read-only connection, and logs who sent the
+// command before running it.
 func (s *Server) command(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.readOnly(r) {
 			writeError(w, http.StatusForbidden, CodeReadOnly, "this connection is read-only: it may send no command")
 			return
 		}
+		s.o.Log.Info("control command", append([]any{"command", r.URL.Path}, sender(r)...)...)
 		h(w, r)
 	}
 }
@@ -273,7 +285,9 @@ func (s *Server) notices(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case n, ok := <-ch:
-			if !ok || !send(toWire(n)) {
+			// A stream whose client is gone or no longer authorized
+			// sends nothing more, even when a notice came in as it ended.
+			if !ok || r.Context().Err() != nil || !send(toWire(n)) {
 				return
 			}
 		}

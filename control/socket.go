@@ -96,41 +96,67 @@ func (l *Listener) Close() error {
 
 // peerUID returns the uid of the process at the other end of c.
 func peerUID(c net.Conn) (uint32, error) {
+	cred, err := peerCred(c)
+	if err != nil {
+		return 0, err
+	}
+	return cred.Uid, nil
+}
+
+// peerCred returns the credentials of the process at the other end of c,
+// as the kernel recorded them when it connected (SO_PEERCRED).
+func peerCred(c net.Conn) (*unix.Ucred, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return 0, errors.New("not a unix connection")
+		return nil, errors.New("not a unix connection")
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var cred *unix.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if cerr != nil {
-		return 0, cerr
+		return nil, cerr
 	}
-	return cred.Uid, nil
+	return cred, nil
+}
+
+// sender names who sent r, as log attributes: the reviewed user and the
+// address of a remote request (the API server's, for one through its
+// pods proxy), or the uid and pid of a socket peer.
+func sender(r *http.Request) []any {
+	if user, ok := remoteUser(r.Context()); ok {
+		return []any{"user", user, "remoteAddr", r.RemoteAddr}
+	}
+	if c, ok := r.Context().Value(connKey{}).(*connState); ok {
+		return []any{"uid", c.uid, "pid", c.pid}
+	}
+	return []any{"remoteAddr", r.RemoteAddr}
 }
 
 // HTTPServer returns an http.Server for h on the control socket: each
-// connection's peer credentials are read as it is accepted, and a peer
-// that is not root gets 403 on every request.
+// connection's peer credentials are read as it is accepted, a peer that
+// is not root gets 403 on every request, and the uid and pid are what
+// the agent's log names as the sender of the connection's commands.
 func HTTPServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			st := &connState{}
-			switch uid, err := peerUID(c); {
-			case err != nil:
+			st := &connState{uid: -1, pid: -1}
+			if cred, err := peerCred(c); err != nil {
 				st.refused = "control socket: cannot read the peer's credentials: " + err.Error()
-			case uid != 0:
-				st.refused = fmt.Sprintf("control socket: uid %d is not root; only root may use the agent", uid)
+			} else {
+				st.uid, st.pid = int(cred.Uid), int(cred.Pid)
+				if cred.Uid != 0 {
+					st.refused = fmt.Sprintf("control socket: uid %d is not root; only root may use the agent", cred.Uid)
+				}
 			}
 			return context.WithValue(ctx, connKey{}, st)
 		},

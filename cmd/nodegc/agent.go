@@ -500,7 +500,7 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	wg.Go(func() { followNotices(log, col, events, notices, release) })
 	var srv *http.Server
 	if l != nil {
-		h, closeRemote := agentHandler(passCtx, metrics.NewHandler(col, readyChecks(n, g)...), col, n, s, started)
+		h, closeRemote := agentHandler(passCtx, log, metrics.NewHandler(col, readyChecks(n, g)...), col, n, s, started)
 		defer closeRemote()
 		srv = metricsServer(l, h)
 		wg.Go(func() {

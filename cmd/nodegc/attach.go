@@ -24,7 +24,7 @@ func serveControl(ctx context.Context, log *slog.Logger, g *globalOptions, e *en
 	if err != nil {
 		return nil, err
 	}
-	cs := control.NewServer(control.Options{Scheduler: s, Engine: e, PID: os.Getpid(), StartedAt: started, Version: version, Context: ctx})
+	cs := control.NewServer(control.Options{Scheduler: s, Engine: e, PID: os.Getpid(), StartedAt: started, Version: version, Context: ctx, Log: log})
 	srv := control.HTTPServer(cs.Handler())
 	done := make(chan struct{})
 	go func() {
