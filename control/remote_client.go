@@ -12,9 +12,11 @@ import (
 // API server (…/namespaces/NS/pods/POD:PORT/proxy) and rt the user's
 // kubeconfig transport, which also puts the user's bearer token in
 // AuthorizationHeader (the API server drops Authorization before it
-// proxies). The agent authorizes every request (RemoteHandler).
+// proxies). The agent authorizes every request (RemoteHandler); one it
+// answers 429, its reviews busy, is sent again as its Retry-After says
+// (RetryAfter).
 func NewRemoteClient(rt http.RoundTripper, base *url.URL, readOnly bool) *Client {
-	return &Client{hc: &http.Client{Transport: &rebase{rt: rt, base: base}}, readOnly: readOnly}
+	return &Client{hc: &http.Client{Transport: &rebase{rt: RetryAfter(rt), base: base}}, readOnly: readOnly}
 }
 
 // rebase sends a request for http://agent/PATH to base/PATH.
