@@ -38,6 +38,9 @@ type Engine interface {
 	ContainersChanged(ctx context.Context, since uint64) (bool, error)
 	EffectivePolicy(now time.Time) engine.Policy
 	Policy() engine.Policy
+	// MaxApplyBytes bounds an apply request's body: the largest plan
+	// the engine issued and still remembers could take.
+	MaxApplyBytes() int64
 }
 
 // Options configure a Server.
@@ -306,7 +309,7 @@ func (s *Server) passContext(r *http.Request) (context.Context, context.CancelFu
 // readPass decodes a PassRequest and checks its kind, or replies 400.
 func readPass(w http.ResponseWriter, r *http.Request) (engine.PassKind, bool) {
 	var req PassRequest
-	if !readBody(w, r, &req) {
+	if !readBody(w, r, &req, maxPassBody) {
 		return "", false
 	}
 	switch req.Kind {
@@ -338,8 +341,12 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apply(w http.ResponseWriter, r *http.Request) {
+	limit := int64(maxBody)
+	if s.o.Engine != nil {
+		limit = s.o.Engine.MaxApplyBytes()
+	}
 	var req ApplyRequest
-	if !readBody(w, r, &req) {
+	if !readBody(w, r, &req, limit) {
 		return
 	}
 	ctx, cancel := s.passContext(r)
@@ -348,12 +355,31 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) {
 	writePass(w, rep, err)
 }
 
-// maxBody bounds a request body: a plan of a large node is a few MB.
-const maxBody = 64 << 20
+// maxBody bounds an apply request's body when the server has no engine
+// to size it by; maxPassBody bounds a request that names a pass kind.
+const (
+	maxBody     = 64 << 20
+	maxPassBody = 4 << 10
+)
 
-// readBody decodes the request's JSON body into v, or replies 400.
-func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(v); err != nil {
+// readBody decodes the request's JSON body, at most limit bytes, into v,
+// or replies 400; a body that says or turns out to be larger is refused
+// with 413 before it is read whole.
+func readBody(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
+	tooLarge := func() bool {
+		writeError(w, http.StatusRequestEntityTooLarge, CodeBadRequest,
+			"body: larger than the "+strconv.FormatInt(limit, 10)+" bytes a request of this node can take (a plan is applied only as this agent issued it: preview it again)")
+		return false
+	}
+	if r.ContentLength > limit {
+		return tooLarge()
+	}
+	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit)).Decode(v)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge()
+	case err != nil:
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "body: "+err.Error())
 		return false
 	}
@@ -366,7 +392,7 @@ func writePass(w http.ResponseWriter, rep engine.PassReport, err error) {
 	switch {
 	case errors.Is(err, engine.ErrReadOnly):
 		writeError(w, http.StatusForbidden, CodeReadOnly, err.Error())
-	case errors.Is(err, engine.ErrStalePlan):
+	case errors.Is(err, engine.ErrStalePlan), errors.Is(err, engine.ErrUnknownPlan):
 		writeError(w, http.StatusConflict, CodeStalePlan, err.Error())
 	case err != nil && rep.StartedAt.IsZero():
 		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
