@@ -66,8 +66,7 @@ func (a *applyAgent) apply(body io.Reader) (int, string, error) {
 		return 0, "", err
 	}
 	defer resp.Body.Close()
-	// The first 300 bytes of the reply say enough for an error.
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, string(b), nil
 }
 
@@ -85,6 +84,14 @@ func (a *applyAgent) untouched() error {
 		return fmt.Errorf("%d journal lines written: %+v", len(lines), lines)
 	}
 	return nil
+}
+
+// short is a reply cut to what an error line needs.
+func short(body string) string {
+	if len(body) > 300 {
+		return body[:300] + "…"
+	}
+	return body
 }
 
 func applyBody(p engine.Plan) io.Reader {
@@ -136,7 +143,7 @@ func TestAttacksApply(t *testing.T) {
 				return err
 			}
 			if code != http.StatusConflict || !strings.Contains(body, "not a plan this engine issued") {
-				return fmt.Errorf("forged plan: %d %s, want 409 naming a plan not issued", code, body)
+				return fmt.Errorf("forged plan: %d %s, want 409 naming a plan not issued", code, short(body))
 			}
 			return a.untouched()
 		}},
@@ -160,7 +167,7 @@ func TestAttacksApply(t *testing.T) {
 				return err
 			}
 			if code != http.StatusConflict {
-				return fmt.Errorf("plan with a kept container added: %d %s, want 409", code, body)
+				return fmt.Errorf("plan with a kept container added: %d %s, want 409", code, short(body))
 			}
 			return a.untouched()
 		}},
@@ -175,7 +182,7 @@ func TestAttacksApply(t *testing.T) {
 				return err
 			}
 			if code != http.StatusBadRequest || !strings.Contains(body, "empty ID") {
-				return fmt.Errorf("empty ID: %d %s, want 400 naming the empty ID", code, body)
+				return fmt.Errorf("empty ID: %d %s, want 400 naming the empty ID", code, short(body))
 			}
 			return a.untouched()
 		}},
@@ -193,7 +200,7 @@ func TestAttacksApply(t *testing.T) {
 				code = http.StatusRequestEntityTooLarge
 			}
 			if code != http.StatusRequestEntityTooLarge {
-				return fmt.Errorf("60 MB body: %d %s, want 413", code, body)
+				return fmt.Errorf("60 MB body: %d %s, want 413", code, short(body))
 			}
 			// What the client sent includes what the loopback's socket
 			// buffers took before the agent closed the connection (a few
@@ -234,7 +241,7 @@ func TestAttacksApply(t *testing.T) {
 			}
 			var reply control.PassReply
 			if code != http.StatusOK || json.Unmarshal([]byte(body), &reply) != nil || reply.Report.Count(engine.OutcomeRemoved) != len(p.ContainerGC.Remove) {
-				return fmt.Errorf("issued plan: %d %s, want every planned container removed", code, body)
+				return fmt.Errorf("issued plan: %d %s, want every planned container removed", code, short(body))
 			}
 			return nil
 		}},
