@@ -176,63 +176,86 @@ func (c *Client) do(ctx context.Context, method, path string, limit int64, in, o
 // removes nothing of theirs.
 func Printable(v any) { printable(reflect.ValueOf(v)) }
 
-func printable(v reflect.Value) {
+// printable makes the strings of v printable in place where v can be
+// set, and reports whether any string under v needed it (so a map entry
+// or an interface's value is written back only then).
+func printable(v reflect.Value) bool {
 	switch v.Kind() {
 	case reflect.String:
-		if s := v.String(); v.CanSet() {
-			if p := texttable.PrintableLine(s); p != s {
-				v.SetString(p)
-			}
+		s := v.String()
+		p := texttable.PrintableLine(s)
+		if p == s {
+			return false
 		}
+		if v.CanSet() {
+			v.SetString(p)
+		}
+		return true
 	case reflect.Pointer:
-		if !v.IsNil() {
-			printable(v.Elem())
-		}
+		return !v.IsNil() && printable(v.Elem())
 	case reflect.Interface:
-		if !v.IsNil() && v.CanSet() {
-			e := reflect.New(v.Elem().Type()).Elem()
-			e.Set(v.Elem())
-			printable(e)
-			v.Set(e)
+		if v.IsNil() || !v.CanSet() {
+			return false
 		}
+		e := reflect.New(v.Elem().Type()).Elem()
+		e.Set(v.Elem())
+		if !printable(e) {
+			return false
+		}
+		v.Set(e)
+		return true
 	case reflect.Struct:
+		changed := false
 		t := v.Type()
 		for i := range v.NumField() {
-			if t.Field(i).IsExported() {
-				printable(v.Field(i))
+			if t.Field(i).IsExported() && printable(v.Field(i)) {
+				changed = true
 			}
 		}
+		return changed
 	case reflect.Slice, reflect.Array:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return // bytes, not text
+			return false // bytes, not text
 		}
+		changed := false
 		for i := range v.Len() {
-			printable(v.Index(i))
+			if printable(v.Index(i)) {
+				changed = true
+			}
 		}
+		return changed
 	case reflect.Map:
-		if v.IsNil() {
-			return
-		}
-		t := v.Type()
-		iter := v.MapRange()
-		type entry struct{ old, k, e reflect.Value }
-		var changed []entry
-		for iter.Next() {
-			k := reflect.New(t.Key()).Elem()
-			k.Set(iter.Key())
-			e := reflect.New(t.Elem()).Elem()
-			e.Set(iter.Value())
-			printable(k)
-			printable(e)
+		return printableMap(v)
+	}
+	return false
+}
+
+// printableMap makes a map's keys and values printable, rewriting only
+// the entries that needed it.
+func printableMap(v reflect.Value) bool {
+	if v.IsNil() {
+		return false
+	}
+	t := v.Type()
+	type entry struct{ old, k, e reflect.Value }
+	var changed []entry
+	for iter := v.MapRange(); iter.Next(); {
+		k := reflect.New(t.Key()).Elem()
+		k.Set(iter.Key())
+		e := reflect.New(t.Elem()).Elem()
+		e.Set(iter.Value())
+		kc, ec := printable(k), printable(e)
+		if kc || ec {
 			changed = append(changed, entry{iter.Key(), k, e})
 		}
-		for _, c := range changed {
-			v.SetMapIndex(c.old, reflect.Value{})
-		}
-		for _, c := range changed {
-			v.SetMapIndex(c.k, c.e)
-		}
 	}
+	for _, c := range changed {
+		v.SetMapIndex(c.old, reflect.Value{})
+	}
+	for _, c := range changed {
+		v.SetMapIndex(c.k, c.e)
+	}
+	return len(changed) > 0
 }
 
 // send sends a request and returns a 200 reply; any other is a
