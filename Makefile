@@ -71,7 +71,7 @@ test: deps kube
 	$(GO) test -count=1 -timeout 20m ./test/cluster
 	$(GO) test -count=1 -timeout 20m ./test/fleet
 
-# bench prints the figures quoted in README.md's Performance section. The
+# bench prints the figures quoted in docs/performance.md. The
 # real-runtime benchmarks need root (they start containerd) and skip without.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./engine ./cgroupfs

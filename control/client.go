@@ -27,8 +27,8 @@ import (
 const (
 	// LargeNodeSnapshot is the JSON snapshot of the largest node nodegc
 	// is measured on: 78 MB for `nodegc snapshot` of a simulated node of
-	// 10,001 images, 120,000 containers and 20,000 sandboxes (README,
-	// Performance), far beyond the kubelet's limit of 110 pods a node.
+	// 10,001 images, 120,000 containers and 20,000 sandboxes
+	// (docs/performance.md), far beyond the kubelet's limit of 110 pods a node.
 	LargeNodeSnapshot = 78 << 20
 	// MaxSnapshotReply bounds GET /v1/snapshot: a snapshot and a policy.
 	MaxSnapshotReply = 2 * LargeNodeSnapshot

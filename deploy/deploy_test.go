@@ -204,8 +204,8 @@ func checkObjects(t *testing.T, o *objects, ns string) {
 			t.Errorf("probe %s: %+v", name, p)
 		}
 	}
-	// Requests and a memory limit (the agent's measured figures, README's
-	// Performance), the limit above the request; no CPU limit, so a pass
+	// Requests and a memory limit (the agent's measured figures,
+	// docs/performance.md), the limit above the request; no CPU limit, so a pass
 	// is never throttled.
 	if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().Cmp(*c.Resources.Requests.Memory()) <= 0 ||
 		c.Resources.Requests.Cpu().IsZero() || !c.Resources.Limits.Cpu().IsZero() {

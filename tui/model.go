@@ -419,7 +419,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				// frames drawn since the last release are garbage too:
 				// handing them back once a minute kept the idle
 				// dashboard's RSS 1.5-2 MB lower at the same CPU
-				// (README, Performance).
+				// (docs/performance.md).
 				cmds = append(cmds, m.releaseSoon())
 			}
 		}

@@ -128,7 +128,7 @@ func (m Model) fullHelpView() string {
 	}
 	lines := strings.Split(strings.Join(rows, "\n"), "\n")
 	if room := max(m.height-6, 3); len(lines) > room {
-		lines = append(lines[:room-1], m.st.Faint.Render(fmt.Sprintf("… %d more lines of keys: a taller terminal shows them all (README lists every key)", len(lines)-room+1)))
+		lines = append(lines[:room-1], m.st.Faint.Render(fmt.Sprintf("… %d more lines of keys: a taller terminal shows them all (docs/dashboard.md lists every key)", len(lines)-room+1)))
 	}
 	// The last line always says how to close the help and quit.
 	lines = append(lines, m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit}))

@@ -348,7 +348,7 @@ func lightGC() {
 // large node's listings, among them), and the second, FreeOSMemory's,
 // frees those and returns every free page. After FreeOSMemory alone they
 // stayed resident until the next pass's first collection, about 2 MB for
-// the minute after each image pass (README, Performance).
+// the minute after each image pass (docs/performance.md).
 func release() {
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -361,7 +361,7 @@ func release() {
 // Idle, a second P only lets each wake-up of the renderer's ticker wake a
 // second thread that finds nothing to do; a pass keeps them all (at one P
 // the large preset's first container pass took nearly twice the CPU).
-// README, Performance, has the figures. The environment's GOMAXPROCS,
+// docs/performance.md has the figures. The environment's GOMAXPROCS,
 // when set, is left alone. It also tells mem when a pass runs.
 func whileIdle(s *engine.Scheduler, mem *idleMemory) (stop func()) {
 	procs := os.Getenv("GOMAXPROCS") == ""

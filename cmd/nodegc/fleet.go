@@ -82,10 +82,10 @@ kubectl-nodegc it is a kubectl plugin: kubectl nodegc, kubectl nodegc NODE.
 
 Rights: list nodes, list pods in the agents' namespace, get pods/proxy
 there. A node's dashboard needs, besides, get (to look) and update (to
-force, apply, pause) on nodes.nodegc.io for that node (deploy/rbac.yaml,
-the nodegc-operator ClusterRole): the agent asks the API server to review
-your bearer token and your rights for every request, since anyone on the
-network can reach its port. A kubeconfig that authenticates with a client
+force, apply, pause) on nodes.nodegc.io for that node (the nodegc-operator
+roles of deploy/examples/operator-rbac.yaml): the agent asks the API
+server to review your bearer token and your rights for every request,
+since anyone on the network can reach its port. A kubeconfig that authenticates with a client
 certificate has no token the agent could check, so it gets the fleet view
 but not a node's dashboard.
 

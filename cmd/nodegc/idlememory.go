@@ -18,7 +18,7 @@ import (
 // readings' and the event stream's garbage between two collections. On
 // the large preset a fixed limit of 20 MiB, about 1 MiB above what the
 // dashboard held, had the collector run nearly without pause (5.8% of a
-// core against 0.2%); one of 22 MiB did not (README, Performance). On a
+// core against 0.2%); one of 22 MiB did not (docs/performance.md). On a
 // larger node the room is half the live heap, so that the limit is never
 // tighter at rest than the dashboard's GOGC (dashboardGCPercent) makes
 // the heap's own goal.
@@ -28,7 +28,7 @@ const idleHeadroom = 4 << 20
 // process holds at rest (issue 22: RSS at most 45 MB, flat over 30
 // minutes). At dashboardMemoryLimit alone the scavenger handed the pages
 // freed between passes back slowly, and the anonymous memory stayed 2 MB
-// above what it is with this limit (README, Performance).
+// above what it is with this limit (docs/performance.md).
 //
 // After each release with no pass running and no screen read in flight,
 // the limit becomes what the process then holds (the Go runtime's mapped

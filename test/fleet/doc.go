@@ -8,5 +8,5 @@
 // machine. It needs root, ip(8), etcd and `make kube`.
 //
 // NODEGC_FLEET_NODES sets the number of nodes (default 100). The timings
-// it logs are a benchmark (README, Performance), not assertions.
+// it logs are a benchmark (docs/performance.md), not assertions.
 package fleet

@@ -127,7 +127,7 @@ type imagePlanDoc struct {
 //     the default imageMinimumGCAge of 2m); and the sandbox image, which
 //     containerd 2 pins (excluded, 568-571). On containerd 1.6 the sandbox
 //     image is not pinned and the kubelet removes it like any never-used
-//     image; nodegc never does (README, "Where nodegc is stricter").
+//     image; nodegc never does (docs/kubelet-parity.md, "Where nodegc is stricter").
 //   - The filesystem is filled with a plain file, not an image, so that
 //     bytesToFree (394) falls in the middle of the third image: the pass
 //     removes the two never-used images in either order, then the used
