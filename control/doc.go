@@ -1,8 +1,9 @@
 // Package control is the agent's control protocol: HTTP and JSON over a
 // unix socket in the state dir, so that the dashboard, plan and gc on the
-// node use the running agent instead of starting a second engine, and a
-// remote viewer (through the API server's pods proxy) can later use the
-// same handler on a TCP listener.
+// node use the running agent instead of starting a second engine; the
+// same handler serves a remote dashboard on the agent's TCP listener
+// (through the API server's pods proxy), each request's token reviewed
+// by the API server (RemoteHandler).
 //
 // Endpoints (all under /v1, JSON bodies, errors as {"error","code"}):
 //
@@ -17,7 +18,9 @@
 //	GET  /v1/notices     a stream of notices, one JSON object a line
 //	POST /v1/force       {"kind"}: run a pass now
 //	POST /v1/preview     {"kind"}: a dry run
-//	POST /v1/apply       {"plan"}: apply exactly this plan, re-checked
+//	POST /v1/apply       {"plan"}: apply exactly this plan, re-checked: one
+//	                     the agent issued (a preview, /v1/plan) or a part
+//	                     of one; the body bounded by the node
 //	POST /v1/pause, /v1/resume, /v1/stop
 //
 // Commands (POST) are refused to a read-only connection: one whose

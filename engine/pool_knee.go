@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// The default pool finds the runtime's knee instead of keeping a fixed
-// number of removals in flight (issue 22). Runtimes differ: containerd's
+// The adaptive pool (`--parallel auto`, opt-in; the default is a pool of
+// DefaultParallel) finds the runtime's knee instead of keeping a fixed
+// number of removals in flight. Runtimes differ: containerd's
 // RemoveImage waits for a metadata GC that serves every removal in flight
 // at once, so its throughput was still rising at 32 in flight, while
 // another runtime may gain nothing past a few. And every removal slows the
