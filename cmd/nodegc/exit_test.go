@@ -114,6 +114,29 @@ func TestExitCodesAndErrorLines(t *testing.T) {
 	}
 }
 
+func TestHelpListsOnlyFlagsTheCommandUses(t *testing.T) {
+	cases := []struct {
+		cmd    string
+		global bool // whether the global flags (--state-dir, --runtime-endpoint, …) apply
+	}{
+		{cmd: "simnode", global: false},
+		{cmd: "plan", global: true},
+		{cmd: "gc", global: true},
+	}
+	for _, tc := range cases {
+		t.Run("nodegc "+tc.cmd+" --help", func(t *testing.T) {
+			c := newCLI("")
+			if code := c.run(tc.cmd, "--help"); code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			out := c.out.String()
+			if got := strings.Contains(out, "Global Flags:") && strings.Contains(out, "--state-dir string"); got != tc.global {
+				t.Errorf("help lists the global flags: %v, want %v:\n%s", got, tc.global, out)
+			}
+		})
+	}
+}
+
 func TestHelpTeaches(t *testing.T) {
 	for _, cmd := range []string{"plan", "gc", "snapshot", "cgroups", "simnode", ""} {
 		t.Run("nodegc "+cmd+" --help has a description and examples", func(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,7 +73,19 @@ refuses it without. The socket is made 0600. It serves until interrupted
 	fl.IntVar(&opts.DeletedPods, "deleted-pods", 0, "deleted pods whose stopped sandbox and dead containers remain")
 	fl.Int64Var(&opts.Seed, "seed", 1, "random seed: the same seed gives the same node")
 	fl.DurationVar(&opts.Step, "step", 0, "run the workload every interval (0: a static node)")
+	withoutGlobalFlags(cmd)
 	return cmd
+}
+
+// withoutGlobalFlags leaves the global flags out of cmd's help: cmd uses
+// none of them (it talks to no runtime, reads no kubelet config, keeps
+// no state), and listing them taught a reader that it did.
+func withoutGlobalFlags(cmd *cobra.Command) {
+	const section = `{{if .HasAvailableInheritedFlags}}
+
+Global Flags:
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}`
+	cmd.SetUsageTemplate(strings.Replace(cmd.UsageTemplate(), section, "", 1))
 }
 
 // simnodeConfig turns the flags into simulator options.
