@@ -95,23 +95,7 @@ func lockRuntime(endpoint, stateDir string) (*runtimeLock, error) {
 	bad := func(err error) error {
 		return &StateDirError{Dir: stateDir, Err: fmt.Errorf("cannot lock the runtime %s: %s %w", endpoint, dir, err)}
 	}
-	if err := checkStateDirParents(dir); err != nil {
-		return nil, bad(err)
-	}
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, bad(fmt.Errorf("cannot be created (%w)", ioCause(err)))
-		}
-		if err := checkStateDirParents(dir); err != nil {
-			return nil, bad(err)
-		}
-		fi, err = os.Lstat(dir)
-	}
-	if err != nil {
-		return nil, bad(fmt.Errorf("cannot be used (%w)", ioCause(err)))
-	}
-	if err := checkStateDirInfo(fi); err != nil {
+	if err := ensurePrivateDir(dir); err != nil {
 		return nil, bad(err)
 	}
 	name := runtimeKey(endpoint)

@@ -67,23 +67,7 @@ type stateDir struct {
 // engine removes from) it then takes that runtime's lock (lockRuntime).
 func openStateDir(dir, endpoint string) (*stateDir, error) {
 	bad := func(err error) error { return &StateDirError{Dir: dir, Err: err} }
-	if err := checkStateDirParents(dir); err != nil {
-		return nil, bad(err)
-	}
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, bad(fmt.Errorf("cannot be created (%w)", ioCause(err)))
-		}
-		if err := checkStateDirParents(dir); err != nil {
-			return nil, bad(err)
-		}
-		fi, err = os.Lstat(dir)
-	}
-	if err != nil {
-		return nil, bad(fmt.Errorf("cannot be used (%w)", ioCause(err)))
-	}
-	if err := checkStateDirInfo(fi); err != nil {
+	if err := ensurePrivateDir(dir); err != nil {
 		return nil, bad(err)
 	}
 	f, err := openStateFile(dir, lockFile, os.O_RDWR|os.O_CREATE)
@@ -234,4 +218,30 @@ func ioCause(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// ensurePrivateDir checks a directory nodegc keeps its state in (the
+// state dir, the runtime locks' dir), creating it 0700 when missing:
+// every directory above it root's or this user's (checkStateDirParents,
+// before and after the creation, so nothing is made under a refused
+// parent), and the dir itself no symlink, this user's and not writable
+// by group or others (checkStateDirInfo).
+func ensurePrivateDir(dir string) error {
+	if err := checkStateDirParents(dir); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("cannot be created (%w)", ioCause(err))
+		}
+		if err := checkStateDirParents(dir); err != nil {
+			return err
+		}
+		fi, err = os.Lstat(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot be used (%w)", ioCause(err))
+	}
+	return checkStateDirInfo(fi)
 }
