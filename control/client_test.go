@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/readcount"
 )
 
 func TestAStalePlanReplyIsErrStalePlan(t *testing.T) {
@@ -39,31 +40,7 @@ func agentServing(t *testing.T, answer http.HandlerFunc) (c *Client, read *atomi
 		t.Fatal(err)
 	}
 	read = new(atomic.Int64)
-	return NewRemoteClient(countingTransport{http.DefaultTransport, read}, base, true), read
-}
-
-type countingTransport struct {
-	rt http.RoundTripper
-	n  *atomic.Int64
-}
-
-func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := c.rt.RoundTrip(r)
-	if err == nil {
-		resp.Body = &countedBody{resp.Body, c.n}
-	}
-	return resp, err
-}
-
-type countedBody struct {
-	io.ReadCloser
-	n *atomic.Int64
-}
-
-func (b *countedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n.Add(int64(n))
-	return n, err
+	return NewRemoteClient(readcount.Transport{RT: http.DefaultTransport, N: read}, base, true), read
 }
 
 // endless writes an endless JSON string, or until the client goes.

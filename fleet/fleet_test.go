@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodegc/nodegc/internal/kubeclient"
 	"github.com/nodegc/nodegc/metrics"
+	"github.com/nodegc/nodegc/internal/readcount"
 )
 
 // fakeCluster is an API server with nodes, their agents' pods, and the
@@ -75,31 +76,6 @@ func (f *fakeCluster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// counting counts the bytes a client reads of the replies it gets.
-type counting struct {
-	rt http.RoundTripper
-	n  *atomic.Int64
-}
-
-func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := c.rt.RoundTrip(r)
-	if err == nil {
-		resp.Body = &countedBody{resp.Body, c.n}
-	}
-	return resp, err
-}
-
-type countedBody struct {
-	io.ReadCloser
-	n *atomic.Int64
-}
-
-func (b *countedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n.Add(int64(n))
-	return n, err
-}
-
 // read reads the fake cluster as `nodegc fleet` does; read counts the
 // bytes of the replies it read.
 func (f *fakeCluster) read(t *testing.T) (rows map[string]Node, read int64) {
@@ -109,7 +85,7 @@ func (f *fakeCluster) read(t *testing.T) (rows map[string]Node, read int64) {
 	t.Cleanup(srv.Close)
 	var n atomic.Int64
 	cfg := &rest.Config{Host: srv.URL}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{rt, &n} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return readcount.Transport{RT: rt, N: &n} })
 	kc, err := kubeclient.New(BoundedConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
