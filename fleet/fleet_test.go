@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodegc/nodegc/internal/kubeclient"
-	"github.com/nodegc/nodegc/metrics"
 	"github.com/nodegc/nodegc/internal/readcount"
+	"github.com/nodegc/nodegc/metrics"
 )
 
 // fakeCluster is an API server with nodes, their agents' pods, and the
