@@ -228,119 +228,206 @@ func emptyImagePlan() ImagePlan {
 // planImages plans image GC, or with reclaim the eviction manager's
 // DeleteUnusedImages: every candidate at least MinAge old, in LRU order,
 // whatever the thresholds (the kubelet's freeSpace with math.MaxInt64).
+// Its steps are imagePass's methods: measure the filesystem, free old
+// images, free space (or reclaim all), then say why every other image
+// stays.
 func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePlan {
-	plan := emptyImagePlan()
-	entries := rankImages(s, now)
-	plan.Order = make([]string, len(entries))
-	for i, e := range entries {
-		plan.Order[i] = e.img.ID
-	}
-
-	capacity := s.ImageFs.CapacityBytes
-	available := clampAvailable(capacity, s.ImageFs.AvailableBytes)
-	usage, err := UsagePercent(s.ImageFs)
-	validCapacity := err == nil
-	if validCapacity {
-		plan.UsagePercent = usage
-		plan.CapacityBytes = capacity
-		plan.Triggered = usage >= p.HighThresholdPercent
-		if plan.Triggered {
-			// Not triggered, nothing is to be freed: the formula would go
-			// negative below the low threshold.
-			plan.BytesToFree = bytesToFree(capacity, available, p.LowThresholdPercent)
-		}
+	g := newImagePass(s, p, now)
+	g.measure()
+	if reclaim {
+		g.reclaimAll()
 	} else {
-		plan.Events = append(plan.Events, Event{
-			Time: now, Reason: EventInvalidDiskCapacity, Warning: true,
-			Message: invalidDiskCapacityMessage(capacity),
-		})
+		g.freeOldImages()
+		g.freeSpace()
 	}
+	g.plan.CutLine = g.cut + 1
+	g.keepRest()
+	return g.plan
+}
 
-	removed := make(map[int]bool)
-	remove := func(e imageEntry, why ImageRemoveReason, detail string) {
-		removed[e.idx] = true
-		plan.BytesFreed = AddBytes(plan.BytesFreed, e.img.SizeBytes)
-		plan.Remove = append(plan.Remove, ImageRemoval{
-			ID: e.img.ID, SizeBytes: e.img.SizeBytes, Reason: why,
-			RepoTags: e.img.RepoTags, RepoDigests: e.img.RepoDigests, Detail: detail,
-		})
-	}
-	eligible := func(e imageEntry) bool {
-		return e.candidate(now) && e.img.SizeBytes >= 0 && now.Sub(e.firstDetected) >= p.MinAge
-	}
-	cut := -1 // index in entries of the last image removed by the space pass
-
+// imagePass is one image plan being built: the inputs, the images in LRU
+// order and what the steps so far decided. The kubelet's
+// realImageGCManager splits GarbageCollect into freeOldImages and
+// freeSpace the same way; here the steps only decide, they delete
+// nothing.
+type imagePass struct {
+	s       Snapshot
+	p       ImagePolicy
+	now     time.Time
+	entries []imageEntry // in LRU order (compareLRU)
+	plan    ImagePlan
+	// removed holds the entry index (imageEntry.idx) of every removal.
+	removed map[int]bool
+	// capacity and available are the image filesystem's, available
+	// clamped to [0, capacity].
+	capacity, available int64
+	// usage is the filesystem's UsagePercent, valid when validCapacity.
+	usage         int
+	validCapacity bool
+	// cut is the index in entries of the last image a space or reclaim
+	// pass removed, or -1.
+	cut int
 	// notNeeded explains a candidate that is old enough but stays.
-	notNeeded := "usage below the high threshold"
-	switch {
-	case reclaim:
-		for i, e := range entries {
-			if eligible(e) {
-				remove(e, RemoveForReclaim, "reclaim all unused images")
-				cut = i
-			}
-		}
-	default:
-		if p.MaxAge > 0 {
-			for _, e := range entries {
-				if idle := e.idle(now); eligible(e) && idle > p.MaxAge {
-					remove(e, RemoveForAge, fmt.Sprintf("idle %s > MaxAge %s", humanDuration(idle), p.MaxAge))
-				}
-			}
-		}
-		if validCapacity {
-			notNeeded = fmt.Sprintf("usage %d%% below the high threshold %d%%", usage, p.HighThresholdPercent)
-		} else {
-			notNeeded = "no space pass: invalid image filesystem capacity"
-		}
-		if !plan.Triggered {
-			break
-		}
-		ageFreed := plan.BytesFreed
-		spaceUsage := usage // what the kubelet measures before its space pass
-		if ageFreed > 0 {
-			// The kubelet measures the filesystem after its MaxAge pass.
-			after := s.ImageFs
-			after.AvailableBytes = available + min(ageFreed, capacity-available)
-			u, _ := UsagePercent(after)
-			if u < p.HighThresholdPercent {
-				notNeeded = fmt.Sprintf("the MaxAge pass brought usage to %d%%, below the high threshold %d%%", u, p.HighThresholdPercent)
-				break
-			}
-			spaceUsage = u
-		}
-		freed := ageFreed
-		for i, e := range entries {
-			if removed[e.idx] || !eligible(e) {
-				continue
-			}
-			remove(e, RemoveForSpace, fmt.Sprintf("usage %d%% >= high threshold %d%%", usage, p.HighThresholdPercent))
-			cut = i
-			freed = AddBytes(freed, e.img.SizeBytes)
-			if freed >= plan.BytesToFree {
-				break
-			}
-		}
-		notNeeded = "below the cut line: the space pass frees enough before it"
-		if freed < plan.BytesToFree {
-			plan.Events = append(plan.Events, Event{
-				Time: now, Reason: EventFreeDiskSpaceFailed, Warning: true,
-				// The kubelet's freed counts its space pass only.
-				Message: freeDiskSpaceFailedMessage(spaceUsage, capacity, freed-ageFreed),
-			})
+	notNeeded string
+}
+
+// newImagePass ranks the snapshot's images and records their order in
+// the plan, so that a view can show the images as the pass saw them.
+func newImagePass(s Snapshot, p ImagePolicy, now time.Time) *imagePass {
+	g := &imagePass{s: s, p: p, now: now, plan: emptyImagePlan(), removed: make(map[int]bool), cut: -1,
+		notNeeded: "usage below the high threshold"}
+	g.entries = rankImages(s, now)
+	g.plan.Order = make([]string, len(g.entries))
+	for i, e := range g.entries {
+		g.plan.Order[i] = e.img.ID
+	}
+	return g
+}
+
+// measure reads the image filesystem as the kubelet does before its space
+// pass: usage, whether it reaches the high threshold, and how many bytes
+// bring it down to the low one. A capacity of zero or less is an
+// InvalidDiskCapacity event instead, and no space pass follows.
+func (g *imagePass) measure() {
+	g.capacity = g.s.ImageFs.CapacityBytes
+	g.available = clampAvailable(g.capacity, g.s.ImageFs.AvailableBytes)
+	usage, err := UsagePercent(g.s.ImageFs)
+	g.validCapacity = err == nil
+	if !g.validCapacity {
+		g.plan.Events = append(g.plan.Events, Event{
+			Time: g.now, Reason: EventInvalidDiskCapacity, Warning: true,
+			Message: invalidDiskCapacityMessage(g.capacity),
+		})
+		return
+	}
+	g.usage = usage
+	g.plan.UsagePercent = usage
+	g.plan.CapacityBytes = g.capacity
+	g.plan.Triggered = usage >= g.p.HighThresholdPercent
+	if g.plan.Triggered {
+		// Not triggered, nothing is to be freed: the formula would go
+		// negative below the low threshold.
+		g.plan.BytesToFree = bytesToFree(g.capacity, g.available, g.p.LowThresholdPercent)
+	}
+}
+
+// eligible reports whether the pass may remove the image now: a
+// candidate with a sane size, at least MinAge since first detected.
+func (g *imagePass) eligible(e imageEntry) bool {
+	return e.candidate(g.now) && e.img.SizeBytes >= 0 && g.now.Sub(e.firstDetected) >= g.p.MinAge
+}
+
+// remove adds the image to the plan's removals and counts its bytes as
+// freed.
+func (g *imagePass) remove(e imageEntry, why ImageRemoveReason, detail string) {
+	g.removed[e.idx] = true
+	g.plan.BytesFreed = AddBytes(g.plan.BytesFreed, e.img.SizeBytes)
+	g.plan.Remove = append(g.plan.Remove, ImageRemoval{
+		ID: e.img.ID, SizeBytes: e.img.SizeBytes, Reason: why,
+		RepoTags: e.img.RepoTags, RepoDigests: e.img.RepoDigests, Detail: detail,
+	})
+}
+
+// reclaimAll removes every eligible image, in LRU order, whatever the
+// thresholds: the eviction manager's DeleteUnusedImages.
+func (g *imagePass) reclaimAll() {
+	for i, e := range g.entries {
+		if g.eligible(e) {
+			g.remove(e, RemoveForReclaim, "reclaim all unused images")
+			g.cut = i
 		}
 	}
-	plan.CutLine = cut + 1
+}
 
-	pods := displayPods(s.Sandboxes)
-	plan.Keep = slices.Grow(plan.Keep, len(entries)-len(plan.Remove))
-	for _, e := range entries {
-		if removed[e.idx] {
+// freeOldImages is the kubelet's MaxAge pass (freeOldImages): with MaxAge
+// set, every eligible image idle longer than MaxAge goes.
+func (g *imagePass) freeOldImages() {
+	if g.p.MaxAge <= 0 {
+		return
+	}
+	for _, e := range g.entries {
+		if idle := e.idle(g.now); g.eligible(e) && idle > g.p.MaxAge {
+			g.remove(e, RemoveForAge, fmt.Sprintf("idle %s > MaxAge %s", humanDuration(idle), g.p.MaxAge))
+		}
+	}
+}
+
+// freeSpace is the kubelet's space pass (freeSpace), run when usage
+// reaches the high threshold and the MaxAge pass did not bring it back
+// below: eligible images go in LRU order until the bytes freed, the MaxAge
+// pass's included, reach BytesToFree. Falling short is a
+// FreeDiskSpaceFailed event.
+func (g *imagePass) freeSpace() {
+	if g.validCapacity {
+		g.notNeeded = fmt.Sprintf("usage %d%% below the high threshold %d%%", g.usage, g.p.HighThresholdPercent)
+	} else {
+		g.notNeeded = "no space pass: invalid image filesystem capacity"
+	}
+	if !g.plan.Triggered {
+		return
+	}
+	ageFreed := g.plan.BytesFreed
+	spaceUsage, needed := g.usageAfterMaxAge(ageFreed)
+	if !needed {
+		g.notNeeded = fmt.Sprintf("the MaxAge pass brought usage to %d%%, below the high threshold %d%%", spaceUsage, g.p.HighThresholdPercent)
+		return
+	}
+	freed := g.removeLRU(ageFreed)
+	g.notNeeded = "below the cut line: the space pass frees enough before it"
+	if freed < g.plan.BytesToFree {
+		g.plan.Events = append(g.plan.Events, Event{
+			Time: g.now, Reason: EventFreeDiskSpaceFailed, Warning: true,
+			// The kubelet's freed counts its space pass only.
+			Message: freeDiskSpaceFailedMessage(spaceUsage, g.capacity, freed-ageFreed),
+		})
+	}
+}
+
+// usageAfterMaxAge is the usage the kubelet measures before its space
+// pass: it re-reads the filesystem after the MaxAge pass, so the bytes
+// that pass freed count. It reports whether the space pass still runs
+// (usage still at or above the high threshold).
+func (g *imagePass) usageAfterMaxAge(ageFreed int64) (usage int, needed bool) {
+	if ageFreed <= 0 {
+		return g.usage, true
+	}
+	after := g.s.ImageFs
+	after.AvailableBytes = g.available + min(ageFreed, g.capacity-g.available)
+	u, _ := UsagePercent(after)
+	return u, u >= g.p.HighThresholdPercent
+}
+
+// removeLRU removes eligible images not yet removed, in LRU order, until
+// freed (starting from the MaxAge pass's bytes) reaches BytesToFree,
+// checked after each removal (so a target <= 0 still removes one). It
+// returns the bytes freed in all.
+func (g *imagePass) removeLRU(freed int64) int64 {
+	detail := fmt.Sprintf("usage %d%% >= high threshold %d%%", g.usage, g.p.HighThresholdPercent)
+	for i, e := range g.entries {
+		if g.removed[e.idx] || !g.eligible(e) {
 			continue
 		}
-		plan.Keep = append(plan.Keep, keepReason(e, s, pods, now, p, notNeeded))
+		g.remove(e, RemoveForSpace, detail)
+		g.cut = i
+		freed = AddBytes(freed, e.img.SizeBytes)
+		if freed >= g.plan.BytesToFree {
+			break
+		}
 	}
-	return plan
+	return freed
+}
+
+// keepRest says why each image the pass did not remove stays, in LRU
+// order.
+func (g *imagePass) keepRest() {
+	pods := displayPods(g.s.Sandboxes)
+	g.plan.Keep = slices.Grow(g.plan.Keep, len(g.entries)-len(g.plan.Remove))
+	for _, e := range g.entries {
+		if g.removed[e.idx] {
+			continue
+		}
+		g.plan.Keep = append(g.plan.Keep, keepReason(e, g.s, pods, g.now, g.p, g.notNeeded))
+	}
 }
 
 // AddBytes adds two byte counts, saturating at the int64 limits instead of
