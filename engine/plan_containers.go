@@ -62,20 +62,54 @@ func planContainerGC(s Snapshot, p ContainerPolicy, now time.Time) ContainerPlan
 }
 
 // planContainers is planContainerGC with the set of pods whose containers
-// all go (removable pods, or terminated ones for the reclaim pass).
+// all go (removable pods, or terminated ones for the reclaim pass). Its
+// steps are containerPass's methods, in the kubelet's order: removable
+// pods, the per-container limit, the node limit.
 func planContainers(s Snapshot, p ContainerPolicy, now time.Time, evictPods map[string]bool) ContainerPlan {
-	newestGCTime := now.Add(-p.MinAge)
-	// units are the evict units in (pod UID, name) order, each newest first.
-	type unit struct {
-		key evictUnit
-		cs  []*Container
-	}
-	var units []unit
+	g := newContainerPass(s, now.Add(-p.MinAge))
+	g.removePods(evictPods)
+	g.enforcePerContainerLimit(p.MaxPerPodContainer)
+	g.enforceNodeLimit(p.MaxContainers)
+	return g.plan
+}
+
+// containerUnit is one evict unit's dead containers, newest first: the
+// kubelet's containersByEvictUnit entry.
+type containerUnit struct {
+	key evictUnit
+	cs  []*Container
+}
+
+// containerPass is one container plan being built: the evict units still
+// in play and the removals so far. Its steps trim the units and append
+// to the plan; they delete nothing.
+type containerPass struct {
+	// units are the evict units in (pod UID, name) order, each newest
+	// first.
+	units []containerUnit
+	plan  ContainerPlan
+	// bySandbox and byUID name the pods of the removals (podNames).
+	bySandbox, byUID map[string]podName
+}
+
+// newContainerPass groups the snapshot's evictable containers into units.
+func newContainerPass(s Snapshot, newestGCTime time.Time) *containerPass {
+	units, evictable := evictUnits(s.Containers, newestGCTime)
+	g := &containerPass{units: units, plan: ContainerPlan{Remove: make([]ContainerRemoval, 0, evictable)}}
+	g.bySandbox, g.byUID = podNames(s.Sandboxes)
+	return g
+}
+
+// evictUnits is the kubelet's evictableContainers: the dead containers
+// created at or before newestGCTime, grouped by (pod UID, name), the
+// units in that order and each newest first. A container listed twice
+// under one ID counts once. evictable is how many containers the units
+// hold.
+func evictUnits(containers []Container, newestGCTime time.Time) (units []containerUnit, evictable int) {
 	index := make(map[evictUnit]int)
-	seen := make(map[string]bool, len(s.Containers))
-	evictable := 0
-	for i := range s.Containers {
-		c := &s.Containers[i]
+	seen := make(map[string]bool, len(containers))
+	for i := range containers {
+		c := &containers[i]
 		if seen[c.ID] {
 			continue // a duplicate ID: the first one stands for both
 		}
@@ -88,84 +122,106 @@ func planContainers(s Snapshot, p ContainerPolicy, now time.Time, evictPods map[
 		if !ok {
 			j = len(units)
 			index[k] = j
-			units = append(units, unit{key: k})
+			units = append(units, containerUnit{key: k})
 		}
 		units[j].cs = append(units[j].cs, c)
 		evictable++
 	}
-	slices.SortFunc(units, func(a, b unit) int { return compareUnits(a.key, b.key) })
+	slices.SortFunc(units, func(a, b containerUnit) int { return compareUnits(a.key, b.key) })
 	for _, u := range units {
 		slices.SortFunc(u.cs, compareNewestFirst)
 	}
+	return units, evictable
+}
 
-	plan := ContainerPlan{Remove: make([]ContainerRemoval, 0, evictable)}
-	bySandbox, byUID := podNames(s.Sandboxes)
-	remove := func(c *Container, why ContainerRemoveReason, detail string) {
-		pod, ok := bySandbox[c.PodSandboxID]
-		if !ok {
-			pod = byUID[c.PodUID]
-		}
-		plan.Remove = append(plan.Remove, ContainerRemoval{
-			ID: c.ID, PodUID: c.PodUID, PodNamespace: pod.namespace, PodName: pod.name, Name: c.Name, Reason: why,
-			State: c.State, PodSandboxID: c.PodSandboxID, Attempt: c.Attempt, Detail: detail,
-		})
+// remove appends c to the plan's removals, naming its pod.
+func (g *containerPass) remove(c *Container, why ContainerRemoveReason, detail string) {
+	pod, ok := g.bySandbox[c.PodSandboxID]
+	if !ok {
+		pod = g.byUID[c.PodUID]
 	}
-	// trim keeps the newest n of a unit and removes the rest, oldest
-	// first: the kubelet's removeOldestN.
-	trim := func(u *unit, n int, why ContainerRemoveReason, detail string) {
-		for i := len(u.cs) - 1; i >= n; i-- {
-			remove(u.cs[i], why, detail)
-		}
-		if len(u.cs) > n {
-			u.cs = u.cs[:n]
-		}
-	}
+	g.plan.Remove = append(g.plan.Remove, ContainerRemoval{
+		ID: c.ID, PodUID: c.PodUID, PodNamespace: pod.namespace, PodName: pod.name, Name: c.Name, Reason: why,
+		State: c.State, PodSandboxID: c.PodSandboxID, Attempt: c.Attempt, Detail: detail,
+	})
+}
 
-	if len(evictPods) > 0 {
-		live := units[:0]
-		for i := range units {
-			u := &units[i]
-			if evictPods[u.key.podUID] {
-				trim(u, 0, RemovePodRemovable, "pod "+u.key.podUID+" is removable")
-				continue
-			}
-			live = append(live, *u)
-		}
-		units = live
+// trim keeps the newest n of a unit and removes the rest, oldest first:
+// the kubelet's removeOldestN.
+func (g *containerPass) trim(u *containerUnit, n int, why ContainerRemoveReason, detail string) {
+	for i := len(u.cs) - 1; i >= n; i-- {
+		g.remove(u.cs[i], why, detail)
 	}
+	if len(u.cs) > n {
+		u.cs = u.cs[:n]
+	}
+}
 
-	if p.MaxPerPodContainer >= 0 {
-		detail := fmt.Sprintf("each container keeps its newest %d dead", p.MaxPerPodContainer)
-		for i := range units {
-			trim(&units[i], p.MaxPerPodContainer, RemovePerContainerLimit, detail)
-		}
+// removePods removes every container of the units whose pod is in
+// evictPods and drops those units: the kubelet's first step, for pods
+// the pod source says are removable.
+func (g *containerPass) removePods(evictPods map[string]bool) {
+	if len(evictPods) == 0 {
+		return
 	}
+	live := g.units[:0]
+	for i := range g.units {
+		u := &g.units[i]
+		if evictPods[u.key.podUID] {
+			g.trim(u, 0, RemovePodRemovable, "pod "+u.key.podUID+" is removable")
+			continue
+		}
+		live = append(live, *u)
+	}
+	g.units = live
+}
 
-	total := func() int {
-		n := 0
-		for _, u := range units {
-			n += len(u.cs)
-		}
-		return n
+// enforcePerContainerLimit keeps each unit's newest limit dead containers
+// (MaxPerPodContainer; a negative limit is no limit).
+func (g *containerPass) enforcePerContainerLimit(limit int) {
+	if limit < 0 {
+		return
 	}
-	if p.MaxContainers >= 0 && total() > p.MaxContainers {
-		detail := fmt.Sprintf("the node keeps at most %d dead containers", p.MaxContainers)
-		perUnit := max(1, p.MaxContainers/len(units))
-		for i := range units {
-			trim(&units[i], perUnit, RemoveNodeLimit, detail)
-		}
-		if n := total(); n > p.MaxContainers {
-			flat := make([]*Container, 0, n)
-			for _, u := range units {
-				flat = append(flat, u.cs...)
-			}
-			slices.SortFunc(flat, compareNewestFirst)
-			for i := len(flat) - 1; i >= p.MaxContainers; i-- {
-				remove(flat[i], RemoveNodeLimit, detail)
-			}
-		}
+	detail := fmt.Sprintf("each container keeps its newest %d dead", limit)
+	for i := range g.units {
+		g.trim(&g.units[i], limit, RemovePerContainerLimit, detail)
 	}
-	return plan
+}
+
+// enforceNodeLimit brings the node's dead containers down to limit
+// (MaxContainers; a negative limit is no limit) as the kubelet does: each
+// unit is trimmed to an equal share (at least one), then the oldest of
+// all that remain go.
+func (g *containerPass) enforceNodeLimit(limit int) {
+	if limit < 0 || g.total() <= limit {
+		return
+	}
+	detail := fmt.Sprintf("the node keeps at most %d dead containers", limit)
+	perUnit := max(1, limit/len(g.units))
+	for i := range g.units {
+		g.trim(&g.units[i], perUnit, RemoveNodeLimit, detail)
+	}
+	n := g.total()
+	if n <= limit {
+		return
+	}
+	flat := make([]*Container, 0, n)
+	for _, u := range g.units {
+		flat = append(flat, u.cs...)
+	}
+	slices.SortFunc(flat, compareNewestFirst)
+	for i := len(flat) - 1; i >= limit; i-- {
+		g.remove(flat[i], RemoveNodeLimit, detail)
+	}
+}
+
+// total is how many dead containers the units still hold.
+func (g *containerPass) total() int {
+	n := 0
+	for _, u := range g.units {
+		n += len(u.cs)
+	}
+	return n
 }
 
 // podName is a pod's namespace and name.
