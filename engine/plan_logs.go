@@ -32,88 +32,114 @@ func planLogGC(s Snapshot, survivors []Container, podLogsDir string) LogPlan {
 }
 
 // planLogs is planLogGC with the symlink directory and the removable pods
-// given.
+// given. As the kubelet does, it plans the pod directories first, then
+// the links; the links that only the directories' removal leaves
+// dangling come last.
 func planLogs(s Snapshot, survivors []Container, podLogsDir, containerLogsDir string, removable map[string]bool) LogPlan {
-	plan := LogPlan{Remove: []LogRemoval{}}
 	if s.Logs == nil {
-		return plan
+		return LogPlan{Remove: []LogRemoval{}}
 	}
+	g := &logPass{plan: LogPlan{Remove: []LogRemoval{}}, emitted: make(map[string]bool), removedDirs: make(map[string]bool)}
 	if podLogsDir == "" {
 		podLogsDir = DefaultPodLogsDir
 	}
-	emitted := make(map[string]bool)
-	var afterDirs []LogRemoval // links into the pod directories removed
-	emit := func(path, reason string) {
-		if !emitted[path] {
-			emitted[path] = true
-			r := LogRemoval{Path: path, Reason: reason}
-			if reason == LogPodDirRemoved {
-				afterDirs = append(afterDirs, r)
-			} else {
-				plan.Remove = append(plan.Remove, r)
-			}
-		}
-	}
-	removedDirs := make(map[string]bool)
-
 	base, baseOK := cleanDir(podLogsDir)
 	if scanned := s.Logs.PodLogsDir; scanned != "" && filepath.Clean(scanned) != base {
 		baseOK = false
 	}
 	if baseOK && len(removable) > 0 {
-		running := make(map[string]bool)
-		for _, c := range survivors {
-			if !isDead(c.State) {
-				running[c.PodUID] = true
-			}
-		}
-		for _, name := range s.Logs.PodDirs {
-			uid := podUIDFromLogDir(name)
-			if uid == "" || !removable[uid] || running[uid] {
-				continue
-			}
-			if p, ok := childPath(base, name); ok {
-				emit(p, LogPodRemovable)
-				removedDirs[name] = true
-			}
-		}
+		g.removePodDirs(s.Logs.PodDirs, base, survivors, removable)
 	}
+	if linkDir, ok := cleanDir(containerLogsDir); ok {
+		g.removeLinks(s.Logs.ContainerLinks, linkDir, base, survivors)
+	}
+	g.plan.Remove = append(g.plan.Remove, g.afterDirs...)
+	return g.plan
+}
 
-	linkDir, linkOK := cleanDir(containerLogsDir)
-	if linkOK {
-		state := make(map[string]ContainerState, len(survivors))
-		for _, c := range survivors {
-			state[c.ID] = c.State
-		}
-		for _, l := range s.Logs.ContainerLinks {
-			p, ok := linkPath(linkDir, l.Path)
-			if !ok {
-				continue
-			}
-			reason := LogDangling
-			if !l.Dangling {
-				if !removedDirs[podDirOf(base, l.Target)] {
-					continue // its log is still there: not the kubelet's to remove
-				}
-				reason = LogPodDirRemoved
-			}
-			id := l.ContainerID
-			if id == "" {
-				id = containerIDFromLink(p)
-			}
-			if id == "" {
-				continue // cannot tie it to a container: leave it alone
-			}
-			// The kubelet keeps the link of a container that has not
-			// exited (its log may be mid-rotation).
-			if st, alive := state[id]; alive && st != ContainerExited {
-				continue
-			}
-			emit(p, reason)
+// logPass is one log plan being built.
+type logPass struct {
+	plan LogPlan
+	// emitted holds every path planned, so that none is planned twice.
+	emitted map[string]bool
+	// afterDirs are the links into the pod directories removed, planned
+	// after everything else.
+	afterDirs []LogRemoval
+	// removedDirs holds the names of the pod directories planned.
+	removedDirs map[string]bool
+}
+
+// emit plans the removal of path once; a link that a pod directory's
+// removal leaves dangling waits in afterDirs.
+func (g *logPass) emit(path, reason string) {
+	if g.emitted[path] {
+		return
+	}
+	g.emitted[path] = true
+	r := LogRemoval{Path: path, Reason: reason}
+	if reason == LogPodDirRemoved {
+		g.afterDirs = append(g.afterDirs, r)
+	} else {
+		g.plan.Remove = append(g.plan.Remove, r)
+	}
+}
+
+// removePodDirs plans the directories under base of the removable pods
+// that have no running container among the survivors: the kubelet's
+// evictPodLogsDirectories, first part.
+func (g *logPass) removePodDirs(dirs []string, base string, survivors []Container, removable map[string]bool) {
+	running := make(map[string]bool)
+	for _, c := range survivors {
+		if !isDead(c.State) {
+			running[c.PodUID] = true
 		}
 	}
-	plan.Remove = append(plan.Remove, afterDirs...)
-	return plan
+	for _, name := range dirs {
+		uid := podUIDFromLogDir(name)
+		if uid == "" || !removable[uid] || running[uid] {
+			continue
+		}
+		if p, ok := childPath(base, name); ok {
+			g.emit(p, LogPodRemovable)
+			g.removedDirs[name] = true
+		}
+	}
+}
+
+// removeLinks plans the links in linkDir that dangle, or will once the
+// planned pod directories (under base) are gone, and whose container is
+// gone or has exited: the kubelet's evictPodLogsDirectories, second part.
+func (g *logPass) removeLinks(links []LogLink, linkDir, base string, survivors []Container) {
+	state := make(map[string]ContainerState, len(survivors))
+	for _, c := range survivors {
+		state[c.ID] = c.State
+	}
+	for _, l := range links {
+		p, ok := linkPath(linkDir, l.Path)
+		if !ok {
+			continue
+		}
+		reason := LogDangling
+		if !l.Dangling {
+			if !g.removedDirs[podDirOf(base, l.Target)] {
+				continue // its log is still there: not the kubelet's to remove
+			}
+			reason = LogPodDirRemoved
+		}
+		id := l.ContainerID
+		if id == "" {
+			id = containerIDFromLink(p)
+		}
+		if id == "" {
+			continue // cannot tie it to a container: leave it alone
+		}
+		// The kubelet keeps the link of a container that has not
+		// exited (its log may be mid-rotation).
+		if st, alive := state[id]; alive && st != ContainerExited {
+			continue
+		}
+		g.emit(p, reason)
+	}
 }
 
 // podDirOf is the name of the pod directory under base that an absolute
