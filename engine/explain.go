@@ -213,95 +213,147 @@ func ExplainImages(s Snapshot, p Plan) ([]ImageRow, CutLine) {
 	return explainImages(s, p, displayPods(s.Sandboxes))
 }
 
-// explainImages is ExplainImages with the snapshot's displayPods.
+// explainImages is ExplainImages with the snapshot's displayPods: one row
+// per image in imageExplainer's order, then the cut line among them.
 func explainImages(s Snapshot, p Plan, pods map[string]string) ([]ImageRow, CutLine) {
-	now := p.EvaluatedAt
-	users, firstOf, usedBy := imageUsedBy(s, pods)
-	entries := rankImagesUsing(s, now, users)
-	byID := make(map[string]int, len(entries))
-	for i, e := range entries {
-		byID[e.img.ID] = i
+	x := newImageExplainer(s, p, pods)
+	order := x.order()
+	rows := make([]ImageRow, 0, len(order))
+	for i, id := range order {
+		rows = append(rows, x.row(i+1, id))
 	}
-	records := make(map[string]ImageRecord, len(s.ImageRecords))
-	for _, r := range s.ImageRecords {
-		if _, dup := records[r.ID]; !dup {
-			records[r.ID] = r
-		}
-	}
-	removeAt := make(map[string]int, len(p.ImageGC.Remove))
-	for i, r := range p.ImageGC.Remove {
-		if _, dup := removeAt[r.ID]; !dup {
-			removeAt[r.ID] = i
-		}
-	}
-	keeps := make(map[string]ImageKeep, len(p.ImageGC.Keep))
-	for _, k := range p.ImageGC.Keep {
-		keeps[k.ID] = k
-	}
+	return rows, cutLine(p, rows)
+}
 
-	// The order: the plan's, then its removals and keeps it did not
-	// order, then every other image in the planner's LRU order.
-	order := make([]string, 0, len(entries))
-	seen := make(map[string]bool, len(entries))
+// imageExplainer holds what the image rows are told from: the planner's
+// ranking of the snapshot, the records, and the plan's removals and keeps,
+// each indexed by image ID (the first of an ID listed twice stands).
+type imageExplainer struct {
+	s    Snapshot
+	p    Plan
+	pods map[string]string
+	// entries is the planner's ranking, byID its index.
+	entries []imageEntry
+	byID    map[string]int
+	records map[string]ImageRecord
+	// removeAt is the index of an image's removal in the plan.
+	removeAt map[string]int
+	keeps    map[string]ImageKeep
+	// firstOf and usedBy name each image's users (imageUsedBy).
+	firstOf map[string]int
+	usedBy  [][]string
+	// notPlanned is the reason an image stays when the pass plans no
+	// image GC.
+	notPlanned string
+}
+
+// newImageExplainer ranks the snapshot's images as the planner does and
+// indexes the plan's removals and keeps.
+func newImageExplainer(s Snapshot, p Plan, pods map[string]string) *imageExplainer {
+	x := &imageExplainer{s: s, p: p, pods: pods, notPlanned: fmt.Sprintf("image GC is not part of a %s pass", p.Pass)}
+	var users []imageUse
+	users, x.firstOf, x.usedBy = imageUsedBy(s, pods)
+	x.entries = rankImagesUsing(s, p.EvaluatedAt, users)
+	x.byID = make(map[string]int, len(x.entries))
+	for i, e := range x.entries {
+		x.byID[e.img.ID] = i
+	}
+	x.records = make(map[string]ImageRecord, len(s.ImageRecords))
+	for _, r := range s.ImageRecords {
+		if _, dup := x.records[r.ID]; !dup {
+			x.records[r.ID] = r
+		}
+	}
+	x.removeAt = make(map[string]int, len(p.ImageGC.Remove))
+	for i, r := range p.ImageGC.Remove {
+		if _, dup := x.removeAt[r.ID]; !dup {
+			x.removeAt[r.ID] = i
+		}
+	}
+	x.keeps = make(map[string]ImageKeep, len(p.ImageGC.Keep))
+	for _, k := range p.ImageGC.Keep {
+		x.keeps[k.ID] = k
+	}
+	return x
+}
+
+// order is the rows' order: the plan's, then its removals and keeps it
+// did not order, then every other image in the planner's LRU order. Each
+// ID comes once.
+func (x *imageExplainer) order() []string {
+	g := x.p.ImageGC
+	order := make([]string, 0, len(x.entries))
+	seen := make(map[string]bool, len(x.entries))
 	add := func(id string) {
 		if !seen[id] {
 			seen[id] = true
 			order = append(order, id)
 		}
 	}
-	for _, id := range p.ImageGC.Order {
+	for _, id := range g.Order {
 		add(id)
 	}
-	for _, r := range p.ImageGC.Remove {
+	for _, r := range g.Remove {
 		add(r.ID)
 	}
-	for _, k := range p.ImageGC.Keep {
+	for _, k := range g.Keep {
 		add(k.ID)
 	}
-	for _, e := range entries {
+	for _, e := range x.entries {
 		add(e.img.ID)
 	}
+	return order
+}
 
-	notPlanned := fmt.Sprintf("image GC is not part of a %s pass", p.Pass)
-	rows := make([]ImageRow, 0, len(order))
-	for i, id := range order {
-		row := ImageRow{Rank: i + 1}
-		var e imageEntry
-		known := false
-		if j, ok := byID[id]; ok {
-			e, known = entries[j], true
-			row.Image = e.img
-		}
-		if r, ok := records[id]; ok {
-			row.FirstDetected = &r.FirstDetected
-			row.LastUsed = r.LastUsed
-		}
-		if n, ok := removeAt[id]; ok {
-			rm := p.ImageGC.Remove[n]
-			if !known {
-				row.Image = Image{ID: id, RepoTags: rm.RepoTags, RepoDigests: rm.RepoDigests, SizeBytes: rm.SizeBytes}
-			}
-			row.Action, row.Step, row.Reason, row.Detail = ActionRemove, n+1, string(rm.Reason), rm.Detail
-		} else {
-			k, kept := keeps[id]
-			if !kept && known {
-				// Not part of the plan (a containers pass): the reason it
-				// would stay, by the planner's own rules.
-				k = keepReason(e, s, pods, now, p.Policy.Image, notPlanned)
-			}
-			row.Action, row.Reason, row.Detail, row.EligibleAt = ActionKeep, string(k.Reason), k.Detail, k.EligibleAt
-			if !known {
-				row.Image = Image{ID: id}
-			}
-		}
-		row.Name = format.ImageName(row.Image.RepoTags, row.Image.RepoDigests)
-		row.SandboxImage = IsSandboxImage(row.Image, s.Runtime.SandboxImages)
-		if j, ok := firstOf[id]; ok {
-			row.UsedBy = usedBy[j]
-		}
-		rows = append(rows, row)
+// row tells one image: what it is, its record, what the plan does with it
+// and why, and who uses it.
+func (x *imageExplainer) row(rank int, id string) ImageRow {
+	row := ImageRow{Rank: rank}
+	var e imageEntry
+	j, known := x.byID[id]
+	if known {
+		e = x.entries[j]
+		row.Image = e.img
 	}
-	return rows, cutLine(p, rows)
+	if r, ok := x.records[id]; ok {
+		row.FirstDetected = &r.FirstDetected
+		row.LastUsed = r.LastUsed
+	}
+	if n, ok := x.removeAt[id]; ok {
+		x.removal(&row, id, n, known)
+	} else {
+		x.keep(&row, id, e, known)
+	}
+	row.Name = format.ImageName(row.Image.RepoTags, row.Image.RepoDigests)
+	row.SandboxImage = IsSandboxImage(row.Image, x.s.Runtime.SandboxImages)
+	if j, ok := x.firstOf[id]; ok {
+		row.UsedBy = x.usedBy[j]
+	}
+	return row
+}
+
+// removal fills in the row of the plan's removal n; an image the
+// snapshot lacks (known false) is told from the removal itself.
+func (x *imageExplainer) removal(row *ImageRow, id string, n int, known bool) {
+	rm := x.p.ImageGC.Remove[n]
+	if !known {
+		row.Image = Image{ID: id, RepoTags: rm.RepoTags, RepoDigests: rm.RepoDigests, SizeBytes: rm.SizeBytes}
+	}
+	row.Action, row.Step, row.Reason, row.Detail = ActionRemove, n+1, string(rm.Reason), rm.Detail
+}
+
+// keep fills in the row of an image the plan keeps. An image the plan
+// does not name (a containers pass) gets the reason it would stay, by the
+// planner's own rules.
+func (x *imageExplainer) keep(row *ImageRow, id string, e imageEntry, known bool) {
+	k, kept := x.keeps[id]
+	if !kept && known {
+		k = keepReason(e, x.s, x.pods, x.p.EvaluatedAt, x.p.Policy.Image, x.notPlanned)
+	}
+	row.Action, row.Reason, row.Detail, row.EligibleAt = ActionKeep, string(k.Reason), k.Detail, k.EligibleAt
+	if !known {
+		row.Image = Image{ID: id}
+	}
 }
 
 // imageUsedBy names the containers using each image, by the rule of
@@ -408,98 +460,153 @@ func ExplainContainers(s Snapshot, p Plan) []ContainerRow {
 }
 
 // explainContainers is ExplainContainers with the snapshot's displayPods.
+// Its steps are containerExplainer's: a key for every row, the names
+// replaced by their ranks, the keys sorted, then the rows built in their
+// places.
 func explainContainers(s Snapshot, p Plan, pods map[string]string) []ContainerRow {
-	removeAt := make(map[string]int, len(p.ContainerGC.Remove))
-	for i, r := range p.ContainerGC.Remove {
+	x := newContainerExplainer(s, p, pods)
+	x.addSnapshot()
+	x.addMissing()
+	x.sort()
+	return x.rows()
+}
+
+// containerKey orders a container row by small numbers: the pod's and the
+// name's rank, creation time (newest first), attempt, and last the ID.
+// src is the container's index in s.Containers, or -1-i for missing[i];
+// rm is its removal's index in the plan, or -1.
+type containerKey struct {
+	pod, name, nsec, src, rm int32
+	attempt                  uint32
+	sec                      int64
+}
+
+// containerExplainer builds the container rows of an explanation.
+type containerExplainer struct {
+	s    Snapshot
+	p    Plan
+	pods map[string]string
+	// missing are the removals the snapshot lacks, as containers.
+	missing []Container
+	// podNames and names number the pods' and containers' names.
+	podNames, names *ranker
+	keys            []containerKey
+	// lastSandbox, lastUID and lastPod cache podOf's last lookup:
+	// consecutive containers of one sandbox (the runtime lists them so)
+	// reuse it.
+	lastSandbox, lastUID string
+	lastPod              int32
+}
+
+func newContainerExplainer(s Snapshot, p Plan, pods map[string]string) *containerExplainer {
+	return &containerExplainer{s: s, p: p, pods: pods, podNames: newRanker(), names: newRanker(), lastPod: -1,
+		keys: make([]containerKey, 0, len(s.Containers)+len(p.ContainerGC.Remove))}
+}
+
+// podOf is the number of c's pod's display name.
+func (x *containerExplainer) podOf(c *Container) int32 {
+	if x.lastPod >= 0 && c.PodSandboxID == x.lastSandbox && c.PodUID == x.lastUID {
+		return x.lastPod
+	}
+	x.lastSandbox, x.lastUID, x.lastPod = c.PodSandboxID, c.PodUID, x.podNames.id(displayPod(x.pods, c.PodSandboxID, c.PodUID))
+	return x.lastPod
+}
+
+// add keys the row of c (src and rm as in containerKey).
+func (x *containerExplainer) add(c *Container, src, rm int) {
+	x.keys = append(x.keys, containerKey{pod: x.podOf(c), name: x.names.id(c.Name), sec: c.CreatedAt.Unix(), nsec: int32(c.CreatedAt.Nanosecond()),
+		attempt: c.Attempt, src: int32(src), rm: int32(rm)})
+}
+
+// addSnapshot keys every container of the snapshot that is not running,
+// with its removal if the plan has one.
+func (x *containerExplainer) addSnapshot() {
+	removeAt := make(map[string]int, len(x.p.ContainerGC.Remove))
+	for i, r := range x.p.ContainerGC.Remove {
 		removeAt[r.ID] = i
 	}
-	// The removals the snapshot lacks, as containers.
-	var missing []Container
-	podNames, names := newRanker(), newRanker()
-	// Consecutive containers of one sandbox (the runtime lists them so)
-	// reuse the last lookup.
-	lastSandbox, lastUID, lastPod := "", "", int32(-1)
-	podOf := func(c *Container) int32 {
-		if lastPod >= 0 && c.PodSandboxID == lastSandbox && c.PodUID == lastUID {
-			return lastPod
-		}
-		lastSandbox, lastUID, lastPod = c.PodSandboxID, c.PodUID, podNames.id(displayPod(pods, c.PodSandboxID, c.PodUID))
-		return lastPod
-	}
-	// key orders a row: src is the container's index in s.Containers, or
-	// -1-i for missing[i]; rm is its removal's index, or -1.
-	type key struct {
-		pod, name, nsec, src, rm int32
-		attempt                  uint32
-		sec                      int64
-	}
-	keys := make([]key, 0, len(s.Containers)+len(p.ContainerGC.Remove))
-	add := func(c *Container, src, rm int) {
-		keys = append(keys, key{pod: podOf(c), name: names.id(c.Name), sec: c.CreatedAt.Unix(), nsec: int32(c.CreatedAt.Nanosecond()),
-			attempt: c.Attempt, src: int32(src), rm: int32(rm)})
-	}
-	planned := make([]bool, len(p.ContainerGC.Remove)) // removals found in the snapshot
-	for i := range s.Containers {
-		c := &s.Containers[i]
+	for i := range x.s.Containers {
+		c := &x.s.Containers[i]
 		if c.State == ContainerRunning {
 			continue
 		}
 		n, ok := removeAt[c.ID]
-		if ok {
-			planned[n] = true
-		} else {
+		if !ok {
 			n = -1
 		}
-		add(c, i, n)
+		x.add(c, i, n)
 	}
-	for n, r := range p.ContainerGC.Remove {
-		if !planned[n] {
-			missing = append(missing, Container{ID: r.ID, PodUID: r.PodUID, Name: r.Name, PodSandboxID: r.PodSandboxID, Attempt: r.Attempt, State: r.State})
+}
+
+// addMissing keys every removal whose container the snapshot does not
+// list, as a container made from the removal.
+func (x *containerExplainer) addMissing() {
+	planned := make([]bool, len(x.p.ContainerGC.Remove)) // removals found in the snapshot
+	for _, k := range x.keys {
+		if k.rm >= 0 {
+			planned[k.rm] = true
 		}
 	}
-	for n, i := 0, 0; n < len(p.ContainerGC.Remove); n++ {
+	for n, r := range x.p.ContainerGC.Remove {
 		if !planned[n] {
-			add(&missing[i], -1-i, n)
+			x.missing = append(x.missing, Container{ID: r.ID, PodUID: r.PodUID, Name: r.Name, PodSandboxID: r.PodSandboxID, Attempt: r.Attempt, State: r.State})
+		}
+	}
+	for n, i := 0, 0; n < len(x.p.ContainerGC.Remove); n++ {
+		if !planned[n] {
+			x.add(&x.missing[i], -1-i, n)
 			i++
 		}
 	}
-	container := func(src int32) *Container {
-		if src >= 0 {
-			return &s.Containers[src]
-		}
-		return &missing[-1-src]
+}
+
+// container is the container a key's src names.
+func (x *containerExplainer) container(src int32) *Container {
+	if src >= 0 {
+		return &x.s.Containers[src]
 	}
-	podRank, nameRank := podNames.ranks(), names.ranks()
-	for i := range keys {
-		keys[i].pod, keys[i].name = podRank[keys[i].pod], nameRank[keys[i].name]
+	return &x.missing[-1-src]
+}
+
+// sort replaces the keys' name numbers by their ranks and sorts the keys:
+// by pod, name, newest first, attempt (highest first), then ID.
+func (x *containerExplainer) sort() {
+	podRank, nameRank := x.podNames.ranks(), x.names.ranks()
+	for i := range x.keys {
+		x.keys[i].pod, x.keys[i].name = podRank[x.keys[i].pod], nameRank[x.keys[i].name]
 	}
-	slices.SortFunc(keys, func(x, y key) int {
+	slices.SortFunc(x.keys, func(a, b containerKey) int {
 		switch {
-		case x.pod != y.pod:
-			return cmp.Compare(x.pod, y.pod)
-		case x.name != y.name:
-			return cmp.Compare(x.name, y.name)
-		case x.sec != y.sec:
-			return cmp.Compare(y.sec, x.sec)
-		case x.nsec != y.nsec:
-			return cmp.Compare(y.nsec, x.nsec)
-		case x.attempt != y.attempt:
-			return cmp.Compare(y.attempt, x.attempt)
+		case a.pod != b.pod:
+			return cmp.Compare(a.pod, b.pod)
+		case a.name != b.name:
+			return cmp.Compare(a.name, b.name)
+		case a.sec != b.sec:
+			return cmp.Compare(b.sec, a.sec)
+		case a.nsec != b.nsec:
+			return cmp.Compare(b.nsec, a.nsec)
+		case a.attempt != b.attempt:
+			return cmp.Compare(b.attempt, a.attempt)
 		}
-		return strings.Compare(container(x.src).ID, container(y.src).ID)
+		return strings.Compare(x.container(a.src).ID, x.container(b.src).ID)
 	})
-	keep := newKeeper(p)
-	rows := make([]ContainerRow, len(keys))
-	for i, k := range keys {
-		c := container(k.src)
+}
+
+// rows builds each row in its place: its rank among its pod's containers
+// of that name, and what the plan does with it and why.
+func (x *containerExplainer) rows() []ContainerRow {
+	keep := newKeeper(x.p)
+	rows := make([]ContainerRow, len(x.keys))
+	for i, k := range x.keys {
+		c := x.container(k.src)
 		r := &rows[i]
-		*r = ContainerRow{Pod: podNames.byRank(k.pod), Rank: 1, ID: c.ID, Name: c.Name, Attempt: c.Attempt, State: c.State,
+		*r = ContainerRow{Pod: x.podNames.byRank(k.pod), Rank: 1, ID: c.ID, Name: c.Name, Attempt: c.Attempt, State: c.State,
 			CreatedAt: c.CreatedAt, FinishedAt: c.FinishedAt, Action: ActionKeep}
-		if i > 0 && keys[i-1].pod == k.pod && keys[i-1].name == k.name {
+		if i > 0 && x.keys[i-1].pod == k.pod && x.keys[i-1].name == k.name {
 			r.Rank = rows[i-1].Rank + 1
 		}
 		if k.rm >= 0 {
-			rm := &p.ContainerGC.Remove[k.rm]
+			rm := &x.p.ContainerGC.Remove[k.rm]
 			r.Action, r.Step, r.Reason, r.Detail = ActionRemove, int(k.rm)+1, string(rm.Reason), rm.Detail
 		} else {
 			why, detail := keep.why(*r)
