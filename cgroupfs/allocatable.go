@@ -3,12 +3,13 @@ package cgroupfs
 import (
 	"bufio"
 	"fmt"
-	"math/big"
 	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nodegc/nodegc/internal/quantity"
 )
 
 // Allocatable is node allocatable as the kubelet computes it, the limits the
@@ -284,47 +285,19 @@ func onlineCPUs() int {
 	return n
 }
 
-// suffixes of Kubernetes resource quantities and their multipliers.
-var quantitySuffixes = []struct {
-	suffix string
-	mult   *big.Rat
-}{
-	{"Ki", big.NewRat(1<<10, 1)}, {"Mi", big.NewRat(1<<20, 1)}, {"Gi", big.NewRat(1<<30, 1)},
-	{"Ti", big.NewRat(1<<40, 1)}, {"Pi", big.NewRat(1<<50, 1)}, {"Ei", big.NewRat(1<<60, 1)},
-	{"n", big.NewRat(1, 1e9)}, {"u", big.NewRat(1, 1e6)}, {"m", big.NewRat(1, 1e3)},
-	{"k", big.NewRat(1e3, 1)}, {"M", big.NewRat(1e6, 1)}, {"G", big.NewRat(1e9, 1)},
-	{"T", big.NewRat(1e12, 1)}, {"P", big.NewRat(1e15, 1)}, {"E", big.NewRat(1e18, 1)},
-}
-
 // ParseQuantity parses a Kubernetes resource quantity ("500Mi", "1.5G",
-// "100m", "2", "1e3") and returns its value rounded up to an integer, as
-// resource.Quantity's Value does, or with milli its MilliValue (CPU in
-// millicores). It exists so the kubelet config can be read without
-// k8s.io/apimachinery.
+// "100m", "2", "1e3") with resource.ParseQuantity and returns its value
+// rounded up to an integer (Quantity.Value), or with milli its MilliValue
+// (CPU in millicores). As the kubelet's parseResourceList
+// (cmd/kubelet/app/server.go) does for systemReserved and kubeReserved, a
+// negative quantity is an error; so is one beyond int64.
 func ParseQuantity(s string, milli bool) (int64, error) {
-	num := strings.TrimSpace(s)
-	mult := big.NewRat(1, 1)
-	for _, q := range quantitySuffixes {
-		if n, ok := strings.CutSuffix(num, q.suffix); ok && n != "" && !strings.HasSuffix(n, "e") && !strings.HasSuffix(n, "E") {
-			num, mult = n, q.mult
-			break
-		}
+	q, err := quantity.Parse(s)
+	if err != nil {
+		return 0, err
 	}
-	v, ok := new(big.Rat).SetString(num)
-	if !ok || strings.ContainsAny(num, "/") {
-		return 0, fmt.Errorf("quantity %q: not a number with an optional suffix (Ki, Mi, Gi, k, M, G, m, …)", s)
-	}
-	v.Mul(v, mult)
 	if milli {
-		v.Mul(v, big.NewRat(1000, 1))
+		return quantity.MilliValue(q)
 	}
-	// Round up, as resource.Quantity does.
-	q, rem := new(big.Int).QuoRem(v.Num(), v.Denom(), new(big.Int))
-	if rem.Sign() > 0 {
-		q.Add(q, big.NewInt(1))
-	}
-	if !q.IsInt64() {
-		return 0, fmt.Errorf("quantity %q: out of range", s)
-	}
-	return q.Int64(), nil
+	return quantity.Value(q)
 }

@@ -28,6 +28,14 @@ func TestParseQuantity(t *testing.T) {
 		{"garbage is an error", "lots", false, 0, true},
 		{"a bare suffix is an error", "Mi", false, 0, true},
 		{"a value beyond int64 is an error", "16Ei", false, 0, true},
+		{"a value beyond int64 in millicores is an error", "10P", true, 0, true},
+		// cmd/kubelet/app/server.go parseResourceList: "resource quantity
+		// for %q cannot be negative".
+		{"a negative reservation is an error, as the kubelet's parseResourceList refuses it", "-1Gi", false, 0, true},
+		{"a negative CPU reservation is an error", "-500m", true, 0, true},
+		// component-base cli/flag MapStringString trims each value of
+		// --system-reserved and --kube-reserved.
+		{"spaces around are dropped, as the kubelet's map flags drop them", " 1Gi ", false, 1 << 30, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,11 +1,13 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
-	"math/big"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/nodegc/nodegc/internal/quantity"
 )
 
 // checkDiskReserve is the old diskSpaceManager (pkg/kubelet/disk_manager.go,
@@ -18,8 +20,9 @@ import (
 // Beside it are the eviction manager's modern equivalents: each
 // imagefs.* and nodefs.* signal of p.EvictionHard resolved to bytes or
 // inodes (nodefs falls back to the image fs when the snapshot has no root
-// fs), sorted by signal. A threshold that does not parse, or an inode
-// signal on a filesystem that reports no inodes, is left out.
+// fs), sorted by signal. A threshold that does not parse, "0%" and "100%"
+// (which the kubelet ignores), or an inode signal on a filesystem that
+// reports no inodes, is left out.
 func checkDiskReserve(s Snapshot, p DiskPolicy) DiskReserve {
 	threshold := max(p.ThresholdMiB, 0)
 	d := DiskReserve{ThresholdMiB: threshold, ImageFs: checkReserve(s.ImageFs, threshold)}
@@ -58,6 +61,11 @@ func checkDiskReserve(s Snapshot, p DiskPolicy) DiskReserve {
 			continue
 		}
 		v := p.EvictionHard[sig]
+		if t := strings.TrimSpace(v); t == "0%" || t == "100%" {
+			// The kubelet ignores both (parseThresholdStatement in
+			// pkg/kubelet/eviction/helpers.go): no signal.
+			continue
+		}
 		t, err := ParseThreshold(v, capacity)
 		if err != nil {
 			continue
@@ -86,82 +94,56 @@ func checkReserve(fs FsStats, thresholdMiB int64) FsReserve {
 	return r
 }
 
-// quantitySuffixes are the Kubernetes quantity suffixes ParseThreshold
-// knows: binary (Ki..Ei) and decimal (k..E).
-var quantitySuffixes = map[string]*big.Int{
-	"Ki": pow(2, 10), "Mi": pow(2, 20), "Gi": pow(2, 30), "Ti": pow(2, 40), "Pi": pow(2, 50), "Ei": pow(2, 60),
-	"k": pow(10, 3), "M": pow(10, 6), "G": pow(10, 9), "T": pow(10, 12), "P": pow(10, 15), "E": pow(10, 18),
-}
-
-func pow(b, e int64) *big.Int { return new(big.Int).Exp(big.NewInt(b), big.NewInt(e), nil) }
-
-// ParseThreshold resolves an eviction threshold against a capacity: a
-// percentage ("15%", "7.5%") is that share of capacity, rounded down as the
-// kubelet's int64(float(capacity)*pct) is; a quantity ("1Gi", "500Mi",
-// "100M", "1024", "1.5Gi") is a number of bytes (or inodes), rounded up as
-// resource.Quantity.Value does. Only the suffixes Ki, Mi, Gi, Ti, Pi, Ei,
-// k, M, G, T, P and E are known; exponents and milli-units are not. A
-// negative value, a percentage above 100 or a value beyond int64 is an
-// error.
+// ParseThreshold resolves an eviction threshold against a capacity as the
+// kubelet's eviction manager does (pkg/kubelet/eviction/helpers.go
+// parseThresholdStatement and parsePercentage,
+// pkg/kubelet/eviction/api/types.go GetThresholdQuantity):
+//
+//   - a percentage ("15%", "7.5%") is strconv.ParseFloat of what precedes
+//     the "%" at float32 precision, divided by 100 in float32; below 0% or
+//     above 100% is an error. It resolves to
+//     int64(float64(capacity) × fraction), so rounded down at float32
+//     precision: 70% of 1000 is 699.
+//   - anything else is a resource.ParseQuantity quantity ("1Gi", "500Mi",
+//     "1e3", "100m"); zero or negative is an error. It resolves to its
+//     Value, rounded up: the kubelet signals when available < threshold,
+//     which for whole bytes or inodes is available < the rounded-up value.
+//
+// Spaces around v are dropped, as the kubelet's --eviction-hard flag drops
+// them. Unlike the kubelet, "NaN%" (which it accepts and resolves through
+// an undefined float conversion) and a quantity of 8Ei or more (which
+// resource.ParseQuantity caps) are errors.
 func ParseThreshold(v string, capacity int64) (int64, error) {
 	s := strings.TrimSpace(v)
-	if pct, ok := strings.CutSuffix(s, "%"); ok {
-		r, err := parseDecimal(pct)
-		if err != nil {
-			return 0, fmt.Errorf("threshold %q: %w", v, err)
+	if strings.HasSuffix(s, "%") {
+		f, err := strconv.ParseFloat(strings.TrimRight(s, "%"), 32)
+		if err != nil || math.IsNaN(f) {
+			return 0, fmt.Errorf("threshold %q: not a percentage such as 15%%", v)
 		}
-		if r.Cmp(big.NewRat(100, 1)) > 0 {
+		pct := float32(f) / 100
+		if pct < 0 {
+			return 0, fmt.Errorf("threshold %q: percentage below 0", v)
+		}
+		if pct > 1 {
 			return 0, fmt.Errorf("threshold %q: percentage above 100", v)
 		}
-		r.Mul(r, new(big.Rat).SetInt64(max(capacity, 0)))
-		r.Quo(r, big.NewRat(100, 1))
-		return new(big.Int).Quo(r.Num(), r.Denom()).Int64(), nil
-	}
-	num, mult := s, big.NewInt(1)
-	for suf, m := range quantitySuffixes {
-		if n, ok := strings.CutSuffix(s, suf); ok && len(suf) > len(s)-len(num) {
-			num, mult = n, m
+		t := float64(max(capacity, 0)) * float64(pct)
+		if t >= math.MaxInt64 {
+			// 2^63 and above: int64(t) is undefined.
+			return math.MaxInt64, nil
 		}
+		return int64(t), nil
 	}
-	r, err := parseDecimal(num)
+	q, err := quantity.Parse(s)
 	if err != nil {
 		return 0, fmt.Errorf("threshold %q: %w", v, err)
 	}
-	r.Mul(r, new(big.Rat).SetInt(mult))
-	// Round up to a whole unit, as resource.Quantity.Value does.
-	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
-	if m.Sign() > 0 {
-		q.Add(q, big.NewInt(1))
+	if q.Sign() <= 0 {
+		return 0, fmt.Errorf("threshold %q: must be positive", v)
 	}
-	if !q.IsInt64() {
-		return 0, fmt.Errorf("threshold %q: too large", v)
+	n, err := quantity.Value(q)
+	if err != nil {
+		return 0, fmt.Errorf("threshold %q: %w", v, err)
 	}
-	return q.Int64(), nil
-}
-
-// errNotDecimal is a threshold number that is not a plain non-negative
-// decimal.
-var errNotDecimal = errors.New("want a non-negative decimal number with an optional suffix (Ki, Mi, Gi, Ti, k, M, G, T) or a percentage")
-
-// parseDecimal parses a plain non-negative decimal ("12", "7.5"): digits,
-// at most one point, no sign, no exponent.
-func parseDecimal(s string) (*big.Rat, error) {
-	if s == "" || s == "." {
-		return nil, errNotDecimal
-	}
-	dot := false
-	for _, c := range s {
-		switch {
-		case c >= '0' && c <= '9':
-		case c == '.' && !dot:
-			dot = true
-		default:
-			return nil, errNotDecimal
-		}
-	}
-	r, ok := new(big.Rat).SetString(s)
-	if !ok {
-		return nil, errNotDecimal
-	}
-	return r, nil
+	return n, nil
 }

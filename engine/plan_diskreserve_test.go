@@ -103,6 +103,14 @@ func TestCheckDiskReserveEviction(t *testing.T) {
 			t.Errorf("eviction = %+v\nwant %+v", got.Eviction, want)
 		}
 	})
+	// pkg/kubelet/eviction/helpers.go parseThresholdStatement: "ignore 0%
+	// and 100%", the signal gets no threshold.
+	t.Run("0% and 100% are left out, as the kubelet ignores them", func(t *testing.T) {
+		got := checkDiskReserve(s, DiskPolicy{EvictionHard: map[string]string{"imagefs.available": "100%", "nodefs.available": "0%"}})
+		if len(got.Eviction) != 0 {
+			t.Errorf("eviction = %+v, want none", got.Eviction)
+		}
+	})
 	t.Run("inode signals are left out on a filesystem that reports no inodes", func(t *testing.T) {
 		s := s
 		s.ImageFs.Inodes = 0
@@ -125,7 +133,10 @@ func TestParseThreshold(t *testing.T) {
 		{name: "a fractional percentage rounds down", v: "7.5%", capacity: 1001, want: 75},
 		{name: "100% is all of it", v: "100%", capacity: 1000, want: 1000},
 		{name: "a percentage above 100 is an error", v: "101%", capacity: 1000, wantErr: true},
-		{name: "a percentage of a huge capacity does not overflow", v: "50%", capacity: math.MaxInt64, want: math.MaxInt64 / 2},
+		// The kubelet's int64(float64(capacity)*float64(percentage))
+		// (pkg/kubelet/eviction/api/types.go GetThresholdQuantity): 2^63−1
+		// is 2^63 as a float64, so half of it is 2^62.
+		{name: "a percentage of a huge capacity does not overflow", v: "50%", capacity: math.MaxInt64, want: 1 << 62},
 		{name: "a plain integer is bytes", v: "1024", want: 1024},
 		{name: "Ki is 1024", v: "1Ki", want: 1024},
 		{name: "Mi is 2^20", v: "500Mi", want: 500 << 20},
@@ -140,7 +151,21 @@ func TestParseThreshold(t *testing.T) {
 		{name: "surrounding spaces are ignored", v: " 1Gi ", want: 1 << 30},
 		{name: "a negative quantity is an error", v: "-1Gi", wantErr: true},
 		{name: "an unknown suffix is an error", v: "1Xi", wantErr: true},
-		{name: "an exponent is an error", v: "1e3", wantErr: true},
+		// pkg/kubelet/eviction/helpers.go parseThresholdStatement reads a
+		// quantity with resource.ParseQuantity, which takes exponents and
+		// milli-units, and refuses zero and below ("must be positive").
+		{name: "an exponent is a quantity, as the kubelet's resource.ParseQuantity reads it", v: "1e3", want: 1000},
+		{name: "a milli-unit rounds up to a whole byte, as the kubelet's resource.ParseQuantity reads it", v: "100m", want: 1},
+		{name: "a zero quantity is an error, as the kubelet's parseThresholdStatement refuses it", v: "0", wantErr: true},
+		{name: "a zero quantity with a suffix is an error", v: "0Gi", wantErr: true},
+		// helpers.go parsePercentage: strconv.ParseFloat(strings.TrimRight(v,
+		// "%"), 32), then float32(value)/100, checked within [0, 1].
+		{name: "a negative percentage is an error, as the kubelet's parseThresholdStatement refuses it", v: "-5%", capacity: 1000, wantErr: true},
+		{name: "a percentage is resolved at float32 precision, as the kubelet's parsePercentage reads it", v: "70%", capacity: 1000, want: 699},
+		{name: "a percentage in exponent form is a percentage, as strconv.ParseFloat reads it", v: "1e1%", capacity: 1000, want: 100},
+		{name: "every trailing percent sign is dropped, as the kubelet's strings.TrimRight drops them", v: "15%%", capacity: 1000, want: 150},
+		{name: "a percentage beyond float32 is an error, as the kubelet's strconv.ParseFloat refuses it", v: "1e39%", capacity: 1000, wantErr: true},
+		{name: "a NaN percentage is an error here, though the kubelet accepts it", v: "NaN%", capacity: 1000, wantErr: true},
 		{name: "an empty value is an error", v: "", wantErr: true},
 		{name: "a bare suffix is an error", v: "Gi", wantErr: true},
 		{name: "a bare percent sign is an error", v: "%", wantErr: true},
