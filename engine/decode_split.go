@@ -45,75 +45,112 @@ func decodeSplit(data []byte) (wireSnapshot, bool) {
 	if !ok {
 		return wireSnapshot{}, false
 	}
-	var nonce [16]byte
-	rand.Read(nonce[:])
-	mark := `"nodegc-split-` + hex.EncodeToString(nonce[:])
-
-	// The jobs: every piece of every list, and the rest of the document.
-	type job struct {
-		list   int // -1: the rest
-		piece  int
-		lo, hi int
-	}
-	var jobs []job
-	for _, sp := range spans {
-		b := pieceBounds(data, sp.open+1, sp.close, splitPiece)
-		lists[sp.list].alloc(len(b))
-		for k, lh := range b {
-			jobs = append(jobs, job{list: sp.list, piece: k, lo: lh[0], hi: lh[1]})
-		}
-	}
-	// Largest first, so that the cores finish together; the rest is
-	// small and decoded last.
-	slices.SortStableFunc(jobs, func(a, b job) int { return (b.hi - b.lo) - (a.hi - a.lo) })
-	jobs = append(jobs, job{list: -1})
-
-	var (
-		next   atomic.Int64
-		failed atomic.Bool
-		wg     sync.WaitGroup
-		rest   restSnapshot
-	)
-	work := func() {
-		defer wg.Done()
-		var buf []byte
-		for !failed.Load() {
-			n := int(next.Add(1)) - 1
-			if n >= len(jobs) {
-				return
-			}
-			j := jobs[n]
-			if j.list < 0 {
-				skel := skeleton(data, spans, mark)
-				keys, ok := topKeys(skel)
-				if !ok || json.Unmarshal(skel, &rest) != nil {
-					failed.Store(true)
-				}
-				rest.keys = keys
-				continue
-			}
-			buf = append(append(append(buf[:0], '['), data[j.lo:j.hi]...), ']')
-			if lists[j.list].decode(j.piece, buf) != nil {
-				failed.Store(true)
-			}
-		}
-	}
-	n := min(runtime.GOMAXPROCS(0), len(jobs))
-	wg.Add(n)
-	for range n - 1 {
-		go work()
-	}
-	work()
-	wg.Wait()
-	if failed.Load() || !rest.holds(lists, spans, mark) {
+	d := &splitDecoder{data: data, lists: lists, spans: spans, mark: splitMark()}
+	d.jobs = splitJobs(data, lists, spans)
+	if !d.run() {
 		return wireSnapshot{}, false
 	}
 	for _, sp := range spans {
 		lists[sp.list].join()
 	}
-	w.APIVersion, w.Kind, w.TakenAt, w.Runtime = rest.APIVersion, rest.Kind, rest.TakenAt, rest.Runtime
-	w.ImageFs, w.RootFs, w.PodSource, w.Logs = rest.ImageFs, rest.RootFs, rest.PodSource, rest.Logs
+	r := &d.rest
+	w.APIVersion, w.Kind, w.TakenAt, w.Runtime = r.APIVersion, r.Kind, r.TakenAt, r.Runtime
+	w.ImageFs, w.RootFs, w.PodSource, w.Logs = r.ImageFs, r.RootFs, r.PodSource, r.Logs
 	return w, true
+}
+
+// splitMark is the start of the placeholders that stand for the lists in
+// the rest of the document: a random nonce, so that no input can know it.
+func splitMark() string {
+	var nonce [16]byte
+	rand.Read(nonce[:])
+	return `"nodegc-split-` + hex.EncodeToString(nonce[:])
+}
+
+// splitJob is one piece to decode: data[lo:hi] of lists[list], its piece
+// number piece; list -1 is the rest of the document.
+type splitJob struct {
+	list   int
+	piece  int
+	lo, hi int
+}
+
+// splitJobs cuts every list into pieces (pieceBounds) and makes room for
+// them in the list. The jobs come largest first, so that the cores finish
+// together; the rest, small, is last.
+func splitJobs(data []byte, lists []splitList, spans []span) []splitJob {
+	var jobs []splitJob
+	for _, sp := range spans {
+		b := pieceBounds(data, sp.open+1, sp.close, splitPiece)
+		lists[sp.list].alloc(len(b))
+		for k, lh := range b {
+			jobs = append(jobs, splitJob{list: sp.list, piece: k, lo: lh[0], hi: lh[1]})
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b splitJob) int { return (b.hi - b.lo) - (a.hi - a.lo) })
+	return append(jobs, splitJob{list: -1})
+}
+
+// splitDecoder decodes one document's jobs on every core. The first
+// failure stops every worker at its next job.
+type splitDecoder struct {
+	data  []byte
+	lists []splitList
+	spans []span
+	mark  string
+	jobs  []splitJob
+	// next is the next job to take; failed is set by any job that fails.
+	next   atomic.Int64
+	failed atomic.Bool
+	// rest is the document without its lists, decoded by the rest's job.
+	rest restSnapshot
+}
+
+// run decodes every job, one worker per core (at most one per job), and
+// reports whether all decoded and the rest proves the lists' guesses
+// right (restSnapshot.holds).
+func (d *splitDecoder) run() bool {
+	var wg sync.WaitGroup
+	n := min(runtime.GOMAXPROCS(0), len(d.jobs))
+	wg.Add(n)
+	for range n - 1 {
+		go d.work(&wg)
+	}
+	d.work(&wg)
+	wg.Wait()
+	return !d.failed.Load() && d.rest.holds(d.lists, d.spans, d.mark)
+}
+
+// work takes jobs until none is left or one has failed.
+func (d *splitDecoder) work(wg *sync.WaitGroup) {
+	defer wg.Done()
+	var buf []byte
+	for !d.failed.Load() {
+		n := int(d.next.Add(1)) - 1
+		if n >= len(d.jobs) {
+			return
+		}
+		j := d.jobs[n]
+		if j.list < 0 {
+			d.decodeRest()
+			continue
+		}
+		buf = append(append(append(buf[:0], '['), d.data[j.lo:j.hi]...), ']')
+		if d.lists[j.list].decode(j.piece, buf) != nil {
+			d.failed.Store(true)
+		}
+	}
+}
+
+// decodeRest decodes the document with each list replaced by its
+// placeholder, and lists its top-level keys for holds.
+func (d *splitDecoder) decodeRest() {
+	skel := skeleton(d.data, d.spans, d.mark)
+	keys, ok := topKeys(skel)
+	if !ok || json.Unmarshal(skel, &d.rest) != nil {
+		d.failed.Store(true)
+	}
+	d.rest.keys = keys
 }
 
 // splitPiece is about how many bytes of a list one piece holds: small
