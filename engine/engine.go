@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -187,21 +188,46 @@ func runID(start time.Time) string {
 // a corrupt records file is moved aside and the engine starts fresh, which
 // Warning reports. A read-only engine writes nothing to the state dir.
 func New(o Options) (*Engine, error) {
-	if o.Reader == nil {
-		return nil, errors.New("engine: no runtime reader")
-	}
-	if err := o.Policy.Validate(); err != nil {
+	if err := checkOptions(o); err != nil {
 		return nil, err
 	}
-	if o.Remover != nil {
-		dir := o.Policy.PodLogsDir
-		if dir == "" {
-			dir = DefaultPodLogsDir
-		}
-		if err := CheckPodLogsDirOnDisk(dir); err != nil {
-			return nil, &PolicyError{"pod-logs-dir", fmt.Sprintf("%v; log GC removes as root only from a directory no one else can write", err)}
-		}
+	e := newEngine(o)
+	switch {
+	case o.StateDir == "":
+		return e, nil
+	case o.Remover == nil:
+		e.loadRecordsReadOnly()
+		return e, nil
 	}
+	if err := e.openState(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// checkOptions refuses options an engine cannot run with: no reader, an
+// invalid policy, or, for an engine that removes, a pod log directory
+// that someone other than root may write (log GC removes there as root).
+func checkOptions(o Options) error {
+	if o.Reader == nil {
+		return errors.New("engine: no runtime reader")
+	}
+	if err := o.Policy.Validate(); err != nil {
+		return err
+	}
+	if o.Remover == nil {
+		return nil
+	}
+	dir := cmp.Or(o.Policy.PodLogsDir, DefaultPodLogsDir)
+	if err := CheckPodLogsDirOnDisk(dir); err != nil {
+		return &PolicyError{"pod-logs-dir", fmt.Sprintf("%v; log GC removes as root only from a directory no one else can write", err)}
+	}
+	return nil
+}
+
+// newEngine is an engine with the options' defaults filled in (clock,
+// statfs, logger, pod log directory), its run named, and no state loaded.
+func newEngine(o Options) *Engine {
 	e := &Engine{o: o, now: o.Now, statfs: o.Statfs, log: o.Logger, records: map[string]ImageRecord{}}
 	if e.now == nil {
 		e.now = time.Now
@@ -219,53 +245,62 @@ func New(o Options) (*Engine, error) {
 	e.run = runID(e.started)
 	e.boot = bootID()
 	e.fresh = true
-	if o.StateDir == "" {
-		return e, nil
-	}
-	if o.Remover == nil {
-		// Read-only: records if readable, kept in memory.
-		recs, found, warning, err := loadRecords(o.StateDir, e.started, false)
-		if err != nil {
-			warning = fmt.Errorf("--state-dir %s: %w; image records are kept in memory only", o.StateDir, err)
-		}
-		if warning != nil {
-			e.log.Warn("image records not used", "err", warning)
-			e.warning = warning
-		}
-		if err == nil {
-			e.records, e.fresh = recs, !found
-		}
-		return e, nil
-	}
-	sd, err := openStateDir(o.StateDir, runtimeEndpoint(o.Remover))
+	return e
+}
+
+// loadRecordsReadOnly loads the image records of a read-only engine, if
+// they can be read, and keeps them in memory only: it writes nothing to
+// the state dir. A problem is a warning, never an error.
+func (e *Engine) loadRecordsReadOnly() {
+	dir := e.o.StateDir
+	recs, found, warning, err := loadRecords(dir, e.started, false)
 	if err != nil {
-		return nil, err
+		warning = fmt.Errorf("--state-dir %s: %w; image records are kept in memory only", dir, err)
 	}
-	recs, found, warning, err := loadRecords(o.StateDir, e.started, true)
+	if warning != nil {
+		e.log.Warn("image records not used", "err", warning)
+		e.warning = warning
+	}
+	if err == nil {
+		e.records, e.fresh = recs, !found
+	}
+}
+
+// openState takes the state dir's lock and loads what an engine that
+// removes keeps there: the image records (a corrupt file is moved aside,
+// a warning) and the journal (its tail repaired). On
+// any error the lock is released again.
+func (e *Engine) openState() error {
+	dir := e.o.StateDir
+	sd, err := openStateDir(dir, runtimeEndpoint(e.o.Remover))
+	if err != nil {
+		return err
+	}
+	recs, found, warning, err := loadRecords(dir, e.started, true)
 	if err != nil {
 		sd.Close()
-		return nil, &StateDirError{Dir: o.StateDir, Err: err}
+		return &StateDirError{Dir: dir, Err: err}
 	}
 	if warning != nil {
 		e.log.Warn("image records reset", "err", warning)
 		e.warning = warning
 	}
 	e.records, e.fresh = recs, !found
-	j, err := openJournal(o.StateDir)
+	j, err := openJournal(dir)
 	if err != nil {
 		sd.Close()
-		return nil, &StateDirError{Dir: o.StateDir, Err: err}
+		return &StateDirError{Dir: dir, Err: err}
 	}
 	if note, err := j.repair(); err != nil {
 		j.close()
 		sd.Close()
-		return nil, &StateDirError{Dir: o.StateDir, Err: err}
+		return &StateDirError{Dir: dir, Err: err}
 	} else if note != "" {
 		e.log.Warn("journal repaired", "err", note)
 		e.warning = errors.Join(e.warning, errors.New(note))
 	}
 	e.sd, e.journal = sd, j
-	return e, nil
+	return nil
 }
 
 // Close releases the state dir's lock. The engine must not be used after.
