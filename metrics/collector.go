@@ -106,24 +106,20 @@ type Options struct {
 	PodSource func() PodSourceState
 }
 
-// Collector keeps the latest state of the agent's passes and serves it.
-// Its Observe methods update it; Update sends it. It is safe for
-// concurrent use, and a scrape never reads the node.
+// Collector keeps what the agent's passes measured and serves it as a
+// prometheus.Collector. Its Observe methods update it; a scrape reads
+// client_golang's vectors, the latest state the passes left, and the
+// journal's and the pod source's counts, never the node. It is safe for
+// concurrent use.
 type Collector struct {
-	o Options
+	o   Options
+	vec vectors
 
-	mu sync.Mutex
-	// Counters.
-	attempts  map[[3]string]uint64 // trigger, result, reason
-	passes    map[[3]string]uint64 // kind, trigger, result
-	items     map[[3]string]uint64 // item kind, reason, result
-	imageDur  map[string]*histogram
-	passDur   map[string]*histogram
-	targetSum uint64
-	freedSum  map[string]uint64
-	// Gauges of the latest attempt, pass and snapshot.
+	// mu guards the latest state below, and makes a scrape or a summary
+	// see a pass's report whole: the Observe methods update the vectors
+	// and the state under it, and Collect and Summary read under it.
+	mu          sync.Mutex
 	last        *attempt
-	lastPass    map[string]time.Time
 	kept        map[engine.ImageKeepReason]int
 	images      int
 	haveImages  bool
@@ -146,18 +142,13 @@ type attempt struct {
 	result, reason string
 }
 
-// New returns an empty Collector.
+// New returns a Collector with nothing observed.
 func New(o Options) *Collector {
-	return &Collector{
-		o:        o,
-		attempts: map[[3]string]uint64{},
-		passes:   map[[3]string]uint64{},
-		items:    map[[3]string]uint64{},
-		imageDur: map[string]*histogram{},
-		passDur:  map[string]*histogram{},
-		freedSum: map[string]uint64{},
-		lastPass: map[string]time.Time{},
-	}
+	c := &Collector{o: o, vec: newVectors()}
+	c.vec.buildInfo.WithLabelValues(o.Version, runtime.Version()).Set(1)
+	c.vec.highThreshold.Set(float64(o.Policy.Image.HighThresholdPercent) / 100)
+	c.vec.lowThreshold.Set(float64(o.Policy.Image.LowThresholdPercent) / 100)
+	return c
 }
 
 // ObserveSnapshot records what a snapshot saw: the image fs, the images
@@ -204,15 +195,17 @@ func (c *Collector) ObserveReport(r engine.PassReport) {
 	secs := max(r.FinishedAt.Sub(r.StartedAt).Seconds(), 0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.passes[[3]string{string(r.Kind), trigger, passResult(r)}]++
+	c.vec.passes.WithLabelValues(string(r.Kind), trigger, passResult(r)).Inc()
 	if r.Skipped == "" {
 		// A skipped pass ran nothing: its no time is no pass's duration.
-		observe(c.passDur, string(r.Kind), secs)
+		c.vec.passDuration.WithLabelValues(string(r.Kind)).Observe(secs)
 	}
-	c.lastPass[string(r.Kind)] = r.FinishedAt
+	c.vec.lastPass.WithLabelValues(string(r.Kind)).Set(unixSeconds(r.FinishedAt))
 	removedContainers := 0
 	for _, it := range r.Items {
-		c.items[[3]string{string(it.Kind), it.Reason, string(it.Outcome)}]++
+		if v, ok := c.vec.items[it.Kind]; ok {
+			v.WithLabelValues(it.Reason, string(it.Outcome)).Inc()
+		}
 		if it.Kind == engine.ItemContainer && (it.Outcome == engine.OutcomeRemoved || it.Outcome == engine.OutcomeGone) {
 			removedContainers++
 		}
@@ -228,14 +221,14 @@ func (c *Collector) ObserveReport(r engine.PassReport) {
 	if !ok {
 		return
 	}
-	c.attempts[[3]string{trigger, result, reason}]++
-	observe(c.imageDur, trigger, secs)
+	c.vec.attempts.WithLabelValues(trigger, result, reason).Inc()
+	c.vec.imageDuration.WithLabelValues(trigger).Observe(secs)
 	a := &attempt{at: r.FinishedAt, target: r.Plan.ImageGC.BytesToFree, runtimeFreed: r.EstimatedBytesFreed, statfsFreed: r.MeasuredBytesFreed, result: result, reason: reason}
 	c.last = a
-	c.targetSum += uint64(max(a.target, 0))
-	c.freedSum[MeasureRuntime] += uint64(max(a.runtimeFreed, 0))
+	c.vec.targetTotal.Add(float64(max(a.target, 0)))
+	c.vec.freedTotal.WithLabelValues(MeasureRuntime).Add(float64(max(a.runtimeFreed, 0)))
 	if a.statfsFreed != nil {
-		c.freedSum[MeasureStatfs] += uint64(max(*a.statfsFreed, 0))
+		c.vec.freedTotal.WithLabelValues(MeasureStatfs).Add(float64(max(*a.statfsFreed, 0)))
 	}
 	if !r.Plan.EvaluatedAt.IsZero() {
 		c.kept = map[engine.ImageKeepReason]int{}
@@ -342,49 +335,21 @@ func classify(r engine.PassReport) (result, reason string, ok bool) {
 	return someOr(ResultSuccess, ResultNoop), why, true
 }
 
-// histogram is a cumulative histogram over durationBuckets.
-type histogram struct {
-	counts []uint64 // cumulative, one per bucket
-	sum    float64
-	n      uint64
+// Describe sends the description of every metric: the vectors' and the
+// state's.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, v := range c.vec.collectors() {
+		v.Describe(ch)
+	}
+	for _, d := range stateDescs {
+		ch <- d
+	}
 }
 
-// observe adds v to the histogram of key in m.
-func observe(m map[string]*histogram, key string, v float64) {
-	h := m[key]
-	if h == nil {
-		h = &histogram{counts: make([]uint64, len(durationBuckets))}
-		m[key] = h
-	}
-	for i, b := range durationBuckets {
-		if v <= b {
-			h.counts[i]++
-		}
-	}
-	h.sum += v
-	h.n++
-}
-
-// buckets is the histogram's buckets as client_golang wants them.
-func (h *histogram) buckets() map[float64]uint64 {
-	m := make(map[float64]uint64, len(durationBuckets))
-	for i, b := range durationBuckets {
-		m[b] = h.counts[i]
-	}
-	return m
-}
-
-// Describe sends nothing: the Collector is unchecked, as its series come
-// and go with what the passes saw.
-func (c *Collector) Describe(chan<- *prometheus.Desc) {}
-
-// Collect sends the metrics (prometheus.Collector).
-func (c *Collector) Collect(ch chan<- prometheus.Metric) { _ = c.Update(ch) }
-
-// Update sends the current state as metrics: the one method of a
-// node_exporter collector. It copies state under the lock and reads
-// nothing else but the journal's counters and the pod source's state.
-func (c *Collector) Update(ch chan<- prometheus.Metric) error {
+// Collect sends the vectors and the gauges read at scrape time: the
+// latest attempt, snapshot and scheduler status as the passes left them,
+// the journal's counts and the pod source's state. It reads nothing else.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	var js engine.JournalStats
 	if c.o.Journal != nil {
 		js = c.o.Journal()
@@ -395,28 +360,17 @@ func (c *Collector) Update(ch chan<- prometheus.Metric) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	counter := func(d *prometheus.Desc, v uint64, lv ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
+	for _, v := range c.vec.collectors() {
+		v.Collect(ch)
 	}
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 	}
-	hist := func(d *prometheus.Desc, m map[string]*histogram) {
-		for k, h := range m {
-			ch <- prometheus.MustNewConstHistogram(d, h.n, h.sum, h.buckets(), k)
-		}
+	counter := func(d *prometheus.Desc, v int64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
 	}
-	gauge(descBuildInfo, 1, c.o.Version, runtime.Version())
 
-	// Image GC.
-	for k, v := range c.attempts {
-		counter(descImageAttempts, v, k[0], k[1], k[2])
-	}
-	hist(descImageDuration, c.imageDur)
-	counter(descImageTargetTotal, c.targetSum)
-	for _, m := range []string{MeasureRuntime, MeasureStatfs} {
-		counter(descImageFreedTotal, c.freedSum[m], m)
-	}
+	// Image GC: the latest attempt, plan and snapshot.
 	if a := c.last; a != nil {
 		gauge(descImageLastAttempt, unixSeconds(a.at))
 		gauge(descImageTarget, float64(a.target))
@@ -433,9 +387,6 @@ func (c *Collector) Update(ch chan<- prometheus.Metric) error {
 	if c.haveImages {
 		gauge(descImages, float64(c.images))
 	}
-	img := c.o.Policy.Image
-	gauge(descHighThreshold, float64(img.HighThresholdPercent)/100)
-	gauge(descLowThreshold, float64(img.LowThresholdPercent)/100)
 	if fs := c.fs; fs != nil {
 		gauge(descFsCapacity, float64(fs.CapacityBytes))
 		gauge(descFsAvailable, float64(fs.AvailableBytes))
@@ -443,24 +394,8 @@ func (c *Collector) Update(ch chan<- prometheus.Metric) error {
 			gauge(descFsUsage, float64(pct)/100)
 		}
 	}
-
-	// Items: image deletions, container, sandbox and log removals.
-	for k, v := range c.items {
-		if d, ok := itemDescs[engine.ItemKind(k[0])]; ok {
-			counter(d, v, k[1], k[2])
-		}
-	}
 	if c.haveDead {
 		gauge(descDeadContainers, float64(c.dead))
-	}
-
-	// Passes.
-	for k, v := range c.passes {
-		counter(descPasses, v, k[0], k[1], k[2])
-	}
-	hist(descPassDuration, c.passDur)
-	for k, t := range c.lastPass {
-		gauge(descLastPass, unixSeconds(t), k)
 	}
 	gauge(descInFlight, boolValue(c.inFlight))
 	gauge(descPaused, boolValue(c.paused))
@@ -468,12 +403,12 @@ func (c *Collector) Update(ch chan<- prometheus.Metric) error {
 	// The machinery.
 	if c.o.Journal != nil {
 		for op, v := range js.Lines {
-			counter(descJournalLines, uint64(v), string(op))
+			counter(descJournalLines, v, string(op))
 		}
 		for _, op := range []engine.JournalOp{engine.JournalRemoved, engine.JournalNotRemoved} {
-			counter(descReconciled, uint64(js.Reconciled[op]), string(op))
+			counter(descReconciled, js.Reconciled[op], string(op))
 		}
-		counter(descJournalFailures, uint64(js.FailedWrites))
+		counter(descJournalFailures, js.FailedWrites)
 	}
 	gauge(descPodSourceEnabled, boolValue(ps.Enabled))
 	if ps.Enabled {
@@ -486,7 +421,6 @@ func (c *Collector) Update(ch chan<- prometheus.Metric) error {
 	if c.streamKnown {
 		gauge(descEventStream, boolValue(c.stream))
 	}
-	return nil
 }
 
 // unixSeconds is t as a Prometheus timestamp value.

@@ -333,6 +333,40 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	}
 }
 
+// TestCollectorDescribesWhatItSends: with every kind of series present, a
+// pedantic registry finds each series the Collector sends among the
+// descriptions it gave, with the same help and labels.
+func TestCollectorDescribesWhatItSends(t *testing.T) {
+	c := New(Options{
+		Policy:  engine.DefaultPolicy(),
+		Version: "v1.2.3",
+		Journal: func() engine.JournalStats {
+			return engine.JournalStats{Lines: map[engine.JournalOp]int64{engine.JournalIntent: 1}, FailedWrites: 1}
+		},
+		PodSource: func() PodSourceState { return PodSourceState{Enabled: true, Synced: true, Pods: 3, LastError: t0} },
+	})
+	measured := int64(90)
+	r := imagePass(200, time.Second, imageItem("a", 150, engine.RemoveForSpace, engine.OutcomeRemoved))
+	r.Kind = engine.PassFull
+	r.Items = append(r.Items,
+		engine.ItemResult{Kind: engine.ItemContainer, ID: "x", Reason: string(engine.RemovePodRemovable), Outcome: engine.OutcomeRemoved},
+		engine.ItemResult{Kind: engine.ItemSandbox, ID: "s", Reason: engine.SandboxPodRemovable, Outcome: engine.OutcomeRemoved},
+		engine.ItemResult{Kind: engine.ItemLog, ID: "/var/log/pods/x", Reason: engine.LogPodRemovable, Outcome: engine.OutcomeRemoved})
+	r.MeasuredBytesFreed, r.ImageFsAfter = &measured, imageFs(300)
+	c.ObserveSnapshot(engine.Snapshot{ImageFs: *imageFs(300), Containers: []engine.Container{{ID: "x", State: engine.ContainerExited}}})
+	c.ObserveReport(r)
+	c.ObserveEventStream(true)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	if len(mfs) != len(stateDescs)+len(c.vec.collectors()) {
+		t.Errorf("gathered %d families, want every one of the %d", len(mfs), len(stateDescs)+len(c.vec.collectors()))
+	}
+}
+
 func TestHealth(t *testing.T) {
 	var runtimeErr error
 	srv := httptest.NewServer(NewHandler(New(Options{}),

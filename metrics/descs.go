@@ -16,23 +16,17 @@ func desc(subsystem, name, help string, labels ...string) *prometheus.Desc {
 
 // The metrics. Each help text says what a series counts and where the
 // number comes from; every label value is one of a fixed set.
+//
+// Counters, histograms and the gauges set as a pass ends are
+// client_golang's vectors, one set per Collector (vectors). The gauges
+// below are read at scrape time from the latest state the passes left and
+// from the journal's and the pod source's counts: the Collector sends them
+// itself.
 var (
-	descBuildInfo = desc("", "build_info", "nodegc's version and the Go version that built it; always 1.", "version", "goversion")
-
-	descImageAttempts = desc("image_gc", "attempts_total",
-		"Image GC attempts (every pass that ran image GC), by trigger (periodic, forced, reclaim-all), result (success, partial, noop, error) and reason (threshold, age, all-unused, below-threshold, stats-error, invalid-capacity, delete-error, insufficient-freed, journal-error, stopped).",
-		"trigger", "result", "reason")
-	descImageDuration = desc("image_gc", "duration_seconds",
-		"Duration of the passes that ran image GC, by trigger (a full pass includes its container GC).", "trigger")
 	descImageTarget = desc("image_gc", "target_bytes",
 		"Bytes the latest image GC attempt set out to free (the kubelet's bytesToFree; 0 below the high threshold, and it may be negative just above it).")
-	descImageTargetTotal = desc("image_gc", "target_bytes_total",
-		"Sum of the positive targets of every image GC attempt.")
 	descImageFreed = desc("image_gc", "freed_bytes",
 		"Bytes the latest image GC attempt freed, by measure: runtime (the runtime-reported sizes of the removed images, the kubelet's figure) or statfs (the image filesystem's available bytes after minus before).",
-		"measure")
-	descImageFreedTotal = desc("image_gc", "freed_bytes_total",
-		"Bytes freed by every image GC attempt, by measure (runtime or statfs; a statfs figure below zero, other writers filling the disk meanwhile, adds nothing).",
 		"measure")
 	descImageLastAttempt = desc("image_gc", "last_attempt_timestamp_seconds",
 		"When the latest image GC attempt finished, in seconds since the epoch.")
@@ -40,34 +34,14 @@ var (
 		"Images the latest image GC plan kept, by reason (in-use, pinned, sandbox-image, too-young, not-needed, bad-size).", "reason")
 	descImages = desc("image_gc", "images",
 		"Images on the node at the latest snapshot.")
-	descHighThreshold = desc("image_gc", "high_threshold_ratio",
-		"The image GC band's top: usage at or above which image GC runs (--image-gc-high-threshold / 100).")
-	descLowThreshold = desc("image_gc", "low_threshold_ratio",
-		"The image GC band's bottom: usage image GC frees down to (--image-gc-low-threshold / 100).")
 	descFsCapacity = desc("image_fs", "capacity_bytes",
 		"Capacity of the image filesystem at the latest snapshot or pass.")
 	descFsAvailable = desc("image_fs", "available_bytes",
 		"Available bytes of the image filesystem at the latest snapshot or pass.")
 	descFsUsage = desc("image_fs", "usage_ratio",
 		"Usage of the image filesystem as the kubelet computes it (100 - floor(available*100/capacity), / 100), at the latest snapshot or pass.")
-
-	descImageDeletions = desc("image_gc", "deletions_total",
-		"Images a pass tried to delete, by reason (space, age, reclaim) and result (removed, already-gone, skipped, failed, not-run).", "reason", "result")
-	descContainerRemovals = desc("container_gc", "removals_total",
-		"Dead containers a pass tried to remove, by reason (pod-removable, per-container-limit, node-limit) and result (removed, already-gone, skipped, failed, not-run).", "reason", "result")
-	descSandboxRemovals = desc("container_gc", "sandbox_removals_total",
-		"Pod sandboxes a pass tried to remove, by reason (pod-removable, superseded) and result.", "reason", "result")
-	descLogRemovals = desc("container_gc", "log_removals_total",
-		"Log files, pod log directories and /var/log/containers links a pass tried to remove, by reason (pod-removable, dangling, container-removed) and result.", "reason", "result")
 	descDeadContainers = desc("container_gc", "dead_containers",
 		"Containers not running on the node: those the latest snapshot saw, less those the passes since removed.")
-
-	descPasses = desc("gc", "passes_total",
-		"GC passes run, by kind (containers, images, full, reclaim-all), trigger and result (ok, error, stopped, skipped: a periodic container pass on a node unchanged since the last full one).", "kind", "trigger", "result")
-	descPassDuration = desc("gc", "pass_duration_seconds",
-		"Duration of the GC passes, by kind.", "kind")
-	descLastPass = desc("gc", "last_pass_timestamp_seconds",
-		"When the latest pass of each kind finished, in seconds since the epoch.", "kind")
 	descInFlight = desc("gc", "pass_in_flight",
 		"1 while a pass is running.")
 	descPaused = desc("gc", "paused",
@@ -91,10 +65,95 @@ var (
 		"1 while the runtime's container event stream is open.")
 )
 
-// itemDescs is the counter of each item kind.
-var itemDescs = map[engine.ItemKind]*prometheus.Desc{
-	engine.ItemImage:     descImageDeletions,
-	engine.ItemContainer: descContainerRemovals,
-	engine.ItemSandbox:   descSandboxRemovals,
-	engine.ItemLog:       descLogRemovals,
+// stateDescs are the descriptions of the metrics the Collector sends
+// itself.
+var stateDescs = []*prometheus.Desc{
+	descImageTarget, descImageFreed, descImageLastAttempt, descImagesKept, descImages,
+	descFsCapacity, descFsAvailable, descFsUsage, descDeadContainers, descInFlight, descPaused,
+	descJournalLines, descJournalFailures, descReconciled,
+	descPodSourceEnabled, descPodSourceSynced, descPodSourcePods, descPodSourceLastError, descEventStream,
+}
+
+// vectors are one Collector's counters, histograms and the gauges a pass
+// sets as it ends.
+type vectors struct {
+	buildInfo     *prometheus.GaugeVec
+	highThreshold prometheus.Gauge
+	lowThreshold  prometheus.Gauge
+
+	attempts      *prometheus.CounterVec
+	imageDuration *prometheus.HistogramVec
+	targetTotal   prometheus.Counter
+	freedTotal    *prometheus.CounterVec
+
+	// items is the counter of each item kind.
+	items map[engine.ItemKind]*prometheus.CounterVec
+
+	passes       *prometheus.CounterVec
+	passDuration *prometheus.HistogramVec
+	lastPass     *prometheus.GaugeVec
+}
+
+// newVectors returns a Collector's vectors, with no series but those that
+// are always there.
+func newVectors() vectors {
+	removals := func(subsystem, name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: subsystem, Name: name, Help: help}, []string{"reason", "result"})
+	}
+	v := vectors{
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info",
+			Help: "nodegc's version and the Go version that built it; always 1."}, []string{"version", "goversion"}),
+		highThreshold: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "image_gc", Name: "high_threshold_ratio",
+			Help: "The image GC band's top: usage at or above which image GC runs (--image-gc-high-threshold / 100)."}),
+		lowThreshold: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "image_gc", Name: "low_threshold_ratio",
+			Help: "The image GC band's bottom: usage image GC frees down to (--image-gc-low-threshold / 100)."}),
+
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "image_gc", Name: "attempts_total",
+			Help: "Image GC attempts (every pass that ran image GC), by trigger (periodic, forced, reclaim-all), result (success, partial, noop, error) and reason (threshold, age, all-unused, below-threshold, stats-error, invalid-capacity, delete-error, insufficient-freed, journal-error, stopped)."},
+			[]string{"trigger", "result", "reason"}),
+		imageDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Subsystem: "image_gc", Name: "duration_seconds",
+			Help:    "Duration of the passes that ran image GC, by trigger (a full pass includes its container GC).",
+			Buckets: durationBuckets}, []string{"trigger"}),
+		targetTotal: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "image_gc", Name: "target_bytes_total",
+			Help: "Sum of the positive targets of every image GC attempt."}),
+		freedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "image_gc", Name: "freed_bytes_total",
+			Help: "Bytes freed by every image GC attempt, by measure (runtime or statfs; a statfs figure below zero, other writers filling the disk meanwhile, adds nothing)."},
+			[]string{"measure"}),
+
+		items: map[engine.ItemKind]*prometheus.CounterVec{
+			engine.ItemImage: removals("image_gc", "deletions_total",
+				"Images a pass tried to delete, by reason (space, age, reclaim) and result (removed, already-gone, skipped, failed, not-run)."),
+			engine.ItemContainer: removals("container_gc", "removals_total",
+				"Dead containers a pass tried to remove, by reason (pod-removable, per-container-limit, node-limit) and result (removed, already-gone, skipped, failed, not-run)."),
+			engine.ItemSandbox: removals("container_gc", "sandbox_removals_total",
+				"Pod sandboxes a pass tried to remove, by reason (pod-removable, superseded) and result."),
+			engine.ItemLog: removals("container_gc", "log_removals_total",
+				"Log files, pod log directories and /var/log/containers links a pass tried to remove, by reason (pod-removable, dangling, container-removed) and result."),
+		},
+
+		passes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "gc", Name: "passes_total",
+			Help: "GC passes run, by kind (containers, images, full, reclaim-all), trigger and result (ok, error, stopped, skipped: a periodic container pass on a node unchanged since the last full one)."},
+			[]string{"kind", "trigger", "result"}),
+		passDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Subsystem: "gc", Name: "pass_duration_seconds",
+			Help:    "Duration of the GC passes, by kind.",
+			Buckets: durationBuckets}, []string{"kind"}),
+		lastPass: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "gc", Name: "last_pass_timestamp_seconds",
+			Help: "When the latest pass of each kind finished, in seconds since the epoch."}, []string{"kind"}),
+	}
+	// Both measures are always there, 0 before an attempt.
+	for _, m := range []string{MeasureRuntime, MeasureStatfs} {
+		v.freedTotal.WithLabelValues(m)
+	}
+	return v
+}
+
+// collectors lists the vectors, for Describe and Collect.
+func (v *vectors) collectors() []prometheus.Collector {
+	cs := []prometheus.Collector{v.buildInfo, v.highThreshold, v.lowThreshold,
+		v.attempts, v.imageDuration, v.targetTotal, v.freedTotal,
+		v.passes, v.passDuration, v.lastPass}
+	for _, kind := range []engine.ItemKind{engine.ItemImage, engine.ItemContainer, engine.ItemSandbox, engine.ItemLog} {
+		cs = append(cs, v.items[kind])
+	}
+	return cs
 }

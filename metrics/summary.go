@@ -3,6 +3,9 @@ package metrics
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/nodegc/nodegc/engine"
 )
 
@@ -94,12 +97,7 @@ func (c *Collector) Summary(node string, started time.Time) Summary {
 			s.Kept[k] = v
 		}
 	}
-	for k, v := range c.passes {
-		if s.Passes == nil {
-			s.Passes = map[string]uint64{}
-		}
-		s.Passes[k[2]] += v
-	}
+	s.Passes = sumByLabel(c.vec.passes, "result")
 	switch {
 	case !ps.Enabled:
 	case !ps.LastError.IsZero():
@@ -116,4 +114,30 @@ func (c *Collector) Summary(node string, started time.Time) Summary {
 		}
 	}
 	return s
+}
+
+// sumByLabel sums the counters of vec by the value of one label; nil when
+// vec has no series.
+func sumByLabel(vec *prometheus.CounterVec, label string) map[string]uint64 {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		vec.Collect(ch)
+		close(ch)
+	}()
+	var sums map[string]uint64
+	for m := range ch {
+		var d dto.Metric
+		if m.Write(&d) != nil {
+			continue
+		}
+		for _, lp := range d.GetLabel() {
+			if lp.GetName() == label {
+				if sums == nil {
+					sums = map[string]uint64{}
+				}
+				sums[lp.GetValue()] += uint64(d.GetCounter().GetValue())
+			}
+		}
+	}
+	return sums
 }
