@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -297,59 +296,29 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return mm, tea.Batch(cmd, mm.armClock())
 }
 
+// update routes one message to its handler (tui/update.go); a status
+// message that has expired goes first. Feeds reach the panes through
+// broadcast, keys the active pane through key: the root names no pane.
 func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if m.expireFlash() {
 		m.quiet = false
 	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
-		m.resize()
-		if d := m.modal; d != nil && d.kind == modalPreview && !d.loading && d.err == "" {
-			dd := *d
-			dd.lines, dd.items = planLines(m.snap, dd.plan, previewWidth(m.width))
-			m.modal = &dd
-		}
-		return m, nil
+		return m.onWindowSize(msg)
 	case tea.BackgroundColorMsg:
 		m.setStyles(style.Default(msg.IsDark()))
 		return m, nil
 	case clockMsg:
-		if msg.gen != m.clockGen {
-			m.quiet = true // armed for a change that moved
-			return m, nil
-		}
-		m.clockAt, m.ticked = time.Time{}, true
-		return m, nil
+		return m.onClock(msg)
 	case tickMsg:
-		m.quiet = true // the re-list shows when its answer comes
-		if msg.gen != m.listGen {
-			return m, nil // armed at an interval no longer in force
-		}
-		// A list since the tick was armed (an event, a pass, r; while
-		// the event stream is live, a listing of the engine's that read
-		// the same) resets the interval: wait out the rest of it.
-		since := m.at
-		if m.eventsLive {
-			since = m.freshAt()
-		}
-		if rest := m.listEvery - m.o.Now().Sub(since); m.haveSnap && !m.refreshing && rest > 0 && rest < m.listEvery {
-			return m, tick(rest, m.listGen)
-		}
-		return m, tea.Batch(tick(m.listEvery, m.listGen), m.poll())
+		return m.onTick(msg)
 	case changedMsg:
 		return m, m.onChanged(msg)
 	case listingMsg:
 		return m, m.onListing(msg)
 	case RefreshMsg:
-		m = m.applyRefresh(msg)
-		ev, _ := m.syncEvents(false)
-		cg := tea.Batch(m.cgroupsDue(), ev, m.syncSafety(), m.afterRefresh(msg))
-		if m.eventPending && !m.refreshing {
-			m.eventPending = false
-			return m, tea.Batch(cg, m.startRefresh(false))
-		}
-		return m, cg
+		return m.onRefresh(msg)
 	case pulseMsg:
 		m.quiet = true
 		if msg.gen != m.pulseGen {
@@ -361,112 +330,18 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.load, cmd = m.load.Update(msg, m.haveSnap)
 		return m, cmd
 	case cgroupsMsg:
-		if msg.seq != m.cgSeq {
-			return m, nil
-		}
-		m.cgReading, m.cgAt = false, msg.at
-		return m, m.broadcast(feed.Cgroups{Tree: msg.tree, At: msg.at, Err: msg.err})
+		return m.onCgroups(msg)
 	case fsMsg:
-		m.fsReading, m.quiet = false, true
-		// The usage moved: images came or went without a container
-		// event. List the node again. A reading that failed, or that
-		// moved, is followed by the next a refresh interval later.
-		u, err := engine.UsagePercent(msg.fs)
-		if msg.err != nil || !m.haveSnap || err != nil || u != m.plan.ImageGC.UsagePercent {
-			m.fsEvery = 0
-			cmd := m.pulseSooner()
-			if msg.err == nil && m.haveSnap && err == nil {
-				cmd = tea.Batch(cmd, m.onEvent())
-			}
-			return m, cmd
-		}
-		m.fsEvery = min(2*m.usageEvery(), m.usageQuiet())
-		return m, nil
+		return m.onFs(msg)
 	case subscribedMsg:
 		m.notices, m.unsubscribe = msg.ch, msg.cancel
 		return m, waitNotice(msg.ch)
 	case noticeMsg:
-		if !msg.ok {
-			return m, nil
-		}
-		m.setStatus(msg.n.Status)
-		var cmds []tea.Cmd
-		if cmd, moved := m.syncEvents(true); moved {
-			cmds = append(cmds, cmd)
-		} else if msg.n.Containers && m.eventsLive {
-			m.quiet = true // the re-list shows when its answer comes
-			cmds = append(cmds, m.onEvent())
-		}
-		if p := msg.n.Progress; p != nil {
-			pp := *p
-			m.progress = &pp
-		}
-		if m.status.Running == "" && m.busy == "" {
-			m.progress = nil
-		}
-		if r := msg.n.Report; r != nil && !r.DryRun {
-			m.progress = nil
-			cmds = append(cmds, m.broadcast(feed.Pass{Report: *r}))
-			if !m.eventsLive || passChanged(*r) {
-				cmds = append(cmds, m.startRefresh(false))
-			} else {
-				// No refresh follows (whose end would): the pass's own
-				// listing and plan are garbage once the scheduler is done
-				// with them, which it may not be as its notice comes:
-				// released then, a full pass's garbage stayed resident
-				// for the minute to the next (3-4 MB). The next pulse
-				// hands it back. A skipped pass listed nothing, but the
-				// frames drawn since the last release are garbage too:
-				// handing them back once a minute kept the idle
-				// dashboard's RSS 1.5-2 MB lower at the same CPU
-				// (docs/performance.md).
-				cmds = append(cmds, m.releaseSoon())
-			}
-		}
-		if e := msg.n.Event; e != nil {
-			cmds = append(cmds, m.broadcast(feed.Event{Event: *e}))
-		}
-		m.pushOverview()
-		return m, tea.Batch(append(cmds, waitNotice(msg.ch))...)
+		return m.onNotice(msg)
 	case previewMsg:
-		if m.modal == nil || m.modal.kind != modalPreview || msg.seq != m.previewSeq {
-			return m, nil // cancelled or overtaken
-		}
-		m.modal.loading = false
-		if msg.err != nil {
-			m.modal.err = msg.err.Error()
-			return m, nil
-		}
-		m.modal.plan = msg.report.Plan
-		if one := m.modal.one; one != nil {
-			plan, why := onePlan(m.snap, msg.report.Plan, *one)
-			m.modal.plan = plan
-			if why != "" {
-				m.modal.title, m.modal.lines, m.modal.items = "Nothing to remove", []string{why}, 0
-				return m, nil
-			}
-		}
-		m.modal.lines, m.modal.items = planLines(m.snap, m.modal.plan, previewWidth(m.width))
-		return m, nil
+		return m.onPreview(msg)
 	case appliedMsg:
-		m.busy, m.progress = "", nil
-		if m.stopApply != nil {
-			m.stopApply()
-			m.stopApply = nil
-		}
-		var cmd tea.Cmd
-		switch {
-		case errors.Is(msg.err, engine.ErrStalePlan):
-			m.setFlash(fmt.Sprintf("%s pass not started: %v", msg.kind, msg.err), true)
-		case msg.err != nil:
-			m.setFlash(fmt.Sprintf("%s pass failed: %v", msg.kind, msg.err), true)
-		default:
-			r := msg.report
-			cmd = m.broadcast(feed.Pass{Report: r})
-			m.setFlash(passSummary(r), !r.OK())
-		}
-		m.pushOverview()
-		return m, tea.Batch(cmd, m.startRefresh(true))
+		return m.onApplied(msg)
 	case statusMsg:
 		m.setStatus(msg.status)
 		m.pushOverview()
@@ -480,14 +355,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseWheelMsg:
 		return m.wheel(msg)
 	case tea.KeyPressMsg:
-		nm, cmd := m.key(msg)
-		mm, ok := nm.(Model)
-		if !ok {
-			return nm, cmd
-		}
-		// The Cgroups pane brought on screen shows a fresh tree.
-		cg := mm.cgroupsDue() // before mm is returned: it re-arms the pulse
-		return mm, tea.Batch(cmd, cg)
+		return m.onKey(msg)
 	}
 	return m, nil
 }
