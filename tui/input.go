@@ -15,40 +15,78 @@ import (
 func (m Model) capturing() bool { return m.cmd.Open() || m.activePane().Capturing() }
 
 // key handles a key press: the modal first, then a pane typing a filter,
-// then the global keys, then the active pane.
+// then the global keys, group by group, then the active pane.
 func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if m.modal != nil {
 		return m.modalKey(msg)
 	}
 	if m.capturing() {
-		if key.Matches(msg, m.keys.Interrupt) {
-			return m.quit()
-		}
-		if m.cmd.Open() {
-			c, cmd := m.cmd.Update(msg)
-			m.cmd = &c
-			return m, cmd
-		}
-		return m.toPane(msg)
+		return m.captureKey(msg)
 	}
+	for _, group := range globalKeys {
+		if nm, cmd, ok := group(m, msg); ok {
+			return nm, cmd
+		}
+	}
+	return m.toPane(msg)
+}
+
+// keyGroup handles the global keys of one kind; ok is false when the key
+// is none of them.
+type keyGroup func(m Model, msg tea.KeyPressMsg) (nm tea.Model, cmd tea.Cmd, ok bool)
+
+// globalKeys are the global keys' groups, in the order they are matched:
+// a key bound twice does what the first group says.
+var globalKeys = [...]keyGroup{Model.dialogKey, Model.navKey, Model.passKey, Model.displayKey, Model.paneNumberKey}
+
+// captureKey sends a key to the command line or to the pane typing a
+// filter; only an interrupt escapes them.
+func (m Model) captureKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	if key.Matches(msg, m.keys.Interrupt) {
+		return m.quit()
+	}
+	if m.cmd.Open() {
+		c, cmd := m.cmd.Update(msg)
+		m.cmd = &c
+		return m, cmd
+	}
+	return m.toPane(msg)
+}
+
+// dialogKey opens what a key asks for: the quit question, the removal of
+// one item, the journal, the command line, the full help.
+func (m Model) dialogKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	k := m.keys
 	switch {
 	case key.Matches(msg, k.Quit):
-		return m.quit()
+		nm, cmd := m.quit()
+		return nm, cmd, true
 	case key.Matches(msg, k.RemoveOne):
-		return m.openRemoveOne()
+		nm, cmd := m.openRemoveOne()
+		return nm, cmd, true
 	case key.Matches(msg, k.Journal):
-		return m.openJournal()
+		nm, cmd := m.openJournal()
+		return nm, cmd, true
 	case key.Matches(msg, k.Command):
 		c := *m.cmd
 		cmd := c.Start()
 		m.cmd = &c
-		return m, cmd
+		return m, cmd, true
 	case key.Matches(msg, k.Help):
 		h := *m.help
 		h.ShowAll = !h.ShowAll
 		m.help = &h
 		m.resize()
+		return m, nil, true
+	}
+	return m, nil, false
+}
+
+// navKey moves between the panes, and copies or opens the active pane's
+// selected row. A pane with nothing to open takes the drill key itself.
+func (m Model) navKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
+	k := m.keys
+	switch {
 	case key.Matches(msg, k.NextPane):
 		m.activate((m.active + 1) % Pane(len(m.panes)))
 	case key.Matches(msg, k.PrevPane):
@@ -57,77 +95,119 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		id, ok := m.activePane().Selected()
 		if !ok {
 			m.setFlash("nothing to copy on this row", true)
-			return m, nil
+			return m, nil, true
 		}
 		m.setFlash("copied "+id+" to the clipboard (OSC 52)", false)
-		return m, tea.SetClipboard(id)
+		return m, tea.SetClipboard(id), true
 	case key.Matches(msg, k.Drill):
 		d, ok := m.activePane().Detail()
 		if !ok {
-			return m.toPane(msg)
+			nm, cmd := m.toPane(msg)
+			return nm, cmd, true
 		}
 		m.modal = openDetail(d, m.st)
-		return m, nil
+	default:
+		return m, nil, false
+	}
+	return m, nil, true
+}
+
+// passKey controls the passes: stop the one in flight, preview a forced
+// or dry-run pass, pause or resume the periodic ones. In read-only mode
+// the forcing keys only say they are disabled.
+func (m Model) passKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
+	k := m.keys
+	var (
+		nm  tea.Model
+		cmd tea.Cmd
+	)
+	switch {
 	case key.Matches(msg, k.StopPass):
-		if m.stopApply == nil {
-			if m.status.Running != "" {
-				m.setFlash("only a pass applied from this dashboard can be stopped here", true)
-			} else {
-				m.setFlash("no pass in flight", false)
-			}
-			return m, nil
-		}
-		stop := m.stopApply
-		m.stopApply = nil
-		m.setStickyFlash("stopping the pass after the item in flight…")
-		return m, func() tea.Msg { stop(); return nil }
+		nm, cmd = m.stopPass()
 	case key.Matches(msg, k.ForceImages):
-		return m.openPreview(engine.PassImages, false)
+		nm, cmd = m.openPreview(engine.PassImages, false)
 	case key.Matches(msg, k.ForceContainers):
-		return m.openPreview(engine.PassContainers, false)
+		nm, cmd = m.openPreview(engine.PassContainers, false)
 	case key.Matches(msg, k.ReclaimAll):
-		return m.openPreview(engine.PassReclaimAll, false)
+		nm, cmd = m.openPreview(engine.PassReclaimAll, false)
 	case key.Matches(msg, k.ReadOnly):
 		m.setFlash("read-only: i, x and R are disabled (d still previews)", true)
+		nm = m
 	case key.Matches(msg, k.DryRun):
-		return m.openPreview(engine.PassFull, true)
+		nm, cmd = m.openPreview(engine.PassFull, true)
 	case key.Matches(msg, k.Pause):
-		if m.o.Controller == nil {
-			m.setFlash("no scheduler to pause", true)
-			return m, nil
-		}
-		pause := !m.status.Paused
-		if pause {
-			m.setFlash("pausing periodic passes (forced passes still run)", false)
+		nm, cmd = m.pause()
+	default:
+		return m, nil, false
+	}
+	return nm, cmd, true
+}
+
+// stopPass stops the pass applied from this dashboard after the item in
+// flight; a pass the scheduler runs cannot be stopped here.
+func (m Model) stopPass() (tea.Model, tea.Cmd) {
+	if m.stopApply == nil {
+		if m.status.Running != "" {
+			m.setFlash("only a pass applied from this dashboard can be stopped here", true)
 		} else {
-			m.setFlash("resuming periodic passes", false)
+			m.setFlash("no pass in flight", false)
 		}
-		return m, pauseCmd(m.o.Controller, pause)
+		return m, nil
+	}
+	stop := m.stopApply
+	m.stopApply = nil
+	m.setStickyFlash("stopping the pass after the item in flight…")
+	return m, func() tea.Msg { stop(); return nil }
+}
+
+// pause pauses the scheduler's periodic passes, or resumes them.
+func (m Model) pause() (tea.Model, tea.Cmd) {
+	if m.o.Controller == nil {
+		m.setFlash("no scheduler to pause", true)
+		return m, nil
+	}
+	pause := !m.status.Paused
+	if pause {
+		m.setFlash("pausing periodic passes (forced passes still run)", false)
+	} else {
+		m.setFlash("resuming periodic passes", false)
+	}
+	return m, pauseCmd(m.o.Controller, pause)
+}
+
+// displayKey controls what the dashboard shows: refresh now, refresh
+// faster or slower, freeze the display or bring it back live.
+func (m Model) displayKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
+	k := m.keys
+	switch {
 	case key.Matches(msg, k.Refresh):
 		m.setFlash("refreshing…", false)
-		return m, m.startRefresh(true)
+		return m, m.startRefresh(true), true
 	case key.Matches(msg, k.Faster):
-		return m, m.stepRefresh(-1)
+		return m, m.stepRefresh(-1), true
 	case key.Matches(msg, k.Slower):
-		return m, m.stepRefresh(+1)
+		return m, m.stepRefresh(+1), true
 	case key.Matches(msg, k.Freeze):
 		m.frozen = !m.frozen
 		if m.frozen {
 			m.setStickyFlash("display frozen: no refresh until f (GC keeps running)")
-		} else {
-			m.setFlash("display live", false)
-			return m, m.startRefresh(true)
+			return m, nil, true
 		}
-	default:
-		for i, b := range k.Panes {
-			if key.Matches(msg, b) {
-				m.activate(Pane(i))
-				return m, nil
-			}
-		}
-		return m.toPane(msg)
+		m.setFlash("display live", false)
+		return m, m.startRefresh(true), true
 	}
-	return m, nil
+	return m, nil, false
+}
+
+// paneNumberKey brings the pane a number key names on screen.
+func (m Model) paneNumberKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
+	for i, b := range m.keys.Panes {
+		if key.Matches(msg, b) {
+			m.activate(Pane(i))
+			return m, nil, true
+		}
+	}
+	return m, nil, false
 }
 
 func (m Model) toPane(msg tea.Msg) (tea.Model, tea.Cmd) {
