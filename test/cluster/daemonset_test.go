@@ -45,6 +45,8 @@ type cluster struct {
 	// kubeletStarted is when the kubelet started: its own container GC
 	// runs a few seconds later and every minute after.
 	kubeletStarted time.Time
+	// kubeletPID is the kubelet's process ID on the host.
+	kubeletPID int
 	// kubeletLog is the kubelet's output.
 	kubeletLog string
 }
@@ -113,12 +115,13 @@ func startCluster(t testing.TB) *cluster {
 	})
 	c.kubeletStarted = time.Now()
 	c.kubeletLog = filepath.Join(scratch, "kubelet.log")
-	kubetest.StartProcess(t, c.kubeletLog, kubelet,
+	kcmd := kubetest.StartProcessCmd(t, c.kubeletLog, kubelet,
 		"--config="+c.kubeletConfig, "--root-dir="+rootDir,
 		"--kubeconfig="+c.cp.kubeconfig(t, "kubelet", kubeletToken),
 		"--hostname-override="+c.nodeName, "--v=2",
 		// Its own container GC's removals, to tell them from the agent's.
 		"--vmodule=kuberuntime_gc=4")
+	c.kubeletPID = kcmd.Process.Pid
 	if !kubetest.WaitFor(3*time.Minute, func() bool {
 		n, err := c.cs.CoreV1().Nodes().Get(t.Context(), c.nodeName, metav1.GetOptions{})
 		return err == nil && condition(n.Status.Conditions, corev1.NodeReady)
@@ -203,6 +206,19 @@ func (c *cluster) patch(t testing.TB, ds *appsv1.DaemonSet, port int) {
 		}
 	}
 	ctr.Args = append(ctr.Args, c.agentArgs...)
+	// The agent believes a kubelet only where it runs on the host: in the
+	// host's PID namespace with the host's root directory, which it reads
+	// as process 1's. Where process 1 cannot be inspected (a VM whose init
+	// is no one's to read, as this project's CI), the agent's own root
+	// stands for the host's, and in its container that is the image's, so
+	// it rightly ignores the kubelet this test started. The operator of
+	// such a node names the kubelet with --kubelet-pid, as this does; on a
+	// real node /proc/1 is readable with SYS_PTRACE and the flag is not
+	// needed.
+	if _, err := os.Stat("/proc/1/root"); err != nil {
+		t.Logf("process 1's root cannot be read (%v): the agent is given --kubelet-pid=%d", err, c.kubeletPID)
+		ctr.Args = append(ctr.Args, "--kubelet-pid="+strconv.Itoa(c.kubeletPID))
+	}
 	ctr.Ports[0].ContainerPort = int32(port)
 	ctr.Env = append(ctr.Env,
 		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
