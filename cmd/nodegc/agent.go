@@ -3,42 +3,25 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"math"
-	"net"
 	"net/http"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nodegc/nodegc/agent"
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/metrics"
 	"github.com/nodegc/nodegc/nodeevents"
 )
 
-// defaultMetricsPort is the agent's port, the DaemonSet's too. It is
-// below 1024 (net.ipv4.ip_unprivileged_port_start's default), so that
-// only root with CAP_NET_BIND_SERVICE can bind it, on any address of any
-// family: while the agent restarts, no other user's program can take its
-// place and answer the kubelet's probes, Prometheus or a dashboard that
-// sends its token. 1017 is in IANA's unassigned 1011-1020 (1021 and 1022
-// are for experiments), rarely found open, and taken by no Kubernetes
-// component (the kubelet's and the control plane's ports are 10248 to
-// 10259) nor a CNI's (Calico's and kube-router's BGP is 179).
-const defaultMetricsPort = "1017"
-
-// defaultMetricsAddress is where the agent serves /metrics, /healthz and
-// /readyz: both loopbacks (listenMetrics), on defaultMetricsPort.
-const defaultMetricsAddress = "localhost:" + defaultMetricsPort
+// defaultMetricsAddress is --metrics-bind-address's default.
+const defaultMetricsAddress = agent.DefaultAddress
 
 // agentOptions are nodegc agent's flags and dependencies.
 type agentOptions struct {
@@ -153,254 +136,6 @@ func agentLogger(opts *agentOptions) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(opts.IO.Err, &slog.HandlerOptions{Level: level})), nil
 }
 
-// metricsListener is the agent's TCP listener: every address it was told
-// to bind, merged (both loopbacks for localhost), under the bounds of
-// connGuard. Addresses another program held at start are in pending, and
-// keepBinding binds them once they are free.
-type metricsListener struct {
-	*connGuard
-	merged  *mergedListener
-	pending []string
-}
-
-// listenMetrics binds the metrics and remote listener; nil for "0".
-// "localhost:PORT" is both loopbacks, 127.0.0.1 and [::1] (when the
-// machine has IPv6), so that `curl localhost:PORT` reaches the agent
-// whichever the name resolves to first, and neither loopback is left for
-// another program to answer on. An address another program holds is
-// pending (the agent logs it and keeps trying, see keepBinding); any
-// other failure, a malformed address or a port it may not bind, is bad
-// input naming the flag.
-func listenMetrics(addr string) (*metricsListener, error) {
-	if addr == "0" {
-		return nil, nil
-	}
-	addrs, err := metricsAddresses(addr)
-	if err != nil {
-		return nil, err
-	}
-	m := newMergedListener(addr)
-	ml := &metricsListener{connGuard: newConnGuard(m), merged: m}
-	for i, a := range addrs {
-		if i > 0 {
-			// localhost:0: the second loopback on the port the first got.
-			if host, port, _ := net.SplitHostPort(a); port == "0" && len(m.ls) > 0 {
-				a = net.JoinHostPort(host, strconv.Itoa(m.ls[0].Addr().(*net.TCPAddr).Port))
-			}
-		}
-		l, err := net.Listen("tcp", a)
-		switch {
-		case err == nil:
-			m.add(l)
-		case errors.Is(err, syscall.EADDRINUSE):
-			ml.pending = append(ml.pending, a)
-		case i > 0 && (errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EAFNOSUPPORT)):
-			// No IPv6 loopback on this machine: nothing to bind, and
-			// nothing anyone else can bind either.
-		case errors.Is(err, syscall.EACCES):
-			m.Close()
-			return nil, usageErrorf("--metrics-bind-address: %s: only root with CAP_NET_BIND_SERVICE may bind a port below %d (net.ipv4.ip_unprivileged_port_start); run the agent as root with that capability, as the DaemonSet does", a, unprivilegedPortStart())
-		default:
-			m.Close()
-			return nil, usageErrorf("--metrics-bind-address: %v", err)
-		}
-	}
-	return ml, nil
-}
-
-// metricsAddresses are the addresses --metrics-bind-address names:
-// localhost is both loopbacks, anything else itself.
-func metricsAddresses(addr string) ([]string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, usageErrorf("--metrics-bind-address: want host:port (localhost:%s, :%s), or 0 for none: %v", defaultMetricsPort, defaultMetricsPort, err)
-	}
-	if host == "localhost" {
-		return []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port)}, nil
-	}
-	return []string{addr}, nil
-}
-
-// metricsBindRetryCap is the longest wait between two tries to bind an
-// address another program holds.
-const metricsBindRetryCap = time.Minute
-
-// keepBinding binds the pending addresses as soon as another program lets
-// go of them, retrying with backoff until ctx ends. Each failure is an
-// error line naming the address: while another program holds it, the
-// kubelet's probes and Prometheus may reach that program, or fail, and
-// the agent's passes go on meanwhile.
-func (ml *metricsListener) keepBinding(ctx context.Context, log *slog.Logger) {
-	pending := ml.pending
-	b := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: metricsBindRetryCap}
-	for len(pending) > 0 {
-		retry := b.Step()
-		for _, a := range pending {
-			_, port, _ := net.SplitHostPort(a)
-			log.Error("--metrics-bind-address: "+a+" is held by another program, which should not hold this agent's address; serving there once it is free",
-				"address", a, "find", "ss -ltnp 'sport = :"+port+"'", "retryIn", retry.Round(time.Millisecond).String())
-		}
-		t := time.NewTimer(retry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		var still []string
-		for _, a := range pending {
-			l, err := net.Listen("tcp", a)
-			if err != nil {
-				still = append(still, a)
-				continue
-			}
-			if !ml.merged.add(l) {
-				return // the agent is stopping
-			}
-			log.Info("metrics listener bound", "address", a)
-		}
-		pending = still
-	}
-}
-
-// listening is the addresses bound now.
-func (ml *metricsListener) listening() []string {
-	ml.merged.mu.Lock()
-	defer ml.merged.mu.Unlock()
-	out := make([]string, len(ml.merged.ls))
-	for i, l := range ml.merged.ls {
-		out[i] = l.Addr().String()
-	}
-	return out
-}
-
-// unprivilegedPortStart is net.ipv4.ip_unprivileged_port_start, the
-// lowest port any user may bind: 1024 unless the sysctl says otherwise
-// (kernels before 4.11 have no sysctl and 1024 fixed).
-func unprivilegedPortStart() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start")
-	if err != nil {
-		return 1024
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 1024
-	}
-	return n
-}
-
-// metricsPortWarning is why addr's port can be taken by another user's
-// program (it is at or above start, net.ipv4.ip_unprivileged_port_start),
-// or "". Port 0, a port the kernel picks, is nobody's to take beforehand.
-func metricsPortWarning(addr string, start int) string {
-	_, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return ""
-	}
-	port, err := net.LookupPort("tcp", p)
-	if err != nil || port == 0 || port < start {
-		return ""
-	}
-	return fmt.Sprintf("--metrics-bind-address: any user may bind port %d (net.ipv4.ip_unprivileged_port_start=%d): while the agent is not listening (restarting, say), another user's program can take it and answer the kubelet's probes, Prometheus and the dashboards (their tokens included); use a port below %d, as the default %s is",
-		port, start, start, defaultMetricsPort)
-}
-
-// mergedListener accepts from every listener added to it, one goroutine
-// each. It has none at first when every address was held by another
-// program: Accept then waits until keepBinding adds one.
-type mergedListener struct {
-	addr     string // as configured, for Addr before any is bound
-	accepted chan acceptResult
-	done     chan struct{}
-
-	mu     sync.Mutex
-	ls     []net.Listener
-	closed bool
-}
-
-type acceptResult struct {
-	c   net.Conn
-	err error
-}
-
-func newMergedListener(addr string) *mergedListener {
-	return &mergedListener{addr: addr, accepted: make(chan acceptResult), done: make(chan struct{})}
-}
-
-// add starts accepting from l; false (and l closed) once m is closed.
-func (m *mergedListener) add(l net.Listener) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		l.Close()
-		return false
-	}
-	m.ls = append(m.ls, l)
-	go m.accept(l)
-	return true
-}
-
-// accept hands l's connections, and its errors but the one of its close,
-// to Accept, one at a time: a listener that keeps failing waits for the
-// server to ask again, and the server backs off on errors it can outlast.
-func (m *mergedListener) accept(l net.Listener) {
-	for {
-		c, err := l.Accept()
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
-		select {
-		case m.accepted <- acceptResult{c, err}:
-		case <-m.done:
-			if c != nil {
-				c.Close()
-			}
-			return
-		}
-	}
-}
-
-func (m *mergedListener) Accept() (net.Conn, error) {
-	select {
-	case r := <-m.accepted:
-		return r.c, r.err
-	case <-m.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close closes every listener; Accept returns net.ErrClosed from then on.
-func (m *mergedListener) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil
-	}
-	m.closed = true
-	close(m.done)
-	var errs []error
-	for _, l := range m.ls {
-		errs = append(errs, l.Close())
-	}
-	return errors.Join(errs...)
-}
-
-// Addr is the first address bound, or the configured one before any is.
-func (m *mergedListener) Addr() net.Addr {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.ls) > 0 {
-		return m.ls[0].Addr()
-	}
-	return configuredAddr(m.addr)
-}
-
-// configuredAddr is an address not bound yet.
-type configuredAddr string
-
-func (configuredAddr) Network() string  { return "tcp" }
-func (a configuredAddr) String() string { return string(a) }
-
 // agentGCPercent is the agent's GOGC unless the environment sets GOGC.
 // The agent has no memory limit of its own (the dashboard's 40 MiB
 // GOMEMLIMIT sits near a large node's live heap, and made each of the
@@ -439,20 +174,13 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	// The listener first: a malformed address, or one the agent may not
 	// bind, is refused before anything is opened, let alone removed. One
 	// another program holds is logged and bound once it is free.
-	l, err := listenMetrics(opts.MetricsAddress)
-	if err != nil {
+	l, err := agent.Listen(ctx, opts.MetricsAddress, log)
+	if ae := (*agent.AddressError)(nil); errors.As(err, &ae) {
+		return &usageError{err}
+	} else if err != nil {
 		return err
 	}
-	if l != nil {
-		defer l.Close()
-		if w := metricsPortWarning(opts.MetricsAddress, unprivilegedPortStart()); w != "" {
-			log.Warn(w)
-		}
-		bindCtx, stopBinding := context.WithCancel(ctx)
-		var binding sync.WaitGroup
-		binding.Go(func() { l.keepBinding(bindCtx, log) })
-		defer func() { stopBinding(); binding.Wait() }()
-	}
+	defer l.Close()
 	// The engine, the pod source's client-go (klog) and the cgroup
 	// library (logrus) log through the same JSON handler.
 	g.log, g.logOut = log, slogWriter{log}
@@ -502,16 +230,16 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	if l != nil {
 		h, closeRemote := agentHandler(passCtx, log, metrics.NewHandler(col, readyChecks(n, g)...), col, n, s, started)
 		defer closeRemote()
-		srv = metricsServer(l, h)
+		srv = l.Server(h)
 		wg.Go(func() {
-			if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			if err := l.Serve(srv); !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics listener", "err", err)
 			}
 		})
 	}
 	var listening []string
 	if l != nil {
-		listening = l.listening()
+		listening = l.Addrs()
 	}
 	log.Info("agent started", "pid", os.Getpid(), "version", version,
 		"runtime", n.Conn.Endpoint, "stateDir", g.StateDir, "metrics", opts.MetricsAddress, "listening", listening, "control", control.SocketPath(g.StateDir),

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodegc/nodegc/agent"
 	"github.com/nodegc/nodegc/internal/proctest"
 )
 
@@ -88,7 +89,7 @@ func TestAgentBinary(t *testing.T) {
 		// (test/attacks, listener_test.go).
 		addr := "127.0.0.1"
 		code, stdout, stderr := runBinary(t, bin, append([]string{"agent", "--metrics-bind-address", addr}, common...)...)
-		want := "nodegc: --metrics-bind-address: want host:port (localhost:" + defaultMetricsPort + ", :" + defaultMetricsPort + "), or 0 for none: address 127.0.0.1: missing port in address\n"
+		want := "nodegc: --metrics-bind-address: want host:port (localhost:" + agent.DefaultPort + ", :" + agent.DefaultPort + "), or 0 for none: address 127.0.0.1: missing port in address\n"
 		if code != 2 || stdout != "" || stderr != want {
 			t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q", code, stdout, stderr, want)
 		}

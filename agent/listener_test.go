@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"bufio"
@@ -271,8 +271,8 @@ func TestListenMetricsAddresses(t *testing.T) {
 	for _, addr := range []string{"nonsense", "127.0.0.1", "localhost:notaport", "256.1.1.1:1017"} {
 		t.Run("malformed "+addr, func(t *testing.T) {
 			l, err := listenMetrics(addr)
-			var ue *usageError
-			if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "--metrics-bind-address: ") {
+			var ae *AddressError
+			if !errors.As(err, &ae) || !strings.HasPrefix(err.Error(), "--metrics-bind-address: ") {
 				if l != nil {
 					l.Close()
 				}
@@ -331,12 +331,12 @@ func TestMetricsPortWarning(t *testing.T) {
 		start int
 		warn  bool
 	}{
-		{defaultMetricsAddress, 1024, false},
-		{":" + defaultMetricsPort, 1024, false},
+		{DefaultAddress, 1024, false},
+		{":" + DefaultPort, 1024, false},
 		{"127.0.0.1:10263", 1024, true},
 		{"[::1]:1024", 1024, true},
 		{"127.0.0.1:0", 1024, false},
-		{defaultMetricsAddress, 0, true}, // a network namespace that lets anyone bind any port
+		{DefaultAddress, 0, true}, // a network namespace that lets anyone bind any port
 	}
 	for _, r := range rows {
 		w := metricsPortWarning(r.addr, r.start)
@@ -347,7 +347,7 @@ func TestMetricsPortWarning(t *testing.T) {
 			t.Errorf("warning %q names neither the flag nor the sysctl", w)
 		}
 	}
-	if p, _ := strconv.Atoi(defaultMetricsPort); p >= 1024 {
+	if p, _ := strconv.Atoi(DefaultPort); p >= 1024 {
 		t.Errorf("the default port %d is one any user may bind by default", p)
 	}
 }
