@@ -498,6 +498,8 @@ type containerExplainer struct {
 	lastPod              int32
 }
 
+// newContainerExplainer is an explainer with room for a key per
+// container and per removal.
 func newContainerExplainer(s Snapshot, p Plan, pods map[string]string) *containerExplainer {
 	return &containerExplainer{s: s, p: p, pods: pods, podNames: newRanker(), names: newRanker(), lastPod: -1,
 		keys: make([]containerKey, 0, len(s.Containers)+len(p.ContainerGC.Remove))}
