@@ -227,35 +227,7 @@ func (c *Client) ListContainers(ctx context.Context) ([]engine.Container, error)
 // at a time, and caches them for exited containers, which do not change.
 // A container removed in the meantime is skipped.
 func (c *Client) fillExitDetails(ctx context.Context, cs []engine.Container) error {
-	var todo []int
-	c.mu.Lock()
-	seen := make(map[string]bool, len(cs))
-	for i := range cs {
-		k := &cs[i]
-		if k.State != engine.ContainerExited && k.State != engine.ContainerUnknown {
-			continue
-		}
-		seen[k.ID] = true
-		if d, ok := c.exits[k.ID]; ok && k.State == engine.ContainerExited {
-			d.apply(k)
-			continue
-		}
-		todo = append(todo, i)
-	}
-	gone := 0
-	for id := range c.exits {
-		if !seen[id] {
-			delete(c.exits, id)
-			gone++
-		}
-	}
-	if gone > len(c.exits) {
-		// A Go map keeps the room of the most it ever held (maps.Clone
-		// too): after a pass removed most of the dead containers, the
-		// cache would keep their room for as long as the dashboard runs.
-		c.exits = maps.Collect(maps.All(c.exits))
-	}
-	c.mu.Unlock()
+	todo := c.cachedExits(cs)
 	if len(todo) == 0 {
 		return nil
 	}
@@ -306,6 +278,41 @@ feed:
 		return fmt.Errorf("container exit details: %w", ctx.Err())
 	}
 	return firstErr
+}
+
+// cachedExits fills in the cached exit details of exited containers and
+// returns the indexes in cs of the containers still to ask about. It
+// forgets the cached containers cs no longer lists.
+func (c *Client) cachedExits(cs []engine.Container) (todo []int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := make(map[string]bool, len(cs))
+	for i := range cs {
+		k := &cs[i]
+		if k.State != engine.ContainerExited && k.State != engine.ContainerUnknown {
+			continue
+		}
+		seen[k.ID] = true
+		if d, ok := c.exits[k.ID]; ok && k.State == engine.ContainerExited {
+			d.apply(k)
+			continue
+		}
+		todo = append(todo, i)
+	}
+	gone := 0
+	for id := range c.exits {
+		if !seen[id] {
+			delete(c.exits, id)
+			gone++
+		}
+	}
+	if gone > len(c.exits) {
+		// A Go map keeps the room of the most it ever held (maps.Clone
+		// too): after a pass removed most of the dead containers, the
+		// cache would keep their room for as long as the dashboard runs.
+		c.exits = maps.Collect(maps.All(c.exits))
+	}
+	return todo
 }
 
 // containerInfo is the part of containerd's verbose ContainerStatus info
