@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -332,12 +331,3 @@ type configuredAddr string
 
 func (configuredAddr) Network() string  { return "tcp" }
 func (a configuredAddr) String() string { return string(a) }
-
-// Server is the HTTP server of h on l, under the listener's bounds.
-func (l *Listener) Server(h http.Handler) *http.Server { return metricsServer(l.ml, h) }
-
-// Serve serves srv (from Server) on l until srv is closed.
-func (l *Listener) Serve(srv *http.Server) error { return srv.Serve(l.ml) }
-
-// Addrs is the addresses bound now.
-func (l *Listener) Addrs() []string { return l.ml.listening() }

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"net/http"
 	"os"
 	"runtime/debug"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,8 +12,6 @@ import (
 	"github.com/nodegc/nodegc/agent"
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/metrics"
-	"github.com/nodegc/nodegc/nodeevents"
 )
 
 // defaultMetricsAddress is --metrics-bind-address's default.
@@ -151,20 +145,26 @@ func agentGC() {
 	}
 }
 
-// runAgent runs the engine's periodic passes until a signal ends ctx.
-func runAgent(ctx context.Context, opts *agentOptions) error {
-	g := opts.Global
+// checkAgentOptions refuses bad flags (exit 2) and returns the agent's
+// logger.
+func checkAgentOptions(opts *agentOptions) (*slog.Logger, error) {
 	if err := checkParallel(opts.Parallel); err != nil {
-		return err
+		return nil, err
 	}
 	if opts.ImagePeriod <= 0 || opts.ContainerPeriod <= 0 {
-		return usageErrorf("--image-gc-period, --container-gc-period: must be greater than 0")
+		return nil, usageErrorf("--image-gc-period, --container-gc-period: must be greater than 0")
 	}
-	log, err := agentLogger(opts)
+	return agentLogger(opts)
+}
+
+// runAgent opens the node and runs the agent on it until a signal ends
+// ctx.
+func runAgent(ctx context.Context, opts *agentOptions) error {
+	log, err := checkAgentOptions(opts)
 	if err != nil {
 		return err
 	}
-	started := time.Now()
+	g, started := opts.Global, time.Now()
 	// A planted control socket is refused before anything is opened.
 	if g.StateDir != "" {
 		if err := control.CheckSocketPath(control.SocketPath(g.StateDir)); err != nil {
@@ -175,216 +175,34 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	// bind, is refused before anything is opened, let alone removed. One
 	// another program holds is logged and bound once it is free.
 	l, err := agent.Listen(ctx, opts.MetricsAddress, log)
-	if ae := (*agent.AddressError)(nil); errors.As(err, &ae) {
-		return &usageError{err}
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	defer l.Close()
 	// The engine, the pod source's client-go (klog) and the cgroup
 	// library (logrus) log through the same JSON handler.
-	g.log, g.logOut = log, slogWriter{log}
-	restore := quietLibraryLogs(g.logOut)
-	defer restore()
+	g.log, g.logOut = log, agent.LibraryWriter(log)
+	defer quietLibraryLogs(g.logOut)()
 	agentGC()
 	defer profile(opts.IO.Err)()
-
-	var col *metrics.Collector
-	n, err := openLiveNode(ctx, opts.IO, g, liveNodeOptions{Policy: opts.Policy, Parallel: opts.Parallel,
-		OnSnapshot: func(s engine.Snapshot) {
-			if col != nil { // set before the first pass
-				col.ObserveSnapshot(s)
-			}
-		}})
+	var a agent.Agent
+	n, err := openLiveNode(ctx, opts.IO, g, liveNodeOptions{Policy: opts.Policy, Parallel: opts.Parallel, OnSnapshot: a.ObserveSnapshot})
 	if err != nil {
 		return err
 	}
 	defer n.Close()
-	col = metrics.New(metrics.Options{
-		Policy:    n.Engine.Policy(),
-		Version:   version,
-		Journal:   n.Engine.JournalStats,
-		PodSource: podSourceState(n.Conn.pods),
-	})
-	if w := n.Engine.Warning(); w != nil {
-		log.Warn("state dir", "err", w)
-	}
-	// Detect the images now, as the kubelet's image manager does at
-	// start: their records (first seen) begin with the agent, not with
-	// its first image pass.
-	if _, err := n.Engine.Snapshot(ctx); err != nil {
-		log.Warn("first snapshot", "err", err)
-	}
-
-	passCtx, s, stop := startScheduler(ctx, n.Engine, engine.SchedulerOptions{ImagePeriod: opts.ImagePeriod, ContainerPeriod: opts.ContainerPeriod}, col.WatchEvents(n.Events))
-	stopControl, err := serveControl(passCtx, log, g, n.Engine, s, started)
-	if err != nil {
-		stop()
-		return err
-	}
-	events := startNodeEvents(n.Conn.pods, log)
-	notices, unsubscribe := s.Subscribe()
-	var wg sync.WaitGroup
-	wg.Go(func() { followNotices(log, col, events, notices, release) })
-	var srv *http.Server
-	if l != nil {
-		h, closeRemote := agentHandler(passCtx, log, metrics.NewHandler(col, readyChecks(n, g)...), col, n, s, started)
-		defer closeRemote()
-		srv = l.Server(h)
-		wg.Go(func() {
-			if err := l.Serve(srv); !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics listener", "err", err)
-			}
-		})
-	}
-	var listening []string
-	if l != nil {
-		listening = l.Addrs()
-	}
-	log.Info("agent started", "pid", os.Getpid(), "version", version,
-		"runtime", n.Conn.Endpoint, "stateDir", g.StateDir, "metrics", opts.MetricsAddress, "listening", listening, "control", control.SocketPath(g.StateDir),
-		"podSource", describePods(n.Conn.pods), "imageGCPeriod", opts.ImagePeriod, "containerGCPeriod", opts.ContainerPeriod)
-
-	<-passCtx.Done()
-	log.Info("stopping: finishing the items in flight")
-	stopControl()
-	if r := stop(); r != nil {
-		log.Warn(stoppedLine(*r), "pass", r.PassID())
-	}
-	if srv != nil {
-		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		_ = srv.Shutdown(shutdown)
-		srv.Close() // a remote dashboard's notices stream never ends by itself
-		cancel()
-	}
-	unsubscribe()
-	wg.Wait()
-	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	events.Stop(flush)
-	cancel()
-	log.Info("agent stopped")
-	return nil
+	return a.Run(ctx, agent.Options{Log: log, Listener: l, Address: opts.MetricsAddress, StateDir: g.StateDir,
+		Engine: n.Engine, Events: n.Events, Pods: agentPods(n.Conn.pods, g), RuntimeEndpoint: n.Conn.Endpoint,
+		Scheduler:      engine.SchedulerOptions{ImagePeriod: opts.ImagePeriod, ContainerPeriod: opts.ContainerPeriod},
+		StartScheduler: startScheduler, ProbeStateDir: probeStateDir, StoppedLine: stoppedLine, AfterPass: release,
+		Version: version, Started: started})
 }
 
-// followNotices feeds the scheduler's notices to the collector and the
-// Node's events, and logs each pass and event, until the channel closes.
-// afterPass, when set, runs after each real pass is recorded: the agent
-// returns the pass's garbage to the system there (release),
-// so that its memory between passes is what it keeps, not what the
-// pass's listings of a large node took (issue 24: 40 MB, flat).
-func followNotices(log *slog.Logger, col *metrics.Collector, events *nodeevents.Recorder, notices <-chan engine.Notice, afterPass func()) {
-	for n := range notices {
-		col.ObserveStatus(n.Status)
-		switch {
-		case n.Report != nil && !n.Report.DryRun:
-			col.ObserveReport(*n.Report)
-			events.Report(*n.Report)
-			logReport(log, *n.Report)
-			if afterPass != nil {
-				afterPass()
-			}
-		case n.Event != nil:
-			level := slog.LevelInfo
-			if n.Event.Warning {
-				level = slog.LevelWarn
-			}
-			log.Log(context.Background(), level, "event", "reason", n.Event.Reason, "message", n.Event.Message)
-		}
-	}
-}
-
-// logReport logs what the engine's own "pass done" line leaves out: a
-// pass that failed, and the notes of reconciliation.
-func logReport(log *slog.Logger, r engine.PassReport) {
-	for _, note := range r.Notes {
-		log.Warn(note, "pass", r.PassID())
-	}
-	if r.Error != "" {
-		log.Error("pass failed", "pass", r.PassID(), "kind", r.Kind, "err", r.Error)
-	}
-}
-
-// startNodeEvents starts the recorder of the Node's events on the pod
-// source's API client; nil (no events, no error) without one.
-func startNodeEvents(ps *podSources, log *slog.Logger) *nodeevents.Recorder {
-	if ps == nil || ps.client == nil {
+// agentPods is the agent's view of the pod source; nil on a simulated
+// node.
+func agentPods(ps *podSources, g *globalOptions) *agent.Pods {
+	if ps == nil {
 		return nil
 	}
-	return nodeevents.Start(nodeevents.Options{Client: ps.client, NodeName: ps.node, Log: log})
-}
-
-// readyChecks are /readyz's conditions: the runtime answers (its image
-// fs, one small call), the state dir can hold the journal, and the pod
-// source has synced or is off.
-func readyChecks(n *liveNode, g *globalOptions) []metrics.Check {
-	return []metrics.Check{
-		{Name: "runtime", Fn: func(ctx context.Context) error {
-			_, err := n.Engine.ImageFs(ctx)
-			return err
-		}},
-		{Name: "state dir", Fn: func(context.Context) error { return probeStateDir(g.StateDir) }},
-		{Name: "pod source", Fn: func(context.Context) error {
-			ps := n.Conn.pods
-			switch {
-			case ps == nil || g.PodSource == podSourceOff:
-				return nil // a simulated node, or off by the operator's choice
-			case ps.src == nil:
-				return errors.New(ps.describe() + " (--pod-source=off runs without it)")
-			case !ps.src.Synced():
-				return errors.New(ps.describe())
-			}
-			return nil
-		}},
-	}
-}
-
-// describePods is the pod source's state in one line; "none" on a
-// simulated node.
-func describePods(ps *podSources) string {
-	if ps == nil {
-		return "none (simulated node)"
-	}
-	return ps.describe()
-}
-
-// podSourceState returns the pod source's state for the metrics. It
-// remembers when the source's current error was first seen.
-func podSourceState(ps *podSources) func() metrics.PodSourceState {
-	var (
-		mu      sync.Mutex
-		lastErr string
-		since   time.Time
-	)
-	return func() metrics.PodSourceState {
-		if ps == nil || ps.src == nil {
-			return metrics.PodSourceState{}
-		}
-		st := metrics.PodSourceState{Enabled: true, Synced: ps.src.Synced()}
-		if st.Synced {
-			st.Pods = len(ps.src.Pods())
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		switch err := ps.src.Err(); {
-		case err == nil:
-			lastErr, since = "", time.Time{}
-		case err.Error() != lastErr:
-			lastErr, since = err.Error(), time.Now()
-		}
-		st.LastError = since
-		return st
-	}
-}
-
-// slogWriter logs each line a library writes (klog, logrus) as one Info
-// record, so that stderr holds only JSON lines.
-type slogWriter struct{ log *slog.Logger }
-
-func (w slogWriter) Write(p []byte) (int, error) {
-	for line := range strings.Lines(string(p)) {
-		if line = strings.TrimSpace(line); line != "" {
-			w.log.Info(line, "source", "library")
-		}
-	}
-	return len(p), nil
+	return &agent.Pods{Source: ps.src, Client: ps.client, Node: ps.node, Off: g.PodSource == podSourceOff, Describe: ps.describe}
 }

@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"os"
 	"time"
 
 	"github.com/nodegc/nodegc/cgroupfs"
@@ -14,34 +10,6 @@ import (
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui"
 )
-
-// serveControl serves the agent's control socket in the state dir until
-// the returned stop is called. The caller holds the state dir's lock
-// (the engine is open), so a root-owned socket left by a dead agent is
-// removed; anything else at the path is refused.
-func serveControl(ctx context.Context, log *slog.Logger, g *globalOptions, e *engine.Engine, s *engine.Scheduler, started time.Time) (func(), error) {
-	l, err := control.Listen(control.SocketPath(g.StateDir))
-	if err != nil {
-		return nil, err
-	}
-	cs := control.NewServer(control.Options{Scheduler: s, Engine: e, PID: os.Getpid(), StartedAt: started, Version: version, Context: ctx, Log: log})
-	srv := control.HTTPServer(cs.Handler())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-			log.Error("control socket", "err", err)
-		}
-	}()
-	return func() {
-		// Streams (a dashboard's notices) never end by themselves: close
-		// them rather than wait.
-		srv.Close()
-		<-done
-		l.Close()
-		cs.Close()
-	}, nil
-}
 
 // probeAgent returns a client of the agent that holds the state dir, or
 // nil when none does.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodegc/nodegc/agent"
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
 )
@@ -89,9 +90,10 @@ func exitCode(err error) int {
 		se *engine.StateDirError
 		ce *control.SocketError
 		ae *control.UnreachableError
+		le *agent.AddressError
 	)
 	switch {
-	case errors.As(err, &ue), errors.As(err, &fe), errors.As(err, &pe), errors.As(err, &se), errors.As(err, &ce), errors.As(err, &ae):
+	case errors.As(err, &ue), errors.As(err, &fe), errors.As(err, &pe), errors.As(err, &se), errors.As(err, &ce), errors.As(err, &ae), errors.As(err, &le):
 		return exitUsage
 	default:
 		return exitFailure
