@@ -100,18 +100,30 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	m.loaded = true
 	m.snap = s
 	m.Grid.SetNow(now)
-	removable := make(map[string]bool, len(s.PodSource.RemovablePodUIDs))
-	for _, uid := range s.PodSource.RemovablePodUIDs {
-		removable[uid] = true
-	}
+	rows := engine.ExplainContainers(s, p)
+	m.explained = rows
+	order := m.groupRows(rows, deadByID(s), p)
+	m.setGroups(order, s.PodSource.RemovablePodUIDs)
+	m.summary = summaryLine(s, p, len(rows), len(m.groups))
+	grid.Refresh(m)
+}
+
+// deadByID is the snapshot's containers that are not running, by ID: the
+// rows' pods and exit codes are read from them.
+func deadByID(s engine.Snapshot) map[string]*engine.Container {
 	byID := make(map[string]*engine.Container, len(s.Containers))
 	for i := range s.Containers {
 		if c := &s.Containers[i]; c.State != engine.ContainerRunning {
 			byID[c.ID] = c
 		}
 	}
-	rows := engine.ExplainContainers(s, p)
-	m.explained = rows
+	return byID
+}
+
+// groupRows groups the engine's rows by pod UID, in the order the pods
+// first appear, and records each pod's display name in m.pods. A row whose
+// container is gone from the snapshot takes its pod from the plan's step.
+func (m *Model) groupRows(rows []engine.ContainerRow, byID map[string]*engine.Container, p engine.Plan) []*group {
 	byPod := make(map[string]*group)
 	var order []*group
 	m.pods = make(map[string]string)
@@ -146,6 +158,16 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 			ID:     r.ID,
 		})
 	}
+	return order
+}
+
+// setGroups gives each group its header (its counts, and whether the pod
+// itself is removable) and keeps them in m.groups, sorted by pod name.
+func (m *Model) setGroups(order []*group, removableUIDs []string) {
+	removable := make(map[string]bool, len(removableUIDs))
+	for _, uid := range removableUIDs {
+		removable[uid] = true
+	}
 	m.groups = m.groups[:0]
 	for _, g := range order {
 		label := fmt.Sprintf("%s  (%d dead", g.pod, g.dead)
@@ -162,11 +184,15 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	// The engine orders the rows by pod name; pods that share a name
 	// stay apart, by UID.
 	slices.SortStableFunc(m.groups, func(a, b group) int { return cmp.Or(strings.Compare(a.pod, b.pod), strings.Compare(a.uid, b.uid)) })
+}
 
+// summaryLine is the line above the table: how many dead containers and pods,
+// what the plan removes, and the container policy it follows.
+func summaryLine(s engine.Snapshot, p engine.Plan, rows, groups int) string {
 	pol := p.Policy.Container
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d dead in %d pods · plan removes %d containers, %d sandboxes, %d logs",
-		len(rows), len(m.groups), len(p.ContainerGC.Remove), len(p.SandboxGC.Remove), len(p.LogGC.Remove))
+		rows, groups, len(p.ContainerGC.Remove), len(p.SandboxGC.Remove), len(p.LogGC.Remove))
 	keep := fmt.Sprint(pol.MaxPerPodContainer)
 	if pol.MaxPerPodContainer < 0 {
 		keep = "all"
@@ -177,8 +203,7 @@ func (m *Model) SetData(s engine.Snapshot, p engine.Plan, now time.Time) {
 	}
 	fmt.Fprintf(&b, " · keep %s per container, max %s, min age %s", keep, maxAll, format.Duration(pol.MinAge))
 	b.WriteString(" · pods: " + s.PodSource.Summary())
-	m.summary = b.String()
-	grid.Refresh(m)
+	return b.String()
 }
 
 // mark is the plan column: the engine's action, step and reason (its
