@@ -15,20 +15,37 @@ import (
 // report the engine published; the same items are in the journal under
 // the pass ID.
 func (m Model) Detail() (feed.Detail, bool) {
-	r, ok := m.Grid.Selected()
-	if !ok {
-		return feed.Detail{}, false
-	}
-	var e *entry
-	for i := range m.passes {
-		if k := m.passes[i].key(); r.Key == k || strings.HasPrefix(r.Key, k+"/") {
-			e = &m.passes[i]
-			break
-		}
-	}
+	e := m.selectedPass()
 	if e == nil {
 		return feed.Detail{}, false
 	}
+	p := &e.PassReport
+	l := m.summaryLines(e)
+	l = append(l, itemsLine(p))
+	l = append(l, endLines(p)...)
+	l = append(l, "")
+	l = append(l, itemLines(p)...)
+	return feed.Detail{Title: fmt.Sprintf("Pass #%d", p.ID), Lines: l, Raw: *p}, true
+}
+
+// selectedPass is the pass of the selected row, whether the row is the
+// pass itself or one of its items; nil when nothing is selected.
+func (m Model) selectedPass() *entry {
+	r, ok := m.Grid.Selected()
+	if !ok {
+		return nil
+	}
+	for i := range m.passes {
+		if k := m.passes[i].key(); r.Key == k || strings.HasPrefix(r.Key, k+"/") {
+			return &m.passes[i]
+		}
+	}
+	return nil
+}
+
+// summaryLines are the pass's kind, when it ran, the quiet passes folded
+// into it, where the journal holds it, and what it freed.
+func (m Model) summaryLines(e *entry) []string {
 	p := &e.PassReport
 	l := []string{
 		fmt.Sprintf("KIND      %s%s", p.Kind, map[bool]string{true: " (forced)"}[p.Forced]),
@@ -47,7 +64,12 @@ func (m Model) Detail() (feed.Detail, bool) {
 	if p.MeasuredBytesFreed != nil {
 		measured = format.Bytes(*p.MeasuredBytesFreed) + " measured"
 	}
-	l = append(l, fmt.Sprintf("FREED     ≈ %s estimated, %s", format.Bytes(p.EstimatedBytesFreed), measured))
+	return append(l, fmt.Sprintf("FREED     ≈ %s estimated, %s", format.Bytes(p.EstimatedBytesFreed), measured))
+}
+
+// itemsLine is how many items the pass planned and how many ended in each
+// outcome, leaving out the outcomes none had.
+func itemsLine(p *engine.PassReport) string {
 	counts := []string{}
 	for _, o := range []engine.Outcome{engine.OutcomeRemoved, engine.OutcomeGone, engine.OutcomeSkipped, engine.OutcomeFailed, engine.OutcomeNotRun} {
 		if n := p.Count(o); n > 0 {
@@ -58,7 +80,13 @@ func (m Model) Detail() (feed.Detail, bool) {
 	if len(counts) > 0 {
 		items += ": " + strings.Join(counts, ", ")
 	}
-	l = append(l, items)
+	return items
+}
+
+// endLines say how the pass ended when it did not simply finish (its
+// error, why it stopped or was skipped) and the events and notes it left.
+func endLines(p *engine.PassReport) []string {
+	var l []string
 	if p.Error != "" {
 		l = append(l, "ERROR     "+p.Error)
 	}
@@ -74,7 +102,13 @@ func (m Model) Detail() (feed.Detail, bool) {
 	for _, n := range p.Notes {
 		l = append(l, "NOTE      "+n)
 	}
-	l = append(l, "")
+	return l
+}
+
+// itemLines are the pass's items by kind, each with its outcome, reason,
+// name, size, detail and error; with no items, one line saying why.
+func itemLines(p *engine.PassReport) []string {
+	var l []string
 	for _, kind := range []engine.ItemKind{engine.ItemContainer, engine.ItemSandbox, engine.ItemLog, engine.ItemImage} {
 		var items []engine.ItemResult
 		for _, it := range p.Items {
@@ -87,17 +121,7 @@ func (m Model) Detail() (feed.Detail, bool) {
 		}
 		l = append(l, fmt.Sprintf("%s (%d)", strings.ToUpper(plural(string(kind))), len(items)))
 		for _, it := range items {
-			s := fmt.Sprintf("  %-12s %-13s %s", it.Outcome, it.Reason, name(p.Plan, it))
-			if it.SizeBytes > 0 {
-				s += "  " + format.Bytes(it.SizeBytes)
-			}
-			if it.Detail != "" {
-				s += "  (" + it.Detail + ")"
-			}
-			if it.Error != "" {
-				s += "  error: " + it.Error
-			}
-			l = append(l, s)
+			l = append(l, itemLine(p, it))
 		}
 	}
 	if len(p.Items) == 0 {
@@ -110,7 +134,23 @@ func (m Model) Detail() (feed.Detail, bool) {
 			l = append(l, "nothing was planned: the pass had nothing to do")
 		}
 	}
-	return feed.Detail{Title: fmt.Sprintf("Pass #%d", p.ID), Lines: l, Raw: *p}, true
+	return l
+}
+
+// itemLine is one item of the pass: its outcome, reason and name, then its
+// size, detail and error when it has them.
+func itemLine(p *engine.PassReport, it engine.ItemResult) string {
+	s := fmt.Sprintf("  %-12s %-13s %s", it.Outcome, it.Reason, name(p.Plan, it))
+	if it.SizeBytes > 0 {
+		s += "  " + format.Bytes(it.SizeBytes)
+	}
+	if it.Detail != "" {
+		s += "  (" + it.Detail + ")"
+	}
+	if it.Error != "" {
+		s += "  error: " + it.Error
+	}
+	return s
 }
 
 // name is an item's name from the pass's plan: an image's first tag, a
