@@ -155,14 +155,7 @@ func (m *Model) Rebuild() {
 		return
 	}
 	m.Matched, m.Total = 0, 0
-	memScale := uint64(max(m.tree.Allocatable.MemoryBytes, 0))
-	if memScale == 0 {
-		memScale = max(m.tree.Root.MemoryBytes, 1)
-	}
-	cores := float64(m.tree.Allocatable.CapacityMilliCPU) / 1000
-	if cores <= 0 {
-		cores = 1
-	}
+	memScale, cores := scales(m.tree)
 	var memo map[*cgroupfs.Node]bool
 	if m.Filter.Active() {
 		memo = map[*cgroupfs.Node]bool{}
@@ -175,56 +168,14 @@ func (m *Model) Rebuild() {
 			return
 		}
 		m.Matched++
+		// Under a filter every node is open, so that every match shows.
 		open := !m.isCollapsed(n) || memo != nil
-		icon := "  "
-		if len(n.Children) > 0 {
-			icon = "▾ "
-			if !open {
-				icon = "▸ "
-			}
-		}
-		name := prefix + branch + icon + label(n)
-		if !open {
-			name += fmt.Sprintf(" (%d)", len(n.Children))
-		}
-		kind := grid.Normal
-		switch {
-		case len(n.Errors) > 0:
-			name += " !"
-			kind = grid.Warn
-		case n.Kind == cgroupfs.KindRoot || n.Kind == cgroupfs.KindQOS:
-			kind = grid.Group
-		case n.Kind == cgroupfs.KindContainer:
-			kind = grid.Dim
-		}
-		limit, scale := "—", memScale
-		if n.MemoryLimitBytes != nil {
-			limit = format.Bytes(int64(*n.MemoryLimitBytes))
-			scale = *n.MemoryLimitBytes
-		}
-		cpu, cpuBar := "—", ""
-		if r, ok := m.rate[n.Path]; ok {
-			cpu = fmt.Sprintf("%.2f", r)
-			cpuBar = bar(r/cores, 10)
-		}
-		rows = append(rows, grid.Row{
-			Cells: []string{name, format.Bytes(int64(n.MemoryBytes)), bar(float64(n.MemoryBytes)/float64(max(scale, 1)), 10),
-				limit, cpu, cpuBar, fmt.Sprint(n.Pids)},
-			Kind: kind,
-			Key:  n.Path,
-			ID:   nodeID(n),
-		})
+		rows = append(rows, m.nodeRow(n, prefix+branch, open, memScale, cores))
 		if !open {
 			return
 		}
 		cs := m.children(n)
-		next := prefix
-		switch branch {
-		case "├─":
-			next += "│ "
-		case "└─":
-			next += "  "
-		}
+		next := childPrefix(prefix, branch)
 		for i, c := range cs {
 			b := "├─"
 			if i == len(cs)-1 {
@@ -235,6 +186,87 @@ func (m *Model) Rebuild() {
 	}
 	walk(m.tree.Root, "", "")
 	m.Grid.SetRows(rows)
+}
+
+// scales are what the bars are drawn against: memory against the node's
+// allocatable memory (else the root cgroup's usage) where a cgroup has no
+// limit, CPU against the node's cores (at least one).
+func scales(t *cgroupfs.Tree) (memScale uint64, cores float64) {
+	memScale = uint64(max(t.Allocatable.MemoryBytes, 0))
+	if memScale == 0 {
+		memScale = max(t.Root.MemoryBytes, 1)
+	}
+	cores = float64(t.Allocatable.CapacityMilliCPU) / 1000
+	if cores <= 0 {
+		cores = 1
+	}
+	return memScale, cores
+}
+
+// childPrefix is the tree drawing that leads a node's children: the
+// parent's prefix continued by a bar under a middle branch, by blank space
+// under the last one.
+func childPrefix(prefix, branch string) string {
+	switch branch {
+	case "├─":
+		return prefix + "│ "
+	case "└─":
+		return prefix + "  "
+	}
+	return prefix
+}
+
+// nodeRow is one cgroup's row: its name drawn in the tree after lead, its
+// memory (against its limit, else memScale), its CPU rate (against
+// cores) and its pids.
+func (m *Model) nodeRow(n *cgroupfs.Node, lead string, open bool, memScale uint64, cores float64) grid.Row {
+	name, kind := nodeName(n, lead, open)
+	limit, scale := "—", memScale
+	if n.MemoryLimitBytes != nil {
+		limit = format.Bytes(int64(*n.MemoryLimitBytes))
+		scale = *n.MemoryLimitBytes
+	}
+	cpu, cpuBar := "—", ""
+	if r, ok := m.rate[n.Path]; ok {
+		cpu = fmt.Sprintf("%.2f", r)
+		cpuBar = bar(r/cores, 10)
+	}
+	return grid.Row{
+		Cells: []string{name, format.Bytes(int64(n.MemoryBytes)), bar(float64(n.MemoryBytes)/float64(max(scale, 1)), 10),
+			limit, cpu, cpuBar, fmt.Sprint(n.Pids)},
+		Kind: kind,
+		Key:  n.Path,
+		ID:   nodeID(n),
+	}
+}
+
+// nodeName is a cgroup's name column (its fold icon, its label, how many
+// children a folded one hides, a mark when reading it failed) and the
+// row's kind: a warning for an error, a group for the root and QoS
+// classes, dim for a container.
+func nodeName(n *cgroupfs.Node, lead string, open bool) (string, grid.Kind) {
+	icon := "  "
+	if len(n.Children) > 0 {
+		icon = "▾ "
+		if !open {
+			icon = "▸ "
+		}
+	}
+	name := lead + icon + label(n)
+	if !open {
+		name += fmt.Sprintf(" (%d)", len(n.Children))
+	}
+	kind := grid.Normal
+	switch {
+	case len(n.Errors) > 0:
+		name += " !"
+		kind = grid.Warn
+	case n.Kind == cgroupfs.KindRoot || n.Kind == cgroupfs.KindQOS:
+		kind = grid.Group
+	case n.Kind == cgroupfs.KindContainer:
+		kind = grid.Dim
+	}
+	return name, kind
 }
 
 // bar draws a fraction in [0,1] with eighth blocks.
