@@ -238,39 +238,63 @@ func (m Model) holdLine() string {
 
 // render lays out the pane, and says where its clock lines went.
 func (m Model) render() ([]string, [3]int) {
-	d, st := m.d, m.st
 	var lines []string
-	add := func(s ...string) { lines = append(lines, s...) }
-	lbl := func(s string) string { return st.Label.Render(s) }
+	lines = append(lines, m.imageFsLines()...)
+	lines = append(lines, m.rootFsLines()...)
+	lines = append(lines, m.reserveLines()...)
+	lines = append(lines, m.engineLine(), m.lastPassLine(), "")
+	lines = m.withHistory(lines, m.tailLines())
+	return m.fit(lines)
+}
 
+// label renders s as a label.
+func (m Model) label(s string) string { return m.st.Label.Render(s) }
+
+// imageFsLines is the image filesystem's section: its usage gauge against
+// the GC thresholds and the eviction threshold, its numbers, whether image
+// GC is due, and the hold on images without earlier records.
+func (m Model) imageFsLines() []string {
+	d, st := m.d, m.st
 	fs := d.Snapshot.ImageFs
 	pol := d.Policy.Image
 	u := usage(fs)
 	evict, evictLabel := evictionFraction(d)
-	add(st.Header.Render("IMAGE FILESYSTEM")+"  "+lbl(fs.Mountpoint),
+	lines := []string{st.Header.Render("IMAGE FILESYSTEM") + "  " + m.label(fs.Mountpoint),
 		m.gauge(u, pol.LowThresholdPercent, pol.HighThresholdPercent, evict),
 		fmt.Sprintf("%s low %d%%  %s high %d%%  %s eviction at %.0f%% (imagefs.available < %s)",
 			st.Marker.Render("┃"), pol.LowThresholdPercent, st.Marker.Render("┃"), pol.HighThresholdPercent,
 			st.EvictionMarker.Render("┃"), evict*100, evictLabel),
-		fsLine(lbl, fs))
+		fsLine(m.label, fs)}
 	g := d.Plan.ImageGC
 	switch {
 	case fs.CapacityBytes <= 0:
-		add(st.Bad.Render("image filesystem capacity unknown (InvalidDiskCapacity)"))
+		lines = append(lines, st.Bad.Render("image filesystem capacity unknown (InvalidDiskCapacity)"))
 	case g.Triggered:
-		add(st.Warn.Render(fmt.Sprintf("usage %d%% ≥ high %d%%: image GC frees %s to reach %d%%", u, pol.HighThresholdPercent, format.Bytes(g.BytesToFree), pol.LowThresholdPercent)))
+		lines = append(lines, st.Warn.Render(fmt.Sprintf("usage %d%% ≥ high %d%%: image GC frees %s to reach %d%%", u, pol.HighThresholdPercent, format.Bytes(g.BytesToFree), pol.LowThresholdPercent)))
 	default:
-		add(st.OK.Render(fmt.Sprintf("usage %d%% < high %d%%: no image GC needed", u, pol.HighThresholdPercent)))
+		lines = append(lines, st.OK.Render(fmt.Sprintf("usage %d%% < high %d%%: no image GC needed", u, pol.HighThresholdPercent)))
 	}
 	if l := m.holdLine(); l != "" {
-		add(l)
+		lines = append(lines, l)
 	}
-	add("")
-	if r := d.Snapshot.RootFs; r != nil {
-		add(st.Header.Render("ROOT FILESYSTEM")+"  "+lbl(r.Mountpoint),
-			m.gauge(usage(*r), -1, -1, -1), fsLine(lbl, *r), "")
-	}
+	return append(lines, "")
+}
 
+// rootFsLines is the root filesystem's section, when the runtime keeps
+// its writable layers apart from the image filesystem; none otherwise.
+func (m Model) rootFsLines() []string {
+	r := m.d.Snapshot.RootFs
+	if r == nil {
+		return nil
+	}
+	return []string{m.st.Header.Render("ROOT FILESYSTEM") + "  " + m.label(r.Mountpoint),
+		m.gauge(usage(*r), -1, -1, -1), fsLine(m.label, *r), ""}
+}
+
+// reserveLines is the disk reserve's section: whether each filesystem
+// keeps the reserve, and the eviction line.
+func (m Model) reserveLines() []string {
+	d, st := m.d, m.st
 	dr := d.Plan.DiskReserve
 	thr := dr.ThresholdMiB
 	if thr == 0 {
@@ -279,16 +303,20 @@ func (m Model) render() ([]string, [3]int) {
 	// nodegc's own check of the old kubelet diskSpaceManager threshold:
 	// no current kubelet checks it, so it is not said as the kubelet's.
 	reserve := fmt.Sprintf("%s %s  %s imagefs %s", st.Header.Render("DISK RESERVE"),
-		lbl(fmt.Sprintf("(nodegc's check of the old kubelet threshold, %d MiB)", thr)),
-		lbl("·"), reserveWord(st, dr.ImageFs.OK, thr))
+		m.label(fmt.Sprintf("(nodegc's check of the old kubelet threshold, %d MiB)", thr)),
+		m.label("·"), reserveWord(st, dr.ImageFs.OK, thr))
 	if dr.RootFs != nil {
 		reserve += fmt.Sprintf("  rootfs %s", reserveWord(st, dr.RootFs.OK, thr))
 	}
-	add(reserve, m.evictionLine(dr), "")
+	return []string{reserve, m.evictionLine(dr), ""}
+}
 
-	add(m.engineLine(), m.lastPassLine(), "")
+// tailLines are the pane's last lines: the runtime, and nodegc's own
+// version, mode and (unless hidden) CPU and memory.
+func (m Model) tailLines() []string {
+	d, st := m.d, m.st
 	rt := d.Snapshot.Runtime
-	tail := []string{fmt.Sprintf("%s  %s %s  %s", st.Header.Render("RUNTIME"), rt.Name, rt.Version, lbl(rt.Endpoint))}
+	tail := []string{fmt.Sprintf("%s  %s %s  %s", st.Header.Render("RUNTIME"), rt.Name, rt.Version, m.label(rt.Endpoint))}
 	self := fmt.Sprintf("%s   %s", st.Header.Render("NODEGC"), d.Version)
 	if d.ReadOnly {
 		self += "  " + st.Warn.Render("read-only")
@@ -298,13 +326,15 @@ func (m Model) render() ([]string, [3]int) {
 		if d.Self.CPUPercent >= 0 {
 			cpu = fmt.Sprintf("%.1f%%", d.Self.CPUPercent)
 		}
-		self += fmt.Sprintf("  %s %s  %s %s", lbl("cpu"), cpu, lbl("rss"), format.Bytes(d.Self.RSSBytes))
+		self += fmt.Sprintf("  %s %s  %s %s", m.label("cpu"), cpu, m.label("rss"), format.Bytes(d.Self.RSSBytes))
 	}
-	tail = append(tail, self)
+	return append(tail, self)
+}
 
-	// The history takes the room left: at least a sparkline per series,
-	// and at big sizes a chart each. When even the sparklines do not fit,
-	// the blank separators go first.
+// withHistory puts the history between lines and tail. The history takes
+// the room left: at least a sparkline per series, and at big sizes a chart
+// each. When even the sparklines do not fit, the blank separators go first.
+func (m Model) withHistory(lines, tail []string) []string {
 	room := m.height - len(lines) - len(tail) - 1
 	sep := true
 	if room < 8 && m.height > 0 {
@@ -315,8 +345,13 @@ func (m Model) render() ([]string, [3]int) {
 	if sep {
 		lines = append(lines, "")
 	}
-	lines = append(lines, tail...)
+	return append(lines, tail...)
+}
 
+// fit truncates the lines to the pane's width and height, and says where
+// the clock lines (which the clock redraws alone) are among them: -1 for
+// one not shown.
+func (m Model) fit(lines []string) ([]string, [3]int) {
 	at := [3]int{-1, -1, -1}
 	clock := m.clockLines()
 	for i, l := range lines {
