@@ -179,8 +179,16 @@ func TestFleetAtScale(t *testing.T) {
 		sn.name, sn.ip = fmt.Sprintf("sim-%04d", i), nodeIP(i)
 		createNode(t, cs, sn.name)
 		ns := namespace(t, br, i)
+		// Each agent stands for the agent of a node of its own, whose
+		// runtime no other node's agent removes from; here agentsPerSim
+		// of them share one simulated runtime's socket, so each gets a
+		// runtime lock dir of its own (engine.RuntimeLockDirEnv), as
+		// each node has its own /var/lib/nodegc/runtimes. With one shared
+		// dir, every agent but the first would rightly exit 2: one
+		// deleting engine per runtime.
+		locks := filepath.Join(dir, sn.name+"-runtimes")
 		sn.agent = kubetest.StartProcessCmd(t, filepath.Join(dir, sn.name+".log"), "ip", "netns", "exec", ns,
-			bin, "agent", "--simulated", "--runtime-endpoint", sims[i/agentsPerSim], "--state-dir", filepath.Join(dir, sn.name),
+			"env", engine.RuntimeLockDirEnv+"="+locks, bin, "agent", "--simulated", "--runtime-endpoint", sims[i/agentsPerSim], "--state-dir", filepath.Join(dir, sn.name),
 			"--kubelet-config", os.DevNull, "--kubelet-pid", "-1", "--kubeconfig", api.Admin, "--node-name", sn.name,
 			"--metrics-bind-address", net.JoinHostPort(sn.ip, strconv.Itoa(agentPort)), "--log-level", "warn",
 			"--image-gc-period", "1h", "--container-gc-period", "1h")
@@ -401,7 +409,12 @@ func createNode(t *testing.T, cs *kubernetes.Clientset, name string) {
 }
 
 // createAgentPod creates the agent's Pod on the node, running at ip, as
-// the DaemonSet of deploy/ would (its labels and metrics port).
+// the DaemonSet of deploy/ would (its labels and metrics port), and
+// writes its status as the kubelet does once the agent's readiness probe
+// passes: running, its container running and ready, the pod Ready (the
+// fleet asks no agent whose pod is not). It is written at once, with no
+// probe: until the agent listens, the fleet's read of its row fails, and
+// the test waits for every row.
 func createAgentPod(t *testing.T, cs *kubernetes.Clientset, node, ip string) {
 	t.Helper()
 	ctx := t.Context()
@@ -416,7 +429,15 @@ func createAgentPod(t *testing.T, cs *kubernetes.Clientset, node, ip string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, HostIP: ip}
+	now := metav1.Now()
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, HostIP: ip,
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "nodegc", Image: "nodegc:test", Ready: true, Started: new(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
+	}
 	if _, err := cs.CoreV1().Pods(fleet.DefaultNamespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
