@@ -114,78 +114,119 @@ func (p provenance) source(name string) setting {
 // validates the result; a *engine.PolicyError names the flag, and says
 // which config field set the value when the config did.
 func resolvePolicy(pf policyFlags, cfg *kubeletConfig) (engine.Policy, provenance, error) {
-	p := engine.DefaultPolicy()
-	var prov provenance
-	cfgSource := ""
-	var proc *kubeletProcess
+	r := &policyResolver{p: engine.DefaultPolicy(), pf: pf, cfg: cfg}
 	if cfg != nil {
-		cfgSource = sourceConfig(cfg.Path)
-		proc = cfg.Proc
+		r.cfgSource = sourceConfig(cfg.Path)
+		r.proc = cfg.Proc
 	}
-	var cmdlineErr error
-	// pick records one setting: nodegc's flag, else the kubelet's command
-	// line (when fromCmdline is given and the kubelet has the flag), else
-	// the config file (when set), else the default. The kubelet itself
-	// lets its command line override its config file.
-	pick := func(name, field string, fromFlag func(), fromCmdline func(string) error, fromConfig func() bool, value func() string) {
-		src := sourceDefault
-		v, onCmdline := proc.flag(name)
-		switch {
-		case pf.Changed[name]:
-			fromFlag()
-			src = sourceFlag
-		case fromCmdline != nil && onCmdline:
-			if err := fromCmdline(v); err != nil {
-				if cmdlineErr == nil {
-					cmdlineErr = usageErrorf("--%s: %q on the %s: %v", name, v, proc.source(), err)
-				}
-				return
+	r.pickImage()
+	r.pickContainer()
+	r.pickDisk()
+	if r.cmdlineErr != nil {
+		return r.p, r.prov, r.cmdlineErr
+	}
+
+	if err := r.p.Validate(); err != nil {
+		return r.p, r.prov, explainPolicyError(err, r.prov)
+	}
+	return r.p, r.prov, nil
+}
+
+// policyResolver gathers the effective policy setting by setting, with
+// where each came from, and the first bad value on the kubelet's command
+// line.
+type policyResolver struct {
+	p    engine.Policy
+	prov provenance
+	pf   policyFlags
+	// cfg is the kubelet config, nil when there is none; cfgSource names
+	// it, and proc is the kubelet's process whose command line it read.
+	cfg        *kubeletConfig
+	cfgSource  string
+	proc       *kubeletProcess
+	cmdlineErr error
+}
+
+// pick records one setting: nodegc's flag, else the kubelet's command
+// line (when fromCmdline is given and the kubelet has the flag), else
+// the config file (when set), else the default. The kubelet itself
+// lets its command line override its config file.
+func (r *policyResolver) pick(name, field string, fromFlag func(), fromCmdline func(string) error, fromConfig func() bool, value func() string) {
+	src := sourceDefault
+	v, onCmdline := r.proc.flag(name)
+	switch {
+	case r.pf.Changed[name]:
+		fromFlag()
+		src = sourceFlag
+	case fromCmdline != nil && onCmdline:
+		if err := fromCmdline(v); err != nil {
+			if r.cmdlineErr == nil {
+				r.cmdlineErr = usageErrorf("--%s: %q on the %s: %v", name, v, r.proc.source(), err)
 			}
-			src = proc.source()
-		case cfg != nil && fromConfig != nil && fromConfig():
-			src = cfgSource
+			return
 		}
-		prov = append(prov, setting{Name: name, Value: value(), Source: src, ConfigField: field})
+		src = r.proc.source()
+	case r.cfg != nil && fromConfig != nil && fromConfig():
+		src = r.cfgSource
 	}
+	r.prov = append(r.prov, setting{Name: name, Value: value(), Source: src, ConfigField: field})
+}
+
+// pickImage resolves the image-GC settings: the thresholds and the
+// minimum and maximum ages.
+func (r *policyResolver) pickImage() {
+	p, pf, cfg := &r.p, r.pf, r.cfg
 	itoa := strconv.Itoa
-	pick(flagHighThreshold, "imageGCHighThresholdPercent",
+	r.pick(flagHighThreshold, "imageGCHighThresholdPercent",
 		func() { p.Image.HighThresholdPercent = pf.HighThreshold },
 		cmdlineInt(&p.Image.HighThresholdPercent),
 		func() bool { return setInt(&p.Image.HighThresholdPercent, cfg.ImageGCHighThresholdPercent) },
 		func() string { return itoa(p.Image.HighThresholdPercent) })
-	pick(flagLowThreshold, "imageGCLowThresholdPercent",
+	r.pick(flagLowThreshold, "imageGCLowThresholdPercent",
 		func() { p.Image.LowThresholdPercent = pf.LowThreshold },
 		cmdlineInt(&p.Image.LowThresholdPercent),
 		func() bool { return setInt(&p.Image.LowThresholdPercent, cfg.ImageGCLowThresholdPercent) },
 		func() string { return itoa(p.Image.LowThresholdPercent) })
-	pick(flagMinImageTTL, "imageMinimumGCAge",
+	r.pick(flagMinImageTTL, "imageMinimumGCAge",
 		func() { p.Image.MinAge = pf.MinImageTTL },
 		cmdlineDuration(&p.Image.MinAge),
 		func() bool { return setDuration(&p.Image.MinAge, cfg.ImageMinimumGCAge) },
 		func() string { return p.Image.MinAge.String() })
 	// imageMaximumGCAge has no kubelet flag.
-	pick(flagMaxImageAge, "imageMaximumGCAge",
+	r.pick(flagMaxImageAge, "imageMaximumGCAge",
 		func() { p.Image.MaxAge = pf.MaxImageAge }, nil,
 		func() bool { return setDuration(&p.Image.MaxAge, cfg.ImageMaximumGCAge) },
 		func() string { return p.Image.MaxAge.String() })
-	// The three container-GC settings exist only as kubelet flags.
-	pick(flagMinContainerTTL, "",
+}
+
+// pickContainer resolves the container-GC settings, which exist only as
+// kubelet flags.
+func (r *policyResolver) pickContainer() {
+	p, pf := &r.p, r.pf
+	itoa := strconv.Itoa
+	r.pick(flagMinContainerTTL, "",
 		func() { p.Container.MinAge = pf.MinContainerTTL },
 		cmdlineDuration(&p.Container.MinAge), nil,
 		func() string { return p.Container.MinAge.String() })
-	pick(flagMaxPerContainer, "",
+	r.pick(flagMaxPerContainer, "",
 		func() { p.Container.MaxPerPodContainer = pf.MaxPerContainer },
 		cmdlineInt(&p.Container.MaxPerPodContainer), nil,
 		func() string { return itoa(p.Container.MaxPerPodContainer) })
-	pick(flagMaxContainers, "",
+	r.pick(flagMaxContainers, "",
 		func() { p.Container.MaxContainers = pf.MaxContainers },
 		cmdlineInt(&p.Container.MaxContainers), nil,
 		func() string { return itoa(p.Container.MaxContainers) })
+}
+
+// pickDisk resolves the disk settings: the low-disk threshold, the pod
+// logs directory and the hard eviction thresholds.
+func (r *policyResolver) pickDisk() {
+	p, pf, cfg := &r.p, r.pf, r.cfg
 	// --low-diskspace-threshold-mb is gone from current kubelets.
-	pick(flagLowDiskMB, "",
+	r.pick(flagLowDiskMB, "",
 		func() { p.Disk.ThresholdMiB = pf.LowDiskMB }, nil, nil,
 		func() string { return strconv.FormatInt(p.Disk.ThresholdMiB, 10) })
-	pick(flagPodLogsDir, "podLogsDir",
+	r.pick(flagPodLogsDir, "podLogsDir",
 		func() { p.PodLogsDir = pf.PodLogsDir }, nil,
 		func() bool {
 			if cfg.PodLogsDir == "" {
@@ -197,7 +238,7 @@ func resolvePolicy(pf policyFlags, cfg *kubeletConfig) (engine.Policy, provenanc
 		func() string { return p.PodLogsDir })
 	// evictionHard: the kubelet replaces its defaults with the map from
 	// the config when the config sets one.
-	pick(settingEvictionHard, "evictionHard", func() {}, nil,
+	r.pick(settingEvictionHard, "evictionHard", func() {}, nil,
 		func() bool {
 			if cfg.EvictionHard == nil {
 				return false
@@ -206,14 +247,6 @@ func resolvePolicy(pf policyFlags, cfg *kubeletConfig) (engine.Policy, provenanc
 			return true
 		},
 		func() string { return formatMap(p.Disk.EvictionHard) })
-	if cmdlineErr != nil {
-		return p, prov, cmdlineErr
-	}
-
-	if err := p.Validate(); err != nil {
-		return p, prov, explainPolicyError(err, prov)
-	}
-	return p, prov, nil
 }
 
 // explainPolicyError adds, to a policy error about a value the kubelet
