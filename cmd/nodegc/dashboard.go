@@ -459,69 +459,96 @@ func profile(errw io.Writer) (stop func()) {
 			return func() {}
 		}
 	}
-	var (
-		mu      sync.Mutex
-		started bool
-		ended   bool
-		cpuFile *os.File
-	)
-	writeHeap := func(path string) {
-		if heap == "" {
-			return
-		}
-		runtime.GC()
-		f, err := os.Create(path)
-		if err == nil {
-			err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
-		}
-		if err != nil {
-			warn(fmt.Errorf("%s: %w", heapProfileEnv, err))
-		}
-	}
-	end := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !started || ended {
-			ended = true
-			return
-		}
-		ended = true
-		if cpuFile != nil {
-			pprof.StopCPUProfile()
-			if err := cpuFile.Close(); err != nil {
-				warn(fmt.Errorf("%s: %w", cpuProfileEnv, err))
-			}
-		}
-		writeHeap(heap)
-	}
-	begin := time.AfterFunc(after, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if ended {
-			return
-		}
-		started = true
-		writeHeap(heap + ".base")
-		if cpu != "" {
-			f, err := os.Create(cpu)
-			if err == nil {
-				if err = pprof.StartCPUProfile(f); err != nil {
-					f.Close()
-				}
-			}
-			if err != nil {
-				warn(fmt.Errorf("%s: %w", cpuProfileEnv, err))
-			} else {
-				cpuFile = f
-			}
-		}
-		if span > 0 {
-			time.AfterFunc(span, end)
-		}
-	})
+	w := &profileWindow{cpu: cpu, heap: heap, span: span, warn: warn}
+	begin := time.AfterFunc(after, w.begin)
 	return func() {
 		begin.Stop()
-		end()
+		w.end()
+	}
+}
+
+// profileWindow is one profiling window: it begins on a timer and ends
+// after its span, or when the dashboard ends, whichever comes first; an
+// end before the beginning means it never begins.
+type profileWindow struct {
+	// cpu and heap are the profiles' files, "" for one not asked for.
+	cpu, heap string
+	// span is how long the window lasts, 0 for until the end.
+	span time.Duration
+	warn func(error)
+
+	mu      sync.Mutex
+	started bool
+	ended   bool
+	cpuFile *os.File
+}
+
+// begin opens the window: the base heap profile, then the CPU profile,
+// and the timer that ends it after its span.
+func (w *profileWindow) begin() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return
+	}
+	w.started = true
+	w.writeHeap(w.heap + ".base")
+	if w.cpu != "" {
+		w.startCPU()
+	}
+	if w.span > 0 {
+		time.AfterFunc(w.span, w.end)
+	}
+}
+
+// startCPU starts the CPU profile into its file; a failure is warned of
+// and leaves no profile running.
+func (w *profileWindow) startCPU() {
+	f, err := os.Create(w.cpu)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		w.warn(fmt.Errorf("%s: %w", cpuProfileEnv, err))
+		return
+	}
+	w.cpuFile = f
+}
+
+// end closes the window once: it stops the CPU profile and writes the
+// final heap profile, if the window had begun.
+func (w *profileWindow) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.started || w.ended {
+		w.ended = true
+		return
+	}
+	w.ended = true
+	if w.cpuFile != nil {
+		pprof.StopCPUProfile()
+		if err := w.cpuFile.Close(); err != nil {
+			w.warn(fmt.Errorf("%s: %w", cpuProfileEnv, err))
+		}
+	}
+	w.writeHeap(w.heap)
+}
+
+// writeHeap writes a heap profile to path, after a collection so that it
+// is current; nothing when no heap profile was asked for.
+func (w *profileWindow) writeHeap(path string) {
+	if w.heap == "" {
+		return
+	}
+	runtime.GC()
+	f, err := os.Create(path)
+	if err == nil {
+		err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
+	}
+	if err != nil {
+		w.warn(fmt.Errorf("%s: %w", heapProfileEnv, err))
 	}
 }
 
@@ -587,10 +614,38 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	}
 	defer d.Close()
 
+	e, err := newDemoEngine(ctx, opts, d, dir, policy, start, headless)
+	if err != nil {
+		return err
+	}
+	if err := warmUpDemo(ctx, opts, d, e, start); err != nil {
+		return err
+	}
+	if headless {
+		return printDemoPlan(ctx, opts, e, prov)
+	}
+	// The workload goes on while the dashboard is open: one simulated
+	// second per second.
+	cgroups, err := d.startCgroups(dir, opts.Seed)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go d.run(ctx, time.Second)
+	// The demo runs image GC every minute rather than every 5, so that a
+	// person sees a real image pass soon after the disk fills.
+	return dashboard(ctx, opts, e, cgroups, d.node.Now, engine.SchedulerOptions{ImagePeriod: demoImagePeriod})
+}
+
+// newDemoEngine seeds the demo node's image history under dir and makes
+// the engine on it: read-only when headless or asked to be, logging as
+// the dashboard does, its state in dir.
+func newDemoEngine(ctx context.Context, opts *rootOptions, d *demoNode, dir string, policy engine.Policy, start time.Time, headless bool) (*engine.Engine, error) {
 	// The node has a history: image records as nodegc would have kept
 	// them over a week, so the least recently used order shows.
 	if err := seedDemoHistory(ctx, d.client.ReadOnly(), filepath.Join(dir, "state"), start, opts.Seed); err != nil {
-		return err
+		return nil, err
 	}
 	eo := engine.Options{
 		Reader:    d.client.ReadOnly(),
@@ -607,19 +662,25 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 	if !headless {
 		opts.Global.dashboardLogFile(eo.StateDir, true)
 	}
+	var err error
 	if eo.Logger, err = opts.Global.logger(); err != nil {
-		return err
+		return nil, err
 	}
 	e, err := engine.New(eo)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opts.eventSource = d.client
 	opts.stateDir = eo.StateDir
-	// The first snapshot marks the images in use at start as used then
-	// (the others keep their seeded history); the workload then runs for the warm-up, so that images age past the
-	// minimum TTL, pods die and the disk fills, as on a node that has
-	// been up for a while.
+	return e, nil
+}
+
+// warmUpDemo runs the demo node through its warm-up. The first snapshot
+// marks the images in use at start as used then (the others keep their
+// seeded history); the workload then runs for the warm-up, so that images
+// age past the minimum TTL, pods die and the disk fills, as on a node that
+// has been up for a while.
+func warmUpDemo(ctx context.Context, opts *rootOptions, d *demoNode, e *engine.Engine, start time.Time) error {
 	if _, err := e.Snapshot(ctx); err != nil {
 		return fmt.Errorf("demo: snapshot: %w", err)
 	}
@@ -630,35 +691,27 @@ func runDemo(ctx context.Context, opts *rootOptions, headless bool) error {
 		// The large node's passes take seconds as it is.
 		d.node.SetMutatingLatency(opts.RemoveLatency)
 	}
-	if headless {
-		s, err := e.Snapshot(ctx)
-		if err != nil {
-			return fmt.Errorf("demo: snapshot: %w", err)
-		}
-		// The engine's effective policy, as the dashboard and gc plan.
-		p, err := e.PlanSnapshot(s, engine.PassFull, s.TakenAt)
-		if err != nil {
-			return fmt.Errorf("demo: plan: %w", err)
-		}
-		return renderPlanTable(opts.IO.Out, planView{
-			Snapshot:       s,
-			Plan:           p,
-			Settings:       prov,
-			EndpointSource: "simulated node, --demo",
-		})
-	}
-	// The workload goes on while the dashboard is open: one simulated
-	// second per second.
-	cgroups, err := d.startCgroups(dir, opts.Seed)
+	return nil
+}
+
+// printDemoPlan prints the warmed-up demo node's plan table, with the
+// engine's effective policy and where each setting came from.
+func printDemoPlan(ctx context.Context, opts *rootOptions, e *engine.Engine, prov provenance) error {
+	s, err := e.Snapshot(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: snapshot: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go d.run(ctx, time.Second)
-	// The demo runs image GC every minute rather than every 5, so that a
-	// person sees a real image pass soon after the disk fills.
-	return dashboard(ctx, opts, e, cgroups, d.node.Now, engine.SchedulerOptions{ImagePeriod: demoImagePeriod})
+	// The engine's effective policy, as the dashboard and gc plan.
+	p, err := e.PlanSnapshot(s, engine.PassFull, s.TakenAt)
+	if err != nil {
+		return fmt.Errorf("demo: plan: %w", err)
+	}
+	return renderPlanTable(opts.IO.Out, planView{
+		Snapshot:       s,
+		Plan:           p,
+		Settings:       prov,
+		EndpointSource: "simulated node, --demo",
+	})
 }
 
 // shutdownDeadline bounds the dashboard's way out once its screen is
