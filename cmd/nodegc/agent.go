@@ -34,13 +34,9 @@ type agentOptions struct {
 	Policy          policyFlags
 }
 
-// newCmdAgent builds `nodegc agent`. runF, when set, replaces runAgent.
-func newCmdAgent(f *factory, g *globalOptions, runF func(context.Context, *agentOptions) error) *cobra.Command {
-	opts := &agentOptions{IO: f, Global: g}
-	cmd := &cobra.Command{
-		Use:   "agent [--metrics-bind-address ADDR] [--log-level LEVEL]",
-		Short: "Run the GC engine without a screen, with Prometheus metrics",
-		Long: `nodegc agent runs the dashboard's engine and scheduler without a screen, as the
+// agentLong is `nodegc agent --help`'s text: what the agent runs, what it
+// logs and serves, how it stops, and its exit status.
+const agentLong = `nodegc agent runs the dashboard's engine and scheduler without a screen, as the
 kubelet runs its garbage collection: container GC every minute (dead
 containers, then sandboxes, then logs), image GC every 5 minutes. It uses
 the same policy sources (the kubelet's flags, its config, the kubelet's
@@ -85,8 +81,10 @@ is 30 s).
 Exit status: 0 stopped by a signal; 1 the runtime cannot be reached;
 2 bad input (a flag, a metrics address that is malformed or that it may
 not bind, the kubelet config, the state dir locked by another nodegc or
-unusable, a control socket path it did not create).`,
-		Example: `  # On a node, as root: the kubelet's cadence, metrics on localhost
+unusable, a control socket path it did not create).`
+
+// agentExample is `nodegc agent --help`'s examples.
+const agentExample = `  # On a node, as root: the kubelet's cadence, metrics on localhost
   sudo nodegc agent
 
   # Metrics for a Prometheus on the pod network, debug logs
@@ -96,8 +94,17 @@ unusable, a control socket path it did not create).`,
   sudo nodegc agent --pod-source off --metrics-bind-address 0
 
   # What it measured
-  curl -s localhost:1017/metrics | grep '^nodegc_image_gc_attempts_total'`,
-		Args: noArgs,
+  curl -s localhost:1017/metrics | grep '^nodegc_image_gc_attempts_total'`
+
+// newCmdAgent builds `nodegc agent`. runF, when set, replaces runAgent.
+func newCmdAgent(f *factory, g *globalOptions, runF func(context.Context, *agentOptions) error) *cobra.Command {
+	opts := &agentOptions{IO: f, Global: g}
+	cmd := &cobra.Command{
+		Use:     "agent [--metrics-bind-address ADDR] [--log-level LEVEL]",
+		Short:   "Run the GC engine without a screen, with Prometheus metrics",
+		Long:    agentLong,
+		Example: agentExample,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Policy.Changed = changedFlags(cmd)
 			if runF != nil {
