@@ -193,77 +193,107 @@ func seed(n *realnode.Node, o options) (state, error) {
 		StartedAt:     time.Now().UTC(),
 		SandboxImage:  n.SandboxImage(),
 	}
-	// Each image costs about twice its size (blob plus snapshot).
-	for batch := 0; ; batch++ {
-		u, err := n.ImageFsUsage()
-		if err != nil {
-			return s, err
-		}
-		if usagePercent(u) >= o.fillPercent {
-			break
-		}
-		want := u.Capacity*int64(o.fillPercent)/100 - u.Used
-		count := max(1, int(want/(2*o.imageSize)))
-		if 2*o.imageSize*int64(count) > u.Available-4<<20 || batch > 50 {
-			return s, fmt.Errorf("cannot reach %d%% with %d MiB images (%d%% used, %d MiB free)", o.fillPercent, o.imageSize>>20, usagePercent(u), u.Available>>20)
-		}
-		imgs, err := n.ImportImages(count, o.imageSize, fmt.Sprintf("fill%d", batch))
-		if err != nil {
-			return s, err
-		}
-		s.Images = append(s.Images, imgs...)
+	if err := fillImageFs(n, o, &s); err != nil {
+		return s, err
 	}
 	if len(s.Images) < 3 {
 		return s, fmt.Errorf("only %d images fill the image fs; use smaller --image-mib", len(s.Images))
 	}
-	img := func(i int) string { return s.Images[i].Ref }
-
-	web := "5e1d0c1a-0000-4000-8000-00000000000a"
-	sb, err := n.RunPod("web", "default", web, realnode.QOSBurstable)
-	if err != nil {
-		return s, err
-	}
-	for attempt := range uint32(3) {
-		if _, err := n.ExitedContainer(sb, "init", img(1), attempt, 1); err != nil {
+	for _, pod := range []func(*realnode.Node, *state) error{seedWeb, seedCron, seedReport} {
+		if err := pod(n, &s); err != nil {
 			return s, err
 		}
 	}
-	if _, err := n.StartContainer(sb, "app", img(0), 0); err != nil {
-		return s, err
-	}
-	s.Workload = append(s.Workload, fmt.Sprintf("pod default/web: container app running (%s), 3 dead restarts of init (%s)", img(0), img(1)))
+	s.Workload = append(s.Workload, fmt.Sprintf("%d images unused by any container, the sandbox image %s too", len(s.Images)-3, realnode.SandboxImageRef))
+	return s, nil
+}
 
+// fillImageFs imports images of o.imageSize, in batches, until the image
+// filesystem is at least o.fillPercent used, and adds them to s.Images. It
+// fails rather than fill the filesystem to the brim, or loop, when the
+// percentage cannot be reached with images of that size.
+func fillImageFs(n *realnode.Node, o options, s *state) error {
+	// Each image costs about twice its size (blob plus snapshot).
+	for batch := 0; ; batch++ {
+		u, err := n.ImageFsUsage()
+		if err != nil {
+			return err
+		}
+		if usagePercent(u) >= o.fillPercent {
+			return nil
+		}
+		want := u.Capacity*int64(o.fillPercent)/100 - u.Used
+		count := max(1, int(want/(2*o.imageSize)))
+		if 2*o.imageSize*int64(count) > u.Available-4<<20 || batch > 50 {
+			return fmt.Errorf("cannot reach %d%% with %d MiB images (%d%% used, %d MiB free)", o.fillPercent, o.imageSize>>20, usagePercent(u), u.Available>>20)
+		}
+		imgs, err := n.ImportImages(count, o.imageSize, fmt.Sprintf("fill%d", batch))
+		if err != nil {
+			return err
+		}
+		s.Images = append(s.Images, imgs...)
+	}
+}
+
+// seedWeb makes pod default/web: container app running on the first
+// image, and three dead restarts of its init container on the second, for
+// container GC's per-container limit.
+func seedWeb(n *realnode.Node, s *state) error {
+	web := "5e1d0c1a-0000-4000-8000-00000000000a"
+	sb, err := n.RunPod("web", "default", web, realnode.QOSBurstable)
+	if err != nil {
+		return err
+	}
+	for attempt := range uint32(3) {
+		if _, err := n.ExitedContainer(sb, "init", s.Images[1].Ref, attempt, 1); err != nil {
+			return err
+		}
+	}
+	if _, err := n.StartContainer(sb, "app", s.Images[0].Ref, 0); err != nil {
+		return err
+	}
+	s.Workload = append(s.Workload, fmt.Sprintf("pod default/web: container app running (%s), 3 dead restarts of init (%s)", s.Images[0].Ref, s.Images[1].Ref))
+	return nil
+}
+
+// seedCron makes pod default/cron: a stopped (NOTREADY) sandbox without
+// containers beside a newer running one, for sandbox GC.
+func seedCron(n *realnode.Node, s *state) error {
 	cron := "5e1d0c1a-0000-4000-8000-00000000000b"
 	old, err := n.RunPod("cron", "default", cron, realnode.QOSBestEffort)
 	if err != nil {
-		return s, err
+		return err
 	}
 	if err := n.StopPod(old); err != nil {
-		return s, err
+		return err
 	}
-	sb, err = n.RunPod("cron", "default", cron, realnode.QOSBestEffort)
+	sb, err := n.RunPod("cron", "default", cron, realnode.QOSBestEffort)
 	if err != nil {
-		return s, err
+		return err
 	}
 	if _, err := n.StartContainer(sb, "tick", realnode.SandboxImageRef, 0); err != nil {
-		return s, err
+		return err
 	}
 	s.Workload = append(s.Workload, "pod default/cron: an older NOTREADY sandbox without containers beside its running newest")
+	return nil
+}
 
+// seedReport makes pod jobs/report: stopped, with a dead container on the
+// third image: what a finished job leaves for GC.
+func seedReport(n *realnode.Node, s *state) error {
 	batch := "5e1d0c1a-0000-4000-8000-00000000000c"
-	sb, err = n.RunPod("report", "jobs", batch, realnode.QOSBestEffort)
+	sb, err := n.RunPod("report", "jobs", batch, realnode.QOSBestEffort)
 	if err != nil {
-		return s, err
+		return err
 	}
-	if _, err := n.ExitedContainer(sb, "job", img(2), 0, 0); err != nil {
-		return s, err
+	if _, err := n.ExitedContainer(sb, "job", s.Images[2].Ref, 0, 0); err != nil {
+		return err
 	}
 	if err := n.StopPod(sb); err != nil {
-		return s, err
+		return err
 	}
-	s.Workload = append(s.Workload, fmt.Sprintf("pod jobs/report: stopped, with a dead container (%s)", img(2)))
-	s.Workload = append(s.Workload, fmt.Sprintf("%d images unused by any container, the sandbox image %s too", len(s.Images)-3, realnode.SandboxImageRef))
-	return s, nil
+	s.Workload = append(s.Workload, fmt.Sprintf("pod jobs/report: stopped, with a dead container (%s)", s.Images[2].Ref))
+	return nil
 }
 
 func status(o options, out io.Writer) error {
