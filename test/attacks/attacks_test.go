@@ -18,6 +18,7 @@ import (
 	"github.com/nodegc/nodegc/engine/cri"
 	"github.com/nodegc/nodegc/internal/critest"
 	"github.com/nodegc/nodegc/internal/proctest"
+	"github.com/nodegc/nodegc/internal/realnode"
 	"github.com/nodegc/nodegc/internal/simnode"
 )
 
@@ -455,9 +456,17 @@ func binary(t *testing.T) string {
 	return bin
 }
 
-// TestMain removes the built binary.
+// TestMain gives the engines the rows start a runtime lock dir of the
+// test process's (realnode.PrivateRuntimeLocks) and removes it and the
+// built binary after.
 func TestMain(m *testing.M) {
+	unlock, err := realnode.PrivateRuntimeLocks()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	unlock()
 	if bin != "" {
 		os.RemoveAll(filepath.Dir(bin))
 	}
