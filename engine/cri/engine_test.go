@@ -34,6 +34,7 @@ func TestEngineReadPathsMakeNoMutatingCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { e.Close() }) // its state dir's and its runtime's locks
 			n.ResetCalls()
 			planned := 0
 			for _, kind := range []engine.PassKind{engine.PassImages, engine.PassContainers, engine.PassFull, engine.PassReclaimAll} {
