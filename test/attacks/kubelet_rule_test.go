@@ -98,19 +98,7 @@ func onNodeUninspectable(t *testing.T, kubelets []uninspectableKubelet, args ...
 		}
 		fmt.Fprintf(&script, "%sbash -c %s &\n", prefix, shellQuote(cmd))
 	}
-	fmt.Fprintf(&script, `for i in $(seq 400); do
-	n=0
-	for c in /proc/[0-9]*/cmdline; do IFS= read -r -d '' a0 < $c 2>/dev/null && [ "$a0" = kubelet ] && n=$((n+1)); done
-	[ $n -ge %d ] && break
-	sleep 0.05
-done
-[ $n -ge %d ] || exit 98
-%s"$@"
-rc=$?
-kill -KILL $(jobs -p) 2>/dev/null
-wait
-exit $rc
-`, len(kubelets), len(kubelets), dropPtrace)
+	script.WriteString(runWithKubelets(len(kubelets), dropPtrace))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", append([]string{"--pid", "--fork", "--mount", "--mount-proc", "--propagation", "private",

@@ -473,20 +473,7 @@ func onNode(t *testing.T, kubelets []fakeKubelet, args ...string) run {
 		}
 		fmt.Fprintf(&script, "%sbash -c %s &\n", prefix, shellQuote(cmd))
 	}
-	// Wait until every one has become a process named kubelet.
-	fmt.Fprintf(&script, `for i in $(seq 400); do
-	n=0
-	for c in /proc/[0-9]*/cmdline; do IFS= read -r -d '' a0 < $c 2>/dev/null && [ "$a0" = kubelet ] && n=$((n+1)); done
-	[ $n -ge %d ] && break
-	sleep 0.05
-done
-[ $n -ge %d ] || exit 98
-"$@"
-rc=$?
-kill -KILL $(jobs -p) 2>/dev/null
-wait
-exit $rc
-`, len(kubelets), len(kubelets))
+	script.WriteString(runWithKubelets(len(kubelets), ""))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", append([]string{"--pid", "--fork", "--mount", "--mount-proc", "--propagation", "private",
@@ -573,3 +560,24 @@ func (rawCodec) Unmarshal(data []byte, v any) error {
 	return nil
 }
 func (rawCodec) Name() string { return "proto" }
+
+// runWithKubelets is the end of a script that started n processes named
+// kubelet in the background: it waits until every one has become a
+// process named kubelet (exit 98 if they never do), runs the script's
+// arguments with prefix (a command that runs them, or ""), ends the
+// kubelets and exits with the arguments' status.
+func runWithKubelets(n int, prefix string) string {
+	return fmt.Sprintf(`for i in $(seq 400); do
+	n=0
+	for c in /proc/[0-9]*/cmdline; do IFS= read -r -d '' a0 < $c 2>/dev/null && [ "$a0" = kubelet ] && n=$((n+1)); done
+	[ $n -ge %d ] && break
+	sleep 0.05
+done
+[ $n -ge %d ] || exit 98
+%s"$@"
+rc=$?
+kill -KILL $(jobs -p) 2>/dev/null
+wait
+exit $rc
+`, n, n, prefix)
+}
