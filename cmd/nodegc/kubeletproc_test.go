@@ -478,14 +478,7 @@ func TestFindKubeletTrustsOnlyRoot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := 0; k != nil {
-				got = k.PID
-				if got != tt.wantPID {
-					t.Errorf("found pid %d, want %d", got, tt.wantPID)
-				}
-			} else if tt.wantPID != 0 {
-				t.Errorf("found none, want pid %d", tt.wantPID)
-			}
+			wantKubeletPID(t, k, tt.wantPID)
 			if len(warnings) != 1 || !strings.Contains(warnings[0], tt.wantWarn) {
 				t.Errorf("warnings %q, want one with %q", warnings, tt.wantWarn)
 			}
@@ -632,14 +625,7 @@ func TestFindKubeletWhereProcess1CannotBeReadComparesRoots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if gotPID := 0; k != nil {
-				gotPID = k.PID
-				if gotPID != tt.wantPID {
-					t.Errorf("found pid %d, want %d", gotPID, tt.wantPID)
-				}
-			} else if tt.wantPID != 0 {
-				t.Errorf("found no kubelet, want pid %d", tt.wantPID)
-			}
+			wantKubeletPID(t, k, tt.wantPID)
 			if len(warnings) != len(tt.wantWarn) {
 				t.Fatalf("warnings %q, want %q", warnings, tt.wantWarn)
 			}
@@ -649,5 +635,17 @@ func TestFindKubeletWhereProcess1CannotBeReadComparesRoots(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// wantKubeletPID fails t unless findKubelet found the process want (0:
+// none).
+func wantKubeletPID(t *testing.T, k *kubeletProcess, want int) {
+	t.Helper()
+	switch {
+	case k == nil && want != 0:
+		t.Errorf("found no kubelet, want pid %d", want)
+	case k != nil && k.PID != want:
+		t.Errorf("found pid %d, want %d", k.PID, want)
 	}
 }
