@@ -17,14 +17,9 @@ import (
 // Scheduler is what the server asks of the agent's scheduler;
 // *engine.Scheduler satisfies it.
 type Scheduler interface {
-	Status() engine.Status
-	Force(ctx context.Context, kind engine.PassKind) (engine.PassReport, error)
-	Preview(ctx context.Context, kind engine.PassKind) (engine.PassReport, error)
-	Apply(ctx context.Context, p engine.Plan) (engine.PassReport, error)
-	Pause()
-	Resume()
+	engine.Controller
+	// Stop stops the pass in flight, reporting whether there was one.
 	Stop() bool
-	Subscribe() (<-chan engine.Notice, func())
 }
 
 // Engine is what the server reads of the agent's engine; *engine.Engine

@@ -8,6 +8,28 @@ import (
 	"time"
 )
 
+// Controller is what a dashboard and the control protocol ask of a
+// scheduler: its state, a pass now, a preview and the apply of what it
+// planned, pause and resume, and its notices. *Scheduler satisfies it;
+// so does a client of an agent's control socket, so that a dashboard
+// drives an agent as it drives its own engine.
+type Controller interface {
+	// Status returns the scheduler's state.
+	Status() Status
+	// Force runs a pass of the kind now, paused or not.
+	Force(ctx context.Context, kind PassKind) (PassReport, error)
+	// Preview is a dry-run of the kind; its report's Plan can be applied.
+	Preview(ctx context.Context, kind PassKind) (PassReport, error)
+	// Apply applies exactly the given plan: one the engine issued (a
+	// preview), or a part of one.
+	Apply(ctx context.Context, p Plan) (PassReport, error)
+	// Pause stops the periodic passes; Resume restarts them.
+	Pause()
+	Resume()
+	// Subscribe returns a channel of notices and a func that unsubscribes.
+	Subscribe() (<-chan Notice, func())
+}
+
 // SchedulerOptions configure a Scheduler.
 type SchedulerOptions struct {
 	// ImagePeriod and ContainerPeriod default to the kubelet's 5m and 1m.

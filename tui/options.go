@@ -11,23 +11,10 @@ import (
 	"github.com/nodegc/nodegc/engine"
 )
 
-// Controller is what the dashboard asks of the scheduler. *engine.Scheduler
-// satisfies it; tests use a fake that records what it is asked.
-type Controller interface {
-	// Status returns the scheduler's state.
-	Status() engine.Status
-	// Force runs a pass of the kind now, paused or not.
-	Force(ctx context.Context, kind engine.PassKind) (engine.PassReport, error)
-	// Preview is a dry-run of the kind; its report's Plan can be applied.
-	Preview(ctx context.Context, kind engine.PassKind) (engine.PassReport, error)
-	// Apply applies exactly the given (previewed) plan.
-	Apply(ctx context.Context, p engine.Plan) (engine.PassReport, error)
-	// Pause stops the periodic passes; Resume restarts them.
-	Pause()
-	Resume()
-	// Subscribe returns a channel of notices and a func that unsubscribes.
-	Subscribe() (<-chan engine.Notice, func())
-}
+// Controller is what the dashboard asks of the scheduler: the engine's
+// one controller contract (engine.Controller), which the embedded
+// scheduler and an attached agent's client both satisfy.
+type Controller = engine.Controller
 
 // Agent names the nodegc agent a dashboard is attached to.
 type Agent struct {
