@@ -363,7 +363,7 @@ const (
 func readBody(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
 	tooLarge := func() bool {
 		writeError(w, http.StatusRequestEntityTooLarge, CodeBadRequest,
-			"body: larger than the "+strconv.FormatInt(limit, 10)+" bytes a request of this node can take (a plan is applied only as this agent issued it: preview it again)")
+			"body: larger than the "+strconv.FormatInt(limit, 10)+" bytes this agent takes for "+r.URL.Path)
 		return false
 	}
 	if r.ContentLength > limit {
