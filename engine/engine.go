@@ -404,7 +404,10 @@ func (e *Engine) planLocked(ctx context.Context, kind PassKind, at time.Time) (S
 		at = s.TakenAt
 	}
 	p := PlanPass(s, e.effectivePolicy(at), kind, at)
-	e.issued.add(p, snapshotObjects(s), e.now())
+	if !e.ReadOnly() {
+		// Only an engine that can remove may be asked to apply it.
+		e.issued.add(p, snapshotObjects(s), e.now())
+	}
 	return s, p, nil
 }
 
