@@ -241,9 +241,10 @@ func (r *Reader) Read(ctx context.Context) ([]Node, error) {
 			row.Pod, row.Namespace, row.State = p.Name, p.Namespace, NotReady
 			row.Err = string(p.Status.Phase)
 			continue
-		case unready(p) != "":
+		}
+		if why := unready(p); why != "" {
 			row.Pod, row.Namespace, row.State = p.Name, p.Namespace, Unready
-			row.Err = unready(p)
+			row.Err = why
 			continue
 		}
 		row.Pod, row.Namespace, row.Port = p.Name, p.Namespace, portOf(p, r.o.Port)
@@ -392,8 +393,9 @@ func (r *Reader) Agent(ctx context.Context, node string) (Node, error) {
 		return Node{}, fmt.Errorf("node %s: no nodegc agent pod (namespace %s, selector %s)", node, r.o.Namespace, r.o.Selector)
 	case !running(found):
 		return Node{}, fmt.Errorf("node %s: the agent's pod %s is %s", node, found.Name, found.Status.Phase)
-	case unready(found) != "":
-		return Node{}, fmt.Errorf("node %s: pod %s: %s", node, found.Name, unready(found))
+	}
+	if why := unready(found); why != "" {
+		return Node{}, fmt.Errorf("node %s: pod %s: %s", node, found.Name, why)
 	}
 	return Node{Name: node, Pod: found.Name, Namespace: found.Namespace, Port: portOf(found, r.o.Port), State: OK}, nil
 }
