@@ -64,6 +64,12 @@ func TestMetricsListenerHoldsABoundedNumberOfConnections(t *testing.T) {
 			t.Fatalf("connection %d of %d: %v", i+1, metricsConnections, err)
 		}
 		held[i] = c
+		if i == 0 {
+			// The server marks a connection idle after the client may
+			// already have read its answer: wait until the first is,
+			// so that it is the one idle longest whatever the load.
+			waitIdle(t, l.connGuard)
+		}
 	}
 	extra, r := dial()
 	if err := get(extra, r, 30*time.Second); err != nil {
@@ -76,6 +82,26 @@ func TestMetricsListenerHoldsABoundedNumberOfConnections(t *testing.T) {
 	held[1].SetDeadline(time.Now().Add(time.Second))
 	if _, err := held[1].Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("the second idle connection read %v; want it still open", err)
+	}
+}
+
+// waitIdle waits until every connection g holds is idle between
+// requests, for at most 30 s.
+func waitIdle(t *testing.T, g *connGuard) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		g.mu.Lock()
+		idle := true
+		for _, e := range g.open {
+			idle = idle && e.phase == phaseIdle
+		}
+		g.mu.Unlock()
+		if idle {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a connection answered was still not idle after 30 s")
+		}
 	}
 }
 
