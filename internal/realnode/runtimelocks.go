@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 
 	"github.com/nodegc/nodegc/engine"
 )
@@ -35,4 +36,22 @@ func PrivateRuntimeLocks() (func(), error) {
 		os.Unsetenv(engine.RuntimeLockDirEnv)
 		os.RemoveAll(dir)
 	}, nil
+}
+
+// Main runs the tests of a package that starts real engines, as its
+// TestMain: m.Run with PrivateRuntimeLocks, then each cleanup in order
+// (the package's own temporary files), then it exits with m's code.
+func Main(m *testing.M, cleanup ...func()) {
+	unlock, err := PrivateRuntimeLocks()
+	code := 1
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+		unlock()
+	}
+	for _, c := range cleanup {
+		c()
+	}
+	os.Exit(code)
 }
