@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -62,4 +63,16 @@ func RawRemove(tb testing.TB, endpoint string, ids []string, inFlight int, call 
 func RemoveImage(ctx context.Context, _ runtimeapi.RuntimeServiceClient, im runtimeapi.ImageServiceClient, id string) error {
 	_, err := im.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}})
 	return err
+}
+
+// Eventually retries f every 10 ms until it succeeds, failing tb with its
+// last error after ten seconds: a gRPC client takes a few attempts to
+// reconnect to a runtime that came back.
+func Eventually(tb testing.TB, f func() error) {
+	tb.Helper()
+	var last error
+	poll := func(context.Context) (bool, error) { last = f(); return last == nil, nil }
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, poll); err != nil {
+		tb.Fatalf("still failing: %v", last)
+	}
 }
