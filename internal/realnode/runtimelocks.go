@@ -1,10 +1,14 @@
 package realnode
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodegc/nodegc/engine"
 )
@@ -54,4 +58,12 @@ func Main(m *testing.M, cleanup ...func()) {
 		c()
 	}
 	os.Exit(code)
+}
+
+// Eventually reports whether cond becomes true within d, asking every 20
+// ms: a real runtime updates some of its views asynchronously (CRI learns
+// of what ctr does through events).
+func Eventually(d time.Duration, cond func() bool) bool {
+	poll := func(context.Context) (bool, error) { return cond(), nil }
+	return wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, d, true, poll) == nil
 }
