@@ -98,7 +98,13 @@ type Model struct {
 	// moved says the user moved the cursor off the first row: refreshes
 	// then keep it on its row; otherwise the view stays at the top, where
 	// the newest or first-ranked rows are, as new rows arrive.
-	moved  bool
+	moved bool
+	// lost is the Key of the selected row when a refresh dropped it: no
+	// row is selected then, so that no action lands on the row that took
+	// its place, until it comes back or the user moves.
+	lost   string
+	// gone is the dropped row, as it was last shown.
+	gone   Row
 	width  int
 	height int
 	// styles is shared by the copies of the table: replaced, never
@@ -164,9 +170,10 @@ func (m *Model) SetSize(w, h int) {
 }
 
 // SetRows replaces the rows. When the user has moved the cursor it stays on
-// the row with the same Key, if there is one; otherwise the view stays at
-// the top, so new rows at the top are seen rather than pushing the view
-// down.
+// the row with the same Key; if that row is gone, no row is selected (Lost
+// says which) until it comes back or the user moves. Otherwise the view
+// stays at the top, so new rows at the top are seen rather than pushing
+// the view down.
 func (m *Model) SetRows(rows []Row) {
 	if !m.moved {
 		m.rows, m.cursor, m.offset = rows, 0, 0
@@ -174,23 +181,28 @@ func (m *Model) SetRows(rows []Row) {
 		m.clamp()
 		return
 	}
-	var key string
-	if m.cursor >= 0 && m.cursor < len(m.rows) {
-		key = m.rows[m.cursor].Key
+	key := m.lost
+	if key == "" && m.cursor >= 0 && m.cursor < len(m.rows) {
+		key, m.gone = m.rows[m.cursor].Key, m.rows[m.cursor]
 	}
 	m.rows = rows
 	m.layout()
 	if key != "" {
+		m.lost = key
 		for i := range rows {
 			if rows[i].Key == key {
 				m.offset += i - m.cursor
-				m.cursor = i
+				m.cursor, m.lost = i, ""
 				break
 			}
 		}
 	}
 	m.clamp()
 }
+
+// Lost returns the selected row a refresh dropped, as it was last shown,
+// and false if the selection holds.
+func (m Model) Lost() (Row, bool) { return m.gone, m.lost != "" }
 
 // SetTitle renames column col: a header that says what the rows are
 // sorted by when the arrow alone cannot.
@@ -254,9 +266,9 @@ func (m Model) Cursor() int { return m.cursor }
 // Offset returns the index of the first visible row.
 func (m Model) Offset() int { return m.offset }
 
-// Selected returns the selected row, if any.
+// Selected returns the selected row, if any: none while Lost.
 func (m Model) Selected() (Row, bool) {
-	if m.cursor < 0 || m.cursor >= len(m.rows) {
+	if m.lost != "" || m.cursor < 0 || m.cursor >= len(m.rows) {
 		return Row{}, false
 	}
 	return m.rows[m.cursor], true
@@ -264,7 +276,7 @@ func (m Model) Selected() (Row, bool) {
 
 // SetCursor moves the cursor to row i, as the user would.
 func (m *Model) SetCursor(i int) {
-	m.cursor = i
+	m.cursor, m.lost = i, ""
 	m.moved = i > 0
 	m.clamp()
 }
@@ -292,14 +304,18 @@ func (m Model) Update(msg tea.KeyPressMsg, k *keys.KeyMap) (Model, bool) {
 		return m, false
 	}
 	m.clamp()
-	m.moved = m.cursor > 0
+	m.moved, m.lost = m.cursor > 0, ""
 	return m, true
 }
+
+// Pin keeps the selected row selected through refreshes, as a move of
+// the user's does, even when it is the first.
+func (m *Model) Pin() { m.moved = len(m.rows) > 0 }
 
 // Top puts the cursor on the first row and lets the view follow the top
 // again: a new sort order or filter starts from its first row.
 func (m *Model) Top() {
-	m.cursor, m.offset, m.moved = 0, 0, false
+	m.cursor, m.offset, m.moved, m.lost = 0, 0, false, ""
 }
 
 func (m Model) bodyHeight() int { return max(m.height-1, 0) }
@@ -458,7 +474,7 @@ func (m Model) View() string {
 			s = m.line(r.Cells)
 		}
 		st, mark := m.styles.Kinds[r.Kind], " "
-		if i == m.cursor {
+		if i == m.cursor && m.lost == "" {
 			// The marker shows the cursor where colour cannot (NO_COLOR, a
 			// monochrome terminal): bold alone looks like the header.
 			st, mark = m.styles.Selected, "▌"
