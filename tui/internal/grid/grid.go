@@ -102,7 +102,7 @@ type Model struct {
 	// lost is the Key of the selected row when a refresh dropped it: no
 	// row is selected then, so that no action lands on the row that took
 	// its place, until it comes back or the user moves.
-	lost   string
+	lost string
 	// gone is the dropped row, as it was last shown.
 	gone   Row
 	width  int
