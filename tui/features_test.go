@@ -176,7 +176,7 @@ func TestOverviewHistory(t *testing.T) {
 	m, _ := fixtureModel(t, 220, 60)
 	m = press(m, "i", "y", "1")
 	s := ansi.Strip(m.Screen())
-	for _, w := range []string{"USAGE HISTORY", "band 80–85%", "FREED PER PASS", "1 passes this session"} {
+	for _, w := range []string{"USAGE HISTORY", "band 80–85%", "FREED PER PASS", "1 pass this session", "high 85%", "low 80%", "┄┄┄", "┈┈┈"} {
 		if !strings.Contains(s, w) {
 			t.Errorf("Overview lacks %q:\n%s", w, s)
 		}
