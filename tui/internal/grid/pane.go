@@ -47,6 +47,9 @@ type Pane struct {
 	// Order names the sort order for the info line ("" for a pane with
 	// one order): a summary too long for the row cannot cut it off.
 	Order string
+	// Legend explains the table's markers on the left of the info line
+	// while no filter is shown there.
+	Legend string
 }
 
 // Order is one sort order of a table pane: its name on the info line,
@@ -242,6 +245,9 @@ func (p *Pane) refilter(rebuild func()) {
 // right how many items match it and which rows are on screen.
 func (p Pane) Info() string {
 	left := p.Filter.View(p.Styles.Label)
+	if left == "" && p.Legend != "" {
+		left = p.Styles.Faint.Render(p.Legend)
+	}
 	right := p.Grid.Position()
 	if r, ok := p.Grid.Lost(); ok && len(r.Cells) > 0 {
 		right = strings.TrimSpace(r.Cells[0]) + " is gone · ↑↓ to select · " + right
