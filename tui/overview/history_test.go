@@ -4,6 +4,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/tui/keys"
+	"github.com/nodegc/nodegc/tui/style"
 )
 
 func samples(vs ...int64) []Sample {
@@ -82,5 +88,19 @@ func TestFewPassesFillTheirChart(t *testing.T) {
 	}
 	if b := bars(samples(1, 2, 3), 4); len(b) != 3 {
 		t.Errorf("3 passes in 4 columns widened to %d, want 3 (no room)", len(b))
+	}
+}
+
+// TestLastPassSaysStopped pins issue 41: a pass stopped with X reads
+// "stopped, N not run" on the Overview, as on Events, not "0 failed".
+func TestLastPassSaysStopped(t *testing.T) {
+	m := New(keys.Default(false), style.Default(true))
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	r := &engine.PassReport{ID: 7, Kind: engine.PassContainers, StartedAt: at, FinishedAt: at, Stopped: "the operator stopped it", Undone: 6,
+		Items: []engine.ItemResult{{Kind: engine.ItemContainer, ID: "c1", Outcome: engine.OutcomeRemoved}, {Kind: engine.ItemContainer, ID: "c2", Outcome: engine.OutcomeNotRun}}}
+	m.d.Status.LastReport, m.d.Now = r, at
+	line := ansi.Strip(m.lastPassLine())
+	if !strings.Contains(line, "stopped, 6 not run") || strings.Contains(line, "0 failed") {
+		t.Errorf("last pass line %q; want it to say stopped, 6 not run", line)
 	}
 }

@@ -568,6 +568,14 @@ func (m Model) lastPassLine() string {
 	switch {
 	case r.Error != "":
 		return head + s + "  " + st.Bad.Render("failed: "+r.Error)
+	case r.Stopped != "":
+		// Stopped before its end (X, a signal): the items never tried
+		// are no failures, and no "ok" either.
+		msg := fmt.Sprintf("stopped, %d not run", r.Undone)
+		if f := r.Count(engine.OutcomeFailed); f > 0 {
+			msg = fmt.Sprintf("%d failed, %s", f, msg)
+		}
+		return head + s + "  " + st.Warn.Render(msg)
 	case !r.OK():
 		return head + s + "  " + st.Bad.Render(fmt.Sprintf("%d failed", r.Count(engine.OutcomeFailed)))
 	}
