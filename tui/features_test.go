@@ -84,7 +84,7 @@ func TestSortArrowFilterCount(t *testing.T) {
 		}
 		return ""
 	}
-	if f := first(m); !strings.Contains(f, "quay.io") || !strings.Contains(f, "v1.8.0") || !strings.Contains(f, "2.1 GiB") {
+	if f := first(m); !strings.Contains(f, "node-exporter") || !strings.Contains(f, "v1.8.0") || !strings.Contains(f, "2.1 GiB") {
 		t.Errorf("largest first, got %q", f)
 	}
 	m = press(m, "S")

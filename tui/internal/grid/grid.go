@@ -50,6 +50,10 @@ type Column struct {
 	// Middle cuts a value too long for the column in its middle, not at
 	// its end: a reference keeps its registry and its name and tag.
 	Middle bool
+	// Ref shortens an image reference too long for the column as Ref
+	// does: its digest, its registry and path, then its name, keeping
+	// its tag.
+	Ref bool
 	// MinTable hides the column when the table is narrower.
 	MinTable int
 }
@@ -377,8 +381,10 @@ func (m *Model) share(cols []int, rest int) {
 		return
 	}
 	want := make(map[int]int, len(cols))
+	full := make(map[int]int, len(cols)) // a Ref column's want with registries
 	for _, i := range cols {
 		want[i] = m.titleWidth(i)
+		full[i] = want[i]
 	}
 	for _, r := range m.rows {
 		if r.Span || r.Kind == Cut {
@@ -386,7 +392,12 @@ func (m *Model) share(cols []int, rest int) {
 		}
 		for _, i := range cols {
 			if i < len(r.Cells) {
-				want[i] = max(want[i], cellWidth(r.Cells[i]))
+				w := cellWidth(r.Cells[i])
+				full[i] = max(full[i], w)
+				if m.cols[i].Ref {
+					w = unhostedWidth(r.Cells[i])
+				}
+				want[i] = max(want[i], w)
 			}
 		}
 	}
@@ -422,7 +433,24 @@ func (m *Model) share(cols []int, rest int) {
 		}
 		open, rest = still, left
 	}
+	// What is left shows a Ref column's registries, then goes to the last.
+	for _, i := range cols {
+		more := min(max(full[i]-m.widths[i], 0), max(rest, 0))
+		m.widths[i] += more
+		rest -= more
+	}
 	m.widths[cols[len(cols)-1]] += max(rest, 0)
+}
+
+// unhostedWidth is the width of the image reference s without its first
+// component, as Ref shortens it first ("…/prometheus/node-exporter:v1"):
+// what a Ref column asks for before the rest of the row is served.
+func unhostedWidth(s string) int {
+	i := strings.Index(s, "/")
+	if i < 0 {
+		return cellWidth(s)
+	}
+	return 1 + cellWidth(s[i:])
 }
 
 // cellWidth is the width of a cell, fast for plain ASCII (most cells):
@@ -505,7 +533,9 @@ func (m Model) line(cells []string) string {
 		if i < len(cells) {
 			c = cells[i]
 		}
-		if m.cols[i].Middle {
+		if m.cols[i].Ref {
+			c = Ref(c, w)
+		} else if m.cols[i].Middle {
 			c = Middle(c, w)
 		}
 		b.WriteString(fit(c, w, m.cols[i].Right))
@@ -546,6 +576,41 @@ func Middle(s string, w int) string {
 	}
 	head := w - 1 - tail
 	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+// Ref shortens the image reference s to w cells, giving up first what
+// tells images apart least: the digest to its first 12 hex digits, then
+// the registry and the path, component by component from the left
+// ("…/node-exporter:v1.1.1"), then the middle of the name, keeping the
+// tag whole when it takes at most half the room. What is still too long
+// is cut in its middle (Middle).
+func Ref(s string, w int) string {
+	if cellWidth(s) <= w || w < 5 {
+		return s
+	}
+	if at := strings.Index(s, "@"); at >= 0 {
+		if c := strings.Index(s[at:], ":"); c >= 0 && len(s)-(at+c+1) > 12 {
+			s = s[:at+c+1+12] + "…"
+		}
+	}
+	parts := strings.Split(s, "/")
+	for i := 1; cellWidth(s) > w && i < len(parts); i++ {
+		s = "…/" + strings.Join(parts[i:], "/")
+	}
+	if cellWidth(s) <= w {
+		return s
+	}
+	last := parts[len(parts)-1]
+	if c := strings.LastIndex(last, ":"); c > 0 && !strings.Contains(last, "@") {
+		tag := last[c:]
+		if room := w - cellWidth(tag); cellWidth(tag) <= w/2 && room >= 3 {
+			name := []rune(last[:c])
+			keep := room - 1
+			head := (keep + 1) / 2
+			return string(name[:head]) + "…" + string(name[len(name)-(keep-head):]) + tag
+		}
+	}
+	return Middle(last, w)
 }
 
 func cutLine(label string, w int) string {

@@ -193,3 +193,34 @@ func TestASelectedRowThatGoesSelectsNoOther(t *testing.T) {
 		t.Error("nothing selected after the user moved the cursor")
 	}
 }
+
+// TestRefKeepsWhatTellsImagesApart pins issue 41: at the width an 80-column
+// Images pane gives the IMAGE column, references shorten by their digest,
+// registry and path first, and keep their tag; node-exporter and
+// cert-manager stay apart.
+func TestRefKeepsWhatTellsImagesApart(t *testing.T) {
+	tests := []struct {
+		ref  string
+		w    int
+		want string
+	}{
+		{"quay.io/prometheus/node-exporter:v1.1.1", 40, "quay.io/prometheus/node-exporter:v1.1.1"},
+		{"quay.io/prometheus/node-exporter:v1.1.1", 25, "…/node-exporter:v1.1.1"},
+		{"quay.io/jetstack/cert-manager-controller:v1.1.1", 25, "cert-mana…ntroller:v1.1.1"},
+		{"quay.io/prometheus/node-exporter:v1.1.1", 17, "node-…rter:v1.1.1"},
+		{"registry.k8s.io/pause@sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097", 40, "…/pause@sha256:7031c1b28338…"},
+	}
+	for _, tt := range tests {
+		got := Ref(tt.ref, tt.w)
+		if got != tt.want {
+			t.Errorf("Ref(%q, %d) = %q, want %q", tt.ref, tt.w, got, tt.want)
+		}
+		if cellWidth(got) > tt.w {
+			t.Errorf("Ref(%q, %d) = %q: %d cells, more than %d", tt.ref, tt.w, got, cellWidth(got), tt.w)
+		}
+	}
+	a, b := Ref("quay.io/prometheus/node-exporter:v1.1.1", 17), Ref("quay.io/jetstack/cert-manager:v1.1.1", 17)
+	if a == b || !strings.HasSuffix(a, ":v1.1.1") || !strings.HasPrefix(b, "cert") {
+		t.Errorf("at 17 cells %q and %q do not tell node-exporter and cert-manager apart, tag kept", a, b)
+	}
+}
