@@ -195,3 +195,23 @@ func TestOverviewHistory(t *testing.T) {
 		t.Errorf("Overview at 80x24 has no history or lost its last line:\n%s", s)
 	}
 }
+
+// TestNoTableTextBesideAPopUp pins issue 41: on the rows a pop-up covers,
+// nothing of the table shows beside its borders, at 80, 120 and 220
+// columns.
+func TestNoTableTextBesideAPopUp(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 36}, {220, 60}} {
+		m, _ := fixtureModel(t, size[0], size[1])
+		s := ansi.Strip(press(m, "2", "j", "enter").Screen())
+		for _, l := range strings.Split(s, "\n") {
+			i, j := strings.IndexAny(l, "│╭╰"), strings.LastIndexAny(l, "│╮╯")
+			if i < 0 || j <= i {
+				continue
+			}
+			if strings.TrimSpace(l[:i]) != "" || strings.TrimSpace(l[j+len("│"):]) != "" {
+				t.Errorf("at %dx%d, table text beside the pop-up: %q", size[0], size[1], l)
+				break
+			}
+		}
+	}
+}
