@@ -215,3 +215,15 @@ func TestNoTableTextBesideAPopUp(t *testing.T) {
 		}
 	}
 }
+
+// TestContainersSummarySaysThePodSourceAt120 pins issue 41: at 120 columns
+// the Containers pane's summary shows the pod source's state whole; the
+// policy, which does not change, is what a narrow screen cuts.
+func TestContainersSummarySaysThePodSourceAt120(t *testing.T) {
+	m, _ := fixtureModel(t, 120, 36)
+	line := lineWith(ansi.Strip(press(m, "3").Screen()), "dead in")
+	i := strings.Index(line, "pods: ")
+	if i < 0 || strings.Contains(line[i:i+min(len(line)-i, 20)], "…") {
+		t.Errorf("summary %q: the pod source's state is cut or missing", line)
+	}
+}
