@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/forecast"
+	"github.com/nodegc/nodegc/internal/safefile"
+	"github.com/nodegc/nodegc/metrics"
+)
+
+// forecastSaveEvery is how often the forecaster writes its history to
+// the state dir (and at the agent's stop): a crash loses at most this
+// much of it, and a node's disk sees one small write per period.
+const forecastSaveEvery = 5 * time.Minute
+
+// forecaster keeps the image filesystem's history from the engine's
+// snapshots and the passes' reports, forecasts both lines after each
+// reading, and serves them in the metrics. Snapshots reach it without
+// blocking the engine (the latest one wins); it plans the reclaim-all
+// pass on a goroutine of its own.
+type forecaster struct {
+	log    *slog.Logger
+	dir    string // "" keeps the history in memory
+	policy engine.Policy
+	out    *metrics.Forecasts
+	start  time.Time // the monotonic clock's origin of Reading.Uptime
+	snaps  chan engine.Snapshot
+
+	mu        sync.Mutex
+	hist      *forecast.History
+	freed     int64 // by passes since the last reading
+	latest    []forecast.Forecast
+	lastSaved time.Time
+}
+
+// newForecaster loads the history from dir (a corrupt file is moved
+// aside with a warning, as the image records are) and returns the
+// forecaster, not yet running.
+func newForecaster(log *slog.Logger, dir string, p engine.Policy, now time.Time) *forecaster {
+	f := &forecaster{log: log, dir: dir, policy: p, out: &metrics.Forecasts{}, start: time.Now(), snaps: make(chan engine.Snapshot, 1), lastSaved: now}
+	rs, err := loadHistory(dir, now)
+	if err != nil {
+		log.Warn("forecast history", "err", err)
+	}
+	f.hist = forecast.NewHistory(rs, nil)
+	return f
+}
+
+// loadHistory reads the history file of dir without following a symlink
+// or waiting on a FIFO. A missing file is an empty history; a corrupt
+// one is moved to <file>.corrupt-<unix time>, and the error says so.
+func loadHistory(dir string, now time.Time) ([]forecast.Reading, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	path := filepath.Join(dir, forecast.FileName)
+	data, err := readRegular(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w; starting a fresh history in memory", path, err)
+	}
+	rs, derr := forecast.Decode(data)
+	if derr == nil {
+		return rs, nil
+	}
+	aside := fmt.Sprintf("%s.corrupt-%d", path, now.Unix())
+	if err := os.Rename(path, aside); err != nil {
+		return nil, fmt.Errorf("history %s is corrupt (%v) and could not be moved aside: %w", path, derr, err)
+	}
+	return nil, fmt.Errorf("history %s is corrupt (%v): moved to %s, starting fresh", path, derr, aside)
+}
+
+// readRegular reads path if it is a regular file, opened without
+// following a symlink or blocking on a FIFO (the state dir's rule).
+func readRegular(path string) ([]byte, error) {
+	file, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	return io.ReadAll(io.LimitReader(file, 8<<20))
+}
+
+// observe hands a snapshot to run without blocking: a snapshot not yet
+// read is replaced by the newer one. It fits engine.Options.OnSnapshot.
+func (f *forecaster) observe(s engine.Snapshot) { engine.SendNewest(f.snaps, s) }
+
+// observeReport counts what a real pass freed, measured on the image
+// filesystem (the runtime's estimate when not measured): the next
+// reading carries it, and the fit adds it back.
+func (f *forecaster) observeReport(r engine.PassReport) {
+	if r.DryRun || len(r.Items) == 0 {
+		return
+	}
+	freed := r.EstimatedBytesFreed
+	if r.MeasuredBytesFreed != nil {
+		freed = *r.MeasuredBytesFreed
+	}
+	f.mu.Lock()
+	f.freed += max(freed, 0)
+	f.mu.Unlock()
+}
+
+// startForecast follows s's notices and the snapshots on a goroutine
+// in wg until the returned stop is called; the history is saved then.
+func (f *forecaster) startForecast(s *engine.Scheduler, wg *sync.WaitGroup) (stop func()) {
+	notices, unsubscribe := s.Subscribe()
+	wg.Go(func() { f.run(notices) })
+	return unsubscribe
+}
+
+// run reads snapshots and the scheduler's notices until the notices
+// close, then saves the history. Its own subscription loses a pass's
+// report only when 64 notices follow it before it is read.
+func (f *forecaster) run(notices <-chan engine.Notice) {
+	for {
+		select {
+		case s := <-f.snaps:
+			f.add(s)
+		case n, ok := <-notices:
+			if !ok {
+				f.save(time.Now())
+				return
+			}
+			if n.Report != nil {
+				f.observeReport(*n.Report)
+			}
+		}
+	}
+}
+
+// add turns a snapshot into a reading, forecasts, and saves the history
+// when forecastSaveEvery has passed.
+func (f *forecaster) add(s engine.Snapshot) {
+	plan := engine.PlanPass(s, f.policy, engine.PassReclaimAll, s.TakenAt)
+	f.mu.Lock()
+	r := forecast.Reading{At: s.TakenAt, Capacity: s.ImageFs.CapacityBytes, Available: s.ImageFs.AvailableBytes,
+		Reclaimable: plan.ImageGC.BytesFreed, Freed: f.freed, Uptime: time.Since(f.start)}
+	f.freed = 0
+	if err := f.hist.Add(r); err != nil {
+		f.log.Warn("forecast history", "err", err)
+	}
+	f.latest = forecast.Predict(f.hist.Readings(), forecastOptions(f.policy, plan.DiskReserve))
+	due := s.TakenAt.Sub(f.lastSaved) >= forecastSaveEvery
+	f.mu.Unlock()
+	f.out.Set(f.latest)
+	if due {
+		f.save(s.TakenAt)
+	}
+}
+
+// forecastOptions are the lines of the policy: the image GC high
+// threshold (none when periodic image GC is off) and imagefs.available's
+// eviction threshold as the plan resolved it.
+func forecastOptions(p engine.Policy, d engine.DiskReserve) forecast.Options {
+	o := forecast.Options{HighThresholdPercent: p.Image.HighThresholdPercent}
+	if p.Image.PeriodicDisabled() {
+		o.HighThresholdPercent = 0
+	}
+	for _, e := range d.Eviction {
+		if e.Signal == "imagefs.available" && !e.Inodes {
+			o.EvictionBytes = e.ThresholdAmount
+		}
+	}
+	return o
+}
+
+// save writes the history to the state dir atomically (safefile.Write);
+// a failure is logged, and the next save tries again.
+func (f *forecaster) save(now time.Time) {
+	if f.dir == "" {
+		return
+	}
+	f.mu.Lock()
+	data, err := forecast.Encode(f.hist, now)
+	f.lastSaved = now
+	f.mu.Unlock()
+	if err == nil {
+		path := filepath.Join(f.dir, forecast.FileName)
+		if err = safefile.Write(path, data, 0o600); err != nil {
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	if err != nil {
+		f.log.Warn("forecast history", "err", err)
+	}
+}
+
+// Forecasts returns the latest forecasts (gc_threshold, eviction); nil
+// before the first reading.
+func (f *forecaster) Forecasts() []forecast.Forecast {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.latest
+}
