@@ -104,19 +104,11 @@ func readRegular(path string) ([]byte, error) {
 // read is replaced by the newer one. It fits engine.Options.OnSnapshot.
 func (f *forecaster) observe(s engine.Snapshot) { engine.SendNewest(f.snaps, s) }
 
-// observeReport counts what a real pass freed, measured on the image
-// filesystem (the runtime's estimate when not measured): the next
-// reading carries it, and the fit adds it back.
+// observeReport counts what a real pass freed (forecast.FreedBy): the
+// next reading carries it, and the fit adds it back.
 func (f *forecaster) observeReport(r engine.PassReport) {
-	if r.DryRun || len(r.Items) == 0 {
-		return
-	}
-	freed := r.EstimatedBytesFreed
-	if r.MeasuredBytesFreed != nil {
-		freed = *r.MeasuredBytesFreed
-	}
 	f.mu.Lock()
-	f.freed += max(freed, 0)
+	f.freed += forecast.FreedBy(r)
 	f.mu.Unlock()
 }
 
@@ -151,37 +143,20 @@ func (f *forecaster) run(notices <-chan engine.Notice) {
 // add turns a snapshot into a reading, forecasts, and saves the history
 // when forecastSaveEvery has passed.
 func (f *forecaster) add(s engine.Snapshot) {
-	plan := engine.PlanPass(s, f.policy, engine.PassReclaimAll, s.TakenAt)
+	r, plan := forecast.ReadingOf(s, f.policy)
 	f.mu.Lock()
-	r := forecast.Reading{At: s.TakenAt, Capacity: s.ImageFs.CapacityBytes, Available: s.ImageFs.AvailableBytes,
-		Reclaimable: plan.ImageGC.BytesFreed, Freed: f.freed, Uptime: time.Since(f.start)}
+	r.Freed, r.Uptime = f.freed, time.Since(f.start)
 	f.freed = 0
 	if err := f.hist.Add(r); err != nil {
 		f.log.Warn("forecast history", "err", err)
 	}
-	f.latest = forecast.Predict(f.hist.Readings(), forecastOptions(f.policy, plan.DiskReserve))
+	f.latest = forecast.Predict(f.hist.Readings(), forecast.OptionsFor(f.policy, plan.DiskReserve, 0))
 	due := s.TakenAt.Sub(f.lastSaved) >= forecastSaveEvery
 	f.mu.Unlock()
 	f.out.Set(f.latest)
 	if due {
 		f.save(s.TakenAt)
 	}
-}
-
-// forecastOptions are the lines of the policy: the image GC high
-// threshold (none when periodic image GC is off) and imagefs.available's
-// eviction threshold as the plan resolved it.
-func forecastOptions(p engine.Policy, d engine.DiskReserve) forecast.Options {
-	o := forecast.Options{HighThresholdPercent: p.Image.HighThresholdPercent}
-	if p.Image.PeriodicDisabled() {
-		o.HighThresholdPercent = 0
-	}
-	for _, e := range d.Eviction {
-		if e.Signal == "imagefs.available" && !e.Inodes {
-			o.EvictionBytes = e.ThresholdAmount
-		}
-	}
-	return o
 }
 
 // save writes the history to the state dir atomically (safefile.Write);
