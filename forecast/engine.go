@@ -9,12 +9,28 @@ import (
 // ReadingOf returns the reading of a snapshot under a policy: the image
 // filesystem, and as Reclaimable what the reclaim-all plan (the eviction
 // manager's DeleteUnusedImages: unused, unpinned, non-sandbox images at
-// least MinAge old) would free. It returns the plan too: its
-// DiskReserve resolves the eviction threshold (OptionsFor). Freed and
-// Uptime are the caller's.
+// least MinAge old) would free, plus the unused images it keeps only
+// for being younger than MinAge: they become removable within MinAge (2
+// minutes by default), far inside any horizon worth forecasting, and
+// leaving them out made every pull, and every agent start (each image
+// is first detected then), read as a step toward the eviction line. It
+// returns the plan too: its DiskReserve resolves the eviction threshold
+// (OptionsFor). Freed and Uptime are the caller's.
 func ReadingOf(s engine.Snapshot, p engine.Policy) (Reading, engine.Plan) {
 	plan := engine.PlanPass(s, p, engine.PassReclaimAll, s.TakenAt)
-	return Reading{At: s.TakenAt, Capacity: s.ImageFs.CapacityBytes, Available: s.ImageFs.AvailableBytes, Reclaimable: plan.ImageGC.BytesFreed}, plan
+	reclaimable := plan.ImageGC.BytesFreed
+	young := make(map[string]bool)
+	for _, k := range plan.ImageGC.Keep {
+		if k.Reason == engine.KeepTooYoung {
+			young[k.ID] = true
+		}
+	}
+	for _, img := range s.Images {
+		if young[img.ID] && img.SizeBytes > 0 {
+			reclaimable = engine.AddBytes(reclaimable, img.SizeBytes)
+		}
+	}
+	return Reading{At: s.TakenAt, Capacity: s.ImageFs.CapacityBytes, Available: s.ImageFs.AvailableBytes, Reclaimable: reclaimable}, plan
 }
 
 // FreedBy returns what a real pass freed on the image filesystem: the
