@@ -27,6 +27,12 @@ type scenario struct {
 	levelOff time.Duration
 }
 
+// withDuration returns the scenario run for d.
+func (sc scenario) withDuration(d time.Duration) scenario {
+	sc.duration = d
+	return sc
+}
+
 // simRun is what a scenario made: a reading a minute, as the agent
 // takes them, and at each whether each line was crossed then.
 type simRun struct {
