@@ -100,7 +100,7 @@ func leastSquares(w time.Duration) func([]forecast.Reading, forecast.Line, forec
 type outcome struct {
 	horizon  time.Duration // actual time to the crossing
 	relErr   float64       // |estimate - horizon| / horizon; +Inf for "not filling"
-	absErr   time.Duration
+	absMin   float64       // |estimate - horizon| in minutes
 	covered  bool // the actual crossing within [lower, upper]
 	crossing bool // false: no crossing followed within the run
 	early    bool // no crossing followed, yet the estimate fell within the run
@@ -133,7 +133,7 @@ func score(run simRun, line forecast.Line, m method) []outcome {
 		h := run.readings[i+1+next].At.Sub(at)
 		abs := math.Abs(f.Estimate - h.Seconds())
 		out = append(out, outcome{horizon: h, crossing: true, relErr: abs / h.Seconds(),
-			absErr: time.Duration(min(abs, 1e9) * float64(time.Second)), covered: f.Lower <= h.Seconds() && h.Seconds() <= f.Upper})
+			absMin: abs / 60, covered: f.Lower <= h.Seconds() && h.Seconds() <= f.Upper})
 	}
 	return out
 }
@@ -169,7 +169,7 @@ func table(outs []outcome) (string, map[string]float64) {
 		for _, o := range outs {
 			if o.crossing && o.horizon > h.lo && o.horizon <= h.hi {
 				rel = append(rel, o.relErr)
-				abs = append(abs, o.absErr.Minutes())
+				abs = append(abs, o.absMin)
 				if o.covered {
 					covered++
 				}
@@ -180,7 +180,7 @@ func table(outs []outcome) (string, map[string]float64) {
 			continue
 		}
 		medians[h.name] = quantile(rel, 0.5)
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %.0f | %.0f%% |\n", h.name, len(rel), pct(medians[h.name]), pct(quantile(rel, 0.9)), quantile(abs, 0.5), 100*float64(covered)/float64(len(rel)))
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %.0f%% |\n", h.name, len(rel), pct(medians[h.name]), pct(quantile(rel, 0.9)), minutes(quantile(abs, 0.5)), 100*float64(covered)/float64(len(rel)))
 	}
 	none, early := 0, 0
 	for _, o := range outs {
@@ -193,6 +193,14 @@ func table(outs []outcome) (string, map[string]float64) {
 	}
 	fmt.Fprintf(&b, "\nNo crossing followed %d forecasts; %d of them (%s) expected one within the run.\n", none, early, pct(float64(early)/math.Max(float64(none), 1)))
 	return b.String(), medians
+}
+
+// minutes formats a count of minutes, ∞ for +Inf.
+func minutes(m float64) string {
+	if math.IsInf(m, 1) {
+		return "∞"
+	}
+	return fmt.Sprintf("%.0f", m)
 }
 
 // pct formats a ratio as a percentage, ∞ for +Inf.
