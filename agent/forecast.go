@@ -16,6 +16,7 @@ import (
 	"github.com/nodegc/nodegc/forecast"
 	"github.com/nodegc/nodegc/internal/safefile"
 	"github.com/nodegc/nodegc/metrics"
+	"github.com/nodegc/nodegc/nodeevents"
 )
 
 // forecastSaveEvery is how often the forecaster writes its history to
@@ -35,6 +36,11 @@ type forecaster struct {
 	out    *metrics.Forecasts
 	start  time.Time // the monotonic clock's origin of Reading.Uptime
 	snaps  chan engine.Snapshot
+
+	// events, when set, takes the Warning event of DiskPressure that no
+	// GC prevents, forecast within warn's horizon.
+	events *nodeevents.Recorder
+	warn   forecast.Warner
 
 	mu        sync.Mutex
 	hist      *forecast.History
@@ -114,7 +120,9 @@ func (f *forecaster) observeReport(r engine.PassReport) {
 
 // startForecast follows s's notices and the snapshots on a goroutine
 // in wg until the returned stop is called; the history is saved then.
-func (f *forecaster) startForecast(s *engine.Scheduler, wg *sync.WaitGroup) (stop func()) {
+// events (nil: none) takes the forecast's Warning event.
+func (f *forecaster) startForecast(s *engine.Scheduler, wg *sync.WaitGroup, events *nodeevents.Recorder) (stop func()) {
+	f.events = events
 	notices, unsubscribe := s.Subscribe()
 	wg.Go(func() { f.run(notices) })
 	return unsubscribe
@@ -143,6 +151,9 @@ func (f *forecaster) run(notices <-chan engine.Notice) {
 // add turns a snapshot into a reading, forecasts, and saves the history
 // when forecastSaveEvery has passed.
 func (f *forecaster) add(s engine.Snapshot) {
+	if f.tooSoon(s.TakenAt) {
+		return // the history would drop it: spare the plan
+	}
 	r, plan := forecast.ReadingOf(s, f.policy)
 	f.mu.Lock()
 	r.Freed, r.Uptime = f.freed, time.Since(f.start)
@@ -154,9 +165,34 @@ func (f *forecaster) add(s engine.Snapshot) {
 	due := s.TakenAt.Sub(f.lastSaved) >= forecastSaveEvery
 	f.mu.Unlock()
 	f.out.Set(f.latest)
+	f.warnPressure(f.latest[1])
 	if due {
 		f.save(s.TakenAt)
 	}
+}
+
+// warnPressure logs, and sends as a Warning event on the Node, an
+// eviction forecast within the horizon, once (forecast.Warner).
+func (f *forecaster) warnPressure(ev forecast.Forecast) {
+	if !f.warn.Warn(ev) {
+		return
+	}
+	e := nodeevents.DiskPressureForecast(ev, f.policy.Disk.EvictionHard["imagefs.available"])
+	f.log.Warn(e.Note, "reason", e.Reason)
+	f.events.Queue(e)
+}
+
+// tooSoon reports whether t is within forecast.MinSpacing after the
+// latest reading (a clock that went back is not: the history restarts).
+func (f *forecaster) tooSoon(t time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rs := f.hist.Readings()
+	if len(rs) == 0 {
+		return false
+	}
+	d := t.Sub(rs[len(rs)-1].At)
+	return d >= 0 && d < forecast.MinSpacing
 }
 
 // save writes the history to the state dir atomically (safefile.Write);

@@ -2,16 +2,21 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
+
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/forecast"
+	"github.com/nodegc/nodegc/nodeevents"
 )
 
 var fcStart = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -90,4 +95,42 @@ func TestForecastCorruptHistory(t *testing.T) {
 			t.Fatalf("%d readings, logs %q; want none and a warning", f.hist.Len(), logs)
 		}
 	})
+}
+
+// eventSink is a nodeevents.Creator that keeps what it is sent.
+type eventSink struct {
+	mu     sync.Mutex
+	events []*eventsv1.Event
+}
+
+func (s *eventSink) CreateEvent(_ context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, ev)
+	return ev, nil
+}
+
+// TestForecastWarnsOnceOnTheNode: a node whose bytes GC cannot remove
+// grow toward the eviction line gets one Warning event on its Node, in
+// the kubelet's words, however many readings follow.
+func TestForecastWarnsOnceOnTheNode(t *testing.T) {
+	sink := &eventSink{}
+	rec := nodeevents.Start(nodeevents.Options{Client: sink, NodeName: "node-1"})
+	f, logs := newTestForecaster(t, "")
+	f.events = rec
+	// 10 GiB, 1 GiB reclaimable; available falls 20 MiB a minute from
+	// 4 GiB: the eviction line (1.5 GiB available after reclaim) is
+	// about 3.5 hours away at first.
+	for m := range 90 {
+		f.add(fcSnapshot(time.Duration(m)*time.Minute, 4<<30-int64(m)*(20<<20)))
+	}
+	rec.Stop(context.Background())
+	if len(sink.events) != 1 {
+		t.Fatalf("%d events, want 1; logs:\n%s", len(sink.events), logs)
+	}
+	ev := sink.events[0]
+	if ev.Type != "Warning" || ev.Reason != nodeevents.ReasonDiskPressureForecast || ev.Regarding.Name != "node-1" ||
+		!strings.Contains(ev.Note, "imagefs.available<15% in about") || !strings.Contains(ev.Note, "even after deleting every unused image") {
+		t.Errorf("event %s %s on %s: %q", ev.Type, ev.Reason, ev.Regarding.Name, ev.Note)
+	}
 }

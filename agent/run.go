@@ -99,7 +99,7 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	notices, unsubscribe := s.Subscribe()
 	var wg sync.WaitGroup
 	wg.Go(func() { followNotices(log, a.col, events, notices, o.AfterPass) })
-	stopForecast := a.fc.startForecast(s, &wg)
+	stopForecast := a.fc.startForecast(s, &wg, events)
 	srv, closeRemote := a.serveHTTP(passCtx, o, s, &wg)
 	defer closeRemote()
 	logStarted(o)

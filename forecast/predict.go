@@ -236,3 +236,35 @@ func cmpOr(d, def time.Duration) time.Duration {
 	}
 	return def
 }
+
+// DefaultWarnWithin is how soon DiskPressure that no GC prevents must be
+// forecast for the agent to warn on the Node: the example critical
+// alert's horizon.
+const DefaultWarnWithin = 4 * time.Hour
+
+// Warner decides when to warn of an eviction forecast: once when the
+// estimate first falls within its horizon (or the line is crossed), and
+// again only after the forecast left the horizon (beyond twice it, not
+// filling, or not enough history), so a forecast wavering around the
+// horizon does not repeat. Its zero value warns within
+// DefaultWarnWithin.
+type Warner struct {
+	// Within is the horizon; 0 means DefaultWarnWithin.
+	Within time.Duration
+	warned bool
+}
+
+// Warn reports whether f (an eviction forecast) is to be warned of now.
+func (w *Warner) Warn(f Forecast) bool {
+	within := cmpOr(w.Within, DefaultWarnWithin).Seconds()
+	switch {
+	case f.Status == StatusCrossed || (f.Status == StatusFilling && f.Estimate <= within):
+		fire := !w.warned
+		w.warned = true
+		return fire
+	case f.Status == StatusFilling && f.Estimate <= 2*within:
+		return false // still near: stay quiet, and do not re-arm
+	}
+	w.warned = false
+	return false
+}

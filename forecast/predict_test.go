@@ -106,3 +106,30 @@ func TestPredictBurstyBounds(t *testing.T) {
 		t.Errorf("bursty bounds [%.0f, %.0f] not wider than steady [%.0f, %.0f]", b.Lower, b.Upper, s.Lower, s.Upper)
 	}
 }
+
+func TestWarner(t *testing.T) {
+	h := 3600.0
+	filling := func(est float64) Forecast { return Forecast{Status: StatusFilling, Estimate: est} }
+	steps := []struct {
+		name string
+		f    Forecast
+		want bool
+	}{
+		{"a day away: quiet", filling(24 * h), false},
+		{"3 hours away: warns", filling(3 * h), true},
+		{"2 hours away: already warned", filling(2 * h), false},
+		{"back to 5 hours: near the horizon, quiet", filling(5 * h), false},
+		{"3 hours again: no repeat, it never left", filling(3 * h), false},
+		{"not filling: leaves the horizon", Forecast{Status: StatusNotFilling, Estimate: math.Inf(1)}, false},
+		{"crossed: warns again", Forecast{Status: StatusCrossed}, true},
+		{"not enough history: leaves", Forecast{Status: StatusNotEnoughHistory, Estimate: math.NaN()}, false},
+		{"9 hours away: quiet", filling(9 * h), false},
+		{"4 hours exactly: warns", filling(4 * h), true},
+	}
+	var w Warner
+	for _, s := range steps {
+		if got := w.Warn(s.f); got != s.want {
+			t.Errorf("%s: Warn = %v, want %v", s.name, got, s.want)
+		}
+	}
+}
