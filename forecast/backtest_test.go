@@ -101,9 +101,9 @@ type outcome struct {
 	horizon  time.Duration // actual time to the crossing
 	relErr   float64       // |estimate - horizon| / horizon; +Inf for "not filling"
 	absMin   float64       // |estimate - horizon| in minutes
-	covered  bool // the actual crossing within [lower, upper]
-	crossing bool // false: no crossing followed within the run
-	early    bool // no crossing followed, yet the estimate fell within the run
+	covered  bool          // the actual crossing within [lower, upper]
+	crossing bool          // false: no crossing followed within the run
+	early    bool          // no crossing followed, yet the estimate fell within the run
 }
 
 // score replays a run: at each reading where the line is not crossed and
