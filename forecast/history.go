@@ -100,6 +100,9 @@ func (h *History) Add(r Reading) error {
 	if r.Capacity <= 0 {
 		return fmt.Errorf("reading at %s: image filesystem capacity %d: not recorded", r.At.Format(time.RFC3339), r.Capacity)
 	}
+	// Compare wall clocks: with the monotonic readings a process's times
+	// carry, a step of the wall clock would not show.
+	r.At = r.At.Round(0)
 	var restart error
 	if n := len(h.readings); n > 0 {
 		last := h.readings[n-1]
