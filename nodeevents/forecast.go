@@ -24,14 +24,13 @@ const ActionForecast = "Forecast"
 // threshold is imagefs.available's as the kubelet's flag gives it
 // ("15%"), for the message.
 func DiskPressureForecast(f forecast.Forecast, threshold string) Event {
-	secs := func(s float64) string {
-		if math.IsInf(s, 1) {
-			return "never"
-		}
-		return format.Rough(time.Duration(s * float64(time.Second)))
-	}
+	secs := func(s float64) string { return format.Rough(time.Duration(s * float64(time.Second))) }
 	when := "now"
-	if f.Status != forecast.StatusCrossed {
+	switch {
+	case f.Status == forecast.StatusCrossed:
+	case math.IsInf(f.Upper, 1):
+		when = fmt.Sprintf("in about %s (90%% interval %s or later)", secs(f.Estimate), secs(f.Lower))
+	default:
 		when = fmt.Sprintf("in about %s (90%% interval %s to %s)", secs(f.Estimate), secs(f.Lower), secs(f.Upper))
 	}
 	note := fmt.Sprintf("Image filesystem forecast to fall below the eviction threshold imagefs.available<%s %s, even after deleting every unused image: "+
