@@ -3,6 +3,7 @@ package forecast
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -40,9 +41,12 @@ func Encode(h *History, now time.Time) ([]byte, error) {
 }
 
 // Decode reads a history file. An error names what is wrong: the file is
-// then corrupt, and the caller moves it aside and starts afresh. Readings
-// must be in time order, one capacity throughout (a capacity change
-// starts a fresh history), none negative.
+// then corrupt, and the caller moves it aside and starts afresh. Rows are
+// read by the file's own columns, so a later nodegc's file with more of
+// them still reads (its extra columns are ignored), and one without a
+// column this one needs is refused. Readings must be in time order, one
+// capacity throughout (a capacity change starts a fresh history), none
+// negative.
 func Decode(data []byte) ([]Reading, error) {
 	var doc fileDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -51,18 +55,34 @@ func Decode(data []byte) ([]Reading, error) {
 	if doc.Kind != kind {
 		return nil, fmt.Errorf("kind %q, want %s", doc.Kind, kind)
 	}
+	idx, err := columnIndexes(doc.Columns)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Reading, 0, len(doc.Readings))
 	for i, row := range doc.Readings {
-		if len(row) != len(columns) {
-			return nil, fmt.Errorf("readings[%d]: %d fields, want %d", i, len(row), len(columns))
+		if len(row) != len(doc.Columns) {
+			return nil, fmt.Errorf("readings[%d]: %d fields, want %d", i, len(row), len(doc.Columns))
 		}
-		r := Reading{At: time.Unix(row[0], 0), Capacity: row[1], Available: row[2], Reclaimable: row[3], Freed: row[4]}
+		r := Reading{At: time.Unix(row[idx[0]], 0), Capacity: row[idx[1]], Available: row[idx[2]], Reclaimable: row[idx[3]], Freed: row[idx[4]]}
 		if err := checkRow(r, out); err != nil {
 			return nil, fmt.Errorf("readings[%d]: %w", i, err)
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// columnIndexes returns where each of columns is in a file's columns.
+func columnIndexes(have []string) ([]int, error) {
+	idx := make([]int, len(columns))
+	for i, c := range columns {
+		idx[i] = slices.Index(have, c)
+		if idx[i] < 0 {
+			return nil, fmt.Errorf("columns: no %s", c)
+		}
+	}
+	return idx, nil
 }
 
 // checkRow reports what makes r impossible after the readings before it.

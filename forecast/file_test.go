@@ -35,10 +35,11 @@ func TestFileRoundTrip(t *testing.T) {
 }
 
 func TestDecodeCorrupt(t *testing.T) {
-	head := `{"apiVersion":"nodegc/v1","kind":"ImageFsHistory","readings":`
+	head := `{"apiVersion":"nodegc/v1","kind":"ImageFsHistory","columns":["unixSeconds","capacityBytes","availableBytes","reclaimableBytes","freedBytes"],"readings":`
 	tests := []struct{ name, data, want string }{
 		{"not JSON", `{"kind":`, "unexpected end"},
 		{"another kind", `{"kind":"ImageRecords","readings":[]}`, "kind"},
+		{"a column missing", `{"kind":"ImageFsHistory","columns":["unixSeconds"],"readings":[]}`, "columns: no capacityBytes"},
 		{"a row too short", head + `[[1,2,3]]}`, "readings[0]: 3 fields, want 5"},
 		{"capacity zero", head + `[[1,0,0,0,0]]}`, "readings[0]: capacity 0"},
 		{"negative available", head + `[[1,10,-1,0,0]]}`, "readings[0]: a negative"},
@@ -53,4 +54,40 @@ func TestDecodeCorrupt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecodeLaterColumns: a later nodegc's file, with a column more and
+// the columns in another order, reads.
+func TestDecodeLaterColumns(t *testing.T) {
+	data := `{"kind":"ImageFsHistory","columns":["capacityBytes","unixSeconds","inodesFree","availableBytes","freedBytes","reclaimableBytes"],"readings":[[100,7,55,40,1,20]]}`
+	rs, err := Decode([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Reading{At: time.Unix(7, 0), Capacity: 100, Available: 40, Reclaimable: 20, Freed: 1}
+	if len(rs) != 1 || rs[0] != want {
+		t.Fatalf("%+v, want %+v", rs, want)
+	}
+}
+
+// FuzzDecode: whatever the file holds, Decode returns an error or
+// readings in time order of one positive capacity.
+func FuzzDecode(f *testing.F) {
+	var h History
+	h.Add(reading(0, gib))
+	h.Add(reading(time.Minute, gib/2))
+	good, _ := Encode(&h, t0)
+	f.Add(good)
+	f.Add([]byte(`{"kind":"ImageFsHistory","columns":[],"readings":[[]]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rs, err := Decode(data)
+		if err != nil {
+			return
+		}
+		for i, r := range rs {
+			if r.Capacity <= 0 || i > 0 && (!r.At.After(rs[i-1].At) || r.Capacity != rs[0].Capacity) {
+				t.Fatalf("readings[%d] = %+v accepted", i, r)
+			}
+		}
+	})
 }
