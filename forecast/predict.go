@@ -136,12 +136,39 @@ func PredictLine(rs []Reading, line Line, o Options) Forecast {
 		}
 		return gap / rate
 	}
-	f.Estimate, f.Lower, f.Upper = at(r.mean), at(r.high), at(r.low)
+	f.Estimate = at(r.mean)
+	f.Lower, f.Upper = bounds(f.Estimate, r, gap)
 	f.Status = StatusFilling
 	if r.mean <= 0 {
 		f.Status = StatusNotFilling
 	}
 	return f
+}
+
+// bounds returns the interval around an estimate t of the time to
+// consume gap, from two uncertainties combined in log space: the rate's
+// (its z-standard-error bounds give the times gap/high and gap/low) and
+// the arrival of the steps the headroom goes in. Consuming gap in steps
+// of r.step takes about n = gap/step of them, and the total time of n
+// exponential waits varies by 1/√n of itself: z/√n more. Upper is +Inf
+// when the rate may be zero.
+func bounds(t float64, r rate, gap float64) (lower, upper float64) {
+	if r.high <= 0 {
+		return math.Inf(1), math.Inf(1)
+	}
+	steps := 0.0 // a smooth fill
+	if r.step > 0 {
+		steps = z / math.Sqrt(max(gap/r.step, 1))
+	}
+	widen := func(byRate float64) float64 { return math.Exp(math.Hypot(math.Log(byRate), steps)) }
+	if math.IsInf(t, 1) {
+		return gap / r.high / widen(1), math.Inf(1)
+	}
+	lower = t / widen(t/(gap/r.high))
+	if r.low <= 0 {
+		return lower, math.Inf(1)
+	}
+	return lower, t * widen((gap/r.low)/t)
 }
 
 // lineLevel returns the headroom level below which the line is crossed.
@@ -169,7 +196,13 @@ func headroom(line Line, r Reading) int64 {
 }
 
 // rate is a fitted rate of headroom lost, bytes per second, with bounds.
-type rate struct{ mean, low, high float64 }
+type rate struct {
+	mean, low, high float64
+	// step is the intervals' losses' variance over their mean: for
+	// losses that come in steps of one size at random (pulls) it is that
+	// size; for a smooth fill, 0.
+	step float64
+}
 
 // fitRate fits the headroom lost per second over the readings in
 // [from, to]. Each interval between two readings at most MaxGap apart
@@ -185,6 +218,7 @@ func fitRate(rs []Reading, line Line, from, to time.Time) (rate, bool) {
 		return rate{}, false
 	}
 	var loss, secs [blocks]float64
+	var n, sumL, sumL2 float64
 	for i := 1; i < len(rs); i++ {
 		a, b := rs[i-1], rs[i]
 		if a.At.Before(from) {
@@ -198,11 +232,16 @@ func fitRate(rs []Reading, line Line, from, to time.Time) (rate, bool) {
 		if line == LineGCThreshold {
 			l += float64(b.Freed)
 		}
+		n, sumL, sumL2 = n+1, sumL+l, sumL2+l*l
 		k := min(int(float64(b.At.Sub(from))/float64(span)*blocks), blocks-1)
 		loss[k] += l
 		secs[k] += dt.Seconds()
 	}
-	return blockRate(loss[:], secs[:], span.Seconds()/blocks)
+	r, ok := blockRate(loss[:], secs[:], span.Seconds()/blocks)
+	if mean := sumL / max(n, 1); mean > 0 {
+		r.step = max(sumL2/n-mean*mean, 0) / mean
+	}
+	return r, ok
 }
 
 // blockRate combines the blocks' losses and times into a rate with
