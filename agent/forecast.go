@@ -34,7 +34,7 @@ type forecaster struct {
 	dir    string // "" keeps the history in memory
 	policy engine.Policy
 	out    *metrics.Forecasts
-	start  time.Time // the monotonic clock's origin of Reading.Uptime
+	uptime func() time.Duration // Reading.Uptime: the monotonic clock
 	snaps  chan engine.Snapshot
 
 	// events, when set, takes the Warning event of DiskPressure that no
@@ -51,9 +51,14 @@ type forecaster struct {
 
 // newForecaster loads the history from dir (a corrupt file is moved
 // aside with a warning, as the image records are) and returns the
-// forecaster, not yet running.
-func newForecaster(log *slog.Logger, dir string, p engine.Policy, now time.Time) *forecaster {
-	f := &forecaster{log: log, dir: dir, policy: p, out: &metrics.Forecasts{}, start: time.Now(), snaps: make(chan engine.Snapshot, 1), lastSaved: now}
+// forecaster, not yet running. uptime is the monotonic clock (nil: the
+// process's).
+func newForecaster(log *slog.Logger, dir string, p engine.Policy, now time.Time, uptime func() time.Duration) *forecaster {
+	if uptime == nil {
+		start := time.Now()
+		uptime = func() time.Duration { return time.Since(start) }
+	}
+	f := &forecaster{log: log, dir: dir, policy: p, out: &metrics.Forecasts{}, uptime: uptime, snaps: make(chan engine.Snapshot, 1), lastSaved: now}
 	rs, err := loadHistory(dir, now)
 	if err != nil {
 		log.Warn("forecast history", "err", err)
@@ -156,7 +161,7 @@ func (f *forecaster) add(s engine.Snapshot) {
 	}
 	r, plan := forecast.ReadingOf(s, f.policy)
 	f.mu.Lock()
-	r.Freed, r.Uptime = f.freed, time.Since(f.start)
+	r.Freed, r.Uptime = f.freed, f.uptime()
 	f.freed = 0
 	if err := f.hist.Add(r); err != nil {
 		f.log.Warn("forecast history", "err", err)

@@ -35,7 +35,7 @@ func fcSnapshot(at time.Duration, available int64) engine.Snapshot {
 func newTestForecaster(t *testing.T, dir string) (*forecaster, *bytes.Buffer) {
 	t.Helper()
 	var logs bytes.Buffer
-	f := newForecaster(slog.New(slog.NewTextHandler(&logs, nil)), dir, engine.DefaultPolicy(), fcStart)
+	f := newForecaster(slog.New(slog.NewTextHandler(&logs, nil)), dir, engine.DefaultPolicy(), fcStart, nil)
 	return f, &logs
 }
 

@@ -59,6 +59,9 @@ type Options struct {
 type Agent struct {
 	col *metrics.Collector
 	fc  *forecaster
+	// uptime, when set, replaces the monotonic clock the forecast's
+	// history checks the wall clock against (tests on a simulated clock).
+	uptime func() time.Duration
 }
 
 // ObserveSnapshot records a snapshot's image fs, images and dead
@@ -77,7 +80,7 @@ func (a *Agent) ObserveSnapshot(s engine.Snapshot) {
 // from the control socket (its path planted, say), before any pass.
 func (a *Agent) Run(ctx context.Context, o Options) error {
 	log := o.Log
-	a.fc = newForecaster(log, o.StateDir, o.Engine.Policy(), o.Engine.Now())
+	a.fc = newForecaster(log, o.StateDir, o.Engine.Policy(), o.Engine.Now(), a.uptime)
 	a.col = metrics.New(metrics.Options{Policy: o.Engine.Policy(), Version: o.Version, Journal: o.Engine.JournalStats, PodSource: podSourceState(o.Pods),
 		Extra: []prometheus.Collector{a.fc.out}})
 	if w := o.Engine.Warning(); w != nil {
