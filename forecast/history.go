@@ -53,8 +53,8 @@ type Tier struct {
 }
 
 // DefaultTiers keep the last 6 hours at MinSpacing, two days at one
-// reading a minute and a week at one per 10 minutes: at most about 5,800
-// readings, 260 kB on disk. Older readings are dropped.
+// reading a minute and a week at one per 10 minutes: at most about 5,400
+// readings, 270 kB on disk. Older readings are dropped.
 var DefaultTiers = []Tier{
 	{Age: 6 * time.Hour, Step: MinSpacing},
 	{Age: 48 * time.Hour, Step: time.Minute},
