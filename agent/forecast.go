@@ -167,7 +167,8 @@ func (f *forecaster) add(s engine.Snapshot) {
 		f.log.Warn("forecast history", "err", err)
 	}
 	f.latest = forecast.Predict(f.hist.Readings(), forecast.OptionsFor(f.policy, plan.DiskReserve, 0))
-	due := s.TakenAt.Sub(f.lastSaved) >= forecastSaveEvery
+	since := s.TakenAt.Sub(f.lastSaved)
+	due := since >= forecastSaveEvery || since < 0 // < 0: the clock went back
 	f.mu.Unlock()
 	f.out.Set(f.latest)
 	f.warnPressure(f.latest[1])

@@ -22,6 +22,8 @@ var (
 	descForecastStatus = desc("forecast", "status",
 		"1 for each line's current forecast answer (crossed, filling, not-filling, not-enough-history, no-line), 0 for the others.",
 		"line", "status")
+	descForecastReading = desc("forecast", "reading_timestamp_seconds",
+		"When the reading the forecasts were made at was taken, in seconds since the epoch: the seconds count from it.")
 	descForecastHeadroom = desc("forecast", "headroom_bytes",
 		"Bytes left before the line at the latest reading: available above the GC threshold's, or available plus reclaimable above the eviction threshold.",
 		"line")
@@ -55,6 +57,7 @@ func (f *Forecasts) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descForecastSeconds
 	ch <- descForecastStatus
 	ch <- descForecastHeadroom
+	ch <- descForecastReading
 }
 
 // Collect sends the latest forecasts.
@@ -64,6 +67,9 @@ func (f *Forecasts) Collect(ch chan<- prometheus.Metric) {
 	f.mu.Unlock()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	if len(fs) > 0 && !fs[0].At.IsZero() {
+		gauge(descForecastReading, float64(fs[0].At.UnixNano())/1e9)
 	}
 	for _, fc := range fs {
 		line := string(fc.Line)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,7 +19,7 @@ import (
 func TestForecasts(t *testing.T) {
 	var f Forecasts
 	f.Set([]forecast.Forecast{
-		{Line: forecast.LineGCThreshold, Status: forecast.StatusFilling, Estimate: 3600, Lower: 3000, Upper: math.Inf(1), Headroom: 1 << 30},
+		{Line: forecast.LineGCThreshold, At: time.Unix(1795950489, 0), Status: forecast.StatusFilling, Estimate: 3600, Lower: 3000, Upper: math.Inf(1), Headroom: 1 << 30},
 		{Line: forecast.LineEviction, Status: forecast.StatusNotEnoughHistory, Estimate: math.NaN(), Lower: math.NaN(), Upper: math.NaN()},
 	})
 	reg := prometheus.NewRegistry()
@@ -41,6 +42,7 @@ func TestForecasts(t *testing.T) {
 	}
 	want := []string{
 		"nodegc_forecast_headroom_bytes{line=gc_threshold} 1073741824",
+		"nodegc_forecast_reading_timestamp_seconds{} 1795950489",
 		"nodegc_forecast_seconds{bound=estimate,line=gc_threshold} 3600",
 		"nodegc_forecast_seconds{bound=lower,line=gc_threshold} 3000",
 		"nodegc_forecast_seconds{bound=upper,line=gc_threshold} +Inf",
