@@ -28,9 +28,10 @@ func (c *simClock) advance(d time.Duration)     { c.ns.Add(int64(d)) }
 func (c *simClock) sinceBase(t time.Time) int64 { return int64(t.Sub(c.base) / time.Second) }
 
 // runAgentFor runs an agent on the simulated node with its state in
-// stateDir while the node fills for steps steps of 10 s (a pass every
-// 20 ms of real time), stops it, and returns it.
-func runAgentFor(t *testing.T, n *simnode.Node, ep, stateDir string, clk *simClock, steps int) *Agent {
+// stateDir while the node fills in steps of 30 s (a pass every 20 ms of
+// real time) until the engine has taken snapshots at least readings
+// times 10 s or more apart, then stops it and returns it.
+func runAgentFor(t *testing.T, n *simnode.Node, ep, stateDir string, clk *simClock, readings int64) *Agent {
 	t.Helper()
 	c, err := cri.Dial(context.Background(), ep, cri.Options{})
 	if err != nil {
@@ -38,8 +39,17 @@ func runAgentFor(t *testing.T, n *simnode.Node, ep, stateDir string, clk *simClo
 	}
 	defer c.Close()
 	a := &Agent{uptime: clk.uptime}
+	var seen atomic.Int64
+	var last time.Time // under the engine's lock, as OnSnapshot runs
+	observe := func(s engine.Snapshot) {
+		if s.TakenAt.Sub(last) >= forecast.MinSpacing {
+			last = s.TakenAt
+			seen.Add(1)
+		}
+		a.ObserveSnapshot(s)
+	}
 	e, err := engine.New(engine.Options{Reader: c, Remover: c, Statfs: simfs.Local(n), Policy: engine.DefaultPolicy(),
-		Now: clk.now, StateDir: stateDir, OnSnapshot: a.ObserveSnapshot})
+		Now: clk.now, StateDir: stateDir, OnSnapshot: observe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +61,12 @@ func runAgentFor(t *testing.T, n *simnode.Node, ep, stateDir string, clk *simClo
 			Scheduler:      engine.SchedulerOptions{ContainerPeriod: 20 * time.Millisecond, ImagePeriod: 100 * time.Millisecond},
 			StartScheduler: testScheduler, StoppedLine: func(engine.PassReport) string { return "stopped" }})
 	}()
-	for range steps {
-		clk.advance(10 * time.Second)
+	start := seen.Load()
+	for step := 0; seen.Load()-start < readings; step++ {
+		if step == 100000 {
+			t.Fatalf("%d snapshots in %d steps, want %d", seen.Load()-start, step, readings)
+		}
+		clk.advance(30 * time.Second)
 		n.Step(clk.now())
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -95,12 +109,12 @@ func TestAgentForecastSurvivesRestart(t *testing.T) {
 		MinImageBytes: 50 << 20, MaxImageBytes: 200 << 20, CapacityBytes: 10 << 30, BaseUsageBytes: 4 << 30,
 		Workload: simnode.Workload{GrowthBytes: 5 << 20}})
 
-	first := runAgentFor(t, n, ep, state, clk, 200)
+	first := runAgentFor(t, n, ep, state, clk, 40)
 	had := first.fc.hist.Readings()
 	if len(had) < 10 {
 		t.Fatalf("the first agent kept %d readings, want at least 10", len(had))
 	}
-	second := runAgentFor(t, n, ep, state, clk, 200)
+	second := runAgentFor(t, n, ep, state, clk, 40)
 	rs := second.fc.hist.Readings()
 	if len(rs) <= len(had) || !rs[0].At.Equal(had[0].At) || !rs[len(had)-1].At.Equal(had[len(had)-1].At) {
 		t.Fatalf("the second agent's history: %d readings from %ds, the first's %d from %ds to %ds; want the first's, then more",
