@@ -35,7 +35,7 @@ type forecaster struct {
 	policy engine.Policy
 	out    *metrics.Forecasts
 	uptime func() time.Duration // Reading.Uptime: the monotonic clock
-	snaps  chan engine.Snapshot
+	snaps  chan observed
 
 	// events, when set, takes the Warning event of DiskPressure that no
 	// GC prevents, forecast within warn's horizon.
@@ -58,7 +58,7 @@ func newForecaster(log *slog.Logger, dir string, p engine.Policy, now time.Time,
 		start := time.Now()
 		uptime = func() time.Duration { return time.Since(start) }
 	}
-	f := &forecaster{log: log, dir: dir, policy: p, out: &metrics.Forecasts{}, uptime: uptime, snaps: make(chan engine.Snapshot, 1), lastSaved: now}
+	f := &forecaster{log: log, dir: dir, policy: p, out: &metrics.Forecasts{}, uptime: uptime, snaps: make(chan observed, 1), lastSaved: now}
 	rs, err := loadHistory(dir, now)
 	if err != nil {
 		log.Warn("forecast history", "err", err)
@@ -113,7 +113,17 @@ func readRegular(path string) ([]byte, error) {
 
 // observe hands a snapshot to run without blocking: a snapshot not yet
 // read is replaced by the newer one. It fits engine.Options.OnSnapshot.
-func (f *forecaster) observe(s engine.Snapshot) { engine.SendNewest(f.snaps, s) }
+func (f *forecaster) observe(s engine.Snapshot) {
+	engine.SendNewest(f.snaps, observed{s, f.uptime()})
+}
+
+// observed is a snapshot with the monotonic clock read as it was handed
+// over, not when run gets to it: a busy agent's lag between the two would
+// read as the wall clock jumping.
+type observed struct {
+	engine.Snapshot
+	uptime time.Duration
+}
 
 // observeReport counts what a real pass freed (forecast.FreedBy): the
 // next reading carries it, and the fit adds it back.
@@ -139,8 +149,8 @@ func (f *forecaster) startForecast(s *engine.Scheduler, wg *sync.WaitGroup, even
 func (f *forecaster) run(notices <-chan engine.Notice) {
 	for {
 		select {
-		case s := <-f.snaps:
-			f.add(s)
+		case o := <-f.snaps:
+			f.add(o.Snapshot, o.uptime)
 		case n, ok := <-notices:
 			if !ok {
 				f.save(time.Now())
@@ -155,13 +165,13 @@ func (f *forecaster) run(notices <-chan engine.Notice) {
 
 // add turns a snapshot into a reading, forecasts, and saves the history
 // when forecastSaveEvery has passed.
-func (f *forecaster) add(s engine.Snapshot) {
+func (f *forecaster) add(s engine.Snapshot, uptime time.Duration) {
 	if f.tooSoon(s.TakenAt) {
 		return // the history would drop it: spare the plan
 	}
 	r, plan := forecast.ReadingOf(s, f.policy)
 	f.mu.Lock()
-	r.Freed, r.Uptime = f.freed, f.uptime()
+	r.Freed, r.Uptime = f.freed, uptime
 	f.freed = 0
 	if err := f.hist.Add(r); err != nil {
 		f.log.Warn("forecast history", "err", err)

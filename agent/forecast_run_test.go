@@ -28,8 +28,9 @@ func (c *simClock) advance(d time.Duration)     { c.ns.Add(int64(d)) }
 func (c *simClock) sinceBase(t time.Time) int64 { return int64(t.Sub(c.base) / time.Second) }
 
 // runAgentFor runs an agent on the simulated node with its state in
-// stateDir while the node fills in steps of 30 s (a pass every 20 ms of
-// real time) until the engine has taken snapshots at least readings
+// stateDir while the node fills in steps of 30 s (each step once the
+// agent has seen a snapshot of the last; a pass every 20 ms of real
+// time) until the engine has taken snapshots at least readings
 // times 10 s or more apart, then stops it and returns it.
 func runAgentFor(t *testing.T, n *simnode.Node, ep, stateDir string, clk *simClock, readings int64) *Agent {
 	t.Helper()
@@ -39,9 +40,10 @@ func runAgentFor(t *testing.T, n *simnode.Node, ep, stateDir string, clk *simClo
 	}
 	defer c.Close()
 	a := &Agent{uptime: clk.uptime}
-	var seen atomic.Int64
+	var seen, taken atomic.Int64
 	var last time.Time // under the engine's lock, as OnSnapshot runs
 	observe := func(s engine.Snapshot) {
+		defer taken.Store(s.TakenAt.UnixNano())
 		if s.TakenAt.Sub(last) >= forecast.MinSpacing {
 			last = s.TakenAt
 			seen.Add(1)
@@ -68,7 +70,15 @@ func runAgentFor(t *testing.T, n *simnode.Node, ep, stateDir string, clk *simClo
 		}
 		clk.advance(30 * time.Second)
 		n.Step(clk.now())
-		time.Sleep(5 * time.Millisecond)
+		// In lock step: the clock moves again only once a snapshot of
+		// this moment was handed over, so the agent reads the monotonic
+		// clock at the time the snapshot bears, as on a node.
+		for wait := 0; taken.Load() < clk.now().UnixNano(); wait++ {
+			if wait == 10000 {
+				t.Fatalf("no snapshot at %ds within 10 s", clk.sinceBase(clk.now()))
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {

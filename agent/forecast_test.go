@@ -46,7 +46,7 @@ func TestForecastHistorySurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	f, _ := newTestForecaster(t, dir)
 	for m := range 30 {
-		f.add(fcSnapshot(time.Duration(m)*time.Minute, 5<<30-int64(m)<<24))
+		f.add(fcObserved(time.Duration(m)*time.Minute, 5<<30-int64(m)<<24))
 	}
 	f.save(fcStart.Add(30 * time.Minute))
 	if fi, err := os.Stat(filepath.Join(dir, forecast.FileName)); err != nil || fi.Mode().Perm() != 0o600 {
@@ -60,7 +60,7 @@ func TestForecastHistorySurvivesRestart(t *testing.T) {
 	if last := rs[29]; !last.At.Equal(fcStart.Add(29*time.Minute)) || last.Reclaimable != 1<<30 {
 		t.Errorf("last reading %+v, want at +29m with 1 GiB reclaimable", last)
 	}
-	g.add(fcSnapshot(31*time.Minute, 4<<30))
+	g.add(fcObserved(31*time.Minute, 4<<30))
 	if fs := g.Forecasts(); len(fs) != 2 || fs[0].Status != forecast.StatusFilling {
 		t.Errorf("forecasts after the restart %+v, want the GC threshold filling", fs)
 	}
@@ -86,7 +86,7 @@ func TestForecastCorruptHistory(t *testing.T) {
 		dir := t.TempDir()
 		target := filepath.Join(dir, "elsewhere")
 		f0, _ := newTestForecaster(t, "")
-		f0.add(fcSnapshot(0, 5<<30))
+		f0.add(fcObserved(0, 5<<30))
 		data, _ := forecast.Encode(f0.hist, fcStart)
 		os.WriteFile(target, data, 0o600)
 		os.Symlink(target, filepath.Join(dir, forecast.FileName))
@@ -122,7 +122,7 @@ func TestForecastWarnsOnceOnTheNode(t *testing.T) {
 	// 4 GiB: the eviction line (1.5 GiB available after reclaim) is
 	// about 3.5 hours away at first.
 	for m := range 90 {
-		f.add(fcSnapshot(time.Duration(m)*time.Minute, 4<<30-int64(m)*(20<<20)))
+		f.add(fcObserved(time.Duration(m)*time.Minute, 4<<30-int64(m)*(20<<20)))
 	}
 	rec.Stop(context.Background())
 	if len(sink.events) != 1 {
@@ -133,4 +133,10 @@ func TestForecastWarnsOnceOnTheNode(t *testing.T) {
 		!strings.Contains(ev.Note, "imagefs.available<15% in about") || !strings.Contains(ev.Note, "even after deleting every unused image") {
 		t.Errorf("event %s %s on %s: %q", ev.Type, ev.Reason, ev.Regarding.Name, ev.Note)
 	}
+}
+
+// fcObserved is fcSnapshot handed over with a monotonic clock that
+// agrees with its time, as an agent's would.
+func fcObserved(at time.Duration, avail int64) (engine.Snapshot, time.Duration) {
+	return fcSnapshot(at, avail), at + time.Second
 }
