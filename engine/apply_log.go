@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nodegc/nodegc/engine/model"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,7 +18,7 @@ import (
 // following symlinks. A pod directory whose pod runs a container again, a
 // symlink whose target exists or whose container has not exited, is
 // skipped.
-func (rm LogRemoval) recheck(x *executor, _ *JournalEntry) checked {
+func (rm logCheck) recheck(x *executor, _ *JournalEntry) checked {
 	it := ItemResult{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason}
 	podDir, linkDir := x.e.o.Policy.PodLogsDir, x.e.containerLogsDir()
 	// Only direct children: a nested path could pass through a symlinked
@@ -57,7 +58,7 @@ func (rm LogRemoval) recheck(x *executor, _ *JournalEntry) checked {
 		}
 		return x.removeIn(it, "remove log symlink", d.unlink, name)
 	}
-	uid := podUIDFromLogDir(name)
+	uid := model.PodUIDFromLogDir(name)
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR || uid == "" {
 		return checked{it: skipped(it, "not a pod log directory")}
 	}

@@ -13,22 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// SnapshotError is a NodeSnapshot that breaks the contract. Field is the
-// path of the offending field, such as "images[3].id" or
-// "imageFs.capacityBytes" ("" for the document as a whole), so that the
-// error line tells the operator exactly what to fix.
-type SnapshotError struct {
-	Field string
-	Msg   string
-}
-
-func (e *SnapshotError) Error() string {
-	if e.Field == "" {
-		return "snapshot: " + e.Msg
-	}
-	return "snapshot: " + e.Field + ": " + e.Msg
-}
-
 // wireSnapshot is Snapshot as it is decoded: the image filesystem's
 // numbers are pointers so that a missing capacity or available is told
 // apart from a zero one (capacity 0 is valid input: InvalidDiskCapacity).
@@ -96,136 +80,26 @@ func decodeSnapshot(data []byte, split bool) (Snapshot, error) {
 		RootFs: w.RootFs, Images: w.Images, ImageRecords: w.ImageRecords,
 		Sandboxes: w.Sandboxes, Containers: w.Containers, PodSource: w.PodSource, Logs: w.Logs,
 	}
-	if err := s.validateHeader(); err != nil {
+	if err := s.ValidateHeader(); err != nil {
 		return Snapshot{}, err
 	}
 	switch {
 	case w.ImageFs == nil:
-		return Snapshot{}, &SnapshotError{"imageFs", "required"}
+		return Snapshot{}, &SnapshotError{Field: "imageFs", Msg: "required"}
 	case w.ImageFs.CapacityBytes == nil:
-		return Snapshot{}, &SnapshotError{"imageFs.capacityBytes", "required"}
+		return Snapshot{}, &SnapshotError{Field: "imageFs.capacityBytes", Msg: "required"}
 	case w.ImageFs.AvailableBytes == nil:
-		return Snapshot{}, &SnapshotError{"imageFs.availableBytes", "required"}
+		return Snapshot{}, &SnapshotError{Field: "imageFs.availableBytes", Msg: "required"}
 	}
 	s.ImageFs = FsStats{
 		Mountpoint: w.ImageFs.Mountpoint, CapacityBytes: *w.ImageFs.CapacityBytes,
 		AvailableBytes: *w.ImageFs.AvailableBytes, UsedBytes: w.ImageFs.UsedBytes,
 		Inodes: w.ImageFs.Inodes, InodesFree: w.ImageFs.InodesFree,
 	}
-	if err := s.validateItems(); err != nil {
+	if err := s.ValidateItems(); err != nil {
 		return Snapshot{}, err
 	}
 	return s, nil
-}
-
-// Validate checks a snapshot against the NodeSnapshot contract, as
-// DecodeSnapshot does (except the presence of the image filesystem's
-// numbers, which a decoded struct cannot tell from zero). The error is a
-// *SnapshotError naming the field.
-func (s Snapshot) Validate() error {
-	if err := s.validateHeader(); err != nil {
-		return err
-	}
-	return s.validateItems()
-}
-
-func (s Snapshot) validateHeader() error {
-	switch {
-	case s.APIVersion == "":
-		return &SnapshotError{"apiVersion", "required"}
-	case s.APIVersion != APIVersion:
-		return &SnapshotError{"apiVersion", fmt.Sprintf("want %q, got %q", APIVersion, s.APIVersion)}
-	case s.Kind == "":
-		return &SnapshotError{"kind", "required"}
-	case s.Kind != KindSnapshot:
-		return &SnapshotError{"kind", fmt.Sprintf("want %q, got %q", KindSnapshot, s.Kind)}
-	case s.TakenAt.IsZero():
-		return &SnapshotError{"takenAt", "required"}
-	}
-	return nil
-}
-
-// validateItems checks every image, image record, sandbox and container;
-// the error names the first field that breaks the contract.
-func (s Snapshot) validateItems() error {
-	return firstError(s.itemErrors())
-}
-
-// itemErrors lists every item field that breaks the contract, in
-// document order. An item's path is made only when it has an error: a
-// node lists 150,000 items.
-func (s Snapshot) itemErrors() field.ErrorList {
-	var errs field.ErrorList
-	ids := make(map[string]int, max(len(s.Images), len(s.ImageRecords), len(s.Sandboxes), len(s.Containers)))
-	images := field.NewPath("images")
-	for i, img := range s.Images {
-		errs = append(errs, uniqueID(ids, images, img.ID, i)...)
-		if img.SizeBytes < 0 {
-			errs = append(errs, field.Invalid(images.Index(i).Child("sizeBytes"), img.SizeBytes, fmt.Sprintf("must not be negative, got %d", img.SizeBytes)))
-		}
-	}
-	clear(ids)
-	records := field.NewPath("imageRecords")
-	for i, r := range s.ImageRecords {
-		errs = append(errs, uniqueID(ids, records, r.ID, i)...)
-		if r.FirstDetected.IsZero() {
-			errs = append(errs, field.Required(records.Index(i).Child("firstDetected"), "required"))
-		}
-	}
-	clear(ids)
-	sandboxes := field.NewPath("sandboxes")
-	for i, sb := range s.Sandboxes {
-		errs = append(errs, uniqueID(ids, sandboxes, sb.ID, i)...)
-		switch sb.State {
-		case SandboxReady, SandboxNotReady:
-		case "":
-			errs = append(errs, field.Required(sandboxes.Index(i).Child("state"), "required"))
-		default:
-			if !otherState(string(sb.State), "SANDBOX_STATE_") {
-				errs = append(errs, field.Invalid(sandboxes.Index(i).Child("state"), sb.State, fmt.Sprintf("unknown value %q (want %s, %s or SANDBOX_STATE_<n>)", sb.State, SandboxReady, SandboxNotReady)))
-			}
-		}
-	}
-	clear(ids)
-	containers := field.NewPath("containers")
-	for i, c := range s.Containers {
-		errs = append(errs, uniqueID(ids, containers, c.ID, i)...)
-		switch c.State {
-		case ContainerCreated, ContainerRunning, ContainerExited, ContainerUnknown:
-		case "":
-			errs = append(errs, field.Required(containers.Index(i).Child("state"), "required"))
-		default:
-			if !otherState(string(c.State), "CONTAINER_STATE_") {
-				errs = append(errs, field.Invalid(containers.Index(i).Child("state"), c.State, fmt.Sprintf("unknown value %q (want a CONTAINER_ state or CONTAINER_STATE_<n>)", c.State)))
-			}
-		}
-		if c.CreatedAt.IsZero() {
-			errs = append(errs, field.Required(containers.Index(i).Child("createdAt"), "required"))
-		}
-	}
-	return errs
-}
-
-// firstError is the first of errs as a *SnapshotError (its field's path
-// and detail), or nil.
-func firstError(errs field.ErrorList) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return &SnapshotError{errs[0].Field, errs[0].Detail}
-}
-
-// uniqueID checks that item i of the list has an ID not seen before in
-// it.
-func uniqueID(seen map[string]int, list *field.Path, id string, i int) field.ErrorList {
-	if id == "" {
-		return field.ErrorList{field.Required(list.Index(i).Child("id"), "required")}
-	}
-	if j, dup := seen[id]; dup {
-		return field.ErrorList{field.Invalid(list.Index(i).Child("id"), id, "duplicate of "+list.Index(j).String())}
-	}
-	seen[id] = i
-	return nil
 }
 
 // decodeError turns an encoding/json error into a *SnapshotError. The
@@ -236,16 +110,16 @@ func uniqueID(seen map[string]int, list *field.Path, id string, i int) field.Err
 func decodeError(data []byte, err error) error {
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) {
-		return &SnapshotError{"", fmt.Sprintf("invalid JSON at byte %d: %v", syn.Offset, syn)}
+		return &SnapshotError{Field: "", Msg: fmt.Sprintf("invalid JSON at byte %d: %v", syn.Offset, syn)}
 	}
 	if e := locate(data, reflect.TypeFor[wireSnapshot](), nil); e != nil {
 		return e
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return &SnapshotError{te.Field, fmt.Sprintf("want %s, got %s", want(te.Type), te.Value)}
+		return &SnapshotError{Field: te.Field, Msg: fmt.Sprintf("want %s, got %s", want(te.Type), te.Value)}
 	}
-	return &SnapshotError{"", err.Error()}
+	return &SnapshotError{Field: "", Msg: err.Error()}
 }
 
 var timeType = reflect.TypeFor[time.Time]()
@@ -260,7 +134,7 @@ func locate(raw []byte, t reflect.Type, path *field.Path) *SnapshotError {
 		return nil // encoding/json leaves the zero value
 	}
 	bad := func() *SnapshotError {
-		return &SnapshotError{pathString(path), fmt.Sprintf("want %s, got %s", wantFor(t, raw), describe(raw))}
+		return &SnapshotError{Field: pathString(path), Msg: fmt.Sprintf("want %s, got %s", wantFor(t, raw), describe(raw))}
 	}
 	if t == timeType {
 		var tm time.Time

@@ -220,7 +220,7 @@ func checkOptions(o Options) error {
 	}
 	dir := cmp.Or(o.Policy.PodLogsDir, DefaultPodLogsDir)
 	if err := CheckPodLogsDirOnDisk(dir); err != nil {
-		return &PolicyError{"pod-logs-dir", fmt.Sprintf("%v; log GC removes as root only from a directory no one else can write", err)}
+		return &PolicyError{Field: "pod-logs-dir", Msg: fmt.Sprintf("%v; log GC removes as root only from a directory no one else can write", err)}
 	}
 	return nil
 }

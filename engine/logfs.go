@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nodegc/nodegc/engine/model"
 	"golang.org/x/sys/unix"
 )
 
@@ -222,7 +223,7 @@ func containerLogLayout(podLogsDir, path string) (podDir, container, file string
 		return "", "", "", false
 	}
 	parts := strings.Split(rel, "/")
-	if len(parts) != 3 || podUIDFromLogDir(parts[0]) == "" || !plainName(parts[1]) {
+	if len(parts) != 3 || model.PodUIDFromLogDir(parts[0]) == "" || !plainName(parts[1]) {
 		return "", "", "", false
 	}
 	n, found := strings.CutSuffix(parts[2], ".log")
@@ -287,4 +288,23 @@ func notFound(err error) error {
 		return fmt.Errorf("%w: %v", ErrNotFound, err)
 	}
 	return err
+}
+
+// CheckPodLogsDirOnDisk checks the pod logs directory a deleting engine
+// removes from: it and every directory above it, opened without following
+// symlinks, must be owned by root (or by the user nodegc runs as) and not
+// writable by group or others (a directory above may be sticky, as /tmp
+// is). A directory anyone else could write to lets them plant what log GC
+// then removes as root. A missing directory passes: there is nothing to
+// collect.
+func CheckPodLogsDirOnDisk(dir string) error {
+	d, err := openLogDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d.close()
+	return nil
 }

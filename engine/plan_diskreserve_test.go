@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"github.com/nodegc/nodegc/engine/model"
 	"math"
 	"reflect"
 	"strings"
@@ -73,7 +74,7 @@ func TestCheckDiskReserveEviction(t *testing.T) {
 	s := baseSnapshot()
 	s.ImageFs = FsStats{CapacityBytes: 1000, AvailableBytes: 140, Inodes: 100, InodesFree: 50}
 	t.Run("default evictionHard resolves against the image fs when there is no root fs", func(t *testing.T) {
-		got := checkDiskReserve(s, DiskPolicy{ThresholdMiB: 0, EvictionHard: defaultEvictionHard()})
+		got := checkDiskReserve(s, DiskPolicy{ThresholdMiB: 0, EvictionHard: model.DefaultEvictionHard()})
 		want := []EvictionLine{
 			{Signal: "imagefs.available", Threshold: "15%", ThresholdAmount: 150, Available: 140, Crossed: true},
 			{Signal: "nodefs.available", Threshold: "10%", ThresholdAmount: 100, Available: 140, Crossed: false},

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/nodegc/nodegc/engine/model"
 	"path/filepath"
 	"strings"
 )
@@ -95,7 +96,7 @@ func (g *logPass) removePodDirs(dirs []string, base string, survivors []Containe
 		}
 	}
 	for _, name := range dirs {
-		uid := podUIDFromLogDir(name)
+		uid := model.PodUIDFromLogDir(name)
 		if uid == "" || !removable[uid] || running[uid] {
 			continue
 		}
@@ -151,17 +152,6 @@ func podDirOf(base, target string) string {
 	rel, _ := filepath.Rel(base, filepath.Clean(target))
 	dir, _, _ := strings.Cut(rel, "/")
 	return dir
-}
-
-// podUIDFromLogDir is the kubelet's parsePodUIDFromLogsDirectory: the
-// last "_"-separated part of <namespace>_<name>_<uid>. A name that is not
-// a plain directory name gives "".
-func podUIDFromLogDir(name string) string {
-	parts := strings.Split(name, "_")
-	if len(parts) < 3 {
-		return ""
-	}
-	return parts[len(parts)-1]
 }
 
 // containerIDFromLink takes the container ID from a link named

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/nodegc/nodegc/engine/model"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -214,8 +215,8 @@ func TestPodUIDFromLogDir(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := podUIDFromLogDir(tt.dir); got != tt.want {
-				t.Errorf("podUIDFromLogDir(%q) = %q, want %q", tt.dir, got, tt.want)
+			if got := model.PodUIDFromLogDir(tt.dir); got != tt.want {
+				t.Errorf("model.PodUIDFromLogDir(%q) = %q, want %q", tt.dir, got, tt.want)
 			}
 		})
 	}

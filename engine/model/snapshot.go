@@ -1,4 +1,4 @@
-package engine
+package model
 
 import (
 	"fmt"
@@ -235,7 +235,7 @@ func (s Snapshot) PodUIDs() []string {
 	}
 	if s.Logs != nil {
 		for _, d := range s.Logs.PodDirs {
-			add(podUIDFromLogDir(d))
+			add(PodUIDFromLogDir(d))
 		}
 	}
 	slices.Sort(uids)
@@ -266,4 +266,15 @@ type LogLink struct {
 	// dangling links are ever removed (the kubelet's rule); a snapshot
 	// that does not say is taken as not dangling.
 	Dangling bool `json:"dangling,omitempty"`
+}
+
+// PodUIDFromLogDir is the kubelet's parsePodUIDFromLogsDirectory: the
+// last "_"-separated part of <namespace>_<name>_<uid>. A name that is not
+// a plain directory name gives "".
+func PodUIDFromLogDir(name string) string {
+	parts := strings.Split(name, "_")
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[len(parts)-1]
 }

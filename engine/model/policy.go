@@ -1,10 +1,8 @@
-package engine
+package model
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -79,8 +77,8 @@ const (
 	ContainerGCPeriod = time.Minute
 )
 
-// defaultEvictionHard returns the kubelet's default hard eviction thresholds.
-func defaultEvictionHard() map[string]string {
+// DefaultEvictionHard returns the kubelet's default hard eviction thresholds.
+func DefaultEvictionHard() map[string]string {
 	return map[string]string{
 		"memory.available":  "100Mi",
 		"nodefs.available":  "10%",
@@ -104,7 +102,7 @@ func DefaultPolicy() Policy {
 		},
 		Disk: DiskPolicy{
 			ThresholdMiB: DefaultLowDiskSpaceThresholdMiB,
-			EvictionHard: defaultEvictionHard(),
+			EvictionHard: DefaultEvictionHard(),
 		},
 		PodLogsDir: DefaultPodLogsDir,
 	}
@@ -225,25 +223,6 @@ func systemDir(dir string) bool {
 		top = dir[:i+1]
 	}
 	return systemDirs[top] || strings.HasPrefix(top, "/lib")
-}
-
-// CheckPodLogsDirOnDisk checks the pod logs directory a deleting engine
-// removes from: it and every directory above it, opened without following
-// symlinks, must be owned by root (or by the user nodegc runs as) and not
-// writable by group or others (a directory above may be sticky, as /tmp
-// is). A directory anyone else could write to lets them plant what log GC
-// then removes as root. A missing directory passes: there is nothing to
-// collect.
-func CheckPodLogsDirOnDisk(dir string) error {
-	d, err := openLogDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	d.close()
-	return nil
 }
 
 // policyJSON is the effective policy as it appears in a plan, with
