@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/nodegc/nodegc/engine/wire"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -14,8 +15,8 @@ import (
 // snapshot, or the same error.
 func sameAsWhole(t *testing.T, name string, data []byte) {
 	t.Helper()
-	want, wantErr := decodeSnapshot(data, false)
-	got, err := decodeSnapshot(data, true)
+	want, wantErr := wire.DecodeSnapshotSplit(data, false)
+	got, err := wire.DecodeSnapshotSplit(data, true)
 	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
 		t.Fatalf("%s: error %v, decoded whole %v", name, err, wantErr)
 	}
@@ -29,21 +30,21 @@ func sameAsWhole(t *testing.T, name string, data []byte) {
 // nodegc's own snapshots (where the split is taken) and for documents
 // built to mislead the split (where it must notice and decode whole).
 func TestDecodeSplitIsEncodingJSON(t *testing.T) {
-	defer func(n int) { splitPiece = n }(splitPiece)
+	defer func(n int) { wire.SplitPiece = n }(wire.SplitPiece)
 	_, big := bigSnapshot()
 	t.Run("a big snapshot is split, and decodes as encoding/json decodes it", func(t *testing.T) {
 		for _, n := range []int{1 << 20, 1000, 1} {
-			splitPiece = n
-			if _, ok := decodeSplit(big); !ok {
+			wire.SplitPiece = n
+			if !wire.Splits(big) {
 				t.Fatalf("pieces of %d bytes: nodegc's own snapshot was not split", n)
 			}
 			sameAsWhole(t, "big", big)
 		}
 	})
 
-	splitPiece = 1 // every `},{` cuts
+	wire.SplitPiece = 1 // every `},{` cuts
 	valid := compact(t, validSnapshotJSON)
-	if _, ok := decodeSplit(valid); !ok {
+	if !wire.Splits(valid) {
 		t.Fatal("the small valid snapshot was not split")
 	}
 	rng := rand.New(rand.NewPCG(22, 3))
@@ -133,8 +134,8 @@ func FuzzDecodeSplit(f *testing.F) {
 		}
 		f.Add(j)
 	}
-	defer func(n int) { splitPiece = n }(splitPiece)
-	splitPiece = 1
+	defer func(n int) { wire.SplitPiece = n }(wire.SplitPiece)
+	wire.SplitPiece = 1
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sameAsWhole(t, "fuzz", data)
 	})

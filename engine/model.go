@@ -5,8 +5,14 @@ package engine
 
 import "github.com/nodegc/nodegc/engine/model"
 
+// Action is [model.Action].
+type Action = model.Action
+
 // Container is [model.Container].
 type Container = model.Container
+
+// ContainerKeepReason is [model.ContainerKeepReason].
+type ContainerKeepReason = model.ContainerKeepReason
 
 // ContainerPlan is [model.ContainerPlan].
 type ContainerPlan = model.ContainerPlan
@@ -20,8 +26,14 @@ type ContainerRemoval = model.ContainerRemoval
 // ContainerRemoveReason is [model.ContainerRemoveReason].
 type ContainerRemoveReason = model.ContainerRemoveReason
 
+// ContainerRow is [model.ContainerRow].
+type ContainerRow = model.ContainerRow
+
 // ContainerState is [model.ContainerState].
 type ContainerState = model.ContainerState
+
+// CutLine is [model.CutLine].
+type CutLine = model.CutLine
 
 // DiskPolicy is [model.DiskPolicy].
 type DiskPolicy = model.DiskPolicy
@@ -34,6 +46,9 @@ type Event = model.Event
 
 // EvictionLine is [model.EvictionLine].
 type EvictionLine = model.EvictionLine
+
+// Explanation is [model.Explanation].
+type Explanation = model.Explanation
 
 // FsReserve is [model.FsReserve].
 type FsReserve = model.FsReserve
@@ -68,6 +83,9 @@ type ImageRemoval = model.ImageRemoval
 // ImageRemoveReason is [model.ImageRemoveReason].
 type ImageRemoveReason = model.ImageRemoveReason
 
+// ImageRow is [model.ImageRow].
+type ImageRow = model.ImageRow
+
 // LogFiles is [model.LogFiles].
 type LogFiles = model.LogFiles
 
@@ -79,6 +97,9 @@ type LogPlan = model.LogPlan
 
 // LogRemoval is [model.LogRemoval].
 type LogRemoval = model.LogRemoval
+
+// LogRow is [model.LogRow].
+type LogRow = model.LogRow
 
 // PassKind is [model.PassKind].
 type PassKind = model.PassKind
@@ -119,6 +140,9 @@ type SandboxPlan = model.SandboxPlan
 // SandboxRemoval is [model.SandboxRemoval].
 type SandboxRemoval = model.SandboxRemoval
 
+// SandboxRow is [model.SandboxRow].
+type SandboxRow = model.SandboxRow
+
 // SandboxState is [model.SandboxState].
 type SandboxState = model.SandboxState
 
@@ -131,6 +155,12 @@ type SnapshotError = model.SnapshotError
 // APIVersion is [model.APIVersion].
 const APIVersion = model.APIVersion
 
+// ActionKeep is [model.ActionKeep].
+const ActionKeep = model.ActionKeep
+
+// ActionRemove is [model.ActionRemove].
+const ActionRemove = model.ActionRemove
+
 // ConfigSourceAPI is [model.ConfigSourceAPI].
 const ConfigSourceAPI = model.ConfigSourceAPI
 
@@ -142,6 +172,18 @@ const ContainerExited = model.ContainerExited
 
 // ContainerGCPeriod is [model.ContainerGCPeriod].
 const ContainerGCPeriod = model.ContainerGCPeriod
+
+// ContainerKeepActive is [model.ContainerKeepActive].
+const ContainerKeepActive = model.ContainerKeepActive
+
+// ContainerKeepNewest is [model.ContainerKeepNewest].
+const ContainerKeepNewest = model.ContainerKeepNewest
+
+// ContainerKeepNotPlanned is [model.ContainerKeepNotPlanned].
+const ContainerKeepNotPlanned = model.ContainerKeepNotPlanned
+
+// ContainerKeepTooYoung is [model.ContainerKeepTooYoung].
+const ContainerKeepTooYoung = model.ContainerKeepTooYoung
 
 // ContainerLogsDir is [model.ContainerLogsDir].
 const ContainerLogsDir = model.ContainerLogsDir

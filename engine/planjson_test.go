@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/nodegc/nodegc/engine/wire"
 	"io"
 	"math/rand/v2"
 	"reflect"
@@ -33,12 +34,12 @@ func encodingJSON(p Plan, x Explanation) ([]byte, error) {
 // plan of a big node. A field added to a plan or a row and not to the
 // writer fails it.
 func TestWritePlanJSONMatchesEncodingJSON(t *testing.T) {
-	defer func(n int) { listPiece = n }(listPiece)
+	defer func(n int) { wire.ListPiece = n }(wire.ListPiece)
 	rng := rand.New(rand.NewPCG(22, 1))
 	for i := range 3000 {
 		// Pieces of one, two and many elements: a list is cut at
 		// every place, or not at all.
-		listPiece = []int{1, 2, 256}[i%3]
+		wire.ListPiece = []int{1, 2, 256}[i%3]
 		var v explainedPlanJSON
 		fillRandom(rng, reflect.ValueOf(&v).Elem())
 		want, wantErr := encodingJSON(v.Plan, v.Explanation)
@@ -65,7 +66,7 @@ func TestWritePlanJSONMatchesEncodingJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []int{256, 7} {
-		listPiece = n
+		wire.ListPiece = n
 		for name, write := range map[string]func(*bytes.Buffer) error{
 			"WritePlanJSON":          func(b *bytes.Buffer) error { return WritePlanJSON(b, p, x) },
 			"WriteExplainedPlanJSON": func(b *bytes.Buffer) error { return WriteExplainedPlanJSON(b, s, p) },

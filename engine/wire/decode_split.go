@@ -1,10 +1,11 @@
-package engine
+package wire
 
 import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/nodegc/nodegc/engine/model"
 	"runtime"
 	"slices"
 	"strings"
@@ -36,10 +37,10 @@ import (
 func decodeSplit(data []byte) (wireSnapshot, bool) {
 	var w wireSnapshot
 	lists := []splitList{
-		&pieces[Image]{key: "images", dst: &w.Images},
-		&pieces[ImageRecord]{key: "imageRecords", dst: &w.ImageRecords},
-		&pieces[Sandbox]{key: "sandboxes", dst: &w.Sandboxes},
-		&pieces[Container]{key: "containers", dst: &w.Containers},
+		&pieces[model.Image]{key: "images", dst: &w.Images},
+		&pieces[model.ImageRecord]{key: "imageRecords", dst: &w.ImageRecords},
+		&pieces[model.Sandbox]{key: "sandboxes", dst: &w.Sandboxes},
+		&pieces[model.Container]{key: "containers", dst: &w.Containers},
 	}
 	spans, ok := findSpans(data, lists)
 	if !ok {
@@ -81,7 +82,7 @@ type splitJob struct {
 func splitJobs(data []byte, lists []splitList, spans []span) []splitJob {
 	var jobs []splitJob
 	for _, sp := range spans {
-		b := pieceBounds(data, sp.open+1, sp.close, splitPiece)
+		b := pieceBounds(data, sp.open+1, sp.close, SplitPiece)
 		lists[sp.list].alloc(len(b))
 		for k, lh := range b {
 			jobs = append(jobs, splitJob{list: sp.list, piece: k, lo: lh[0], hi: lh[1]})
@@ -153,11 +154,11 @@ func (d *splitDecoder) decodeRest() {
 	d.rest.keys = keys
 }
 
-// splitPiece is about how many bytes of a list one piece holds: small
+// SplitPiece is about how many bytes of a list one piece holds: small
 // enough that the cores share the work evenly, large enough that a
 // piece's own cost (a goroutine's turn, a slice grown) does not show.
 // Tests lower it to cut small lists too.
-var splitPiece = 1 << 20
+var SplitPiece = 1 << 20
 
 // splitList is one long list of the snapshot, decoded in pieces.
 type splitList interface {
@@ -332,4 +333,11 @@ func (r *restSnapshot) holds(lists []splitList, spans []span, mark string) bool 
 		}
 	}
 	return true
+}
+
+// Splits reports whether DecodeSnapshot decodes data's lists in pieces
+// (it proved the split right), rather than the document whole.
+func Splits(data []byte) bool {
+	_, ok := decodeSplit(data)
+	return ok
 }

@@ -1,4 +1,4 @@
-package engine
+package wire
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodegc/nodegc/engine/model"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -17,18 +18,18 @@ import (
 // numbers are pointers so that a missing capacity or available is told
 // apart from a zero one (capacity 0 is valid input: InvalidDiskCapacity).
 type wireSnapshot struct {
-	APIVersion   string        `json:"apiVersion"`
-	Kind         string        `json:"kind"`
-	TakenAt      time.Time     `json:"takenAt"`
-	Runtime      RuntimeInfo   `json:"runtime"`
-	ImageFs      *wireFsStats  `json:"imageFs"`
-	RootFs       *FsStats      `json:"rootFs"`
-	Images       []Image       `json:"images"`
-	ImageRecords []ImageRecord `json:"imageRecords"`
-	Sandboxes    []Sandbox     `json:"sandboxes"`
-	Containers   []Container   `json:"containers"`
-	PodSource    PodSource     `json:"podSource"`
-	Logs         *LogFiles     `json:"logs"`
+	APIVersion   string              `json:"apiVersion"`
+	Kind         string              `json:"kind"`
+	TakenAt      time.Time           `json:"takenAt"`
+	Runtime      model.RuntimeInfo   `json:"runtime"`
+	ImageFs      *wireFsStats        `json:"imageFs"`
+	RootFs       *model.FsStats      `json:"rootFs"`
+	Images       []model.Image       `json:"images"`
+	ImageRecords []model.ImageRecord `json:"imageRecords"`
+	Sandboxes    []model.Sandbox     `json:"sandboxes"`
+	Containers   []model.Container   `json:"containers"`
+	PodSource    model.PodSource     `json:"podSource"`
+	Logs         *model.LogFiles     `json:"logs"`
 }
 
 type wireFsStats struct {
@@ -55,13 +56,13 @@ type wireFsStats struct {
 // A big snapshot's long lists are decoded in pieces on every core
 // (decodeSplit); whatever that cannot prove right is decoded whole, so
 // the result and the errors are json.Unmarshal's either way.
-func DecodeSnapshot(data []byte) (Snapshot, error) {
-	return decodeSnapshot(data, true)
+func DecodeSnapshot(data []byte) (model.Snapshot, error) {
+	return DecodeSnapshotSplit(data, true)
 }
 
-// decodeSnapshot is DecodeSnapshot, with the lists split (when split and
-// provably right) or not: tests compare the two.
-func decodeSnapshot(data []byte, split bool) (Snapshot, error) {
+// DecodeSnapshotSplit is DecodeSnapshot, with the lists split (when
+// split and provably right) or not: tests compare the two.
+func DecodeSnapshotSplit(data []byte, split bool) (model.Snapshot, error) {
 	var (
 		w  wireSnapshot
 		ok bool
@@ -72,32 +73,32 @@ func decodeSnapshot(data []byte, split bool) (Snapshot, error) {
 	if !ok {
 		w = wireSnapshot{}
 		if err := json.Unmarshal(data, &w); err != nil {
-			return Snapshot{}, decodeError(data, err)
+			return model.Snapshot{}, decodeError(data, err)
 		}
 	}
-	s := Snapshot{
+	s := model.Snapshot{
 		APIVersion: w.APIVersion, Kind: w.Kind, TakenAt: w.TakenAt, Runtime: w.Runtime,
 		RootFs: w.RootFs, Images: w.Images, ImageRecords: w.ImageRecords,
 		Sandboxes: w.Sandboxes, Containers: w.Containers, PodSource: w.PodSource, Logs: w.Logs,
 	}
 	if err := s.ValidateHeader(); err != nil {
-		return Snapshot{}, err
+		return model.Snapshot{}, err
 	}
 	switch {
 	case w.ImageFs == nil:
-		return Snapshot{}, &SnapshotError{Field: "imageFs", Msg: "required"}
+		return model.Snapshot{}, &model.SnapshotError{Field: "imageFs", Msg: "required"}
 	case w.ImageFs.CapacityBytes == nil:
-		return Snapshot{}, &SnapshotError{Field: "imageFs.capacityBytes", Msg: "required"}
+		return model.Snapshot{}, &model.SnapshotError{Field: "imageFs.capacityBytes", Msg: "required"}
 	case w.ImageFs.AvailableBytes == nil:
-		return Snapshot{}, &SnapshotError{Field: "imageFs.availableBytes", Msg: "required"}
+		return model.Snapshot{}, &model.SnapshotError{Field: "imageFs.availableBytes", Msg: "required"}
 	}
-	s.ImageFs = FsStats{
+	s.ImageFs = model.FsStats{
 		Mountpoint: w.ImageFs.Mountpoint, CapacityBytes: *w.ImageFs.CapacityBytes,
 		AvailableBytes: *w.ImageFs.AvailableBytes, UsedBytes: w.ImageFs.UsedBytes,
 		Inodes: w.ImageFs.Inodes, InodesFree: w.ImageFs.InodesFree,
 	}
 	if err := s.ValidateItems(); err != nil {
-		return Snapshot{}, err
+		return model.Snapshot{}, err
 	}
 	return s, nil
 }
@@ -110,16 +111,16 @@ func decodeSnapshot(data []byte, split bool) (Snapshot, error) {
 func decodeError(data []byte, err error) error {
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) {
-		return &SnapshotError{Field: "", Msg: fmt.Sprintf("invalid JSON at byte %d: %v", syn.Offset, syn)}
+		return &model.SnapshotError{Field: "", Msg: fmt.Sprintf("invalid JSON at byte %d: %v", syn.Offset, syn)}
 	}
 	if e := locate(data, reflect.TypeFor[wireSnapshot](), nil); e != nil {
 		return e
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return &SnapshotError{Field: te.Field, Msg: fmt.Sprintf("want %s, got %s", want(te.Type), te.Value)}
+		return &model.SnapshotError{Field: te.Field, Msg: fmt.Sprintf("want %s, got %s", want(te.Type), te.Value)}
 	}
-	return &SnapshotError{Field: "", Msg: err.Error()}
+	return &model.SnapshotError{Field: "", Msg: err.Error()}
 }
 
 var timeType = reflect.TypeFor[time.Time]()
@@ -128,13 +129,13 @@ var timeType = reflect.TypeFor[time.Time]()
 // returns its path and what is wrong, or nil. It walks the Go type with
 // reflection because encoding/json's errors name no array index and no
 // field of a bad time; the path is built with field.Path.
-func locate(raw []byte, t reflect.Type, path *field.Path) *SnapshotError {
+func locate(raw []byte, t reflect.Type, path *field.Path) *model.SnapshotError {
 	raw = bytes.TrimSpace(raw)
 	if string(raw) == "null" {
 		return nil // encoding/json leaves the zero value
 	}
-	bad := func() *SnapshotError {
-		return &SnapshotError{Field: pathString(path), Msg: fmt.Sprintf("want %s, got %s", wantFor(t, raw), describe(raw))}
+	bad := func() *model.SnapshotError {
+		return &model.SnapshotError{Field: pathString(path), Msg: fmt.Sprintf("want %s, got %s", wantFor(t, raw), describe(raw))}
 	}
 	if t == timeType {
 		var tm time.Time

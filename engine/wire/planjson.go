@@ -1,9 +1,10 @@
-package engine
+package wire
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/nodegc/nodegc/engine/model"
 	"io"
 	"runtime"
 	"sync"
@@ -26,20 +27,14 @@ import (
 // value goes through encoding/json, the long lists (the container and
 // sandbox removals, the explanation's rows) a slice of elements at a
 // time, encoded on every core and written in order.
-func WritePlanJSON(w io.Writer, p Plan, x Explanation) error {
-	return writePlanJSON(w, p, func() Explanation { return x })
+func WritePlanJSON(w io.Writer, p model.Plan, x model.Explanation) error {
+	return WritePlanJSONWith(w, p, func() model.Explanation { return x })
 }
 
-// WriteExplainedPlanJSON is WritePlanJSON of p and Explain(s, p), the
-// explanation made while the plan's own fields are marshalled and
-// written.
-func WriteExplainedPlanJSON(w io.Writer, s Snapshot, p Plan) error {
-	xc := make(chan Explanation, 1)
-	go func() { xc <- Explain(s, p) }()
-	return writePlanJSON(w, p, func() Explanation { return <-xc })
-}
-
-func writePlanJSON(w io.Writer, p Plan, explain func() Explanation) error {
+// WritePlanJSONWith is WritePlanJSON with the explanation that explain
+// returns, called only once the plan's own fields are written: the
+// explanation can be made while they are marshalled.
+func WritePlanJSONWith(w io.Writer, p model.Plan, explain func() model.Explanation) error {
 	e := newPieceWriter(w)
 	e.lit(`{"apiVersion":`)
 	e.value(p.APIVersion)
@@ -76,13 +71,13 @@ func writePlanJSON(w io.Writer, p Plan, explain func() Explanation) error {
 	return e.close()
 }
 
-// listPiece is how many elements of a long list one piece marshals:
+// ListPiece is how many elements of a long list one piece marshals:
 // tens of kilobytes, so that a piece's hand-offs do not show and the
 // pieces in flight stay small. Tests lower it to cut small lists too.
-var listPiece = 256
+var ListPiece = 256
 
 // writeList writes items as encoding/json writes a slice (nil is null,
-// empty is []). Each piece of listPiece elements is encoded as a slice
+// empty is []). Each piece of ListPiece elements is encoded as a slice
 // of its own: encoding/json writes a slice as '[', its elements' JSON
 // joined by commas, and ']', so the first piece keeps its '[', each
 // later one has its '[' turned into the comma before it, and none keeps
@@ -96,8 +91,8 @@ func writeList[T any](e *pieceWriter, items []T) {
 		e.lit("[]")
 		return
 	}
-	for lo := 0; lo < len(items); lo += listPiece {
-		part := items[lo:min(lo+listPiece, len(items))]
+	for lo := 0; lo < len(items); lo += ListPiece {
+		part := items[lo:min(lo+ListPiece, len(items))]
 		first := lo == 0
 		e.job(func(b *bytes.Buffer) ([]byte, error) {
 			at := b.Len()
