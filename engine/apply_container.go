@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/nodegc/nodegc/engine/model"
+	"github.com/nodegc/nodegc/engine/rules"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,7 +45,7 @@ func (rm containerCheck) recheck(x *executor, en *JournalEntry) checked {
 	switch {
 	case cur.State == ContainerRunning:
 		return checked{it: skipped(it, "running since planning")}
-	case !isDead(cur.State):
+	case !rules.IsDead(cur.State):
 		return checked{it: skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))}
 	}
 	r := &removal{what: "remove container",

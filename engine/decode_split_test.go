@@ -3,11 +3,13 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/nodegc/nodegc/engine/wire"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/nodegc/nodegc/engine/internal/nodetest"
+	"github.com/nodegc/nodegc/engine/wire"
 )
 
 // sameAsWhole checks that DecodeSnapshot, which splits the long lists,
@@ -31,7 +33,7 @@ func sameAsWhole(t *testing.T, name string, data []byte) {
 // built to mislead the split (where it must notice and decode whole).
 func TestDecodeSplitIsEncodingJSON(t *testing.T) {
 	defer func(n int) { wire.SplitPiece = n }(wire.SplitPiece)
-	_, big := bigSnapshot()
+	_, big := nodetest.BigSnapshot()
 	t.Run("a big snapshot is split, and decodes as encoding/json decodes it", func(t *testing.T) {
 		for _, n := range []int{1 << 20, 1000, 1} {
 			wire.SplitPiece = n
@@ -43,13 +45,13 @@ func TestDecodeSplitIsEncodingJSON(t *testing.T) {
 	})
 
 	wire.SplitPiece = 1 // every `},{` cuts
-	valid := compact(t, validSnapshotJSON)
+	valid := compact(t, nodetest.ValidSnapshotJSON)
 	if !wire.Splits(valid) {
 		t.Fatal("the small valid snapshot was not split")
 	}
 	rng := rand.New(rand.NewPCG(22, 3))
 	for range 20 {
-		s := randomSnapshot(rng)
+		s := nodetest.RandomSnapshot(rng)
 		b, err := json.Marshal(s)
 		if err != nil {
 			t.Fatal(err)
@@ -121,13 +123,13 @@ func compact(t *testing.T, s string) []byte {
 // FuzzDecodeSplit: whatever the bytes, decoding with the lists split
 // gives what decoding whole gives (the same snapshot, the same error).
 func FuzzDecodeSplit(f *testing.F) {
-	f.Add([]byte(validSnapshotJSON))
+	f.Add([]byte(nodetest.ValidSnapshotJSON))
 	var b bytes.Buffer
-	json.Compact(&b, []byte(validSnapshotJSON))
+	json.Compact(&b, []byte(nodetest.ValidSnapshotJSON))
 	f.Add(b.Bytes())
 	f.Add([]byte(`{"images":[{},{}],"containers":[{"id":"a"},{"id":"b"}],"podSource":{}}`))
 	for seed := range uint64(4) {
-		s := randomSnapshot(rand.New(rand.NewPCG(seed, 9)))
+		s := nodetest.RandomSnapshot(rand.New(rand.NewPCG(seed, 9)))
 		j, err := json.Marshal(s)
 		if err != nil {
 			f.Fatal(err)

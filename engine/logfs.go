@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nodegc/nodegc/engine/model"
+	"github.com/nodegc/nodegc/engine/rules"
 	"golang.org/x/sys/unix"
 )
 
@@ -215,7 +216,7 @@ func plainName(name string) bool {
 // pod directory is <namespace>_<name>_<uid>, the file a restart count
 // followed by .log. Nothing else is a container log nodegc removes.
 func containerLogLayout(podLogsDir, path string) (podDir, container, file string, ok bool) {
-	if !WithinDir(podLogsDir, path) {
+	if !rules.WithinDir(podLogsDir, path) {
 		return "", "", "", false
 	}
 	rel, err := filepath.Rel(filepath.Clean(podLogsDir), path)

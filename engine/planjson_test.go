@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/nodegc/nodegc/engine/wire"
 	"io"
 	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/internal/nodetest"
+	"github.com/nodegc/nodegc/engine/wire"
 )
 
 // explainedPlanJSON is the document WritePlanJSON writes, as encoding/json
@@ -55,8 +57,8 @@ func TestWritePlanJSONMatchesEncodingJSON(t *testing.T) {
 
 	// A big node's plan, cut into pieces marshalled on every core and
 	// written in order, against encoding/json's one serial Encode of it.
-	s, _ := bigSnapshot()
-	p := PlanPass(s, benchPolicy(), PassFull, t0)
+	s, _ := nodetest.BigSnapshot()
+	p := PlanPass(s, nodetest.BenchPolicy(), PassFull, nodetest.T0)
 	x := Explain(s, p)
 	if len(p.ContainerGC.Remove) < 10*256 || len(x.Containers) < 10*256 || len(x.Images) == 0 {
 		t.Fatal("the big plan removes little: the test would compare few pieces")
@@ -88,8 +90,8 @@ func TestWritePlanJSONMatchesEncodingJSON(t *testing.T) {
 
 // TestWritePlanJSONWriteError: a failing writer's error is returned.
 func TestWritePlanJSONWriteError(t *testing.T) {
-	s, _ := bigSnapshot()
-	p := PlanPass(s, benchPolicy(), PassFull, t0)
+	s, _ := nodetest.BigSnapshot()
+	p := PlanPass(s, nodetest.BenchPolicy(), PassFull, nodetest.T0)
 	boom := errors.New("disk full")
 	if err := WritePlanJSON(brokenWriter{boom}, p, Explain(s, p)); !errors.Is(err, boom) {
 		t.Fatalf("error %v, want %v", err, boom)

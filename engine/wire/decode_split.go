@@ -5,12 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/nodegc/nodegc/engine/model"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // decodeSplit decodes a snapshot with the long lists' elements split

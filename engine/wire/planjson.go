@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"github.com/nodegc/nodegc/engine/model"
 	"io"
 	"runtime"
 	"sync"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // WritePlanJSON writes the plan p with its explanation x to w as one

@@ -1,9 +1,10 @@
-package engine
+package rules
 
 import (
-	"github.com/nodegc/nodegc/engine/model"
 	"path/filepath"
 	"strings"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // planLogGC is the kubelet's log GC (evictPodLogsDirectories in
@@ -28,7 +29,7 @@ import (
 // its own working directory. Only absolute, cleaned paths strictly inside
 // podLogsDir (one level: a pod directory) or /var/log/containers (one
 // level: a *.log link) are ever planned.
-func planLogGC(s Snapshot, survivors []Container, podLogsDir string) LogPlan {
+func planLogGC(s model.Snapshot, survivors []model.Container, podLogsDir string) model.LogPlan {
 	return planLogs(s, survivors, podLogsDir, linkDir(s.Logs), removablePods(s))
 }
 
@@ -36,13 +37,13 @@ func planLogGC(s Snapshot, survivors []Container, podLogsDir string) LogPlan {
 // given. As the kubelet does, it plans the pod directories first, then
 // the links; the links that only the directories' removal leaves
 // dangling come last.
-func planLogs(s Snapshot, survivors []Container, podLogsDir, containerLogsDir string, removable map[string]bool) LogPlan {
+func planLogs(s model.Snapshot, survivors []model.Container, podLogsDir, containerLogsDir string, removable map[string]bool) model.LogPlan {
 	if s.Logs == nil {
-		return LogPlan{Remove: []LogRemoval{}}
+		return model.LogPlan{Remove: []model.LogRemoval{}}
 	}
-	g := &logPass{plan: LogPlan{Remove: []LogRemoval{}}, emitted: make(map[string]bool), removedDirs: make(map[string]bool)}
+	g := &logPass{plan: model.LogPlan{Remove: []model.LogRemoval{}}, emitted: make(map[string]bool), removedDirs: make(map[string]bool)}
 	if podLogsDir == "" {
-		podLogsDir = DefaultPodLogsDir
+		podLogsDir = model.DefaultPodLogsDir
 	}
 	base, baseOK := cleanDir(podLogsDir)
 	if scanned := s.Logs.PodLogsDir; scanned != "" && filepath.Clean(scanned) != base {
@@ -60,12 +61,12 @@ func planLogs(s Snapshot, survivors []Container, podLogsDir, containerLogsDir st
 
 // logPass is one log plan being built.
 type logPass struct {
-	plan LogPlan
+	plan model.LogPlan
 	// emitted holds every path planned, so that none is planned twice.
 	emitted map[string]bool
 	// afterDirs are the links into the pod directories removed, planned
 	// after everything else.
-	afterDirs []LogRemoval
+	afterDirs []model.LogRemoval
 	// removedDirs holds the names of the pod directories planned.
 	removedDirs map[string]bool
 }
@@ -77,8 +78,8 @@ func (g *logPass) emit(path, reason string) {
 		return
 	}
 	g.emitted[path] = true
-	r := LogRemoval{Path: path, Reason: reason}
-	if reason == LogPodDirRemoved {
+	r := model.LogRemoval{Path: path, Reason: reason}
+	if reason == model.LogPodDirRemoved {
 		g.afterDirs = append(g.afterDirs, r)
 	} else {
 		g.plan.Remove = append(g.plan.Remove, r)
@@ -88,10 +89,10 @@ func (g *logPass) emit(path, reason string) {
 // removePodDirs plans the directories under base of the removable pods
 // that have no running container among the survivors: the kubelet's
 // evictPodLogsDirectories, first part.
-func (g *logPass) removePodDirs(dirs []string, base string, survivors []Container, removable map[string]bool) {
+func (g *logPass) removePodDirs(dirs []string, base string, survivors []model.Container, removable map[string]bool) {
 	running := make(map[string]bool)
 	for _, c := range survivors {
-		if !isDead(c.State) {
+		if !IsDead(c.State) {
 			running[c.PodUID] = true
 		}
 	}
@@ -101,7 +102,7 @@ func (g *logPass) removePodDirs(dirs []string, base string, survivors []Containe
 			continue
 		}
 		if p, ok := childPath(base, name); ok {
-			g.emit(p, LogPodRemovable)
+			g.emit(p, model.LogPodRemovable)
 			g.removedDirs[name] = true
 		}
 	}
@@ -110,8 +111,8 @@ func (g *logPass) removePodDirs(dirs []string, base string, survivors []Containe
 // removeLinks plans the links in linkDir that dangle, or will once the
 // planned pod directories (under base) are gone, and whose container is
 // gone or has exited: the kubelet's evictPodLogsDirectories, second part.
-func (g *logPass) removeLinks(links []LogLink, linkDir, base string, survivors []Container) {
-	state := make(map[string]ContainerState, len(survivors))
+func (g *logPass) removeLinks(links []model.LogLink, linkDir, base string, survivors []model.Container) {
+	state := make(map[string]model.ContainerState, len(survivors))
 	for _, c := range survivors {
 		state[c.ID] = c.State
 	}
@@ -120,23 +121,23 @@ func (g *logPass) removeLinks(links []LogLink, linkDir, base string, survivors [
 		if !ok {
 			continue
 		}
-		reason := LogDangling
+		reason := model.LogDangling
 		if !l.Dangling {
 			if !g.removedDirs[podDirOf(base, l.Target)] {
 				continue // its log is still there: not the kubelet's to remove
 			}
-			reason = LogPodDirRemoved
+			reason = model.LogPodDirRemoved
 		}
 		id := l.ContainerID
 		if id == "" {
-			id = containerIDFromLink(p)
+			id = ContainerIDFromLink(p)
 		}
 		if id == "" {
 			continue // cannot tie it to a container: leave it alone
 		}
 		// The kubelet keeps the link of a container that has not
 		// exited (its log may be mid-rotation).
-		if st, alive := state[id]; alive && st != ContainerExited {
+		if st, alive := state[id]; alive && st != model.ContainerExited {
 			continue
 		}
 		g.emit(p, reason)
@@ -154,10 +155,10 @@ func podDirOf(base, target string) string {
 	return dir
 }
 
-// containerIDFromLink takes the container ID from a link named
+// ContainerIDFromLink takes the container ID from a link named
 // <pod>_<namespace>_<container>-<id>.log, as the kubelet's
 // getContainerIDFromLegacyLogSymlink does.
-func containerIDFromLink(path string) string {
+func ContainerIDFromLink(path string) string {
 	name := strings.TrimSuffix(filepath.Base(path), ".log")
 	i := strings.LastIndexByte(name, '-')
 	if i < 0 || i == len(name)-1 {
@@ -203,9 +204,21 @@ func linkPath(dir, path string) (string, bool) {
 // linkDir is the directory of the /var/log/containers symlinks the
 // snapshot scanned: its override when it is absolute and not "/", else the
 // kubelet's.
-func linkDir(l *LogFiles) string {
+func linkDir(l *model.LogFiles) string {
 	if l != nil && filepath.IsAbs(l.ContainerLogsDir) && filepath.Clean(l.ContainerLogsDir) != "/" {
 		return filepath.Clean(l.ContainerLogsDir)
 	}
-	return ContainerLogsDir
+	return model.ContainerLogsDir
+}
+
+// WithinDir reports whether path is an absolute, clean path strictly inside
+// dir (dir itself does not count). Log GC acts only on such paths, because
+// runtimes report empty or relative log paths for containers other CRI
+// clients made.
+func WithinDir(dir, path string) bool {
+	if !filepath.IsAbs(path) || !filepath.IsAbs(dir) || path != filepath.Clean(path) {
+		return false
+	}
+	rel, err := filepath.Rel(filepath.Clean(dir), path)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }

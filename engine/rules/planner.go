@@ -1,8 +1,10 @@
-package engine
+package rules
 
 import (
 	"strings"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // PlanPass is the pure planner: it decides a pass of the kind from a
@@ -26,17 +28,17 @@ import (
 // Every pass fills DiskReserve. The collectors a pass does not run are
 // left empty, with non-nil lists so that JSON shows [] rather than null.
 // An unknown kind plans nothing.
-func PlanPass(s Snapshot, p Policy, kind PassKind, now time.Time) Plan {
-	plan := Plan{
-		APIVersion:  APIVersion,
-		Kind:        KindPlan,
+func PlanPass(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) model.Plan {
+	plan := model.Plan{
+		APIVersion:  model.APIVersion,
+		Kind:        model.KindPlan,
 		EvaluatedAt: now,
 		Pass:        kind,
 		Policy:      p,
 		ImageGC:     emptyImagePlan(),
-		ContainerGC: ContainerPlan{Remove: []ContainerRemoval{}},
-		SandboxGC:   SandboxPlan{Remove: []SandboxRemoval{}},
-		LogGC:       LogPlan{Remove: []LogRemoval{}},
+		ContainerGC: model.ContainerPlan{Remove: []model.ContainerRemoval{}},
+		SandboxGC:   model.SandboxPlan{Remove: []model.SandboxRemoval{}},
+		LogGC:       model.LogPlan{Remove: []model.LogRemoval{}},
 		DiskReserve: checkDiskReserve(s, p.Disk),
 	}
 	runContainers := func(terminated map[string]bool) {
@@ -51,13 +53,13 @@ func PlanPass(s Snapshot, p Policy, kind PassKind, now time.Time) Plan {
 		plan.LogGC = planLogs(s, survivors, p.PodLogsDir, linkDir(s.Logs), removable)
 	}
 	switch kind {
-	case PassImages:
+	case model.PassImages:
 		plan.ImageGC = planImageGC(s, p.Image, now)
-	case PassContainers:
+	case model.PassContainers:
 		runContainers(nil)
-	case PassFull:
+	case model.PassFull:
 		alongside(func() { plan.ImageGC = planImageGC(s, p.Image, now) }, func() { runContainers(nil) })
-	case PassReclaimAll:
+	case model.PassReclaimAll:
 		alongside(func() { plan.ImageGC = planImages(s, p.Image, now, true) }, func() { runContainers(terminatedPods(s)) })
 	}
 	return plan
@@ -81,7 +83,7 @@ func alongside(a, b func()) {
 // may all go: those the pod source lists as removable, and none at all
 // when the source is not ready (the kubelet's allSourcesReady guard in
 // pkg/kubelet/kuberuntime/kuberuntime_gc.go).
-func removablePods(s Snapshot) map[string]bool {
+func removablePods(s model.Snapshot) map[string]bool {
 	m := make(map[string]bool)
 	if !s.PodSource.Ready {
 		return m
@@ -104,7 +106,7 @@ func removablePods(s Snapshot) map[string]bool {
 // kuberuntime_gc.go), none at all without a ready pod source: a node that
 // just rebooted has every sandbox not ready, and its pods' history
 // (restart counts, previous logs) must not go.
-func terminatedPods(s Snapshot) map[string]bool {
+func terminatedPods(s model.Snapshot) map[string]bool {
 	m := removablePods(s)
 	if !s.PodSource.Ready {
 		return m
@@ -116,13 +118,13 @@ func terminatedPods(s Snapshot) map[string]bool {
 			continue
 		}
 		seen[sb.PodUID] = true
-		if sb.State != SandboxNotReady { // READY, or a state the API does not define
+		if sb.State != model.SandboxNotReady { // READY, or a state the API does not define
 			ready[sb.PodUID] = true
 		}
 	}
 	running := make(map[string]bool)
 	for _, c := range s.Containers {
-		if !isDead(c.State) {
+		if !IsDead(c.State) {
 			running[c.PodUID] = true
 		}
 	}
@@ -136,12 +138,12 @@ func terminatedPods(s Snapshot) map[string]bool {
 
 // survivingContainers returns the snapshot's containers minus those the
 // container plan removes, in snapshot order.
-func survivingContainers(all []Container, plan ContainerPlan) []Container {
+func survivingContainers(all []model.Container, plan model.ContainerPlan) []model.Container {
 	gone := make(map[string]bool, len(plan.Remove))
 	for _, r := range plan.Remove {
 		gone[r.ID] = true
 	}
-	out := make([]Container, 0, len(all)-len(gone))
+	out := make([]model.Container, 0, len(all)-len(gone))
 	for _, c := range all {
 		if !gone[c.ID] {
 			out = append(out, c)
@@ -151,7 +153,7 @@ func survivingContainers(all []Container, plan ContainerPlan) []Container {
 }
 
 // shortState is a container state for people: "exited", "running".
-func shortState(st ContainerState) string {
+func shortState(st model.ContainerState) string {
 	return strings.ToLower(st.Short())
 }
 

@@ -1,4 +1,4 @@
-package engine
+package rules
 
 import (
 	"cmp"
@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"slices"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // ErrInvalidCapacity is returned by UsagePercent for a filesystem whose
@@ -20,7 +22,7 @@ var ErrInvalidCapacity = errors.New("invalid capacity")
 // Available above capacity is clamped to capacity and negative available
 // counts as none. The maths cannot overflow for any int64 input. A capacity
 // of zero or less is an error wrapping ErrInvalidCapacity.
-func UsagePercent(fs FsStats) (int, error) {
+func UsagePercent(fs model.FsStats) (int, error) {
 	capacity, available := fs.CapacityBytes, fs.AvailableBytes
 	if capacity <= 0 {
 		return 0, fmt.Errorf("%w %d on image filesystem %q", ErrInvalidCapacity, capacity, fs.Mountpoint)
@@ -55,8 +57,8 @@ func bytesToFree(capacity, available int64, low int) int64 {
 // matching the image's ID, any of its repoTags or any of its repoDigests
 // counts. The executor's re-check before a removal uses the same rule, so a
 // plan and its application agree. Images nobody uses are absent.
-func ImagesInUse(images []Image, containers []Container) map[string][]Container {
-	out := make(map[string][]Container)
+func ImagesInUse(images []model.Image, containers []model.Container) map[string][]model.Container {
+	out := make(map[string][]model.Container)
 	forEachUse(images, containers, func(i, ci int) {
 		out[images[i].ID] = append(out[images[i].ID], containers[ci])
 	})
@@ -70,16 +72,28 @@ type imageUse struct {
 	name int
 }
 
+// InUse is the set of the IDs of the images in use, by ImagesInUse's
+// rule, without copying every container into a list per image.
+func InUse(images []model.Image, containers []model.Container) map[string]bool {
+	inUse := make(map[string]bool, len(images))
+	for i, u := range imageUsers(images, containers) {
+		if u.n > 0 {
+			inUse[images[i].ID] = true
+		}
+	}
+	return inUse
+}
+
 // imageUsers is the internal form of ImagesInUse, without the lists.
-func imageUsers(images []Image, containers []Container) []imageUse {
+func imageUsers(images []model.Image, containers []model.Container) []imageUse {
 	u := make([]imageUse, len(images))
 	forEachUse(images, containers, func(i, ci int) { u[i].add(containers, ci) })
 	return u
 }
 
 // add counts containers[ci] as a user.
-func (u *imageUse) add(containers []Container, ci int) {
-	if u.n == 0 || containers[ci].State == ContainerRunning && containers[u.name].State != ContainerRunning {
+func (u *imageUse) add(containers []model.Container, ci int) {
+	if u.n == 0 || containers[ci].State == model.ContainerRunning && containers[u.name].State != model.ContainerRunning {
 		u.name = ci
 	}
 	u.n++
@@ -88,7 +102,7 @@ func (u *imageUse) add(containers []Container, ci int) {
 // forEachUse calls fn(image index, container index) once for every
 // container that uses an image, in container order, with one map lookup
 // per container reference: linear in images plus containers.
-func forEachUse(images []Image, containers []Container, fn func(i, ci int)) {
+func forEachUse(images []model.Image, containers []model.Container, fn func(i, ci int)) {
 	// refs maps each ID, tag and digest to its image; a reference shared
 	// by several images (it should not happen) maps to all of them
 	// through multi.
@@ -144,7 +158,7 @@ func forEachUse(images []Image, containers []Container, fn func(i, ci int)) {
 // evictionInfo (image plus record).
 type imageEntry struct {
 	idx           int
-	img           Image
+	img           model.Image
 	firstDetected time.Time
 	// lastUsed is nil for an image never seen in use; an image in use now
 	// has lastUsed = now, as the kubelet's detectImages sets it.
@@ -216,13 +230,13 @@ func CompareLastUsed(a, b *time.Time) int {
 // Every other image is kept with a reason. A capacity of zero or less
 // gives an InvalidDiskCapacity event and no space pass (the MaxAge pass,
 // which the kubelet runs before it reads the filesystem, still runs).
-func planImageGC(s Snapshot, p ImagePolicy, now time.Time) ImagePlan {
+func planImageGC(s model.Snapshot, p model.ImagePolicy, now time.Time) model.ImagePlan {
 	return planImages(s, p, now, false)
 }
 
 // emptyImagePlan is an image plan with non-nil lists.
-func emptyImagePlan() ImagePlan {
-	return ImagePlan{Remove: []ImageRemoval{}, Keep: []ImageKeep{}, Events: []Event{}, Order: []string{}}
+func emptyImagePlan() model.ImagePlan {
+	return model.ImagePlan{Remove: []model.ImageRemoval{}, Keep: []model.ImageKeep{}, Events: []model.Event{}, Order: []string{}}
 }
 
 // planImages plans image GC, or with reclaim the eviction manager's
@@ -231,7 +245,7 @@ func emptyImagePlan() ImagePlan {
 // Its steps are imagePass's methods: measure the filesystem, free old
 // images, free space (or reclaim all), then say why every other image
 // stays.
-func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePlan {
+func planImages(s model.Snapshot, p model.ImagePolicy, now time.Time, reclaim bool) model.ImagePlan {
 	g := newImagePass(s, p, now)
 	g.measure()
 	if reclaim {
@@ -251,11 +265,11 @@ func planImages(s Snapshot, p ImagePolicy, now time.Time, reclaim bool) ImagePla
 // freeSpace the same way; here the steps only decide, they delete
 // nothing.
 type imagePass struct {
-	s       Snapshot
-	p       ImagePolicy
+	s       model.Snapshot
+	p       model.ImagePolicy
 	now     time.Time
 	entries []imageEntry // in LRU order (compareLRU)
-	plan    ImagePlan
+	plan    model.ImagePlan
 	// removed holds the entry index (imageEntry.idx) of every removal.
 	removed map[int]bool
 	// capacity and available are the image filesystem's, available
@@ -273,7 +287,7 @@ type imagePass struct {
 
 // newImagePass ranks the snapshot's images and records their order in
 // the plan, so that a view can show the images as the pass saw them.
-func newImagePass(s Snapshot, p ImagePolicy, now time.Time) *imagePass {
+func newImagePass(s model.Snapshot, p model.ImagePolicy, now time.Time) *imagePass {
 	g := &imagePass{s: s, p: p, now: now, plan: emptyImagePlan(), removed: make(map[int]bool), cut: -1,
 		notNeeded: "usage below the high threshold"}
 	g.entries = rankImages(s, now)
@@ -294,9 +308,9 @@ func (g *imagePass) measure() {
 	usage, err := UsagePercent(g.s.ImageFs)
 	g.validCapacity = err == nil
 	if !g.validCapacity {
-		g.plan.Events = append(g.plan.Events, Event{
-			Time: g.now, Reason: EventInvalidDiskCapacity, Warning: true,
-			Message: invalidDiskCapacityMessage(g.capacity),
+		g.plan.Events = append(g.plan.Events, model.Event{
+			Time: g.now, Reason: model.EventInvalidDiskCapacity, Warning: true,
+			Message: InvalidDiskCapacityMessage(g.capacity),
 		})
 		return
 	}
@@ -319,10 +333,10 @@ func (g *imagePass) eligible(e imageEntry) bool {
 
 // remove adds the image to the plan's removals and counts its bytes as
 // freed.
-func (g *imagePass) remove(e imageEntry, why ImageRemoveReason, detail string) {
+func (g *imagePass) remove(e imageEntry, why model.ImageRemoveReason, detail string) {
 	g.removed[e.idx] = true
 	g.plan.BytesFreed = AddBytes(g.plan.BytesFreed, e.img.SizeBytes)
-	g.plan.Remove = append(g.plan.Remove, ImageRemoval{
+	g.plan.Remove = append(g.plan.Remove, model.ImageRemoval{
 		ID: e.img.ID, SizeBytes: e.img.SizeBytes, Reason: why,
 		RepoTags: e.img.RepoTags, RepoDigests: e.img.RepoDigests, Detail: detail,
 	})
@@ -333,7 +347,7 @@ func (g *imagePass) remove(e imageEntry, why ImageRemoveReason, detail string) {
 func (g *imagePass) reclaimAll() {
 	for i, e := range g.entries {
 		if g.eligible(e) {
-			g.remove(e, RemoveForReclaim, "reclaim all unused images")
+			g.remove(e, model.RemoveForReclaim, "reclaim all unused images")
 			g.cut = i
 		}
 	}
@@ -347,7 +361,7 @@ func (g *imagePass) freeOldImages() {
 	}
 	for _, e := range g.entries {
 		if idle := e.idle(g.now); g.eligible(e) && idle > g.p.MaxAge {
-			g.remove(e, RemoveForAge, fmt.Sprintf("idle %s > MaxAge %s", humanDuration(idle), g.p.MaxAge))
+			g.remove(e, model.RemoveForAge, fmt.Sprintf("idle %s > MaxAge %s", humanDuration(idle), g.p.MaxAge))
 		}
 	}
 }
@@ -375,10 +389,10 @@ func (g *imagePass) freeSpace() {
 	freed := g.removeLRU(ageFreed)
 	g.notNeeded = "below the cut line: the space pass frees enough before it"
 	if freed < g.plan.BytesToFree {
-		g.plan.Events = append(g.plan.Events, Event{
-			Time: g.now, Reason: EventFreeDiskSpaceFailed, Warning: true,
+		g.plan.Events = append(g.plan.Events, model.Event{
+			Time: g.now, Reason: model.EventFreeDiskSpaceFailed, Warning: true,
 			// The kubelet's freed counts its space pass only.
-			Message: freeDiskSpaceFailedMessage(spaceUsage, g.capacity, freed-ageFreed),
+			Message: FreeDiskSpaceFailedMessage(spaceUsage, g.capacity, freed-ageFreed),
 		})
 	}
 }
@@ -407,7 +421,7 @@ func (g *imagePass) removeLRU(freed int64) int64 {
 		if g.removed[e.idx] || !g.eligible(e) {
 			continue
 		}
-		g.remove(e, RemoveForSpace, detail)
+		g.remove(e, model.RemoveForSpace, detail)
 		g.cut = i
 		freed = AddBytes(freed, e.img.SizeBytes)
 		if freed >= g.plan.BytesToFree {
@@ -453,30 +467,30 @@ func (e imageEntry) candidate(now time.Time) bool {
 
 // keepReason says why a kept image stays. The order of the checks puts
 // the permanent reasons first.
-func keepReason(e imageEntry, s Snapshot, pods map[string]string, now time.Time, p ImagePolicy, notNeeded string) ImageKeep {
-	k := ImageKeep{ID: e.img.ID}
+func keepReason(e imageEntry, s model.Snapshot, pods map[string]string, now time.Time, p model.ImagePolicy, notNeeded string) model.ImageKeep {
+	k := model.ImageKeep{ID: e.img.ID}
 	switch {
 	case e.pinned && e.sandbox:
-		k.Reason, k.Detail = KeepPinned, DetailSandboxImagePinned
+		k.Reason, k.Detail = model.KeepPinned, model.DetailSandboxImagePinned
 	case e.pinned:
-		k.Reason, k.Detail = KeepPinned, DetailPinned
+		k.Reason, k.Detail = model.KeepPinned, model.DetailPinned
 	case e.sandbox:
 		// Not pinned: nodegc keeps it on its own account (containerd
 		// before 1.7 does not pin it), and says so.
-		k.Reason, k.Detail = KeepSandboxImage, DetailSandboxImageUnpinned
+		k.Reason, k.Detail = model.KeepSandboxImage, model.DetailSandboxImageUnpinned
 	case e.inUse:
-		k.Reason, k.Detail = KeepInUse, inUseDetail(s, pods, e.users)
+		k.Reason, k.Detail = model.KeepInUse, inUseDetail(s, pods, e.users)
 	case !e.candidate(now):
 		// A record's lastUsed at or after now (a clock step back): the
 		// kubelet treats it as in use.
-		k.Reason, k.Detail = KeepInUse, fmt.Sprintf("last used %s, not before now", e.lastUsed.Format(time.RFC3339))
+		k.Reason, k.Detail = model.KeepInUse, fmt.Sprintf("last used %s, not before now", e.lastUsed.Format(time.RFC3339))
 	case e.img.SizeBytes < 0:
-		k.Reason, k.Detail = KeepBadSize, fmt.Sprintf("the runtime reports an impossible size (%d bytes)", e.img.SizeBytes)
+		k.Reason, k.Detail = model.KeepBadSize, fmt.Sprintf("the runtime reports an impossible size (%d bytes)", e.img.SizeBytes)
 	case now.Sub(e.firstDetected) < p.MinAge:
 		at := e.firstDetected.Add(p.MinAge)
-		k.Reason, k.Detail, k.EligibleAt = KeepTooYoung, "eligible in "+humanDuration(at.Sub(now)), &at
+		k.Reason, k.Detail, k.EligibleAt = model.KeepTooYoung, "eligible in "+humanDuration(at.Sub(now)), &at
 	default:
-		k.Reason, k.Detail = KeepNotNeeded, notNeeded
+		k.Reason, k.Detail = model.KeepNotNeeded, notNeeded
 	}
 	return k
 }
@@ -485,7 +499,7 @@ func keepReason(e imageEntry, s Snapshot, pods map[string]string, now time.Time,
 // any, else the first in snapshot order, as "in use by ns/pod/name
 // (exited)" (the pod's UID when no sandbox names the pod), plus how many
 // others use it.
-func inUseDetail(s Snapshot, pods map[string]string, users imageUse) string {
+func inUseDetail(s model.Snapshot, pods map[string]string, users imageUse) string {
 	c := s.Containers[users.name]
 	pod := c.PodUID
 	if n, ok := pods[c.PodSandboxID]; ok {
@@ -504,13 +518,13 @@ func inUseDetail(s Snapshot, pods map[string]string, users imageUse) string {
 
 // rankImages joins images with their records and their users and returns
 // them in LRU order. Duplicate image IDs keep their first occurrence.
-func rankImages(s Snapshot, now time.Time) []imageEntry {
+func rankImages(s model.Snapshot, now time.Time) []imageEntry {
 	return rankImagesUsing(s, now, imageUsers(s.Images, s.Containers))
 }
 
 // rankImagesUsing is rankImages with the snapshot's imageUsers.
-func rankImagesUsing(s Snapshot, now time.Time, users []imageUse) []imageEntry {
-	records := make(map[string]ImageRecord, len(s.ImageRecords))
+func rankImagesUsing(s model.Snapshot, now time.Time, users []imageUse) []imageEntry {
+	records := make(map[string]model.ImageRecord, len(s.ImageRecords))
 	for _, r := range s.ImageRecords {
 		if _, dup := records[r.ID]; !dup {
 			records[r.ID] = r
@@ -524,7 +538,7 @@ func rankImagesUsing(s Snapshot, now time.Time, users []imageUse) []imageEntry {
 			continue
 		}
 		seen[img.ID] = true
-		e := imageEntry{idx: i, img: img, firstDetected: now, pinned: img.Pinned, sandbox: IsSandboxImage(img, sandboxRefs)}
+		e := imageEntry{idx: i, img: img, firstDetected: now, pinned: img.Pinned, sandbox: model.IsSandboxImage(img, sandboxRefs)}
 		if r, ok := records[img.ID]; ok {
 			e.firstDetected = r.FirstDetected
 			e.lastUsed = r.LastUsed

@@ -1,68 +1,70 @@
-package engine
+package rules
 
 import (
 	"encoding/json"
-	"github.com/nodegc/nodegc/engine/model"
 	"math"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/nodegc/nodegc/engine/internal/nodetest"
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 func TestCheckDiskReserve(t *testing.T) {
 	const mib = 1 << 20
 	tests := []struct {
 		name      string
-		imageFs   FsStats
-		rootFs    *FsStats
+		imageFs   model.FsStats
+		rootFs    *model.FsStats
 		threshold int64
-		wantImage FsReserve
-		wantRoot  *FsReserve
+		wantImage model.FsReserve
+		wantRoot  *model.FsReserve
 	}{
 		{
 			name:      "available at the threshold is enough",
-			imageFs:   fs(10*mib*1024, 256*mib),
+			imageFs:   nodetest.Fs(10*mib*1024, 256*mib),
 			threshold: 256,
-			wantImage: FsReserve{OK: true, AvailableBytes: 256 * mib},
+			wantImage: model.FsReserve{OK: true, AvailableBytes: 256 * mib},
 		},
 		{
 			name:      "one byte under the threshold is out of disk",
-			imageFs:   fs(10*mib*1024, 256*mib-1),
+			imageFs:   nodetest.Fs(10*mib*1024, 256*mib-1),
 			threshold: 256,
-			wantImage: FsReserve{OK: false, AvailableBytes: 256*mib - 1},
+			wantImage: model.FsReserve{OK: false, AvailableBytes: 256*mib - 1},
 		},
 		{
 			name:      "capacity zero is an error and reports enough space",
-			imageFs:   FsStats{Mountpoint: "/x", CapacityBytes: 0, AvailableBytes: 0},
+			imageFs:   model.FsStats{Mountpoint: "/x", CapacityBytes: 0, AvailableBytes: 0},
 			threshold: 256,
-			wantImage: FsReserve{OK: true, AvailableBytes: 0, Error: `invalid capacity 0 on "/x"`},
+			wantImage: model.FsReserve{OK: true, AvailableBytes: 0, Error: `invalid capacity 0 on "/x"`},
 		},
 		{
 			name:      "negative available is an error and reports enough space",
-			imageFs:   FsStats{Mountpoint: "/x", CapacityBytes: 100, AvailableBytes: -1},
+			imageFs:   model.FsStats{Mountpoint: "/x", CapacityBytes: 100, AvailableBytes: -1},
 			threshold: 256,
-			wantImage: FsReserve{OK: true, AvailableBytes: -1, Error: `invalid available -1 on "/x"`},
+			wantImage: model.FsReserve{OK: true, AvailableBytes: -1, Error: `invalid available -1 on "/x"`},
 		},
 		{
 			name:      "an absurd threshold does not overflow and is never met",
-			imageFs:   fs(math.MaxInt64, math.MaxInt64),
+			imageFs:   nodetest.Fs(math.MaxInt64, math.MaxInt64),
 			threshold: math.MaxInt64,
-			wantImage: FsReserve{OK: false, AvailableBytes: math.MaxInt64},
+			wantImage: model.FsReserve{OK: false, AvailableBytes: math.MaxInt64},
 		},
 		{
 			name:      "the root fs is checked when the snapshot has one",
-			imageFs:   fs(1<<40, 1<<30),
-			rootFs:    &FsStats{CapacityBytes: 1 << 40, AvailableBytes: 100 * mib},
+			imageFs:   nodetest.Fs(1<<40, 1<<30),
+			rootFs:    &model.FsStats{CapacityBytes: 1 << 40, AvailableBytes: 100 * mib},
 			threshold: 256,
-			wantImage: FsReserve{OK: true, AvailableBytes: 1 << 30},
-			wantRoot:  &FsReserve{OK: false, AvailableBytes: 100 * mib},
+			wantImage: model.FsReserve{OK: true, AvailableBytes: 1 << 30},
+			wantRoot:  &model.FsReserve{OK: false, AvailableBytes: 100 * mib},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := baseSnapshot()
+			s := nodetest.BaseSnapshot()
 			s.ImageFs, s.RootFs = tt.imageFs, tt.rootFs
-			got := checkDiskReserve(s, DiskPolicy{ThresholdMiB: tt.threshold})
+			got := checkDiskReserve(s, model.DiskPolicy{ThresholdMiB: tt.threshold})
 			if got.ThresholdMiB != tt.threshold || got.ImageFs != tt.wantImage || !reflect.DeepEqual(got.RootFs, tt.wantRoot) {
 				t.Errorf("got %+v (root %+v)\nwant image %+v root %+v", got, got.RootFs, tt.wantImage, tt.wantRoot)
 			}
@@ -71,11 +73,11 @@ func TestCheckDiskReserve(t *testing.T) {
 }
 
 func TestCheckDiskReserveEviction(t *testing.T) {
-	s := baseSnapshot()
-	s.ImageFs = FsStats{CapacityBytes: 1000, AvailableBytes: 140, Inodes: 100, InodesFree: 50}
+	s := nodetest.BaseSnapshot()
+	s.ImageFs = model.FsStats{CapacityBytes: 1000, AvailableBytes: 140, Inodes: 100, InodesFree: 50}
 	t.Run("default evictionHard resolves against the image fs when there is no root fs", func(t *testing.T) {
-		got := checkDiskReserve(s, DiskPolicy{ThresholdMiB: 0, EvictionHard: model.DefaultEvictionHard()})
-		want := []EvictionLine{
+		got := checkDiskReserve(s, model.DiskPolicy{ThresholdMiB: 0, EvictionHard: model.DefaultEvictionHard()})
+		want := []model.EvictionLine{
 			{Signal: "imagefs.available", Threshold: "15%", ThresholdAmount: 150, Available: 140, Crossed: true},
 			{Signal: "nodefs.available", Threshold: "10%", ThresholdAmount: 100, Available: 140, Crossed: false},
 			{Signal: "nodefs.inodesFree", Threshold: "5%", Inodes: true, ThresholdAmount: 5, Available: 50, Crossed: false},
@@ -89,14 +91,14 @@ func TestCheckDiskReserveEviction(t *testing.T) {
 	})
 	t.Run("nodefs signals use the root fs when there is one; quantities and bad thresholds", func(t *testing.T) {
 		s := s
-		s.RootFs = &FsStats{CapacityBytes: 1 << 40, AvailableBytes: 1 << 30}
-		got := checkDiskReserve(s, DiskPolicy{EvictionHard: map[string]string{
+		s.RootFs = &model.FsStats{CapacityBytes: 1 << 40, AvailableBytes: 1 << 30}
+		got := checkDiskReserve(s, model.DiskPolicy{EvictionHard: map[string]string{
 			"nodefs.available":   "2Gi",
 			"imagefs.inodesFree": "10",
 			"imagefs.available":  "bogus",
 			"memory.available":   "100Mi",
 		}})
-		want := []EvictionLine{
+		want := []model.EvictionLine{
 			{Signal: "imagefs.inodesFree", Threshold: "10", Inodes: true, ThresholdAmount: 10, Available: 50, Crossed: false},
 			{Signal: "nodefs.available", Threshold: "2Gi", ThresholdAmount: 2 << 30, Available: 1 << 30, Crossed: true},
 		}
@@ -107,7 +109,7 @@ func TestCheckDiskReserveEviction(t *testing.T) {
 	// pkg/kubelet/eviction/helpers.go parseThresholdStatement: "ignore 0%
 	// and 100%", the signal gets no threshold.
 	t.Run("0% and 100% are left out, as the kubelet ignores them", func(t *testing.T) {
-		got := checkDiskReserve(s, DiskPolicy{EvictionHard: map[string]string{"imagefs.available": "100%", "nodefs.available": "0%"}})
+		got := checkDiskReserve(s, model.DiskPolicy{EvictionHard: map[string]string{"imagefs.available": "100%", "nodefs.available": "0%"}})
 		if len(got.Eviction) != 0 {
 			t.Errorf("eviction = %+v, want none", got.Eviction)
 		}
@@ -115,7 +117,7 @@ func TestCheckDiskReserveEviction(t *testing.T) {
 	t.Run("inode signals are left out on a filesystem that reports no inodes", func(t *testing.T) {
 		s := s
 		s.ImageFs.Inodes = 0
-		got := checkDiskReserve(s, DiskPolicy{EvictionHard: map[string]string{"imagefs.inodesFree": "5%"}})
+		got := checkDiskReserve(s, model.DiskPolicy{EvictionHard: map[string]string{"imagefs.inodesFree": "5%"}})
 		if len(got.Eviction) != 0 {
 			t.Errorf("eviction = %+v, want none", got.Eviction)
 		}
@@ -193,19 +195,19 @@ func TestParseThreshold(t *testing.T) {
 func TestEvictionLineJSON(t *testing.T) {
 	tests := []struct {
 		name    string
-		line    EvictionLine
+		line    model.EvictionLine
 		want    string
 		notWant string
 	}{
 		{
 			name:    "an inode signal's amounts are named for inodes",
-			line:    EvictionLine{Signal: "nodefs.inodesFree", Threshold: "5%", Inodes: true, ThresholdAmount: 5, Available: 50},
+			line:    model.EvictionLine{Signal: "nodefs.inodesFree", Threshold: "5%", Inodes: true, ThresholdAmount: 5, Available: 50},
 			want:    `{"signal":"nodefs.inodesFree","threshold":"5%","thresholdInodes":5,"availableInodes":50,"crossed":false}`,
 			notWant: "Bytes",
 		},
 		{
 			name:    "a byte signal's amounts are named for bytes, zero included",
-			line:    EvictionLine{Signal: "imagefs.available", Threshold: "15%", ThresholdAmount: 150, Available: 0, Crossed: true},
+			line:    model.EvictionLine{Signal: "imagefs.available", Threshold: "15%", ThresholdAmount: 150, Available: 0, Crossed: true},
 			want:    `{"signal":"imagefs.available","threshold":"15%","thresholdBytes":150,"availableBytes":0,"crossed":true}`,
 			notWant: "Inodes",
 		},
@@ -219,7 +221,7 @@ func TestEvictionLineJSON(t *testing.T) {
 			if string(b) != tt.want || strings.Contains(string(b), tt.notWant) {
 				t.Errorf("got  %s\nwant %s", b, tt.want)
 			}
-			var back EvictionLine
+			var back model.EvictionLine
 			if err := json.Unmarshal(b, &back); err != nil || back != tt.line {
 				t.Errorf("round trip = %+v, %v; want %+v", back, err, tt.line)
 			}

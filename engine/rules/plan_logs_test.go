@@ -1,33 +1,35 @@
-package engine
+package rules
 
 import (
-	"github.com/nodegc/nodegc/engine/model"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/internal/nodetest"
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 func TestPlanLogs(t *testing.T) {
-	ready := PodSource{Ready: true, RemovablePodUIDs: []string{"uid-gone", "uid-busy"}}
-	exited := func(id, pod string) Container {
-		return Container{ID: id, PodUID: pod, Name: "c", State: ContainerExited, CreatedAt: ago(time.Hour)}
+	ready := model.PodSource{Ready: true, RemovablePodUIDs: []string{"uid-gone", "uid-busy"}}
+	exited := func(id, pod string) model.Container {
+		return model.Container{ID: id, PodUID: pod, Name: "c", State: model.ContainerExited, CreatedAt: nodetest.Ago(time.Hour)}
 	}
-	running := func(id, pod string) Container {
-		return Container{ID: id, PodUID: pod, Name: "c", State: ContainerRunning, CreatedAt: ago(time.Hour)}
+	running := func(id, pod string) model.Container {
+		return model.Container{ID: id, PodUID: pod, Name: "c", State: model.ContainerRunning, CreatedAt: nodetest.Ago(time.Hour)}
 	}
-	link := func(id string) LogLink {
-		return LogLink{Path: "/var/log/containers/web_shop_c-" + id + ".log", Target: "/var/log/pods/shop_web_uid/c/0.log", ContainerID: id, Dangling: true}
+	link := func(id string) model.LogLink {
+		return model.LogLink{Path: "/var/log/containers/web_shop_c-" + id + ".log", Target: "/var/log/pods/shop_web_uid/c/0.log", ContainerID: id, Dangling: true}
 	}
-	live := func(id string) LogLink { l := link(id); l.Dangling = false; return l }
-	into := func(id, target string) LogLink { l := live(id); l.Target = target; return l }
+	live := func(id string) model.LogLink { l := link(id); l.Dangling = false; return l }
+	into := func(id, target string) model.LogLink { l := live(id); l.Target = target; return l }
 	tests := []struct {
 		name       string
-		logs       *LogFiles
+		logs       *model.LogFiles
 		podLogsDir string
-		survivors  []Container
-		podSource  PodSource
+		survivors  []model.Container
+		podSource  model.PodSource
 		want       []string
 	}{
 		{
@@ -38,40 +40,40 @@ func TestPlanLogs(t *testing.T) {
 		},
 		{
 			name:      "the log directory of a removable pod goes",
-			logs:      &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web-0_uid-gone", "shop_api-0_uid-live"}},
+			logs:      &model.LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web-0_uid-gone", "shop_api-0_uid-live"}},
 			podSource: ready,
 			want:      []string{"/var/log/pods/shop_web-0_uid-gone:pod-removable"},
 		},
 		{
 			name:      "the log directory of a removable pod with a running container stays",
-			logs:      &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web-0_uid-busy"}},
-			survivors: []Container{running("r", "uid-busy")},
+			logs:      &model.LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web-0_uid-busy"}},
+			survivors: []model.Container{running("r", "uid-busy")},
 			podSource: ready,
 			want:      []string{},
 		},
 		{
 			name:      "without a ready pod source no pod directory goes",
-			logs:      &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web-0_uid-gone"}},
-			podSource: PodSource{Ready: false, RemovablePodUIDs: []string{"uid-gone"}},
+			logs:      &model.LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web-0_uid-gone"}},
+			podSource: model.PodSource{Ready: false, RemovablePodUIDs: []string{"uid-gone"}},
 			want:      []string{},
 		},
 		{
 			name:       "a custom podLogsDir is honoured",
-			logs:       &LogFiles{PodLogsDir: "/data/pods/", PodDirs: []string{"shop_web-0_uid-gone"}},
+			logs:       &model.LogFiles{PodLogsDir: "/data/pods/", PodDirs: []string{"shop_web-0_uid-gone"}},
 			podLogsDir: "/data/pods",
 			podSource:  ready,
 			want:       []string{"/data/pods/shop_web-0_uid-gone:pod-removable"},
 		},
 		{
 			name:       "a scan of another directory than the policy's plans no pod directory",
-			logs:       &LogFiles{PodLogsDir: "/elsewhere", PodDirs: []string{"shop_web-0_uid-gone"}},
+			logs:       &model.LogFiles{PodLogsDir: "/elsewhere", PodDirs: []string{"shop_web-0_uid-gone"}},
 			podLogsDir: "/var/log/pods",
 			podSource:  ready,
 			want:       []string{},
 		},
 		{
 			name: "hostile pod directory names are never planned",
-			logs: &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{
+			logs: &model.LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{
 				"", ".", "..", "../uid-gone", "a/../../etc_x_uid-gone", "/etc/passwd_x_uid-gone", "x_y_uid-gone/..",
 				"uid-gone", "x_uid-gone", "x_y\x00_uid-gone", "../x_y_uid-gone",
 			}},
@@ -80,28 +82,28 @@ func TestPlanLogs(t *testing.T) {
 		},
 		{
 			name:       "a relative podLogsDir plans no pod directory",
-			logs:       &LogFiles{PodDirs: []string{"shop_web-0_uid-gone"}},
+			logs:       &model.LogFiles{PodDirs: []string{"shop_web-0_uid-gone"}},
 			podLogsDir: "var/log/pods",
 			podSource:  ready,
 			want:       []string{},
 		},
 		{
 			name:       "a root podLogsDir plans no pod directory",
-			logs:       &LogFiles{PodDirs: []string{"shop_web-0_uid-gone"}},
+			logs:       &model.LogFiles{PodDirs: []string{"shop_web-0_uid-gone"}},
 			podLogsDir: "/",
 			podSource:  ready,
 			want:       []string{},
 		},
 		{
 			name:      "a link whose target still exists stays, even when its container is gone or exited",
-			logs:      &LogFiles{ContainerLinks: []LogLink{live("gone"), live("exited")}},
-			survivors: []Container{exited("exited", "p")},
+			logs:      &model.LogFiles{ContainerLinks: []model.LogLink{live("gone"), live("exited")}},
+			survivors: []model.Container{exited("exited", "p")},
 			want:      []string{},
 		},
 		{
 			name:      "a link whose container is gone or exited is dangling, one whose container lives stays",
-			logs:      &LogFiles{ContainerLinks: []LogLink{link("gone"), link("exited"), link("running"), link("created")}},
-			survivors: []Container{exited("exited", "p"), running("running", "p"), {ID: "created", PodUID: "p", State: ContainerCreated, CreatedAt: ago(time.Hour)}},
+			logs:      &model.LogFiles{ContainerLinks: []model.LogLink{link("gone"), link("exited"), link("running"), link("created")}},
+			survivors: []model.Container{exited("exited", "p"), running("running", "p"), {ID: "created", PodUID: "p", State: model.ContainerCreated, CreatedAt: nodetest.Ago(time.Hour)}},
 			want: []string{
 				"/var/log/containers/web_shop_c-gone.log:dangling",
 				"/var/log/containers/web_shop_c-exited.log:dangling",
@@ -109,7 +111,7 @@ func TestPlanLogs(t *testing.T) {
 		},
 		{
 			name: "a link into a removed pod's log directory goes in the same pass, after the directory",
-			logs: &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web_uid-gone"}, ContainerLinks: []LogLink{
+			logs: &model.LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web_uid-gone"}, ContainerLinks: []model.LogLink{
 				into("gone", "/var/log/pods/shop_web_uid-gone/c/0.log"), link("dangling"),
 			}},
 			podSource: ready,
@@ -121,16 +123,16 @@ func TestPlanLogs(t *testing.T) {
 		},
 		{
 			name: "a link into a removed pod's log directory whose container has not exited stays",
-			logs: &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web_uid-gone"}, ContainerLinks: []LogLink{
+			logs: &model.LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web_uid-gone"}, ContainerLinks: []model.LogLink{
 				into("created", "/var/log/pods/shop_web_uid-gone/c/0.log"),
 			}},
-			survivors: []Container{{ID: "created", PodUID: "uid-gone", Name: "c", State: ContainerCreated, CreatedAt: ago(time.Hour)}},
+			survivors: []model.Container{{ID: "created", PodUID: "uid-gone", Name: "c", State: model.ContainerCreated, CreatedAt: nodetest.Ago(time.Hour)}},
 			podSource: ready,
 			want:      []string{"/var/log/pods/shop_web_uid-gone:pod-removable"},
 		},
 		{
 			name: "a link into a pod log directory that stays, a relative target or one outside, stays",
-			logs: &LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web_uid-gone", "shop_api_uid-live"}, ContainerLinks: []LogLink{
+			logs: &model.LogFiles{PodLogsDir: "/var/log/pods", PodDirs: []string{"shop_web_uid-gone", "shop_api_uid-live"}, ContainerLinks: []model.LogLink{
 				into("a", "/var/log/pods/shop_api_uid-live/c/0.log"), into("b", "shop_web_uid-gone/c/0.log"),
 				into("c", "/var/log/pods/../pods/x/shop_web_uid-gone/0.log"), into("d", "/var/log/podsx/shop_web_uid-gone/c/0.log"),
 			}},
@@ -139,17 +141,17 @@ func TestPlanLogs(t *testing.T) {
 		},
 		{
 			name: "a link without a container ID takes it from its name",
-			logs: &LogFiles{ContainerLinks: []LogLink{
+			logs: &model.LogFiles{ContainerLinks: []model.LogLink{
 				{Path: "/var/log/containers/web_shop_c-abc123.log", Dangling: true},
 				{Path: "/var/log/containers/web_shop_c-live1.log", Dangling: true},
 				{Path: "/var/log/containers/noid.log", Dangling: true},
 			}},
-			survivors: []Container{running("live1", "p")},
+			survivors: []model.Container{running("live1", "p")},
 			want:      []string{"/var/log/containers/web_shop_c-abc123.log:dangling"},
 		},
 		{
 			name: "hostile link paths are never planned",
-			logs: &LogFiles{ContainerLinks: []LogLink{
+			logs: &model.LogFiles{ContainerLinks: []model.LogLink{
 				{Path: "", ContainerID: "gone", Dangling: true},
 				{Path: "web_shop_c-gone.log", ContainerID: "gone", Dangling: true},
 				{Path: "../containers/x-gone.log", ContainerID: "gone", Dangling: true},
@@ -165,7 +167,7 @@ func TestPlanLogs(t *testing.T) {
 		},
 		{
 			name: "an unclean link path inside the directory is planned cleaned, once",
-			logs: &LogFiles{ContainerLinks: []LogLink{
+			logs: &model.LogFiles{ContainerLinks: []model.LogLink{
 				{Path: "/var/log/containers/../containers/x-gone.log", ContainerID: "gone", Dangling: true},
 				{Path: "/var/log//containers/x-gone.log", ContainerID: "gone", Dangling: true},
 			}},
@@ -174,11 +176,11 @@ func TestPlanLogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := baseSnapshot()
+			s := nodetest.BaseSnapshot()
 			s.Logs = tt.logs
 			s.PodSource = tt.podSource
 			got := planLogGC(s, tt.survivors, tt.podLogsDir)
-			if r := logRemovals(got); !reflect.DeepEqual(r, tt.want) {
+			if r := nodetest.LogRemovals(got); !reflect.DeepEqual(r, tt.want) {
 				t.Errorf("remove = %q\nwant     %q", r, tt.want)
 			}
 			for _, r := range got.Remove {
@@ -193,18 +195,18 @@ func TestPlanLogs(t *testing.T) {
 func assertSafeLogPath(t *testing.T, path, podLogsDir string) {
 	t.Helper()
 	if podLogsDir == "" {
-		podLogsDir = DefaultPodLogsDir
+		podLogsDir = model.DefaultPodLogsDir
 	}
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.Contains(path, "..") {
 		t.Errorf("unsafe log path %q", path)
 		return
 	}
-	for _, dir := range []string{filepath.Clean(podLogsDir), ContainerLogsDir} {
+	for _, dir := range []string{filepath.Clean(podLogsDir), model.ContainerLogsDir} {
 		if filepath.Dir(path) == dir && path != dir {
 			return
 		}
 	}
-	t.Errorf("log path %q is not directly inside %s or %s", path, podLogsDir, ContainerLogsDir)
+	t.Errorf("log path %q is not directly inside %s or %s", path, podLogsDir, model.ContainerLogsDir)
 }
 
 func TestPodUIDFromLogDir(t *testing.T) {

@@ -1,4 +1,4 @@
-package engine
+package rules
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nodegc/nodegc/engine/model"
 	"github.com/nodegc/nodegc/internal/quantity"
 )
 
@@ -23,9 +24,9 @@ import (
 // fs), sorted by signal. A threshold that does not parse, "0%" and "100%"
 // (which the kubelet ignores), or an inode signal on a filesystem that
 // reports no inodes, is left out.
-func checkDiskReserve(s Snapshot, p DiskPolicy) DiskReserve {
+func checkDiskReserve(s model.Snapshot, p model.DiskPolicy) model.DiskReserve {
 	threshold := max(p.ThresholdMiB, 0)
-	d := DiskReserve{ThresholdMiB: threshold, ImageFs: checkReserve(s.ImageFs, threshold)}
+	d := model.DiskReserve{ThresholdMiB: threshold, ImageFs: checkReserve(s.ImageFs, threshold)}
 	if s.RootFs != nil {
 		r := checkReserve(*s.RootFs, threshold)
 		d.RootFs = &r
@@ -70,7 +71,7 @@ func checkDiskReserve(s Snapshot, p DiskPolicy) DiskReserve {
 		if err != nil {
 			continue
 		}
-		d.Eviction = append(d.Eviction, EvictionLine{
+		d.Eviction = append(d.Eviction, model.EvictionLine{
 			Signal: sig, Threshold: v, Inodes: inodes, ThresholdAmount: t,
 			Available: available, Crossed: available < t,
 		})
@@ -79,8 +80,8 @@ func checkDiskReserve(s Snapshot, p DiskPolicy) DiskReserve {
 }
 
 // checkReserve is diskSpaceManager.isSpaceAvailable for one filesystem.
-func checkReserve(fs FsStats, thresholdMiB int64) FsReserve {
-	r := FsReserve{OK: true, AvailableBytes: fs.AvailableBytes}
+func checkReserve(fs model.FsStats, thresholdMiB int64) model.FsReserve {
+	r := model.FsReserve{OK: true, AvailableBytes: fs.AvailableBytes}
 	switch {
 	case fs.CapacityBytes <= 0:
 		r.Error = fmt.Sprintf("invalid capacity %d on %q", fs.CapacityBytes, fs.Mountpoint)

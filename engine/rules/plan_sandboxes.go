@@ -1,15 +1,17 @@
-package engine
+package rules
 
 import (
 	"cmp"
 	"slices"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // compareSandboxNewestFirst is the kubelet's sandboxByCreated order
 // ("newest first", pkg/kubelet/kuberuntime/kuberuntime_gc.go in v1.36):
 // createdAt descending, the attempt playing no part; nodegc ends on the ID
 // so that ties are deterministic.
-func compareSandboxNewestFirst(a, b *Sandbox) int {
+func compareSandboxNewestFirst(a, b *model.Sandbox) int {
 	return cmp.Or(
 		b.CreatedAt.Compare(a.CreatedAt),
 		cmp.Compare(a.ID, b.ID),
@@ -32,20 +34,20 @@ func compareSandboxNewestFirst(a, b *Sandbox) int {
 //     ones (superseded).
 //
 // Removals are ordered by pod UID, oldest sandbox first.
-func planSandboxGC(s Snapshot, survivors []Container) SandboxPlan {
+func planSandboxGC(s model.Snapshot, survivors []model.Container) model.SandboxPlan {
 	return planSandboxes(s, survivors, removablePods(s))
 }
 
 // planSandboxes is planSandboxGC with the set of pods whose inactive
 // sandboxes all go (removable pods, or terminated ones for the reclaim
 // pass).
-func planSandboxes(s Snapshot, survivors []Container, evictPods map[string]bool) SandboxPlan {
-	plan := SandboxPlan{Remove: []SandboxRemoval{}}
+func planSandboxes(s model.Snapshot, survivors []model.Container, evictPods map[string]bool) model.SandboxPlan {
+	plan := model.SandboxPlan{Remove: []model.SandboxRemoval{}}
 	referenced := make(map[string]bool, len(survivors))
 	for _, c := range survivors {
 		referenced[c.PodSandboxID] = true
 	}
-	byPod := make(map[string][]*Sandbox)
+	byPod := make(map[string][]*model.Sandbox)
 	seen := make(map[string]bool, len(s.Sandboxes))
 	for i := range s.Sandboxes {
 		sb := &s.Sandboxes[i]
@@ -64,18 +66,18 @@ func planSandboxes(s Snapshot, survivors []Container, evictPods map[string]bool)
 
 	for _, uid := range pods {
 		sbs := byPod[uid]
-		keep, reason := 1, SandboxSuperseded
+		keep, reason := 1, model.SandboxSuperseded
 		if evictPods[uid] {
-			keep, reason = 0, SandboxPodRemovable
+			keep, reason = 0, model.SandboxPodRemovable
 		}
 		for i := len(sbs) - 1; i >= keep; i-- {
 			sb := sbs[i]
 			// Only a sandbox known to be NOTREADY is inactive: a state
 			// the contract does not know counts as ready.
-			if sb.State != SandboxNotReady || referenced[sb.ID] {
+			if sb.State != model.SandboxNotReady || referenced[sb.ID] {
 				continue // active
 			}
-			plan.Remove = append(plan.Remove, SandboxRemoval{ID: sb.ID, PodUID: sb.PodUID, Reason: reason, State: sb.State})
+			plan.Remove = append(plan.Remove, model.SandboxRemoval{ID: sb.ID, PodUID: sb.PodUID, Reason: reason, State: sb.State})
 		}
 	}
 	return plan

@@ -1,4 +1,4 @@
-package engine
+package rules
 
 import (
 	"fmt"
@@ -9,133 +9,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/internal/nodetest"
+	"github.com/nodegc/nodegc/engine/model"
+	"github.com/nodegc/nodegc/engine/wire"
 )
-
-// randomSnapshot generates a snapshot at t0 that stresses the planners:
-// shared tags, records in the future, containers in every state (and one
-// the contract does not name), duplicate-free IDs, odd filesystems and
-// hostile log paths.
-func randomSnapshot(r *rand.Rand) Snapshot {
-	s := baseSnapshot()
-	pick := func(xs ...int64) int64 { return xs[r.IntN(len(xs))] }
-	randTime := func() time.Time {
-		// Mostly the past ten hours, sometimes a little in the future.
-		return t0.Add(time.Duration(r.Int64N(int64(10*time.Hour+time.Minute))) - 10*time.Hour)
-	}
-	s.ImageFs = FsStats{
-		CapacityBytes:  pick(0, -1, 1000, 1<<40, r.Int64N(1<<20)+1),
-		AvailableBytes: pick(0, -5, 500, 1<<41, r.Int64N(1<<20)),
-		Inodes:         pick(0, 1000), InodesFree: pick(0, 10, 900),
-	}
-	if r.IntN(2) == 0 {
-		s.RootFs = &FsStats{CapacityBytes: pick(0, 1<<30), AvailableBytes: pick(-1, 1<<20, 1<<29)}
-	}
-
-	tags := []string{"app:1", "app:2", "pause:3.9", "db:5", "cache:7"}
-	nImages := r.IntN(25)
-	var refs []string
-	for i := range nImages {
-		img := Image{ID: fmt.Sprintf("sha256:%02d", i), SizeBytes: r.Int64N(300)}
-		if r.IntN(2) == 0 {
-			img.RepoTags = []string{tags[r.IntN(len(tags))]}
-		}
-		if r.IntN(3) == 0 {
-			img.RepoDigests = []string{fmt.Sprintf("repo@sha256:d%d", r.IntN(8))}
-		}
-		img.Pinned = r.IntN(10) == 0
-		s.Images = append(s.Images, img)
-		refs = append(refs, img.ID)
-		refs = append(refs, img.RepoTags...)
-		refs = append(refs, img.RepoDigests...)
-		if r.IntN(4) != 0 {
-			rec := ImageRecord{ID: img.ID, FirstDetected: randTime()}
-			if r.IntN(2) == 0 {
-				lu := rec.FirstDetected.Add(time.Duration(r.Int64N(int64(2 * time.Hour))))
-				rec.LastUsed = &lu
-			}
-			s.ImageRecords = append(s.ImageRecords, rec)
-		}
-	}
-	refs = append(refs, "gone:latest", "sha256:unknown", "")
-	if r.IntN(2) == 0 {
-		s.Runtime.SandboxImages = []string{refs[r.IntN(len(refs))]}
-	}
-
-	nPods := r.IntN(8)
-	pods := make([]string, nPods)
-	podSandboxes := make([][]string, nPods)
-	for i := range nPods {
-		pods[i] = fmt.Sprintf("uid-%d", i)
-		for j := range r.IntN(4) {
-			id := fmt.Sprintf("sb-%d-%d", i, j)
-			st := SandboxNotReady
-			if r.IntN(3) == 0 {
-				st = SandboxReady
-			}
-			s.Sandboxes = append(s.Sandboxes, Sandbox{ID: id, PodUID: pods[i], PodName: fmt.Sprintf("pod-%d", i), PodNamespace: "ns",
-				Attempt: uint32(j), State: st, CreatedAt: randTime()})
-			podSandboxes[i] = append(podSandboxes[i], id)
-		}
-	}
-	states := []ContainerState{ContainerCreated, ContainerRunning, ContainerExited, ContainerExited, ContainerUnknown, "CONTAINER_PAUSED"}
-	for i := range r.IntN(40) {
-		c := Container{ID: fmt.Sprintf("c-%02d", i), Name: []string{"a", "b", "c"}[r.IntN(3)], Attempt: uint32(r.IntN(4)),
-			State: states[r.IntN(len(states))], CreatedAt: randTime()}
-		if nPods > 0 {
-			pi := r.IntN(nPods)
-			c.PodUID = pods[pi]
-			if len(podSandboxes[pi]) > 0 {
-				c.PodSandboxID = podSandboxes[pi][r.IntN(len(podSandboxes[pi]))]
-			}
-		}
-		if len(refs) > 0 {
-			c.ImageID = refs[r.IntN(len(refs))]
-			if r.IntN(3) == 0 {
-				c.ImageRef = refs[r.IntN(len(refs))]
-			}
-		}
-		s.Containers = append(s.Containers, c)
-	}
-
-	s.PodSource.Ready = r.IntN(2) == 0
-	for _, p := range pods {
-		if r.IntN(2) == 0 {
-			s.PodSource.RemovablePodUIDs = append(s.PodSource.RemovablePodUIDs, p)
-		}
-	}
-	if r.IntN(3) != 0 {
-		s.Logs = &LogFiles{PodLogsDir: []string{"/var/log/pods", "", "/var/log/pods/", "../pods", "/"}[r.IntN(5)]}
-		hostile := []string{"", ".", "..", "../x_y_%s", "a/../../b_c_%s", "/etc_x_%s", "ns_pod_%s", "ns_pod_%s", "x\x00_y_%s"}
-		for _, p := range pods {
-			h := hostile[r.IntN(len(hostile))]
-			if strings.Contains(h, "%s") {
-				h = fmt.Sprintf(h, p)
-			}
-			s.Logs.PodDirs = append(s.Logs.PodDirs, h)
-		}
-		links := []string{"/var/log/containers/p_ns_a-%s.log", "p_ns_a-%s.log", "/var/log/containers/../../etc/%s.log",
-			"/var/log/containers/sub/%s.log", "/var/log/containers", ""}
-		for i := range r.IntN(6) {
-			id := fmt.Sprintf("c-%02d", r.IntN(45))
-			l := links[r.IntN(len(links))]
-			if strings.Contains(l, "%s") {
-				l = fmt.Sprintf(l, id)
-			}
-			if i%2 == 0 {
-				id = ""
-			}
-			s.Logs.ContainerLinks = append(s.Logs.ContainerLinks, LogLink{Path: l, ContainerID: id})
-		}
-	}
-	return s
-}
 
 // randomPolicy generates a valid policy, except that its PodLogsDir may
 // be a relative one Validate refuses: the planner must stay safe even
 // then (a plan of a policy no engine would accept touches no path
 // outside the logs directories).
-func randomPolicy(r *rand.Rand) Policy {
-	p := DefaultPolicy()
+func randomPolicy(r *rand.Rand) model.Policy {
+	p := model.DefaultPolicy()
 	p.Image.HighThresholdPercent = r.IntN(101)
 	p.Image.LowThresholdPercent = r.IntN(p.Image.HighThresholdPercent + 1)
 	p.Image.MinAge = []time.Duration{0, time.Minute, 2 * time.Minute, time.Hour}[r.IntN(4)]
@@ -153,17 +38,17 @@ func randomPolicy(r *rand.Rand) Policy {
 }
 
 // checkPlanSafety returns every safety invariant the plan breaks.
-func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Plan) []string {
+func checkPlanSafety(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time, plan model.Plan) []string {
 	var bad []string
 	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
 
-	images := map[string]Image{}
+	images := map[string]model.Image{}
 	for _, img := range s.Images {
 		if _, dup := images[img.ID]; !dup {
 			images[img.ID] = img
 		}
 	}
-	records := map[string]ImageRecord{}
+	records := map[string]model.ImageRecord{}
 	for _, r := range s.ImageRecords {
 		if _, dup := records[r.ID]; !dup {
 			records[r.ID] = r
@@ -181,7 +66,7 @@ func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Pl
 			fail("image %s removed but not in the snapshot", r.ID)
 		case img.Pinned:
 			fail("pinned image %s removed", r.ID)
-		case IsSandboxImage(img, s.Runtime.SandboxImages):
+		case model.IsSandboxImage(img, s.Runtime.SandboxImages):
 			fail("sandbox image %s removed", r.ID)
 		case len(inUse[r.ID]) > 0:
 			fail("image %s in use by %s removed", r.ID, inUse[r.ID][0].ID)
@@ -193,7 +78,7 @@ func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Pl
 		if now.Sub(first) < p.Image.MinAge {
 			fail("image %s younger than MinAge removed (age %s)", r.ID, now.Sub(first))
 		}
-		if (kind == PassReclaimAll) != (r.Reason == RemoveForReclaim) {
+		if (kind == model.PassReclaimAll) != (r.Reason == model.RemoveForReclaim) {
 			fail("image %s removed for %s in a %s pass", r.ID, r.Reason, kind)
 		}
 		seen[r.ID] = true
@@ -202,7 +87,7 @@ func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Pl
 	if freed != plan.ImageGC.BytesFreed {
 		fail("bytesFreed %d, removals sum to %d", plan.ImageGC.BytesFreed, freed)
 	}
-	if kind != PassContainers && kind != "bogus" {
+	if kind != model.PassContainers && kind != "bogus" {
 		for _, k := range plan.ImageGC.Keep {
 			if seen[k.ID] {
 				fail("image %s both removed and kept", k.ID)
@@ -217,7 +102,7 @@ func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Pl
 		}
 	}
 
-	containers := map[string]Container{}
+	containers := map[string]model.Container{}
 	for _, c := range s.Containers {
 		if _, dup := containers[c.ID]; !dup {
 			containers[c.ID] = c
@@ -231,9 +116,9 @@ func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Pl
 			fail("container %s removed twice", r.ID)
 		case !ok:
 			fail("container %s removed but not in the snapshot", r.ID)
-		case c.State == ContainerRunning:
+		case c.State == model.ContainerRunning:
 			fail("running container %s removed", r.ID)
-		case !isDead(c.State):
+		case !IsDead(c.State):
 			fail("container %s in state %s removed", r.ID, c.State)
 		case c.CreatedAt.After(now.Add(-p.Container.MinAge)):
 			fail("container %s younger than MinAge removed", r.ID)
@@ -248,12 +133,12 @@ func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Pl
 			continue
 		}
 		survivors[c.PodSandboxID] = true
-		if isDead(c.State) && !c.CreatedAt.After(now.Add(-p.Container.MinAge)) {
+		if IsDead(c.State) && !c.CreatedAt.After(now.Add(-p.Container.MinAge)) {
 			unitDead[evictUnit{c.PodUID, c.Name}]++
 			totalDead++
 		}
 	}
-	if kind != PassImages && kind != "bogus" {
+	if kind != model.PassImages && kind != "bogus" {
 		if m := p.Container.MaxPerPodContainer; m >= 0 {
 			for u, n := range unitDead {
 				if n > m {
@@ -266,7 +151,7 @@ func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Pl
 		}
 	}
 
-	sandboxes := map[string]Sandbox{}
+	sandboxes := map[string]model.Sandbox{}
 	for _, sb := range s.Sandboxes {
 		if _, dup := sandboxes[sb.ID]; !dup {
 			sandboxes[sb.ID] = sb
@@ -280,7 +165,7 @@ func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Pl
 			fail("sandbox %s removed twice", r.ID)
 		case !ok:
 			fail("sandbox %s removed but not in the snapshot", r.ID)
-		case sb.State != SandboxNotReady:
+		case sb.State != model.SandboxNotReady:
 			fail("sandbox %s in state %s removed", r.ID, sb.State)
 		case survivors[r.ID]:
 			fail("sandbox %s removed while a surviving container references it", r.ID)
@@ -291,7 +176,7 @@ func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Pl
 	paths := map[string]bool{}
 	podLogsDir := p.PodLogsDir
 	if podLogsDir == "" {
-		podLogsDir = DefaultPodLogsDir
+		podLogsDir = model.DefaultPodLogsDir
 	}
 	for _, r := range plan.LogGC.Remove {
 		if paths[r.Path] {
@@ -299,7 +184,7 @@ func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Pl
 		}
 		paths[r.Path] = true
 		inside := false
-		for _, dir := range []string{podLogsDir, ContainerLogsDir} {
+		for _, dir := range []string{podLogsDir, model.ContainerLogsDir} {
 			if filepath.IsAbs(dir) && filepath.Dir(r.Path) == filepath.Clean(dir) && filepath.Clean(dir) != "/" {
 				inside = true
 			}
@@ -316,21 +201,21 @@ func checkPlanSafety(s Snapshot, p Policy, kind PassKind, now time.Time, plan Pl
 }
 
 func TestPlanPassProperties(t *testing.T) {
-	kinds := []PassKind{PassImages, PassContainers, PassFull, PassReclaimAll}
+	kinds := []model.PassKind{model.PassImages, model.PassContainers, model.PassFull, model.PassReclaimAll}
 	for seed := range uint64(1000) {
 		r := rand.New(rand.NewPCG(seed, 0x6e6f64656763))
-		s := randomSnapshot(r)
+		s := nodetest.RandomSnapshot(r)
 		p := randomPolicy(r)
 		kind := kinds[r.IntN(len(kinds))]
 		before := deepCopySnapshot(s)
-		plan := PlanPass(s, p, kind, t0)
-		if bad := checkPlanSafety(s, p, kind, t0, plan); len(bad) > 0 {
+		plan := PlanPass(s, p, kind, nodetest.T0)
+		if bad := checkPlanSafety(s, p, kind, nodetest.T0, plan); len(bad) > 0 {
 			t.Fatalf("seed %d, %s pass breaks the safety invariants:\n  %s", seed, kind, strings.Join(bad, "\n  "))
 		}
 		if !reflect.DeepEqual(s, before) {
 			t.Fatalf("seed %d: planning modified the snapshot", seed)
 		}
-		if again := PlanPass(s, p, kind, t0); !reflect.DeepEqual(plan, again) {
+		if again := PlanPass(s, p, kind, nodetest.T0); !reflect.DeepEqual(plan, again) {
 			t.Fatalf("seed %d: the same input gave two different %s plans", seed, kind)
 		}
 	}
@@ -342,10 +227,10 @@ func TestPlanIsIndependentOfListOrder(t *testing.T) {
 	// order of in-use details (the first user named) which we normalise.
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 42))
-		s := randomSnapshot(r)
+		s := nodetest.RandomSnapshot(r)
 		p := randomPolicy(r)
-		for _, kind := range []PassKind{PassFull, PassReclaimAll} {
-			plan := PlanPass(s, p, kind, t0)
+		for _, kind := range []model.PassKind{model.PassFull, model.PassReclaimAll} {
+			plan := PlanPass(s, p, kind, nodetest.T0)
 			shuffled := deepCopySnapshot(s)
 			r.Shuffle(len(shuffled.Images), func(i, j int) { shuffled.Images[i], shuffled.Images[j] = shuffled.Images[j], shuffled.Images[i] })
 			r.Shuffle(len(shuffled.Sandboxes), func(i, j int) {
@@ -354,16 +239,16 @@ func TestPlanIsIndependentOfListOrder(t *testing.T) {
 			r.Shuffle(len(shuffled.Containers), func(i, j int) {
 				shuffled.Containers[i], shuffled.Containers[j] = shuffled.Containers[j], shuffled.Containers[i]
 			})
-			other := PlanPass(shuffled, p, kind, t0)
-			for _, pl := range []*Plan{&plan, &other} {
+			other := PlanPass(shuffled, p, kind, nodetest.T0)
+			for _, pl := range []*model.Plan{&plan, &other} {
 				for i := range pl.ImageGC.Keep {
-					if pl.ImageGC.Keep[i].Reason == KeepInUse {
+					if pl.ImageGC.Keep[i].Reason == model.KeepInUse {
 						pl.ImageGC.Keep[i].Detail = ""
 					}
 				}
 			}
 			if !reflect.DeepEqual(plan.ImageGC, other.ImageGC) || !reflect.DeepEqual(plan.ContainerGC, other.ContainerGC) ||
-				!reflect.DeepEqual(plan.SandboxGC, other.SandboxGC) || !slices.Equal(logRemovals(plan.LogGC), logRemovals(other.LogGC)) {
+				!reflect.DeepEqual(plan.SandboxGC, other.SandboxGC) || !slices.Equal(nodetest.LogRemovals(plan.LogGC), nodetest.LogRemovals(other.LogGC)) {
 				t.Fatalf("seed %d, %s: shuffling the runtime's lists changed the plan", seed, kind)
 			}
 		}
@@ -372,7 +257,7 @@ func TestPlanIsIndependentOfListOrder(t *testing.T) {
 
 // deepCopySnapshot copies a snapshot through its slices and pointers, so
 // that a test can tell whether planning modified its input.
-func deepCopySnapshot(s Snapshot) Snapshot {
+func deepCopySnapshot(s model.Snapshot) model.Snapshot {
 	c := s
 	c.Runtime.SandboxImages = slices.Clone(s.Runtime.SandboxImages)
 	if s.RootFs != nil {
@@ -401,4 +286,23 @@ func deepCopySnapshot(s Snapshot) Snapshot {
 		c.Logs = &l
 	}
 	return c
+}
+
+func TestBigSnapshotIsValidAndPlansSafely(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 100,000-container snapshot")
+	}
+	s, data := nodetest.BigSnapshot()
+	t.Run("the benchmark snapshot decodes", func(t *testing.T) {
+		if _, err := wire.DecodeSnapshot(data); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("the benchmark plan keeps every safety invariant", func(t *testing.T) {
+		p := nodetest.BenchPolicy()
+		plan := PlanPass(s, p, model.PassFull, nodetest.T0)
+		if bad := checkPlanSafety(s, p, model.PassFull, nodetest.T0, plan); len(bad) > 0 {
+			t.Fatalf("%d violations, first: %s", len(bad), bad[0])
+		}
+	})
 }

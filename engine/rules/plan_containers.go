@@ -1,10 +1,12 @@
-package engine
+package rules
 
 import (
 	"cmp"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // evictUnit is the kubelet's unit of container eviction
@@ -24,18 +26,18 @@ func compareUnits(a, b evictUnit) int {
 // descending, and nothing else (the attempt number plays no part). The
 // kubelet's sort.Sort leaves equal times in any order; nodegc ends on the
 // ID so that ties are deterministic: the smaller ID counts as newer.
-func compareNewestFirst(a, b *Container) int {
+func compareNewestFirst(a, b *model.Container) int {
 	return cmp.Or(
 		b.CreatedAt.Compare(a.CreatedAt),
 		cmp.Compare(a.ID, b.ID),
 	)
 }
 
-// isDead reports whether a container in the state may be collected: the
+// IsDead reports whether a container in the state may be collected: the
 // kubelet prunes only RUNNING, and nodegc also keeps any state the CRI
 // contract does not name, to be safe.
-func isDead(st ContainerState) bool {
-	return st == ContainerExited || st == ContainerCreated || st == ContainerUnknown
+func IsDead(st model.ContainerState) bool {
+	return st == model.ContainerExited || st == model.ContainerCreated || st == model.ContainerUnknown
 }
 
 // planContainerGC is the kubelet's container GC (evictContainers in
@@ -57,7 +59,7 @@ func isDead(st ContainerState) bool {
 // removals are in execution order: by step, then by unit (pod UID, name),
 // oldest first within a unit. An UNKNOWN container is stopped before it is
 // removed; its State in the plan says so.
-func planContainerGC(s Snapshot, p ContainerPolicy, now time.Time) ContainerPlan {
+func planContainerGC(s model.Snapshot, p model.ContainerPolicy, now time.Time) model.ContainerPlan {
 	return planContainers(s, p, now, removablePods(s))
 }
 
@@ -65,7 +67,7 @@ func planContainerGC(s Snapshot, p ContainerPolicy, now time.Time) ContainerPlan
 // all go (removable pods, or terminated ones for the reclaim pass). Its
 // steps are containerPass's methods, in the kubelet's order: removable
 // pods, the per-container limit, the node limit.
-func planContainers(s Snapshot, p ContainerPolicy, now time.Time, evictPods map[string]bool) ContainerPlan {
+func planContainers(s model.Snapshot, p model.ContainerPolicy, now time.Time, evictPods map[string]bool) model.ContainerPlan {
 	g := newContainerPass(s, now.Add(-p.MinAge))
 	g.removePods(evictPods)
 	g.enforcePerContainerLimit(p.MaxPerPodContainer)
@@ -77,7 +79,7 @@ func planContainers(s Snapshot, p ContainerPolicy, now time.Time, evictPods map[
 // kubelet's containersByEvictUnit entry.
 type containerUnit struct {
 	key evictUnit
-	cs  []*Container
+	cs  []*model.Container
 }
 
 // containerPass is one container plan being built: the evict units still
@@ -87,15 +89,15 @@ type containerPass struct {
 	// units are the evict units in (pod UID, name) order, each newest
 	// first.
 	units []containerUnit
-	plan  ContainerPlan
+	plan  model.ContainerPlan
 	// bySandbox and byUID name the pods of the removals (podNames).
 	bySandbox, byUID map[string]podName
 }
 
 // newContainerPass groups the snapshot's evictable containers into units.
-func newContainerPass(s Snapshot, newestGCTime time.Time) *containerPass {
+func newContainerPass(s model.Snapshot, newestGCTime time.Time) *containerPass {
 	units, evictable := evictUnits(s.Containers, newestGCTime)
-	g := &containerPass{units: units, plan: ContainerPlan{Remove: make([]ContainerRemoval, 0, evictable)}}
+	g := &containerPass{units: units, plan: model.ContainerPlan{Remove: make([]model.ContainerRemoval, 0, evictable)}}
 	g.bySandbox, g.byUID = podNames(s.Sandboxes)
 	return g
 }
@@ -105,7 +107,7 @@ func newContainerPass(s Snapshot, newestGCTime time.Time) *containerPass {
 // units in that order and each newest first. A container listed twice
 // under one ID counts once. evictable is how many containers the units
 // hold.
-func evictUnits(containers []Container, newestGCTime time.Time) (units []containerUnit, evictable int) {
+func evictUnits(containers []model.Container, newestGCTime time.Time) (units []containerUnit, evictable int) {
 	index := make(map[evictUnit]int)
 	seen := make(map[string]bool, len(containers))
 	for i := range containers {
@@ -114,7 +116,7 @@ func evictUnits(containers []Container, newestGCTime time.Time) (units []contain
 			continue // a duplicate ID: the first one stands for both
 		}
 		seen[c.ID] = true
-		if !isDead(c.State) || c.CreatedAt.After(newestGCTime) {
+		if !IsDead(c.State) || c.CreatedAt.After(newestGCTime) {
 			continue
 		}
 		k := evictUnit{c.PodUID, c.Name}
@@ -135,12 +137,12 @@ func evictUnits(containers []Container, newestGCTime time.Time) (units []contain
 }
 
 // remove appends c to the plan's removals, naming its pod.
-func (g *containerPass) remove(c *Container, why ContainerRemoveReason, detail string) {
+func (g *containerPass) remove(c *model.Container, why model.ContainerRemoveReason, detail string) {
 	pod, ok := g.bySandbox[c.PodSandboxID]
 	if !ok {
 		pod = g.byUID[c.PodUID]
 	}
-	g.plan.Remove = append(g.plan.Remove, ContainerRemoval{
+	g.plan.Remove = append(g.plan.Remove, model.ContainerRemoval{
 		ID: c.ID, PodUID: c.PodUID, PodNamespace: pod.namespace, PodName: pod.name, Name: c.Name, Reason: why,
 		State: c.State, PodSandboxID: c.PodSandboxID, Attempt: c.Attempt, Detail: detail,
 	})
@@ -148,7 +150,7 @@ func (g *containerPass) remove(c *Container, why ContainerRemoveReason, detail s
 
 // trim keeps the newest n of a unit and removes the rest, oldest first:
 // the kubelet's removeOldestN.
-func (g *containerPass) trim(u *containerUnit, n int, why ContainerRemoveReason, detail string) {
+func (g *containerPass) trim(u *containerUnit, n int, why model.ContainerRemoveReason, detail string) {
 	for i := len(u.cs) - 1; i >= n; i-- {
 		g.remove(u.cs[i], why, detail)
 	}
@@ -168,7 +170,7 @@ func (g *containerPass) removePods(evictPods map[string]bool) {
 	for i := range g.units {
 		u := &g.units[i]
 		if evictPods[u.key.podUID] {
-			g.trim(u, 0, RemovePodRemovable, "pod "+u.key.podUID+" is removable")
+			g.trim(u, 0, model.RemovePodRemovable, "pod "+u.key.podUID+" is removable")
 			continue
 		}
 		live = append(live, *u)
@@ -184,7 +186,7 @@ func (g *containerPass) enforcePerContainerLimit(limit int) {
 	}
 	detail := fmt.Sprintf("each container keeps its newest %d dead", limit)
 	for i := range g.units {
-		g.trim(&g.units[i], limit, RemovePerContainerLimit, detail)
+		g.trim(&g.units[i], limit, model.RemovePerContainerLimit, detail)
 	}
 }
 
@@ -199,19 +201,19 @@ func (g *containerPass) enforceNodeLimit(limit int) {
 	detail := fmt.Sprintf("the node keeps at most %d dead containers", limit)
 	perUnit := max(1, limit/len(g.units))
 	for i := range g.units {
-		g.trim(&g.units[i], perUnit, RemoveNodeLimit, detail)
+		g.trim(&g.units[i], perUnit, model.RemoveNodeLimit, detail)
 	}
 	n := g.total()
 	if n <= limit {
 		return
 	}
-	flat := make([]*Container, 0, n)
+	flat := make([]*model.Container, 0, n)
 	for _, u := range g.units {
 		flat = append(flat, u.cs...)
 	}
 	slices.SortFunc(flat, compareNewestFirst)
 	for i := len(flat) - 1; i >= limit; i-- {
-		g.remove(flat[i], RemoveNodeLimit, detail)
+		g.remove(flat[i], model.RemoveNodeLimit, detail)
 	}
 }
 
@@ -230,7 +232,7 @@ type podName struct{ namespace, name string }
 // podNames maps each sandbox ID, and each pod UID, to the pod's namespace
 // and name as its sandboxes record them (a container carries only the pod
 // UID). For a UID, the first named sandbox in snapshot order stands.
-func podNames(sandboxes []Sandbox) (bySandbox, byUID map[string]podName) {
+func podNames(sandboxes []model.Sandbox) (bySandbox, byUID map[string]podName) {
 	bySandbox = make(map[string]podName, len(sandboxes))
 	byUID = make(map[string]podName, len(sandboxes))
 	for _, sb := range sandboxes {

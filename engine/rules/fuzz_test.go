@@ -1,4 +1,4 @@
-package engine
+package rules
 
 import (
 	"encoding/json"
@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/internal/nodetest"
+	"github.com/nodegc/nodegc/engine/model"
+	"github.com/nodegc/nodegc/engine/wire"
 )
 
 // FuzzDecodeSnapshot feeds arbitrary bytes to the snapshot reader. It must
@@ -17,34 +21,34 @@ import (
 //
 //	go test ./engine -run '^$' -fuzz FuzzDecodeSnapshot -fuzztime 30s
 func FuzzDecodeSnapshot(f *testing.F) {
-	f.Add([]byte(validSnapshotJSON))
+	f.Add([]byte(nodetest.ValidSnapshotJSON))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"apiVersion":"nodegc/v1","kind":"NodeSnapshot","takenAt":"2025-03-01T12:00:00Z","imageFs":{"capacityBytes":0,"availableBytes":0}}`))
 	for seed := range uint64(8) {
-		s := randomSnapshot(rand.New(rand.NewPCG(seed, 7)))
+		s := nodetest.RandomSnapshot(rand.New(rand.NewPCG(seed, 7)))
 		for i := range s.Containers {
-			if !isDead(s.Containers[i].State) && s.Containers[i].State != ContainerRunning {
-				s.Containers[i].State = ContainerExited // a seed the decoder accepts
+			if !IsDead(s.Containers[i].State) && s.Containers[i].State != model.ContainerRunning {
+				s.Containers[i].State = model.ContainerExited // a seed the decoder accepts
 			}
 		}
 		b, err := json.Marshal(s)
 		if err != nil {
 			f.Fatal(err)
 		}
-		if _, err := DecodeSnapshot(b); err != nil {
+		if _, err := wire.DecodeSnapshot(b); err != nil {
 			f.Fatalf("seed %d: %v", seed, err)
 		}
 		f.Add(b)
 	}
-	greedy := DefaultPolicy()
-	greedy.Image = ImagePolicy{HighThresholdPercent: 0, LowThresholdPercent: 0, MinAge: time.Minute, MaxAge: time.Hour}
-	greedy.Container = ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: 0}
+	greedy := model.DefaultPolicy()
+	greedy.Image = model.ImagePolicy{HighThresholdPercent: 0, LowThresholdPercent: 0, MinAge: time.Minute, MaxAge: time.Hour}
+	greedy.Container = model.ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: 0}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := DecodeSnapshot(data)
+		s, err := wire.DecodeSnapshot(data)
 		if err != nil {
-			var se *SnapshotError
+			var se *model.SnapshotError
 			if !errors.As(err, &se) {
 				t.Fatalf("error %T is not a *SnapshotError: %v", err, err)
 			}
@@ -56,8 +60,8 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		if err := s.Validate(); err != nil {
 			t.Fatalf("accepted a snapshot that does not validate: %v", err)
 		}
-		for _, p := range []Policy{DefaultPolicy(), greedy} {
-			for _, kind := range []PassKind{PassImages, PassContainers, PassFull, PassReclaimAll} {
+		for _, p := range []model.Policy{model.DefaultPolicy(), greedy} {
+			for _, kind := range []model.PassKind{model.PassImages, model.PassContainers, model.PassFull, model.PassReclaimAll} {
 				plan := PlanPass(s, p, kind, s.TakenAt)
 				if bad := checkPlanSafety(s, p, kind, s.TakenAt, plan); len(bad) > 0 {
 					t.Fatalf("%s pass breaks the safety invariants:\n  %s", kind, strings.Join(bad, "\n  "))

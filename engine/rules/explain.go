@@ -1,4 +1,4 @@
-package engine
+package rules
 
 import (
 	"cmp"
@@ -7,16 +7,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodegc/nodegc/engine/model"
 	"github.com/nodegc/nodegc/internal/format"
 )
 
 // containerKeep words why the plan keeps a dead container of the rank.
-func containerKeep(p Plan, r ContainerRow) (ContainerKeepReason, string) {
+func containerKeep(p model.Plan, r model.ContainerRow) (model.ContainerKeepReason, string) {
 	why, detail := containerKeepReason(p, r)
 	switch why {
-	case ContainerKeepNotPlanned:
+	case model.ContainerKeepNotPlanned:
 		return why, fmt.Sprintf("container GC is not part of a %s pass", p.Pass)
-	case ContainerKeepNewest:
+	case model.ContainerKeepNewest:
 		return why, fmt.Sprintf("newest #%d of its pod's %s", r.Rank, cmp.Or(r.Name, "containers"))
 	}
 	return why, detail
@@ -24,64 +25,64 @@ func containerKeep(p Plan, r ContainerRow) (ContainerKeepReason, string) {
 
 // containerKeepReason is containerKeep's reason, and its detail but for
 // the not-planned and newest ones, which containerKeep words.
-func containerKeepReason(p Plan, r ContainerRow) (ContainerKeepReason, string) {
+func containerKeepReason(p model.Plan, r model.ContainerRow) (model.ContainerKeepReason, string) {
 	minAge := p.Policy.Container.MinAge
 	switch {
-	case p.Pass == PassImages:
-		return ContainerKeepNotPlanned, ""
-	case !isDead(r.State):
-		return ContainerKeepActive, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", r.State)
+	case p.Pass == model.PassImages:
+		return model.ContainerKeepNotPlanned, ""
+	case !IsDead(r.State):
+		return model.ContainerKeepActive, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", r.State)
 	case r.CreatedAt.After(p.EvaluatedAt.Add(-minAge)): // the planner's newestGCTime
-		return ContainerKeepTooYoung, "eligible at " + r.CreatedAt.Add(minAge).UTC().Format(time.RFC3339)
+		return model.ContainerKeepTooYoung, "eligible at " + r.CreatedAt.Add(minAge).UTC().Format(time.RFC3339)
 	}
-	return ContainerKeepNewest, ""
+	return model.ContainerKeepNewest, ""
 }
 
 // Explain explains the plan p made from the snapshot s, row by row. It is
 // pure, like the planners: the same snapshot and plan give the same rows.
 // To explain what a pass would do, plan with the engine's effective
 // policy (Engine.PlanSnapshot), never with the configured one.
-func Explain(s Snapshot, p Plan) Explanation {
+func Explain(s model.Snapshot, p model.Plan) model.Explanation {
 	pods := displayPods(s.Sandboxes)
 	// The image rows and the container rows are made on two cores: both
 	// only read the snapshot, the plan and pods.
-	var x Explanation
+	var x model.Explanation
 	alongside(func() { x.Images, x.Cut = explainImages(s, p, pods) }, func() {
 		x.Containers, x.Sandboxes = explainContainers(s, p, pods), explainSandboxes(s, p, pods)
 	})
-	x.Logs = make([]LogRow, len(p.LogGC.Remove))
+	x.Logs = make([]model.LogRow, len(p.LogGC.Remove))
 	for i, r := range p.LogGC.Remove {
-		x.Logs[i] = LogRow{Step: i + 1, Path: r.Path, Action: ActionRemove, Reason: r.Reason}
+		x.Logs[i] = model.LogRow{Step: i + 1, Path: r.Path, Action: model.ActionRemove, Reason: r.Reason}
 	}
 	return x
 }
 
 // ExplainSandboxes is Explain's sandbox rows alone.
-func ExplainSandboxes(s Snapshot, p Plan) []SandboxRow {
+func ExplainSandboxes(s model.Snapshot, p model.Plan) []model.SandboxRow {
 	return explainSandboxes(s, p, displayPods(s.Sandboxes))
 }
 
 // explainSandboxes is ExplainSandboxes with the snapshot's displayPods.
-func explainSandboxes(s Snapshot, p Plan, pods map[string]string) []SandboxRow {
-	rows := make([]SandboxRow, len(p.SandboxGC.Remove))
+func explainSandboxes(s model.Snapshot, p model.Plan, pods map[string]string) []model.SandboxRow {
+	rows := make([]model.SandboxRow, len(p.SandboxGC.Remove))
 	for i, r := range p.SandboxGC.Remove {
-		rows[i] = SandboxRow{Step: i + 1, ID: r.ID, Pod: displayPod(pods, r.ID, r.PodUID), State: r.State, Action: ActionRemove, Reason: r.Reason}
+		rows[i] = model.SandboxRow{Step: i + 1, ID: r.ID, Pod: displayPod(pods, r.ID, r.PodUID), State: r.State, Action: model.ActionRemove, Reason: r.Reason}
 	}
 	return rows
 }
 
 // ExplainImages is Explain's image rows and cut line alone, for a view
 // that shows only images.
-func ExplainImages(s Snapshot, p Plan) ([]ImageRow, CutLine) {
+func ExplainImages(s model.Snapshot, p model.Plan) ([]model.ImageRow, model.CutLine) {
 	return explainImages(s, p, displayPods(s.Sandboxes))
 }
 
 // explainImages is ExplainImages with the snapshot's displayPods: one row
 // per image in imageExplainer's order, then the cut line among them.
-func explainImages(s Snapshot, p Plan, pods map[string]string) ([]ImageRow, CutLine) {
+func explainImages(s model.Snapshot, p model.Plan, pods map[string]string) ([]model.ImageRow, model.CutLine) {
 	x := newImageExplainer(s, p, pods)
 	order := x.order()
-	rows := make([]ImageRow, 0, len(order))
+	rows := make([]model.ImageRow, 0, len(order))
 	for i, id := range order {
 		rows = append(rows, x.row(i+1, id))
 	}
@@ -92,16 +93,16 @@ func explainImages(s Snapshot, p Plan, pods map[string]string) ([]ImageRow, CutL
 // ranking of the snapshot, the records, and the plan's removals and keeps,
 // each indexed by image ID (the first of an ID listed twice stands).
 type imageExplainer struct {
-	s    Snapshot
-	p    Plan
+	s    model.Snapshot
+	p    model.Plan
 	pods map[string]string
 	// entries is the planner's ranking, byID its index.
 	entries []imageEntry
 	byID    map[string]int
-	records map[string]ImageRecord
+	records map[string]model.ImageRecord
 	// removeAt is the index of an image's removal in the plan.
 	removeAt map[string]int
-	keeps    map[string]ImageKeep
+	keeps    map[string]model.ImageKeep
 	// firstOf and usedBy name each image's users (imageUsedBy).
 	firstOf map[string]int
 	usedBy  [][]string
@@ -112,7 +113,7 @@ type imageExplainer struct {
 
 // newImageExplainer ranks the snapshot's images as the planner does and
 // indexes the plan's removals and keeps.
-func newImageExplainer(s Snapshot, p Plan, pods map[string]string) *imageExplainer {
+func newImageExplainer(s model.Snapshot, p model.Plan, pods map[string]string) *imageExplainer {
 	x := &imageExplainer{s: s, p: p, pods: pods, notPlanned: fmt.Sprintf("image GC is not part of a %s pass", p.Pass)}
 	var users []imageUse
 	users, x.firstOf, x.usedBy = imageUsedBy(s, pods)
@@ -121,7 +122,7 @@ func newImageExplainer(s Snapshot, p Plan, pods map[string]string) *imageExplain
 	for i, e := range x.entries {
 		x.byID[e.img.ID] = i
 	}
-	x.records = make(map[string]ImageRecord, len(s.ImageRecords))
+	x.records = make(map[string]model.ImageRecord, len(s.ImageRecords))
 	for _, r := range s.ImageRecords {
 		if _, dup := x.records[r.ID]; !dup {
 			x.records[r.ID] = r
@@ -133,7 +134,7 @@ func newImageExplainer(s Snapshot, p Plan, pods map[string]string) *imageExplain
 			x.removeAt[r.ID] = i
 		}
 	}
-	x.keeps = make(map[string]ImageKeep, len(p.ImageGC.Keep))
+	x.keeps = make(map[string]model.ImageKeep, len(p.ImageGC.Keep))
 	for _, k := range p.ImageGC.Keep {
 		x.keeps[k.ID] = k
 	}
@@ -170,8 +171,8 @@ func (x *imageExplainer) order() []string {
 
 // row tells one image: what it is, its record, what the plan does with it
 // and why, and who uses it.
-func (x *imageExplainer) row(rank int, id string) ImageRow {
-	row := ImageRow{Rank: rank}
+func (x *imageExplainer) row(rank int, id string) model.ImageRow {
+	row := model.ImageRow{Rank: rank}
 	var e imageEntry
 	j, known := x.byID[id]
 	if known {
@@ -188,7 +189,7 @@ func (x *imageExplainer) row(rank int, id string) ImageRow {
 		x.keep(&row, id, e, known)
 	}
 	row.Name = format.ImageName(row.Image.RepoTags, row.Image.RepoDigests)
-	row.SandboxImage = IsSandboxImage(row.Image, x.s.Runtime.SandboxImages)
+	row.SandboxImage = model.IsSandboxImage(row.Image, x.s.Runtime.SandboxImages)
 	if j, ok := x.firstOf[id]; ok {
 		row.UsedBy = x.usedBy[j]
 	}
@@ -197,25 +198,25 @@ func (x *imageExplainer) row(rank int, id string) ImageRow {
 
 // removal fills in the row of the plan's removal n; an image the
 // snapshot lacks (known false) is told from the removal itself.
-func (x *imageExplainer) removal(row *ImageRow, id string, n int, known bool) {
+func (x *imageExplainer) removal(row *model.ImageRow, id string, n int, known bool) {
 	rm := x.p.ImageGC.Remove[n]
 	if !known {
-		row.Image = Image{ID: id, RepoTags: rm.RepoTags, RepoDigests: rm.RepoDigests, SizeBytes: rm.SizeBytes}
+		row.Image = model.Image{ID: id, RepoTags: rm.RepoTags, RepoDigests: rm.RepoDigests, SizeBytes: rm.SizeBytes}
 	}
-	row.Action, row.Step, row.Reason, row.Detail = ActionRemove, n+1, string(rm.Reason), rm.Detail
+	row.Action, row.Step, row.Reason, row.Detail = model.ActionRemove, n+1, string(rm.Reason), rm.Detail
 }
 
 // keep fills in the row of an image the plan keeps. An image the plan
 // does not name (a containers pass) gets the reason it would stay, by the
 // planner's own rules.
-func (x *imageExplainer) keep(row *ImageRow, id string, e imageEntry, known bool) {
+func (x *imageExplainer) keep(row *model.ImageRow, id string, e imageEntry, known bool) {
 	k, kept := x.keeps[id]
 	if !kept && known {
 		k = keepReason(e, x.s, x.pods, x.p.EvaluatedAt, x.p.Policy.Image, x.notPlanned)
 	}
-	row.Action, row.Reason, row.Detail, row.EligibleAt = ActionKeep, string(k.Reason), k.Detail, k.EligibleAt
+	row.Action, row.Reason, row.Detail, row.EligibleAt = model.ActionKeep, string(k.Reason), k.Detail, k.EligibleAt
 	if !known {
-		row.Image = Image{ID: id}
+		row.Image = model.Image{ID: id}
 	}
 }
 
@@ -226,7 +227,7 @@ func (x *imageExplainer) keep(row *ImageRow, id string, e imageEntry, known bool
 // containers are five attempts of 20,000, listed pod by pod, so a name
 // is made once for consecutive containers of one pod and name. users is
 // imageUsers, from the same walk.
-func imageUsedBy(s Snapshot, pods map[string]string) (users []imageUse, firstOf map[string]int, usedBy [][]string) {
+func imageUsedBy(s model.Snapshot, pods map[string]string) (users []imageUse, firstOf map[string]int, usedBy [][]string) {
 	firstOf = make(map[string]int, len(s.Images))
 	first := make([]int, len(s.Images))
 	for i, img := range s.Images {
@@ -238,7 +239,7 @@ func imageUsedBy(s Snapshot, pods map[string]string) (users []imageUse, firstOf 
 		first[i] = j
 	}
 	users, usedBy = make([]imageUse, len(s.Images)), make([][]string, len(s.Images))
-	var last *Container
+	var last *model.Container
 	label := ""
 	forEachUse(s.Images, s.Containers, func(i, ci int) {
 		c := &s.Containers[ci]
@@ -254,19 +255,19 @@ func imageUsedBy(s Snapshot, pods map[string]string) (users []imageUse, firstOf 
 
 // cutLine says where the cut line falls among the rows and words it.
 // Removals above the line are what the pass frees.
-func cutLine(p Plan, rows []ImageRow) CutLine {
-	if p.Pass == PassContainers {
-		return CutLine{Row: -1}
+func cutLine(p model.Plan, rows []model.ImageRow) model.CutLine {
+	if p.Pass == model.PassContainers {
+		return model.CutLine{Row: -1}
 	}
 	g := p.ImageGC
-	c := CutLine{Row: min(g.CutLine, len(rows))}
+	c := model.CutLine{Row: min(g.CutLine, len(rows))}
 	for _, r := range rows[:c.Row] {
-		if r.Action == ActionRemove {
+		if r.Action == model.ActionRemove {
 			c.BytesAbove = AddBytes(c.BytesAbove, r.Image.SizeBytes)
 		}
 	}
 	switch {
-	case p.Pass == PassReclaimAll:
+	case p.Pass == model.PassReclaimAll:
 		c.Text = "cut line: reclaim-all removals above free " + format.Bytes(c.BytesAbove)
 	case g.Triggered:
 		c.Text = fmt.Sprintf("cut line: removals above free %s of %s to free", format.Bytes(c.BytesAbove), format.Bytes(g.BytesToFree))
@@ -280,7 +281,7 @@ func cutLine(p Plan, rows []ImageRow) CutLine {
 // displayPods maps sandbox IDs and pod UIDs to "namespace/name"; a pod UID
 // keeps the first name a sandbox gives it. The planners and the
 // explanation name pods through it alike.
-func displayPods(sandboxes []Sandbox) map[string]string {
+func displayPods(sandboxes []model.Sandbox) map[string]string {
 	m := make(map[string]string, 2*len(sandboxes))
 	for _, sb := range sandboxes {
 		if sb.PodName == "" {
@@ -318,7 +319,7 @@ func displayPod(pods map[string]string, keys ...string) string {
 // names and the container names, never a lookup, a string or a
 // time.Time comparison in the comparator but for the last tie; each row
 // is built once, in its place.
-func ExplainContainers(s Snapshot, p Plan) []ContainerRow {
+func ExplainContainers(s model.Snapshot, p model.Plan) []model.ContainerRow {
 	return explainContainers(s, p, displayPods(s.Sandboxes))
 }
 
@@ -326,7 +327,7 @@ func ExplainContainers(s Snapshot, p Plan) []ContainerRow {
 // Its steps are containerExplainer's: a key for every row, the names
 // replaced by their ranks, the keys sorted, then the rows built in their
 // places.
-func explainContainers(s Snapshot, p Plan, pods map[string]string) []ContainerRow {
+func explainContainers(s model.Snapshot, p model.Plan, pods map[string]string) []model.ContainerRow {
 	x := newContainerExplainer(s, p, pods)
 	x.addSnapshot()
 	x.addMissing()
@@ -346,11 +347,11 @@ type containerKey struct {
 
 // containerExplainer builds the container rows of an explanation.
 type containerExplainer struct {
-	s    Snapshot
-	p    Plan
+	s    model.Snapshot
+	p    model.Plan
 	pods map[string]string
 	// missing are the removals the snapshot lacks, as containers.
-	missing []Container
+	missing []model.Container
 	// podNames and names number the pods' and containers' names.
 	podNames, names *ranker
 	keys            []containerKey
@@ -363,13 +364,13 @@ type containerExplainer struct {
 
 // newContainerExplainer is an explainer with room for a key per
 // container and per removal.
-func newContainerExplainer(s Snapshot, p Plan, pods map[string]string) *containerExplainer {
+func newContainerExplainer(s model.Snapshot, p model.Plan, pods map[string]string) *containerExplainer {
 	return &containerExplainer{s: s, p: p, pods: pods, podNames: newRanker(), names: newRanker(), lastPod: -1,
 		keys: make([]containerKey, 0, len(s.Containers)+len(p.ContainerGC.Remove))}
 }
 
 // podOf is the number of c's pod's display name.
-func (x *containerExplainer) podOf(c *Container) int32 {
+func (x *containerExplainer) podOf(c *model.Container) int32 {
 	if x.lastPod >= 0 && c.PodSandboxID == x.lastSandbox && c.PodUID == x.lastUID {
 		return x.lastPod
 	}
@@ -378,7 +379,7 @@ func (x *containerExplainer) podOf(c *Container) int32 {
 }
 
 // add keys the row of c (src and rm as in containerKey).
-func (x *containerExplainer) add(c *Container, src, rm int) {
+func (x *containerExplainer) add(c *model.Container, src, rm int) {
 	x.keys = append(x.keys, containerKey{pod: x.podOf(c), name: x.names.id(c.Name), sec: c.CreatedAt.Unix(), nsec: int32(c.CreatedAt.Nanosecond()),
 		attempt: c.Attempt, src: int32(src), rm: int32(rm)})
 }
@@ -392,7 +393,7 @@ func (x *containerExplainer) addSnapshot() {
 	}
 	for i := range x.s.Containers {
 		c := &x.s.Containers[i]
-		if c.State == ContainerRunning {
+		if c.State == model.ContainerRunning {
 			continue
 		}
 		n, ok := removeAt[c.ID]
@@ -414,7 +415,7 @@ func (x *containerExplainer) addMissing() {
 	}
 	for n, r := range x.p.ContainerGC.Remove {
 		if !planned[n] {
-			x.missing = append(x.missing, Container{ID: r.ID, PodUID: r.PodUID, Name: r.Name, PodSandboxID: r.PodSandboxID, Attempt: r.Attempt, State: r.State})
+			x.missing = append(x.missing, model.Container{ID: r.ID, PodUID: r.PodUID, Name: r.Name, PodSandboxID: r.PodSandboxID, Attempt: r.Attempt, State: r.State})
 		}
 	}
 	for n, i := 0, 0; n < len(x.p.ContainerGC.Remove); n++ {
@@ -426,7 +427,7 @@ func (x *containerExplainer) addMissing() {
 }
 
 // container is the container a key's src names.
-func (x *containerExplainer) container(src int32) *Container {
+func (x *containerExplainer) container(src int32) *model.Container {
 	if src >= 0 {
 		return &x.s.Containers[src]
 	}
@@ -459,20 +460,20 @@ func (x *containerExplainer) sort() {
 
 // rows builds each row in its place: its rank among its pod's containers
 // of that name, and what the plan does with it and why.
-func (x *containerExplainer) rows() []ContainerRow {
+func (x *containerExplainer) rows() []model.ContainerRow {
 	keep := newKeeper(x.p)
-	rows := make([]ContainerRow, len(x.keys))
+	rows := make([]model.ContainerRow, len(x.keys))
 	for i, k := range x.keys {
 		c := x.container(k.src)
 		r := &rows[i]
-		*r = ContainerRow{Pod: x.podNames.byRank(k.pod), Rank: 1, ID: c.ID, Name: c.Name, Attempt: c.Attempt, State: c.State,
-			CreatedAt: c.CreatedAt, FinishedAt: c.FinishedAt, Action: ActionKeep}
+		*r = model.ContainerRow{Pod: x.podNames.byRank(k.pod), Rank: 1, ID: c.ID, Name: c.Name, Attempt: c.Attempt, State: c.State,
+			CreatedAt: c.CreatedAt, FinishedAt: c.FinishedAt, Action: model.ActionKeep}
 		if i > 0 && x.keys[i-1].pod == k.pod && x.keys[i-1].name == k.name {
 			r.Rank = rows[i-1].Rank + 1
 		}
 		if k.rm >= 0 {
 			rm := &x.p.ContainerGC.Remove[k.rm]
-			r.Action, r.Step, r.Reason, r.Detail = ActionRemove, int(k.rm)+1, string(rm.Reason), rm.Detail
+			r.Action, r.Step, r.Reason, r.Detail = model.ActionRemove, int(k.rm)+1, string(rm.Reason), rm.Detail
 		} else {
 			why, detail := keep.why(*r)
 			r.Reason, r.Detail = string(why), detail
@@ -522,7 +523,7 @@ func (r *ranker) byRank(rank int32) string { return r.list[r.byName[rank]] }
 // keeper words why the plan keeps dead containers (containerKeep), making
 // each wording once: 100,000 kept rows say a few dozen things.
 type keeper struct {
-	p          Plan
+	p          model.Plan
 	notPlanned string
 	newest     map[newestKey]string
 }
@@ -532,18 +533,18 @@ type newestKey struct {
 	name string
 }
 
-func newKeeper(p Plan) *keeper { return &keeper{p: p, newest: make(map[newestKey]string)} }
+func newKeeper(p model.Plan) *keeper { return &keeper{p: p, newest: make(map[newestKey]string)} }
 
 // why is containerKeep(k.p, r), its most common wordings made once.
-func (k *keeper) why(r ContainerRow) (ContainerKeepReason, string) {
+func (k *keeper) why(r model.ContainerRow) (model.ContainerKeepReason, string) {
 	why, detail := containerKeepReason(k.p, r)
 	switch why {
-	case ContainerKeepNotPlanned:
+	case model.ContainerKeepNotPlanned:
 		if k.notPlanned == "" {
 			_, k.notPlanned = containerKeep(k.p, r)
 		}
 		return why, k.notPlanned
-	case ContainerKeepNewest:
+	case model.ContainerKeepNewest:
 		nk := newestKey{r.Rank, r.Name}
 		d, ok := k.newest[nk]
 		if !ok {
@@ -553,21 +554,4 @@ func (k *keeper) why(r ContainerRow) (ContainerKeepReason, string) {
 		return why, d
 	}
 	return why, detail
-}
-
-// PlanSnapshot plans a pass of the kind over a snapshot the caller
-// already holds (from Snapshot), evaluated at at (zero: the snapshot's
-// time), with the engine's effective policy: the one its passes and
-// dry-runs use, which holds the MaxAge pass back after a fresh start. A
-// view that shows a plan (the dashboard) plans through it, so that it
-// never shows a removal the next pass would not make. It takes no lock
-// and makes no runtime call: a pass in flight does not delay it.
-func (e *Engine) PlanSnapshot(s Snapshot, kind PassKind, at time.Time) (Plan, error) {
-	if !validPass(kind) {
-		return Plan{}, fmt.Errorf("unknown pass kind %q", kind)
-	}
-	if at.IsZero() {
-		at = s.TakenAt
-	}
-	return PlanPass(s, e.effectivePolicy(at), kind, at), nil
 }
