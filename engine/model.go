@@ -86,6 +86,21 @@ type ImageRemoveReason = model.ImageRemoveReason
 // ImageRow is [model.ImageRow].
 type ImageRow = model.ImageRow
 
+// ItemKind is [model.ItemKind].
+type ItemKind = model.ItemKind
+
+// ItemResult is [model.ItemResult].
+type ItemResult = model.ItemResult
+
+// JournalEntry is [model.JournalEntry].
+type JournalEntry = model.JournalEntry
+
+// JournalOp is [model.JournalOp].
+type JournalOp = model.JournalOp
+
+// JournalPass is [model.JournalPass].
+type JournalPass = model.JournalPass
+
 // LogFiles is [model.LogFiles].
 type LogFiles = model.LogFiles
 
@@ -101,8 +116,14 @@ type LogRemoval = model.LogRemoval
 // LogRow is [model.LogRow].
 type LogRow = model.LogRow
 
+// Outcome is [model.Outcome].
+type Outcome = model.Outcome
+
 // PassKind is [model.PassKind].
 type PassKind = model.PassKind
+
+// PassReport is [model.PassReport].
+type PassReport = model.PassReport
 
 // Plan is [model.Plan].
 type Plan = model.Plan
@@ -115,6 +136,9 @@ type Policy = model.Policy
 
 // PolicyError is [model.PolicyError].
 type PolicyError = model.PolicyError
+
+// Progress is [model.Progress].
+type Progress = model.Progress
 
 // Reader is [model.Reader].
 type Reader = model.Reader
@@ -242,6 +266,48 @@ const EventInvalidDiskCapacity = model.EventInvalidDiskCapacity
 // ImageGCPeriod is [model.ImageGCPeriod].
 const ImageGCPeriod = model.ImageGCPeriod
 
+// ItemContainer is [model.ItemContainer].
+const ItemContainer = model.ItemContainer
+
+// ItemImage is [model.ItemImage].
+const ItemImage = model.ItemImage
+
+// ItemLog is [model.ItemLog].
+const ItemLog = model.ItemLog
+
+// ItemSandbox is [model.ItemSandbox].
+const ItemSandbox = model.ItemSandbox
+
+// JournalCheckpoint is [model.JournalCheckpoint].
+const JournalCheckpoint = model.JournalCheckpoint
+
+// JournalFailed is [model.JournalFailed].
+const JournalFailed = model.JournalFailed
+
+// JournalGone is [model.JournalGone].
+const JournalGone = model.JournalGone
+
+// JournalIntent is [model.JournalIntent].
+const JournalIntent = model.JournalIntent
+
+// JournalNotRemoved is [model.JournalNotRemoved].
+const JournalNotRemoved = model.JournalNotRemoved
+
+// JournalNotRun is [model.JournalNotRun].
+const JournalNotRun = model.JournalNotRun
+
+// JournalRemoved is [model.JournalRemoved].
+const JournalRemoved = model.JournalRemoved
+
+// JournalSkipped is [model.JournalSkipped].
+const JournalSkipped = model.JournalSkipped
+
+// JournalStarted is [model.JournalStarted].
+const JournalStarted = model.JournalStarted
+
+// JournalUnknown is [model.JournalUnknown].
+const JournalUnknown = model.JournalUnknown
+
 // KeepBadSize is [model.KeepBadSize].
 const KeepBadSize = model.KeepBadSize
 
@@ -274,6 +340,24 @@ const LogPodDirRemoved = model.LogPodDirRemoved
 
 // LogPodRemovable is [model.LogPodRemovable].
 const LogPodRemovable = model.LogPodRemovable
+
+// OutcomeFailed is [model.OutcomeFailed].
+const OutcomeFailed = model.OutcomeFailed
+
+// OutcomeGone is [model.OutcomeGone].
+const OutcomeGone = model.OutcomeGone
+
+// OutcomeNotRun is [model.OutcomeNotRun].
+const OutcomeNotRun = model.OutcomeNotRun
+
+// OutcomePlanned is [model.OutcomePlanned].
+const OutcomePlanned = model.OutcomePlanned
+
+// OutcomeRemoved is [model.OutcomeRemoved].
+const OutcomeRemoved = model.OutcomeRemoved
+
+// OutcomeSkipped is [model.OutcomeSkipped].
+const OutcomeSkipped = model.OutcomeSkipped
 
 // PassContainers is [model.PassContainers].
 const PassContainers = model.PassContainers
@@ -316,6 +400,9 @@ const SandboxReady = model.SandboxReady
 
 // SandboxSuperseded is [model.SandboxSuperseded].
 const SandboxSuperseded = model.SandboxSuperseded
+
+// UsageFromListing is [model.UsageFromListing].
+const UsageFromListing = model.UsageFromListing
 
 // ErrNotFound is [model.ErrNotFound].
 var ErrNotFound = model.ErrNotFound
