@@ -118,10 +118,6 @@ func EventReasons(evs []model.Event) string {
 func RandomSnapshot(r *rand.Rand) model.Snapshot {
 	s := BaseSnapshot()
 	pick := func(xs ...int64) int64 { return xs[r.IntN(len(xs))] }
-	randTime := func() time.Time {
-		// Mostly the past ten hours, sometimes a little in the future.
-		return T0.Add(time.Duration(r.Int64N(int64(10*time.Hour+time.Minute))) - 10*time.Hour)
-	}
 	s.ImageFs = model.FsStats{
 		CapacityBytes:  pick(0, -1, 1000, 1<<40, r.Int64N(1<<20)+1),
 		AvailableBytes: pick(0, -5, 500, 1<<41, r.Int64N(1<<20)),
@@ -148,7 +144,7 @@ func RandomSnapshot(r *rand.Rand) model.Snapshot {
 		refs = append(refs, img.RepoTags...)
 		refs = append(refs, img.RepoDigests...)
 		if r.IntN(4) != 0 {
-			rec := model.ImageRecord{ID: img.ID, FirstDetected: randTime()}
+			rec := model.ImageRecord{ID: img.ID, FirstDetected: randomTime(r)}
 			if r.IntN(2) == 0 {
 				lu := rec.FirstDetected.Add(time.Duration(r.Int64N(int64(2 * time.Hour))))
 				rec.LastUsed = &lu
@@ -173,14 +169,24 @@ func RandomSnapshot(r *rand.Rand) model.Snapshot {
 				st = model.SandboxReady
 			}
 			s.Sandboxes = append(s.Sandboxes, model.Sandbox{ID: id, PodUID: pods[i], PodName: fmt.Sprintf("pod-%d", i), PodNamespace: "ns",
-				Attempt: uint32(j), State: st, CreatedAt: randTime()})
+				Attempt: uint32(j), State: st, CreatedAt: randomTime(r)})
 			podSandboxes[i] = append(podSandboxes[i], id)
 		}
 	}
+	randomContainers(r, &s, pods, podSandboxes, refs)
+
+	randomPodSourceAndLogs(r, &s, pods)
+	return s
+}
+
+// randomContainers adds up to 40 containers in random states to s, each
+// in one of the pods and its sandboxes, using one of the image refs.
+func randomContainers(r *rand.Rand, s *model.Snapshot, pods []string, podSandboxes [][]string, refs []string) {
+	nPods := len(pods)
 	states := []model.ContainerState{model.ContainerCreated, model.ContainerRunning, model.ContainerExited, model.ContainerExited, model.ContainerUnknown, "CONTAINER_PAUSED"}
 	for i := range r.IntN(40) {
 		c := model.Container{ID: fmt.Sprintf("c-%02d", i), Name: []string{"a", "b", "c"}[r.IntN(3)], Attempt: uint32(r.IntN(4)),
-			State: states[r.IntN(len(states))], CreatedAt: randTime()}
+			State: states[r.IntN(len(states))], CreatedAt: randomTime(r)}
 		if nPods > 0 {
 			pi := r.IntN(nPods)
 			c.PodUID = pods[pi]
@@ -196,7 +202,17 @@ func RandomSnapshot(r *rand.Rand) model.Snapshot {
 		}
 		s.Containers = append(s.Containers, c)
 	}
+}
 
+// randomTime is mostly in the ten hours before T0, sometimes a little
+// after it.
+func randomTime(r *rand.Rand) time.Time {
+	return T0.Add(time.Duration(r.Int64N(int64(10*time.Hour+time.Minute))) - 10*time.Hour)
+}
+
+// randomPodSourceAndLogs gives s a random pod source over its pods and,
+// two times in three, log files whose names a hostile user could choose.
+func randomPodSourceAndLogs(r *rand.Rand, s *model.Snapshot, pods []string) {
 	s.PodSource.Ready = r.IntN(2) == 0
 	for _, p := range pods {
 		if r.IntN(2) == 0 {
@@ -227,7 +243,6 @@ func RandomSnapshot(r *rand.Rand) model.Snapshot {
 			s.Logs.ContainerLinks = append(s.Logs.ContainerLinks, model.LogLink{Path: l, ContainerID: id})
 		}
 	}
-	return s
 }
 
 // ValidSnapshotJSON is a small snapshot that follows the contract, with an
