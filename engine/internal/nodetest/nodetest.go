@@ -103,6 +103,7 @@ func LogRemovals(p model.LogPlan) []string {
 	return out
 }
 
+// EventReasons lists the events' reasons, comma-separated.
 func EventReasons(evs []model.Event) string {
 	rs := []string{}
 	for _, e := range evs {
@@ -320,6 +321,8 @@ var BigSnapshot = sync.OnceValues(func() (model.Snapshot, []byte) {
 	return s, data
 })
 
+// BenchPolicy is the kubelet's defaults with a node limit and a MaxAge,
+// so that BigSnapshot's plan runs every step.
 func BenchPolicy() model.Policy {
 	p := model.DefaultPolicy()
 	p.Container.MaxContainers = 30_000
