@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/internal/simnode"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // rawInFlight is how many calls the raw removal loop keeps in flight.

@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegc/nodegc/engine"
-	"github.com/nodegc/nodegc/internal/simnode"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 func small(seed int64) simnode.Options {
