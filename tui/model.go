@@ -123,6 +123,9 @@ type Model struct {
 	historyRead    bool
 	journalReading bool
 	previewSeq     uint64
+	// pausedHere says this dashboard holds the scheduler's pause: it
+	// ends as the dashboard leaves (engine.Pause.Held).
+	pausedHere bool
 	// busy is the kind of the pass this dashboard applied and awaits;
 	// stopApply cancels its context (X), stopping it after the item in
 	// flight.
@@ -243,8 +246,8 @@ func (m Model) Init() tea.Cmd {
 	if m.o.Controller != nil {
 		cmds = append(cmds, subscribeCmd(m.o.Controller))
 	}
-	if m.o.Journal != nil {
-		cmds = append(cmds, journalCmd(m.ctx, m.o.Journal))
+	if m.o.Journal != nil || m.o.History != nil {
+		cmds = append(cmds, historyCmd(m.ctx, m.o.Journal, m.o.History))
 	}
 	if m.o.Listings != nil {
 		cmds = append(cmds, waitListing(m.o.Listings))
@@ -344,6 +347,10 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.onApplied(msg)
 	case statusMsg:
 		m.setStatus(msg.status)
+		m.pausedHere = msg.held
+		if msg.err != nil {
+			m.setFlash(msg.err.Error(), true)
+		}
 		m.pushOverview()
 		return m, nil
 	case journalMsg:

@@ -103,7 +103,7 @@ func TestAttach(t *testing.T) {
 		if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("control socket: %v %v", fi.Mode(), err)
 		}
-		st, err := n.client(t, true).Status(ctx)
+		st, err := n.client(t, true).AgentStatus(ctx)
 		if err != nil || strconv.Itoa(st.PID) != pid || st.Version != "v9.9.9-test" || !st.ReadOnly {
 			t.Errorf("status %+v, %v", st, err)
 		}
@@ -273,9 +273,9 @@ func TestDashboardAttaches(t *testing.T) {
 	}
 	waitScreen(fmt.Sprintf("attached to agent (pid %d, up", agent.Process.Pid))
 	run("send-keys", "i")
-	// The modal opens at once and loads the agent's preview; y means
-	// nothing until the plan is shown (a loaded machine takes a while).
-	waitScreen("y apply exactly this plan")
+	// The modal opens at once and plans the shown snapshot; y means
+	// nothing until the plan is shown, then forces the agent's pass.
+	waitScreen("y run the pass now")
 	run("send-keys", "y")
 	screen := waitScreen("#1 images")
 	reports, err := n.client(t, true).Reports(context.Background())
