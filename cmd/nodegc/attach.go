@@ -8,6 +8,7 @@ import (
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/proctune"
 	"github.com/nodegc/nodegc/tui"
 )
 
@@ -137,7 +138,7 @@ func runAttachedDashboard(ctx context.Context, opts *rootOptions, c *control.Cli
 	defer c.Close()
 	restore := quietLibraryLogs(nil)
 	defer restore()
-	lightGC()
+	proctune.Dashboard()
 	cfg, err := loadConfig(opts.IO, opts.Global, true)
 	if err != nil {
 		return err
