@@ -104,6 +104,9 @@ type Options struct {
 	// PodSource returns the pod source's state; nil means none. It is
 	// called at each scrape and must be cheap (no API call).
 	PodSource func() PodSourceState
+	// Extra are more collectors NewHandler serves beside this one (the
+	// agent's forecasts).
+	Extra []prometheus.Collector
 }
 
 // Collector keeps what the agent's passes measured and serves it as a

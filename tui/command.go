@@ -114,6 +114,9 @@ func (m Model) runCommand(c commandMsg) (tea.Model, tea.Cmd) {
 		return m.pauseCommand(c.name)
 	}
 	want := strings.ToLower(c.pane)
+	if c.name == "" && (want == "q" || want == "quit" || want == "q!") {
+		return m.quit() // vim's and k9s's :q, as q does here
+	}
 	i := slices.IndexFunc(paneNames(m.panes), func(names []string) bool {
 		return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, want) })
 	})
