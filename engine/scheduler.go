@@ -250,7 +250,8 @@ func (s *Scheduler) Force(ctx context.Context, kind PassKind) (PassReport, error
 	if s.e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
 	}
-	return s.pass(ctx, kind, true)
+	// A forced pass always lists the node (Engine.Run), never skips.
+	return s.do(ctx, kind, func(ctx context.Context) (PassReport, error) { return s.e.Run(ctx, kind) }, true)
 }
 
 // pass runs one real pass and publishes its report and events. A

@@ -283,14 +283,6 @@ func applyCmd(ctx context.Context, c Controller, kind engine.PassKind, p engine.
 	}
 }
 
-// forceCmd runs a pass of the kind now (Controller.Force).
-func forceCmd(ctx context.Context, c Controller, kind engine.PassKind) tea.Cmd {
-	return func() tea.Msg {
-		r, err := c.Force(ctx, kind)
-		return appliedMsg{kind: kind, report: r, err: err}
-	}
-}
-
 // pauseCmd pauses the periodic passes with p, held by ctx (the
 // dashboard's: a held pause ends as the dashboard leaves), or resumes
 // them.

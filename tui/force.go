@@ -37,8 +37,9 @@ func forcePlanCmd(plan func(engine.Snapshot, engine.PassKind, time.Time) (engine
 	}
 }
 
-// runForced closes the force modal d and runs its pass, which X stops
-// after the item in flight.
+// runForced closes the force modal d and runs its pass
+// (Controller.Force) in a command, which X stops after the item in
+// flight.
 func (m Model) runForced(d modal) (tea.Model, tea.Cmd) {
 	m.modal = nil
 	m.busy = d.pass
@@ -46,5 +47,9 @@ func (m Model) runForced(d modal) (tea.Model, tea.Cmd) {
 	m.setStickyFlash(fmt.Sprintf("running a forced %s pass…", d.pass))
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.stopApply = cancel
-	return m, forceCmd(ctx, m.o.Controller, d.pass)
+	c, kind := m.o.Controller, d.pass
+	return m, func() tea.Msg {
+		r, err := c.Force(ctx, kind)
+		return appliedMsg{kind: kind, report: r, err: err}
+	}
 }
