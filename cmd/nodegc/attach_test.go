@@ -282,5 +282,55 @@ func TestDashboardAttaches(t *testing.T) {
 	if err != nil || len(reports) != 1 || reports[0].Kind != engine.PassImages || reports[0].Count(engine.OutcomeRemoved) == 0 {
 		t.Errorf("the agent's reports %v, %v\nscreen:\n%s", reports, err, screen)
 	}
+	// The journal view (L) shows the agent's journal, every line of it.
+	journal, err := n.client(t, true).Journal(context.Background())
+	if err != nil || len(journal) == 0 {
+		t.Fatalf("the agent's journal: %d lines, %v", len(journal), err)
+	}
+	run("send-keys", "L")
+	foot := fmt.Sprintf("last %d lines", len(journal))
+	waitScreen(foot)
+	// esc alone, and the view gone before the next key: tmux sends esc
+	// and a key typed with it as one alt+key.
+	run("send-keys", "Escape")
+	for deadline := time.Now().Add(30 * time.Second); strings.Contains(run("capture-pane", "-p"), foot); {
+		if time.Now().After(deadline) {
+			t.Fatal("esc did not close the journal view")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// p pauses the agent in this dashboard's name (its pid on the socket)
+	// while it stays: q says the pause ends, and it ends as it leaves.
+	pid := strings.TrimSpace(run("display-message", "-p", "#{pane_pid}"))
+	who := "uid 0 pid " + pid
+	run("send-keys", "p")
+	waitScreen("Ⅱ paused (" + who)
+	if st, err := n.client(t, true).AgentStatus(context.Background()); err != nil || !st.Scheduler.Paused || st.Scheduler.PausedBy != who || !st.Scheduler.PauseHeld {
+		t.Fatalf("the agent's status after p: %+v, %v; want a held pause by %s", st.Scheduler, err, who)
+	}
 	run("send-keys", "q")
+	waitScreen("This dashboard's pause ends as it leaves")
+	run("send-keys", "q")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := n.client(t, true).AgentStatus(context.Background())
+		if err == nil && !st.Scheduler.Paused {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent is still paused after the dashboard left: %+v, %v", st.Scheduler, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var resumed string
+	for l := range strings.SplitSeq(agentLog(), "\n") {
+		if strings.Contains(l, `"msg":"periodic passes resumed"`) {
+			resumed = l
+		}
+	}
+	for _, want := range []string{`"pausedBy":"` + who + `"`, `"endedBy":"` + who + `"`, `"reason":"its holder left"`} {
+		if !strings.Contains(resumed, want) {
+			t.Errorf("the agent's resume line %q lacks %s\nthe agent's log:\n%s", resumed, want, agentLog())
+		}
+	}
 }
