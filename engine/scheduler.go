@@ -39,8 +39,10 @@ type SchedulerOptions struct {
 	// ImagePeriod and ContainerPeriod default to the kubelet's 5m and 1m.
 	ImagePeriod     time.Duration
 	ContainerPeriod time.Duration
-	// Paused starts the scheduler paused.
-	Paused bool
+	// Paused starts the scheduler paused, in PausedBy's name ("" is
+	// "started paused"): the flag or setting that asked for it.
+	Paused   bool
+	PausedBy string
 	// Now is the clock; nil means the engine's clock.
 	Now func() time.Time
 	// After waits for a duration; nil means time.After. Tests inject it.
@@ -183,7 +185,7 @@ func NewScheduler(e *Engine, o SchedulerOptions) *Scheduler {
 	now := o.Now()
 	s.st = Status{
 		Paused:            o.Paused,
-		PausedBy:          pausedAtStart(o.Paused),
+		PausedBy:          pausedAtStart(o.Paused, o.PausedBy),
 		PausedSince:       pausedSince(o.Paused, now),
 		NextImagePass:     now.Add(o.ImagePeriod),
 		NextContainerPass: now.Add(o.ContainerPeriod),
@@ -490,11 +492,14 @@ func (s *Scheduler) changed() {
 }
 
 // pausedAtStart names who paused a scheduler that starts paused.
-func pausedAtStart(paused bool) string {
-	if !paused {
+func pausedAtStart(paused bool, by string) string {
+	switch {
+	case !paused:
 		return ""
+	case by == "":
+		return "started paused"
 	}
-	return "started paused"
+	return by
 }
 
 // pausedSince is when a scheduler that starts paused was paused.

@@ -225,7 +225,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	defer restore()
 	proctune.Dashboard()
 	defer proctune.Profile(opts.IO.Err)()
-	so.Paused = opts.Paused
+	so.Paused, so.PausedBy = opts.Paused, "--paused"
 	// The passes follow the runtime's event stream whatever --events says
 	// of the display: a container created on an image is seen at once. The
 	// display refreshes on the scheduler's notices of that one stream; a
