@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -40,6 +42,13 @@ func (l *logBuffer) String() string {
 // agent's log. t.Cleanup ends it all.
 func simAgent(t *testing.T) (*engine.Scheduler, string, *logBuffer) {
 	t.Helper()
+	s, _, path, log := simServer(t)
+	return s, path, log
+}
+
+// simServer is simAgent with its control server, for its remote handler.
+func simServer(t *testing.T) (*engine.Scheduler, *Server, string, *logBuffer) {
+	t.Helper()
 	n, ep := simnode.ServeTemp(t, simnode.Options{Seed: 1, Images: 4, Pods: 2, DeadPerContainer: 2})
 	c, err := cri.Dial(context.Background(), ep, cri.Options{})
 	if err != nil {
@@ -72,7 +81,7 @@ func simAgent(t *testing.T) (*engine.Scheduler, string, *logBuffer) {
 		<-done
 		e.Close()
 	})
-	return s, path, log
+	return s, srv, path, log
 }
 
 // untilStatus waits for a notice of s whose status satisfies ok.
@@ -143,5 +152,29 @@ func TestAPauseWithAnExpiryOutlivesItsClient(t *testing.T) {
 	c.Close()
 	if st := s.Status(); !st.Paused || !st.PausedUntil.Equal(until) || st.PauseHeld {
 		t.Fatalf("the agent's status after a pause until %s: %+v", until, st)
+	}
+}
+
+func TestAHeldPauseThroughTheAPIServerIsTheUsers(t *testing.T) {
+	s, srv, _, log := simServer(t)
+	hs := httptest.NewServer(srv.RemoteHandler(&KubeAuthorizer{Post: newReviewAPI().post, Node: "node-a"}))
+	defer hs.Close()
+	base, _ := url.Parse(hs.URL)
+	c := NewRemoteClient(headerRT("Bearer operator"), base, false)
+	defer c.Close()
+	dashboard, leave := context.WithCancel(context.Background())
+	defer leave()
+	if err := c.Pause(dashboard, engine.Pause{Held: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Status(); !st.Paused || st.PausedBy != "user operator" || !st.PauseHeld {
+		t.Fatalf("the agent's status after a remote held pause: %+v", st)
+	}
+	notices, unsubscribe := s.Subscribe()
+	defer unsubscribe()
+	leave()
+	untilStatus(t, notices, func(st engine.Status) bool { return !st.Paused })
+	if out := log.String(); !strings.Contains(out, `pausedBy="user operator"`) || !strings.Contains(out, `endedBy="user operator" reason="its holder left"`) {
+		t.Errorf("the agent's log:\n%s", out)
 	}
 }
