@@ -92,7 +92,11 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	if _, err := o.Engine.Snapshot(ctx); err != nil {
 		log.Warn("first snapshot", "err", err)
 	}
-	passCtx, s, stop := o.StartScheduler(ctx, o.Engine, o.Scheduler, a.col.WatchEvents(o.Events))
+	so := o.Scheduler
+	if so.Log == nil {
+		so.Log = log // who paused and who ended it, on record
+	}
+	passCtx, s, stop := o.StartScheduler(ctx, o.Engine, so, a.col.WatchEvents(o.Events))
 	stopControl, err := serveControl(passCtx, o, s)
 	if err != nil {
 		stop()

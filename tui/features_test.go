@@ -134,6 +134,11 @@ func (r *recordingController) Apply(ctx context.Context, p engine.Plan) (engine.
 	return r.fakeController.Apply(ctx, p)
 }
 
+func (r *recordingController) Force(ctx context.Context, kind engine.PassKind) (engine.PassReport, error) {
+	r.ctxs = append(r.ctxs, ctx)
+	return r.fakeController.Force(ctx, kind)
+}
+
 // Issue 12: a running pass shows its progress, and X stops it after the
 // item in flight (its context is cancelled).
 func TestProgressAndStop(t *testing.T) {

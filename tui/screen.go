@@ -65,6 +65,19 @@ func (m Model) quitStops() engine.PassKind {
 	return ""
 }
 
+// pausedBadge says who paused the periodic passes, since when and until
+// when: "Ⅱ paused (uid 0 pid 4242 11:02–12:00)".
+func pausedBadge(st engine.Status) string {
+	if st.PausedBy == "" {
+		return "Ⅱ paused"
+	}
+	span := st.PausedSince.Format("15:04")
+	if !st.PausedUntil.IsZero() {
+		span += "–" + st.PausedUntil.Format("15:04")
+	}
+	return "Ⅱ paused (" + st.PausedBy + " " + span + ")"
+}
+
 // chrome is the lines around the body: the tab bar and its rule, the
 // status line and the help.
 func (m Model) chrome() int {
@@ -232,7 +245,7 @@ func (m Model) tabBar() string {
 	case m.inFlight() != "":
 		badges = append(badges, st.Accent.Render("● "+string(m.inFlight())))
 	case m.status.Paused:
-		badges = append(badges, st.BadgeWarn.Render("Ⅱ paused"))
+		badges = append(badges, st.BadgeWarn.Render(pausedBadge(m.status)))
 	default:
 		badges = append(badges, st.Badge.Render("● running"))
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +10,7 @@ import (
 	"github.com/nodegc/nodegc/agent"
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/proctune"
 )
 
 // defaultMetricsAddress is --metrics-bind-address's default.
@@ -137,21 +136,6 @@ func agentLogger(opts *agentOptions) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(opts.IO.Err, &slog.HandlerOptions{Level: level})), nil
 }
 
-// agentGCPercent is the agent's GOGC unless the environment sets GOGC.
-// The agent has no memory limit of its own (the dashboard's 40 MiB
-// GOMEMLIMIT sits near a large node's live heap, and made each of the
-// agent's passes collect over and over: 0.81% of a core idle where GOGC
-// alone costs 0.13-0.17%). GOMEMLIMIT, when the environment sets it,
-// still applies.
-const agentGCPercent = 25
-
-// agentGC applies agentGCPercent unless GOGC is set.
-func agentGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(agentGCPercent)
-	}
-}
-
 // checkAgentOptions refuses bad flags (exit 2) and returns the agent's
 // logger.
 func checkAgentOptions(opts *agentOptions) (*slog.Logger, error) {
@@ -190,8 +174,8 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	// library (logrus) log through the same JSON handler.
 	g.log, g.logOut = log, agent.LibraryWriter(log)
 	defer quietLibraryLogs(g.logOut)()
-	agentGC()
-	defer profile(opts.IO.Err)()
+	proctune.Agent()
+	defer proctune.Profile(opts.IO.Err)()
 	var a agent.Agent
 	n, err := openLiveNode(ctx, opts.IO, g, liveNodeOptions{Policy: opts.Policy, Parallel: opts.Parallel, OnSnapshot: a.ObserveSnapshot})
 	if err != nil {
@@ -201,7 +185,7 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	return a.Run(ctx, agent.Options{Log: log, Listener: l, Address: opts.MetricsAddress, StateDir: g.StateDir,
 		Engine: n.Engine, Events: n.Events, Pods: agentPods(n.Conn.pods, g), RuntimeEndpoint: n.Conn.Endpoint,
 		Scheduler:      engine.SchedulerOptions{ImagePeriod: opts.ImagePeriod, ContainerPeriod: opts.ContainerPeriod},
-		StartScheduler: startScheduler, ProbeStateDir: probeStateDir, StoppedLine: stoppedLine, AfterPass: release,
+		StartScheduler: startScheduler, ProbeStateDir: probeStateDir, StoppedLine: stoppedLine, AfterPass: proctune.Release,
 		Version: version, Started: started})
 }
 

@@ -61,16 +61,16 @@ func (f *statusScheduler) Preview(context.Context, engine.PassKind) (engine.Pass
 func (f *statusScheduler) Apply(context.Context, engine.Plan) (engine.PassReport, error) {
 	return engine.PassReport{}, errors.New("not in this test")
 }
-func (f *statusScheduler) Pause()     {}
-func (f *statusScheduler) Resume()    {}
-func (f *statusScheduler) Stop() bool { return false }
+func (f *statusScheduler) Pause(context.Context, engine.Pause) error { return nil }
+func (f *statusScheduler) Resume(context.Context) error              { return nil }
+func (f *statusScheduler) Stop() bool                                { return false }
 
 // policyEngine answers the status call's policy.
 type policyEngine struct{ Engine }
 
 func (policyEngine) Policy() engine.Policy { return engine.DefaultPolicy() }
 
-// The attached dashboard numbers the agent's statuses itself: the status
+// A client following an agent numbers the agent's statuses itself: the status
 // it starts with (the agent's, whose Seq counts every notice the agent
 // ever published) must not look newer than the notices that follow, or
 // the dashboard keeps it and drops them all (issue 24: a real containerd
@@ -83,15 +83,14 @@ func TestAttachedStatusesGrow(t *testing.T) {
 	c := serveScheduler(t, sched)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := c.Status(ctx)
+	st, err := c.AgentStatus(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := NewAttached(c, st)
-	notices, unsubscribe := a.Subscribe()
+	notices, unsubscribe := c.Subscribe()
 	defer unsubscribe()
-	go a.Run(ctx)
-	held := a.Status() // what the dashboard starts with
+	c.Watch(ctx, st)
+	held := c.Status() // what the dashboard starts with
 	next := func() engine.Status {
 		t.Helper()
 		select {
@@ -107,8 +106,8 @@ func TestAttachedStatusesGrow(t *testing.T) {
 		t.Errorf("the stream's first status %+v is not newer than the one held %+v", first, held)
 	}
 	sched.publish(engine.Status{Passes: 41, Seq: 401})
-	if got := next(); got.Passes != 41 || got.Seq <= first.Seq || got != a.Status() {
-		t.Errorf("the pass's notice %+v after %+v; Status %+v", got, first, a.Status())
+	if got := next(); got.Passes != 41 || got.Seq <= first.Seq || got != c.Status() {
+		t.Errorf("the pass's notice %+v after %+v; Status %+v", got, first, c.Status())
 	}
 	// A new agent behind the same socket starts its Seq again: its
 	// statuses are still taken.
@@ -132,7 +131,7 @@ func TestAttachedBriefStatusGetsTheLastReport(t *testing.T) {
 	c := serveScheduler(t, sched)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	full, err := c.Status(ctx)
+	full, err := c.AgentStatus(ctx)
 	if err != nil || full.Scheduler.LastReport == nil {
 		t.Fatalf("the full status has no last report: %+v, %v", full.Scheduler, err)
 	}
@@ -140,10 +139,9 @@ func TestAttachedBriefStatusGetsTheLastReport(t *testing.T) {
 	if err != nil || st.Scheduler.LastReport != nil || st.Scheduler.Passes != 3 {
 		t.Fatalf("the brief status: %+v, %v; want 3 passes and no report", st.Scheduler, err)
 	}
-	a := NewAttached(c, st)
-	notices, unsubscribe := a.Subscribe()
+	notices, unsubscribe := c.Subscribe()
 	defer unsubscribe()
-	go a.Run(ctx)
+	c.Watch(ctx, st)
 	next := func() engine.Notice {
 		t.Helper()
 		select {

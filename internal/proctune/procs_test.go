@@ -1,4 +1,4 @@
-package main
+package proctune
 
 import (
 	"runtime"
@@ -50,7 +50,7 @@ func TestOneProcWhileIdle(t *testing.T) {
 	}
 }
 
-// TestReleaseFreesWhatPoolsHeld pins that release frees what a sync.Pool
+// TestReleaseFreesWhatPoolsHeld pins that Release frees what a sync.Pool
 // held when it ran, as gRPC's receive buffers are after a large listing:
 // the first collection only moves a pool's objects to its victim cache.
 func TestReleaseFreesWhatPoolsHeld(t *testing.T) {
@@ -59,9 +59,9 @@ func TestReleaseFreesWhatPoolsHeld(t *testing.T) {
 	w := weak.Make(b)
 	pool.Put(b)
 	b = nil
-	release()
+	Release()
 	if w.Value() != nil {
-		t.Error("a buffer a pool held is still live after release")
+		t.Error("a buffer a pool held is still live after Release")
 	}
 	runtime.KeepAlive(&pool)
 }
