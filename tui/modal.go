@@ -334,16 +334,29 @@ func (d *modal) render(st *style.Styles, w, h int, readOnly bool) string {
 }
 
 // overlay draws box over screen, centred, on rows it blanks across the
-// whole width: no cut-off table text shows beside its borders, as if it
-// were part of the window.
+// whole width below the tab bar and its rule (chromeRows): no cut-off
+// table text shows beside its borders, as if it were part of the window.
+// A box tall enough to reach the chrome leaves the chrome's ends in
+// sight there.
 func overlay(screen, box string, w, h int) string {
 	y := max((h-lipgloss.Height(box))/2, 0)
-	band := lipgloss.PlaceHorizontal(max(w, lipgloss.Width(box)), lipgloss.Center, box)
-	return lipgloss.NewCompositor(
-		lipgloss.NewLayer(screen),
-		lipgloss.NewLayer(band).X(0).Y(y).Z(1),
-	).Render()
+	x := max((w-lipgloss.Width(box))/2, 0)
+	lines := strings.Split(box, "\n")
+	top := min(max(chromeRows-y, 0), len(lines))
+	layers := []*lipgloss.Layer{lipgloss.NewLayer(screen)}
+	if top > 0 {
+		layers = append(layers, lipgloss.NewLayer(strings.Join(lines[:top], "\n")).X(x).Y(y).Z(1))
+	}
+	if top < len(lines) {
+		band := lipgloss.PlaceHorizontal(max(w, lipgloss.Width(box)), lipgloss.Center, strings.Join(lines[top:], "\n"))
+		layers = append(layers, lipgloss.NewLayer(band).X(0).Y(y+top).Z(1))
+	}
+	return lipgloss.NewCompositor(layers...).Render()
 }
+
+// chromeRows are the tab bar and the rule under it, at the top of every
+// screen.
+const chromeRows = 2
 
 // openPreview asks the scheduler for a dry-run of the kind and opens the
 // modal that shows it.
