@@ -151,7 +151,8 @@ func TestDecodeSplitMisleading(t *testing.T) {
 	// These are valid, name each list once, and must be split: the
 	// tokenizer reads their strings and nesting right.
 	split := []string{"element separators inside strings", "escaped quotes and backslashes",
-		"a list's key inside a nested object", "a list's key as a value", "nested arrays in elements"}
+		"a list's key inside a nested object", "a list's key as a value", "nested arrays in elements",
+		"an empty list with spaces"}
 	for _, name := range split {
 		if d := withLists(string(valid), docs[name]); !json.Valid([]byte(d)) || !wire.Splits([]byte(d)) {
 			t.Errorf("%s: not split", name)
