@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"runtime"
 	"slices"
 	"strings"
@@ -21,20 +22,22 @@ import (
 // json.Unmarshal as before (whose errors are the contract), whenever the
 // document is not one it can prove it split right.
 //
-// How it splits, and why the result is encoding/json's. Each list's
-// value is guessed from the bytes: it opens after the first `"images":[`
-// (`"imageRecords":[`, …) and closes at the last `]` before the next
-// top-level key nodegc writes; its pieces end at a `},{` between
-// elements. Each piece, bracketed, is decoded by json.Unmarshal, and the
-// rest of the document, with each list replaced by a string no input
-// can know (a random nonce), by json.Unmarshal too. When all of them
-// decode, the guesses were right: a JSON scanner's state at a byte
-// depends only on the bytes before it, so a piece that decodes as an
-// array ends between two elements of the real list; the pieces together
-// are then one valid array value; and the rest decodes with each nonce
-// in its own list's top-level field (checked), so each guessed value was
-// that field's, the only one the document gives it (a list named twice,
-// in any letter case, is left to json.Unmarshal, which merges the two).
+// How it splits, and why the result is encoding/json's. One tokenizer
+// pass (findSpans: strings with their escapes, and nesting depth, so
+// whatever the whitespace: compact, `json.dump`'s `}, {`, indented, CRLF)
+// finds each list's value, the first top-level key spelt as its name
+// (`"images"`, `"imageRecords"`, …), and cuts it into pieces of about
+// SplitPiece bytes at commas between elements. Each piece, bracketed, is
+// decoded by json.Unmarshal, and the rest of the document, with each
+// list replaced by a string no input can know (a random nonce), by
+// json.Unmarshal too. The tokenizer does not check the grammar; the
+// decodes do, and when all of them succeed the split was right: each
+// piece is a valid array of at least one element, so the pieces joined
+// by the cut commas are one valid array value; and the rest decodes with
+// each nonce in its own list's top-level field (checked), so each value
+// was that field's, the only one the document gives it (a list named
+// twice, in any letter case, is left to json.Unmarshal, which merges the
+// two).
 func decodeSplit(data []byte) (wireSnapshot, bool) {
 	var w wireSnapshot
 	lists := []splitList{
@@ -43,7 +46,7 @@ func decodeSplit(data []byte) (wireSnapshot, bool) {
 		&pieces[model.Sandbox]{key: "sandboxes", dst: &w.Sandboxes},
 		&pieces[model.Container]{key: "containers", dst: &w.Containers},
 	}
-	spans, ok := findSpans(data, lists)
+	spans, ok := findSpans(data, lists, SplitPiece)
 	if !ok {
 		return wireSnapshot{}, false
 	}
@@ -77,15 +80,14 @@ type splitJob struct {
 	lo, hi int
 }
 
-// splitJobs cuts every list into pieces (pieceBounds) and makes room for
-// them in the list. The jobs come largest first, so that the cores finish
+// splitJobs makes a job of every list's piece and room for the pieces
+// in the list. The jobs come largest first, so that the cores finish
 // together; the rest, small, is last.
 func splitJobs(data []byte, lists []splitList, spans []span) []splitJob {
 	var jobs []splitJob
 	for _, sp := range spans {
-		b := pieceBounds(data, sp.open+1, sp.close, SplitPiece)
-		lists[sp.list].alloc(len(b))
-		for k, lh := range b {
+		lists[sp.list].alloc(len(sp.pieces))
+		for k, lh := range sp.pieces {
 			jobs = append(jobs, splitJob{list: sp.list, piece: k, lo: lh[0], hi: lh[1]})
 		}
 	}
@@ -179,9 +181,21 @@ type pieces[T any] struct {
 func (p *pieces[T]) name() string { return p.key }
 func (p *pieces[T]) alloc(n int)  { p.parts = make([][]T, n) }
 
+// decode decodes piece i. Of several pieces, each must hold an element:
+// an empty one stands beside a comma with no element on its other side
+// (`[{…}, ]`), which the whole document's decode rejects.
 func (p *pieces[T]) decode(i int, piece []byte) error {
-	return json.Unmarshal(piece, &p.parts[i])
+	if err := json.Unmarshal(piece, &p.parts[i]); err != nil {
+		return err
+	}
+	if len(p.parts) > 1 && len(p.parts[i]) == 0 {
+		return errEmptyPiece
+	}
+	return nil
 }
+
+// errEmptyPiece is an empty piece of a list cut in several.
+var errEmptyPiece = errors.New("an empty piece between two cuts")
 
 // join puts the pieces together in order: an empty list is an empty
 // slice, not nil, as json.Unmarshal leaves `[]`.
@@ -195,67 +209,6 @@ func (p *pieces[T]) join() {
 		out = append(out, part...)
 	}
 	*p.dst, p.parts = out, nil
-}
-
-// span is where the value of lists[list] is guessed to be: data[key] is
-// the quote that opens its key, data[open] its '[' and data[close] its
-// ']'.
-type span struct {
-	list             int
-	key, open, close int
-}
-
-// findSpans guesses where each list's value is, in document order; false
-// when the guesses overlap. A list not found is left to the rest. A
-// list's value opens after the first `"<name>":[` and closes at the last
-// `]` before the next list's key, or, for the last list, before the last
-// `"podSource":` (nodegc writes the lists, then podSource and logs). The
-// searches read the document about once: each stops at what it finds.
-func findSpans(data []byte, lists []splitList) ([]span, bool) {
-	var spans []span
-	for i, l := range lists {
-		at := bytes.Index(data, []byte(`"`+l.name()+`":[`))
-		if at < 0 {
-			continue
-		}
-		spans = append(spans, span{list: i, key: at, open: at + len(l.name()) + 3})
-	}
-	slices.SortFunc(spans, func(a, b span) int { return a.open - b.open })
-	for i := range spans {
-		sp := &spans[i]
-		end := len(data)
-		if i+1 < len(spans) {
-			end = spans[i+1].key
-		} else if k := bytes.LastIndex(data[sp.open:], []byte(`"podSource":`)); k >= 0 {
-			end = sp.open + k
-		}
-		if end < sp.open {
-			return nil, false
-		}
-		close := bytes.LastIndexByte(data[sp.open:end], ']')
-		if close < 0 {
-			return nil, false
-		}
-		sp.close = sp.open + close
-	}
-	return spans, true
-}
-
-// pieceBounds cuts data[lo:hi], a list's elements, into pieces of about
-// size bytes, each ending at a `}` followed by `,{` (the comma between
-// two pieces belongs to neither). There is always at least one piece.
-func pieceBounds(data []byte, lo, hi, size int) [][2]int {
-	var b [][2]int
-	for hi-lo > size {
-		k := bytes.Index(data[lo+size:hi], []byte("},{"))
-		if k < 0 {
-			break
-		}
-		cut := lo + size + k + 1
-		b = append(b, [2]int{lo, cut})
-		lo = cut + 1
-	}
-	return append(b, [2]int{lo, hi})
 }
 
 // skeleton is data with each span's value replaced by mark and the
