@@ -73,7 +73,7 @@ func (a *Agent) ObserveSnapshot(s engine.Snapshot) {
 // from the control socket (its path planted, say), before any pass.
 func (a *Agent) Run(ctx context.Context, o Options) error {
 	log := o.Log
-	a.col = metrics.New(metrics.Options{Policy: o.Engine.Policy(), Version: o.Version, Journal: o.Engine.JournalStats, PodSource: podSourceState(o.Pods)})
+	a.col = metrics.New(metrics.Options{Policy: o.Engine.Policy(), Version: o.Version, Journal: o.Engine.JournalStats, PodSource: podSourceState(o.Pods), Started: o.Started})
 	if w := o.Engine.Warning(); w != nil {
 		log.Warn("state dir", "err", w)
 	}

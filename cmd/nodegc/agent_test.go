@@ -149,8 +149,8 @@ func TestAgentBinary(t *testing.T) {
 			t.Errorf("no successful periodic image GC attempt above the threshold:\n%s", grepLines(body, "nodegc_image_gc_attempts_total"))
 		}
 		for _, s := range []string{
-			`nodegc_image_gc_freed_bytes_total{measure="statfs"}`,
-			`nodegc_image_gc_freed_bytes_total{measure="runtime"}`,
+			`nodegc_image_gc_freed_bytes_total{measure="statfs",trigger="periodic"}`,
+			`nodegc_image_gc_freed_bytes_total{measure="runtime",trigger="periodic"}`,
 			`nodegc_image_gc_deletions_total{reason="space",result="removed"}`,
 			removal,
 			`nodegc_journal_lines_written_total{op="intent"}`,

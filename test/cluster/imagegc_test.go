@@ -29,7 +29,7 @@ const attemptsSeries = `nodegc_image_gc_attempts_total{reason="threshold",result
 
 // freedSeries sums the bytes the agent's image passes freed, as the image
 // filesystem's statfs saw them.
-const freedSeries = `nodegc_image_gc_freed_bytes_total{measure="statfs"}`
+const freedSeries = `nodegc_image_gc_freed_bytes_total{measure="statfs",trigger="periodic"}`
 
 // TestImageFsBackBelowLowAtTheAgentsPass: the image filesystem filled
 // past the high threshold of the kubelet's config (read by the agent in
