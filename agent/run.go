@@ -151,5 +151,6 @@ func logStarted(o Options) {
 	}
 	o.Log.Info("agent started", "pid", os.Getpid(), "version", o.Version,
 		"runtime", o.RuntimeEndpoint, "stateDir", o.StateDir, "metrics", o.Address, "listening", listening, "control", control.SocketPath(o.StateDir),
-		"podSource", describePods(o.Pods), "imageGCPeriod", o.Scheduler.ImagePeriod, "containerGCPeriod", o.Scheduler.ContainerPeriod)
+		"podSource", describePods(o.Pods), "imageGCPeriod", o.Scheduler.ImagePeriod, "containerGCPeriod", o.Scheduler.ContainerPeriod,
+		"imageGCHighThreshold", o.Engine.Policy().Image.HighThresholdPercent, "imageGCLowThreshold", o.Engine.Policy().Image.LowThresholdPercent)
 }
