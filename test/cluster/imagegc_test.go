@@ -194,10 +194,13 @@ func (c *cluster) usage(t testing.TB) (int, engine.FsStats) {
 // fillPastHigh writes a file on the image filesystem, no image's, that
 // leaves 1 MiB less available than the high threshold allows: the usage
 // is one point above it. t.Cleanup removes the file.
-func (c *cluster) fillPastHigh(t *testing.T) {
+func (c *cluster) fillPastHigh(t *testing.T) { c.fillPast(t, imageGCHigh) }
+
+// fillPast is fillPastHigh for a high threshold of high percent.
+func (c *cluster) fillPast(t *testing.T, high int) {
 	t.Helper()
 	_, fs := c.usage(t)
-	want := fs.CapacityBytes*(100-imageGCHigh)/100 - 1<<20
+	want := fs.CapacityBytes*int64(100-high)/100 - 1<<20
 	size := fs.AvailableBytes - want
 	if size <= 0 {
 		t.Fatalf("the image filesystem is already past the high threshold (%d of %d bytes available)", fs.AvailableBytes, fs.CapacityBytes)
@@ -215,8 +218,8 @@ func (c *cluster) fillPastHigh(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fill %s with %d bytes: %v", p, size, err)
 	}
-	if u, _ := c.usage(t); u < imageGCHigh {
-		t.Fatalf("the image filesystem is at %d%% after the fill, want at least %d%%", u, imageGCHigh)
+	if u, _ := c.usage(t); u < high {
+		t.Fatalf("the image filesystem is at %d%% after the fill, want at least %d%%", u, high)
 	}
 }
 
