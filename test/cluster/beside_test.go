@@ -19,10 +19,14 @@ const kubeletImageGCHigh = 85
 // pkg/kubelet/kubelet.go): at its start, then every 5 minutes.
 const kubeletImageGCPeriod = 5 * time.Minute
 
-// kubeletOverHigh is what the kubelet v1.36.3 logs when its image GC finds
-// the usage at or above its high threshold (image_gc_manager.go
-// freeSpace), before it removes anything.
-const kubeletOverHigh = "Disk usage on image filesystem is over the high threshold"
+// What the kubelet v1.36.3 logs when its image GC finds the usage at or
+// above its high threshold, before it removes anything
+// (image_gc_manager.go GarbageCollect), and when an image GC ended well
+// (kubelet.go StartGarbageCollection, at -v=4, or 1 after a failure).
+const (
+	kubeletOverHigh    = "Disk usage on image filesystem is over the high threshold"
+	kubeletImageGCDone = "Image garbage collection succeeded"
+)
 
 // othersSeries counts the images that vanished with no pass of the agent.
 const othersSeries = `nodegc_gc_removed_by_others_total{kind="image"}`
@@ -76,13 +80,18 @@ func TestAgentActsBeforeTheKubeletsImageGC(t *testing.T) {
 	}
 	t.Logf("the agent removed %d images within %s of the fill; usage now %d%%", len(removed), time.Since(filled).Round(time.Second), u)
 
-	// Past the kubelet's next image GC.
+	// Past the kubelet's next image GC, which must run and succeed, or
+	// the test proves nothing.
+	ran := c.kubeletLogCount(t, kubeletImageGCDone)
 	next := kubeletImageGCPeriod - time.Since(c.kubeletStarted)%kubeletImageGCPeriod + 20*time.Second
 	t.Logf("waiting %s for the kubelet's next image GC", next.Round(time.Second))
 	select {
 	case <-time.After(next):
 	case <-t.Context().Done():
 		t.Fatal(t.Context().Err())
+	}
+	if n := c.kubeletLogCount(t, kubeletImageGCDone); n <= ran {
+		t.Fatalf("the kubelet logged no image GC that succeeded in the wait (%d before, %d after)", ran, n)
 	}
 	log, err := os.ReadFile(c.kubeletLog)
 	if err != nil {
@@ -95,4 +104,14 @@ func TestAgentActsBeforeTheKubeletsImageGC(t *testing.T) {
 	if d := metricValue(final, othersSeries) - metricValue(before, othersSeries); d != 0 {
 		t.Errorf("%s went up by %v: images vanished that the agent did not remove", othersSeries, d)
 	}
+}
+
+// kubeletLogCount counts the kubelet's log lines that hold s.
+func (c *cluster) kubeletLogCount(t *testing.T, s string) int {
+	t.Helper()
+	log, err := os.ReadFile(c.kubeletLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(log), s)
 }

@@ -121,8 +121,9 @@ func startCluster(t testing.TB) *cluster {
 		"--config="+c.kubeletConfig, "--root-dir="+rootDir,
 		"--kubeconfig="+c.cp.kubeconfig(t, "kubelet", kubeletToken),
 		"--hostname-override="+c.nodeName, "--v=2",
-		// Its own container GC's removals, to tell them from the agent's.
-		"--vmodule=kuberuntime_gc=4")
+		// Its own container GC's removals, to tell them from the agent's,
+		// and each of its image GCs that succeeded (kubelet.go).
+		"--vmodule=kuberuntime_gc=4,kubelet=4")
 	c.kubeletPID = kcmd.Process.Pid
 	if !kubetest.WaitFor(3*time.Minute, func() bool {
 		n, err := c.cs.CoreV1().Nodes().Get(t.Context(), c.nodeName, metav1.GetOptions{})
