@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/metrics"
@@ -56,6 +58,10 @@ type Options struct {
 // ObserveSnapshot can be given to the engine before it is opened.
 type Agent struct {
 	col *metrics.Collector
+	fc  *forecaster
+	// uptime, when set, replaces the monotonic clock the forecast's
+	// history checks the wall clock against (tests on a simulated clock).
+	uptime func() time.Duration
 }
 
 // ObserveSnapshot records a snapshot's image fs, images and dead
@@ -64,6 +70,7 @@ type Agent struct {
 func (a *Agent) ObserveSnapshot(s engine.Snapshot) {
 	if a.col != nil { // set before the first snapshot Run takes
 		a.col.ObserveSnapshot(s)
+		a.fc.observe(s)
 	}
 }
 
@@ -73,7 +80,9 @@ func (a *Agent) ObserveSnapshot(s engine.Snapshot) {
 // from the control socket (its path planted, say), before any pass.
 func (a *Agent) Run(ctx context.Context, o Options) error {
 	log := o.Log
-	a.col = metrics.New(metrics.Options{Policy: o.Engine.Policy(), Version: o.Version, Journal: o.Engine.JournalStats, PodSource: podSourceState(o.Pods), Started: o.Started})
+	a.fc = newForecaster(log, o.StateDir, o.Engine.Policy(), o.Engine.Now(), a.uptime)
+	a.col = metrics.New(metrics.Options{Policy: o.Engine.Policy(), Version: o.Version, Journal: o.Engine.JournalStats, PodSource: podSourceState(o.Pods),
+		Extra: []prometheus.Collector{a.fc.out}, Started: o.Started})
 	if w := o.Engine.Warning(); w != nil {
 		log.Warn("state dir", "err", w)
 	}
@@ -93,6 +102,7 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	notices, unsubscribe := s.Subscribe()
 	var wg sync.WaitGroup
 	wg.Go(func() { followNotices(log, a.col, events, notices, o.AfterPass) })
+	stopForecast := a.fc.startForecast(s, &wg, events)
 	srv, closeRemote := a.serveHTTP(passCtx, o, s, &wg)
 	defer closeRemote()
 	logStarted(o)
@@ -105,6 +115,7 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	}
 	shutdown(ctx, srv)
 	unsubscribe()
+	stopForecast()
 	wg.Wait()
 	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	events.Stop(flush)

@@ -154,6 +154,9 @@ type Options struct {
 	// "how long since the last pass" answers from the start (zero means
 	// now).
 	Started time.Time
+	// Extra are more collectors NewHandler serves beside this one (the
+	// agent's forecasts).
+	Extra []prometheus.Collector
 }
 
 // Collector keeps what the agent's passes measured and serves it as a

@@ -108,6 +108,9 @@ func paneNames(panes []pane) [][]string {
 // which it is a prefix of a name), and to the row naming its name.
 func (m Model) runCommand(c commandMsg) (tea.Model, tea.Cmd) {
 	want := strings.ToLower(c.pane)
+	if c.name == "" && (want == "q" || want == "quit" || want == "q!") {
+		return m.quit() // vim's and k9s's :q, as q does here
+	}
 	i := slices.IndexFunc(paneNames(m.panes), func(names []string) bool {
 		return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, want) })
 	})

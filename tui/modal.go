@@ -322,13 +322,15 @@ func (d *modal) render(st *style.Styles, w, h int, readOnly bool) string {
 	return st.Modal.Width(bw).Render(strings.Join(b, "\n"))
 }
 
-// overlay draws box over screen, centred.
+// overlay draws box over screen, centred, on rows it blanks across the
+// whole width: no cut-off table text shows beside its borders, as if it
+// were part of the window.
 func overlay(screen, box string, w, h int) string {
-	x := max((w-lipgloss.Width(box))/2, 0)
 	y := max((h-lipgloss.Height(box))/2, 0)
+	band := lipgloss.PlaceHorizontal(max(w, lipgloss.Width(box)), lipgloss.Center, box)
 	return lipgloss.NewCompositor(
 		lipgloss.NewLayer(screen),
-		lipgloss.NewLayer(box).X(x).Y(y).Z(1),
+		lipgloss.NewLayer(band).X(0).Y(y).Z(1),
 	).Render()
 }
 
