@@ -139,9 +139,10 @@ func TestAgentBinary(t *testing.T) {
 			if code, body = httpGet(t, "http://"+addr+"/metrics"); code != http.StatusOK {
 				t.Fatalf("/metrics: %d", code)
 			}
-			_, images := sample(body, attempt)
-			_, containers := sample(body, removal)
-			if images && containers || time.Now().After(deadline) {
+			// Every series is there from the start, at 0: wait for counts.
+			images, _ := sample(body, attempt)
+			containers, _ := sample(body, removal)
+			if images >= 1 && containers >= 1 || time.Now().After(deadline) {
 				break
 			}
 		}
