@@ -44,6 +44,14 @@ records and deletion journal as the dashboard and gc, and holds the state
 dir's lock, so no second engine runs on the node. Its image records never
 go stale, so a plan made beside it is the kubelet's plan.
 
+One GC per node: its image GC band sits --image-gc-margin points (5)
+below the kubelet's (80/75 under the kubelet's 85/80), so it acts first
+and the kubelet's own image GC stays a backstop that never has to act; a
+kubelet whose image GC is off does not turn the agent's off (the agent
+takes the kubelet's default band, less the margin). What vanishes
+otherwise (the kubelet's GC, crictl, a person) is counted apart, as
+removed by others.
+
 It logs JSON lines on stderr (log/slog): one per pass, one per deletion,
 one per kubelet-style event; --log-level debug adds every item evaluated.
 
@@ -121,8 +129,13 @@ func newCmdAgent(f *factory, g *globalOptions, runF func(context.Context, *agent
 	_ = fl.MarkHidden("container-gc-period")
 	addParallelFlag(fl, &opts.Parallel)
 	addPolicyFlags(fl, &opts.Policy)
+	fl.IntVar(&opts.Policy.Margin, flagMargin, defaultMargin, "percentage points the agent's image GC band sits below the kubelet's, so the agent acts first and the kubelet's own image GC never has to (a kubelet whose image GC is off gives its default band, less this); 0 runs at the kubelet's band; --image-gc-high-threshold and --image-gc-low-threshold, when given, are used as they are")
 	return cmd
 }
+
+// defaultMargin is --image-gc-margin's default: the agent's band 5
+// points below the kubelet's (80/75 under the kubelet's 85/80).
+const defaultMargin = 5
 
 // agentLogger is the agent's logger: JSON lines on stderr from level on.
 func agentLogger(opts *agentOptions) (*slog.Logger, error) {
@@ -141,6 +154,9 @@ func agentLogger(opts *agentOptions) (*slog.Logger, error) {
 func checkAgentOptions(opts *agentOptions) (*slog.Logger, error) {
 	if err := checkParallel(opts.Parallel); err != nil {
 		return nil, err
+	}
+	if m := opts.Policy.Margin; m < 0 || m > 100 {
+		return nil, usageErrorf("--%s: must be between 0 and 100 percentage points, got %d", flagMargin, m)
 	}
 	if opts.ImagePeriod <= 0 || opts.ContainerPeriod <= 0 {
 		return nil, usageErrorf("--image-gc-period, --container-gc-period: must be greater than 0")
