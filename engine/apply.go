@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/engine/rules"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 // StopTimeout is how long an UNKNOWN container is given to stop before it is
@@ -124,9 +126,9 @@ func (e *Engine) journalSettled() bool {
 		return true
 	}
 	e.mu.Lock()
-	reconciled := e.reconciled
+	reconciled := e.rec.Done()
 	e.mu.Unlock()
-	return reconciled && e.journal.healthy()
+	return reconciled && e.journal.Healthy()
 }
 
 // emptyReport is the report of a pass whose plan removes nothing: its
@@ -259,7 +261,7 @@ func (e *Engine) finishReport(x *executor, p Plan) PassReport {
 	defer e.mu.Unlock()
 	if x.journal.failed() != nil {
 		// Its open intents are settled at the next pass.
-		e.reconciled, e.reconcileAfter = false, time.Time{}
+		e.rec.Invalidate()
 	}
 	if after, err := e.imageFs(x.calls); err == nil {
 		r.ImageFsAfter = &after
@@ -286,7 +288,7 @@ func (e *Engine) forgetImagesLocked(removed map[string]bool) {
 		delete(e.records, id)
 	}
 	if e.persists() {
-		if err := saveRecords(e.o.StateDir, e.records, e.now()); err != nil {
+		if err := state.SaveRecords(e.o.StateDir, e.records, e.now()); err != nil {
 			e.log.Error("save image records", "err", err)
 		} else {
 			e.savedAt = e.now()
