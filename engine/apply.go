@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -43,7 +44,7 @@ const CallTimeout = 2 * time.Minute
 // with its journal lines (apply_journal.go), the pass journal's end, and
 // the report (below).
 type executor struct {
-	e *Engine
+	d passDeps
 	// stop is the pass's context: once done, no new item starts.
 	stop context.Context
 	// calls is stop without its cancellation, for the runtime calls of
@@ -91,6 +92,31 @@ type executor struct {
 	// (linksDir), under linksMu.
 	linksMu sync.Mutex
 	links   *logDir
+}
+
+// passDeps is what a pass reads of its engine, copied once at its
+// set-up, so that the executor depends on these and not on the Engine.
+type passDeps struct {
+	reader  Reader
+	remover Remover
+	// podLogsDir and linksDir are the pod log directories and the
+	// container log links' directory.
+	podLogsDir, linksDir string
+	now                  func() time.Time
+	log                  *slog.Logger
+	// kneeFor makes the adaptive pool's controller of a phase.
+	kneeFor func(widest int) *knee
+	// following reports whether the engine follows the runtime's
+	// container events (Engine.Following).
+	following func() bool
+	// publish hands the pass's progress to its listeners.
+	publish func(Progress)
+}
+
+// passDeps returns what a pass of the engine reads of it.
+func (e *Engine) passDeps() passDeps {
+	return passDeps{reader: e.o.Reader, remover: e.o.Remover, podLogsDir: e.o.Policy.PodLogsDir, linksDir: e.containerLogsDir(),
+		now: e.now, log: e.log, kneeFor: e.phaseKnee, following: e.Following, publish: e.publishProgress}
 }
 
 // applyLocked performs p; e.passMu is held, and e.mu is taken only around
@@ -180,7 +206,7 @@ func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*exe
 	if parallel == 0 {
 		parallel = DefaultParallel
 	}
-	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: r, passID: r.PassID(), parallel: parallel, target: p.ImageGC.BytesToFree}
+	x := &executor{d: e.passDeps(), stop: ctx, calls: context.WithoutCancel(ctx), r: r, passID: r.PassID(), parallel: parallel, target: p.ImageGC.BytesToFree}
 	x.cond = sync.NewCond(&x.mu)
 	phases, planned := passTasks(p, p.ImageGC.Triggered && spacePassPlanned(p.ImageGC))
 	x.plan, x.results = planned, make([][]ItemResult, len(planned))
@@ -199,7 +225,7 @@ func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*exe
 		first = phases[0][0].item.Kind
 	}
 	x.views = newPassViews(x.calls, e.o.Reader, &e.containerGen, first, e.Following())
-	x.journal = newPassJournal(e, x.passID, p.Pass, clean)
+	x.journal = newPassJournal(e.journal, x.d, e.boot, x.passID, p.Pass, clean)
 	// The sandbox images are read only for a pass that removes images
 	// (no other re-check reads them), beside the image filesystem.
 	var reading sync.WaitGroup

@@ -17,7 +17,7 @@ import (
 // at its end. It owns the mapping from an item's Outcome to its journal
 // op. The first failed write is kept: the pool starts nothing after it.
 type passJournal struct {
-	j    *state.Journal
+	j    lineJournal
 	now  func() time.Time
 	boot string
 	pass JournalPass
@@ -32,11 +32,25 @@ type passJournal struct {
 	err error // the first failed write: the pass stops
 }
 
-// newPassJournal returns the journal lines of a pass whose journal
+// lineJournal is what a pass writes its lines to: the deletion journal
+// (*state.Journal), with its group commit. Write waits for the fsync,
+// WriteOut for the kernel, WriteLazy for neither; Failed is the first
+// failed write, which every later one returns too.
+type lineJournal interface {
+	Write(entries ...JournalEntry) error
+	WriteLazy(entries ...JournalEntry) error
+	WriteOut(entries ...JournalEntry) error
+	Sync() error
+	Failed() error
+	NeedsCheckpoint() bool
+	RotateNoted(log *slog.Logger) []string
+}
+
+// newPassJournal returns the journal lines of a pass over j, which
 // readyJournal readied; clean says no intent of an earlier pass was open
-// then.
-func newPassJournal(e *Engine, passID string, kind PassKind, clean bool) *passJournal {
-	return &passJournal{j: e.journal, now: e.now, boot: e.boot, pass: JournalPass(passID), kind: kind, log: e.log, clean: clean}
+// then, and boot is the machine's boot ID, written on intent lines.
+func newPassJournal(j lineJournal, d passDeps, boot, passID string, kind PassKind, clean bool) *passJournal {
+	return &passJournal{j: j, now: d.now, boot: boot, pass: JournalPass(passID), kind: kind, log: d.log, clean: clean}
 }
 
 // stamp fills a journal line's op, time and pass, and an intent's boot
