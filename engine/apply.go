@@ -38,7 +38,7 @@ const CallTimeout = 2 * time.Minute
 // just before it removes it, so a plan that went stale between planning
 // and applying can only remove less, never more. A pass is a chain of
 // steps: the pass's set-up (newExecutor: its tasks from apply_tasks.go,
-// its journal readied in reconcile.go, its views from view.go), the pool
+// its journal readied in state.go, its views from view.go), the pool
 // (apply_pool.go) running each task's re-check and removal
 // (apply_image.go, apply_container.go, apply_sandbox.go, apply_log.go)
 // with its journal lines (apply_journal.go), the pass journal's end, and

@@ -98,7 +98,7 @@ type Engine struct {
 	// run names this engine's run, so that pass IDs are unique across
 	// runs (runID).
 	run string
-	// boot is the machine's boot ID (bootID), written on intent lines.
+	// boot is the machine's boot ID (state.BootID), written on intent lines.
 	boot string
 	// containerGen counts container events; a pass's view of the node
 	// is listed again when it changes.

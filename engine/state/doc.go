@@ -3,7 +3,8 @@
 // the image records (firstDetected and lastUsed, which the kubelet keeps
 // only in memory), the append-only deletion journal with its group
 // commit, segments and counts, and the reconciliation of the intents an
-// interrupted pass left open. It imports only engine/model; the engine
-// and its executor write through a *Journal and read records through
-// LoadRecords and UpdateRecords.
+// interrupted pass left open. Of the engine's rooms it imports only
+// engine/model. The engine holds it through a *Dir, a *Journal and a
+// *Reconciler, and keeps its records with LoadRecords, UpdateRecords and
+// SaveRecords.
 package state

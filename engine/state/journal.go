@@ -75,7 +75,7 @@ type Journal struct {
 	dir  string
 	f    *os.File
 	w    SyncWriter // f, unless a test wraps it
-	// counts are what was written (Engine.JournalStats).
+	// counts are what was written (Stats).
 	counts journalCounts
 	// free reports the free bytes of the journal's filesystem; nil means
 	// fstatfs (tests replace it).
