@@ -3,11 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/nodegc/nodegc/engine/rules"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 // StopTimeout is how long an UNKNOWN container is given to stop before it is
@@ -35,13 +38,13 @@ const CallTimeout = 2 * time.Minute
 // just before it removes it, so a plan that went stale between planning
 // and applying can only remove less, never more. A pass is a chain of
 // steps: the pass's set-up (newExecutor: its tasks from apply_tasks.go,
-// its journal readied in reconcile.go, its views from view.go), the pool
+// its journal readied in state.go, its views from view.go), the pool
 // (apply_pool.go) running each task's re-check and removal
 // (apply_image.go, apply_container.go, apply_sandbox.go, apply_log.go)
 // with its journal lines (apply_journal.go), the pass journal's end, and
 // the report (below).
 type executor struct {
-	e *Engine
+	d passDeps
 	// stop is the pass's context: once done, no new item starts.
 	stop context.Context
 	// calls is stop without its cancellation, for the runtime calls of
@@ -91,6 +94,31 @@ type executor struct {
 	links   *logDir
 }
 
+// passDeps is what a pass reads of its engine, copied once at its
+// set-up, so that the executor depends on these and not on the Engine.
+type passDeps struct {
+	reader  Reader
+	remover Remover
+	// podLogsDir and linksDir are the pod log directories and the
+	// container log links' directory.
+	podLogsDir, linksDir string
+	now                  func() time.Time
+	log                  *slog.Logger
+	// kneeFor makes the adaptive pool's controller of a phase.
+	kneeFor func(widest int) *knee
+	// following reports whether the engine follows the runtime's
+	// container events (Engine.Following).
+	following func() bool
+	// publish hands the pass's progress to its listeners.
+	publish func(Progress)
+}
+
+// passDeps returns what a pass of the engine reads of it.
+func (e *Engine) passDeps() passDeps {
+	return passDeps{reader: e.o.Reader, remover: e.o.Remover, podLogsDir: e.o.Policy.PodLogsDir, linksDir: e.containerLogsDir(),
+		now: e.now, log: e.log, kneeFor: e.phaseKnee, following: e.Following, publish: e.publishProgress}
+}
+
 // applyLocked performs p; e.passMu is held, and e.mu is taken only around
 // the engine's shared state. A failure is in the report: a journal without
 // room or a failed journal write stops the pass and sets its Error. The
@@ -124,9 +152,9 @@ func (e *Engine) journalSettled() bool {
 		return true
 	}
 	e.mu.Lock()
-	reconciled := e.reconciled
+	reconciled := e.rec.Done()
 	e.mu.Unlock()
-	return reconciled && e.journal.healthy()
+	return reconciled && e.journal.Healthy()
 }
 
 // emptyReport is the report of a pass whose plan removes nothing: its
@@ -178,7 +206,7 @@ func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*exe
 	if parallel == 0 {
 		parallel = DefaultParallel
 	}
-	x := &executor{e: e, stop: ctx, calls: context.WithoutCancel(ctx), r: r, passID: r.PassID(), parallel: parallel, target: p.ImageGC.BytesToFree}
+	x := &executor{d: e.passDeps(), stop: ctx, calls: context.WithoutCancel(ctx), r: r, passID: r.PassID(), parallel: parallel, target: p.ImageGC.BytesToFree}
 	x.cond = sync.NewCond(&x.mu)
 	phases, planned := passTasks(p, p.ImageGC.Triggered && spacePassPlanned(p.ImageGC))
 	x.plan, x.results = planned, make([][]ItemResult, len(planned))
@@ -197,7 +225,7 @@ func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*exe
 		first = phases[0][0].item.Kind
 	}
 	x.views = newPassViews(x.calls, e.o.Reader, &e.containerGen, first, e.Following())
-	x.journal = newPassJournal(e, x.passID, p.Pass, clean)
+	x.journal = newPassJournal(e.journal, x.d, e.boot, x.passID, p.Pass, clean)
 	// The sandbox images are read only for a pass that removes images
 	// (no other re-check reads them), beside the image filesystem.
 	var reading sync.WaitGroup
@@ -259,7 +287,7 @@ func (e *Engine) finishReport(x *executor, p Plan) PassReport {
 	defer e.mu.Unlock()
 	if x.journal.failed() != nil {
 		// Its open intents are settled at the next pass.
-		e.reconciled, e.reconcileAfter = false, time.Time{}
+		e.rec.Invalidate()
 	}
 	if after, err := e.imageFs(x.calls); err == nil {
 		r.ImageFsAfter = &after
@@ -286,7 +314,7 @@ func (e *Engine) forgetImagesLocked(removed map[string]bool) {
 		delete(e.records, id)
 	}
 	if e.persists() {
-		if err := saveRecords(e.o.StateDir, e.records, e.now()); err != nil {
+		if err := state.SaveRecords(e.o.StateDir, e.records, e.now()); err != nil {
 			e.log.Error("save image records", "err", err)
 		} else {
 			e.savedAt = e.now()

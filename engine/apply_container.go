@@ -37,7 +37,7 @@ func (rm containerCheck) recheck(x *executor, en *JournalEntry) checked {
 		cur = Container{ID: rm.ID, PodUID: rm.PodUID, Name: rm.Name, PodSandboxID: rm.PodSandboxID, State: ContainerExited}
 	}
 	if running || rm.State != ContainerExited || x.mayHaveLogFile(ContainerRemoval(rm)) {
-		if cur, err = rt(x, func(ctx context.Context) (Container, error) { return x.e.o.Reader.ContainerStatus(ctx, rm.ID) }); err != nil {
+		if cur, err = rt(x, func(ctx context.Context) (Container, error) { return x.d.reader.ContainerStatus(ctx, rm.ID) }); err != nil {
 			return checked{it: recheckFailed(it, err)}
 		}
 	}
@@ -55,10 +55,10 @@ func (rm containerCheck) recheck(x *executor, en *JournalEntry) checked {
 		// a container whose next removal finds no log, never a log no
 		// pass will find again.
 		first: func() []ItemResult { return x.containerLogs(cur, ContainerRemoval(rm)) },
-		call:  func(ctx context.Context) error { return x.e.o.Remover.RemoveContainer(ctx, rm.ID) },
+		call:  func(ctx context.Context) error { return x.d.remover.RemoveContainer(ctx, rm.ID) },
 		log:   []any{"container", rm.ID, "pod", cur.PodUID, "name", cur.Name}}
 	if cur.State == ContainerUnknown {
-		r.stop = func(ctx context.Context) error { return x.e.o.Remover.StopContainer(ctx, rm.ID, StopTimeout) }
+		r.stop = func(ctx context.Context) error { return x.d.remover.StopContainer(ctx, rm.ID, StopTimeout) }
 	}
 	return checked{it: it, remove: r}
 }
@@ -72,7 +72,7 @@ func (rm containerCheck) recheck(x *executor, en *JournalEntry) checked {
 // its status need not be asked for the path. When the plan does not name
 // the pod, any podLogsDir counts.
 func (x *executor) mayHaveLogFile(rm ContainerRemoval) bool {
-	root := x.e.o.Policy.PodLogsDir
+	root := x.d.podLogsDir
 	if root == "" {
 		return false
 	}
@@ -106,7 +106,7 @@ func (x *executor) containerLogs(c Container, rm ContainerRemoval) []ItemResult 
 	en := JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name}
 	if p := c.LogPath; p != "" && filepath.IsAbs(p) {
 		it := ItemResult{Kind: ItemLog, ID: p, Reason: ReasonContainerRemoved, Detail: "log file of container " + c.ID}
-		root := x.e.o.Policy.PodLogsDir
+		root := x.d.podLogsDir
 		podDir, ctr, file, ok := containerLogLayout(root, p)
 		switch {
 		case !ok:
@@ -121,7 +121,7 @@ func (x *executor) containerLogs(c Container, rm ContainerRemoval) []ItemResult 
 	if rm.PodName == "" || rm.PodNamespace == "" || c.Name == "" {
 		return out
 	}
-	dir := x.e.containerLogsDir()
+	dir := x.d.linksDir
 	name := filepath.Base(containerLogLink(dir, rm.PodName, rm.PodNamespace, c.Name, c.ID))
 	d, err := x.linksDir(dir)
 	if err != nil {

@@ -34,7 +34,7 @@ func (rm imageCheck) recheck(x *executor, en *JournalEntry) checked {
 		return checked{it: skipped(it, "sandbox image")}
 	}
 	views := []*viewData{v}
-	if !x.e.Following() {
+	if !x.d.following() {
 		a, err := x.views.active.fresh(false)
 		if err != nil {
 			return checked{it: viewFailed(it, err)}
@@ -47,6 +47,6 @@ func (rm imageCheck) recheck(x *executor, en *JournalEntry) checked {
 		}
 	}
 	return checked{it: it, remove: &removal{what: "remove image",
-		call: func(ctx context.Context) error { return x.e.o.Remover.RemoveImage(ctx, rm.ID) },
+		call: func(ctx context.Context) error { return x.d.remover.RemoveImage(ctx, rm.ID) },
 		log:  []any{"image", rm.ID, "tags", img.RepoTags, "size", img.SizeBytes}}}
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 // passJournal writes every journal line of one pass: the intents (in
@@ -15,7 +17,7 @@ import (
 // at its end. It owns the mapping from an item's Outcome to its journal
 // op. The first failed write is kept: the pool starts nothing after it.
 type passJournal struct {
-	j    *journal
+	j    lineJournal
 	now  func() time.Time
 	boot string
 	pass JournalPass
@@ -30,11 +32,25 @@ type passJournal struct {
 	err error // the first failed write: the pass stops
 }
 
-// newPassJournal returns the journal lines of a pass whose journal
+// lineJournal is what a pass writes its lines to: the deletion journal
+// (*state.Journal), with its group commit. Write waits for the fsync,
+// WriteOut for the kernel, WriteLazy for neither; Failed is the first
+// failed write, which every later one returns too.
+type lineJournal interface {
+	Write(entries ...JournalEntry) error
+	WriteLazy(entries ...JournalEntry) error
+	WriteOut(entries ...JournalEntry) error
+	Sync() error
+	Failed() error
+	NeedsCheckpoint() bool
+	RotateNoted(log *slog.Logger) []string
+}
+
+// newPassJournal returns the journal lines of a pass over j, which
 // readyJournal readied; clean says no intent of an earlier pass was open
-// then.
-func newPassJournal(e *Engine, passID string, kind PassKind, clean bool) *passJournal {
-	return &passJournal{j: e.journal, now: e.now, boot: e.boot, pass: JournalPass(passID), kind: kind, log: e.log, clean: clean}
+// then, and boot is the machine's boot ID, written on intent lines.
+func newPassJournal(j lineJournal, d passDeps, boot, passID string, kind PassKind, clean bool) *passJournal {
+	return &passJournal{j: j, now: d.now, boot: boot, pass: JournalPass(passID), kind: kind, log: d.log, clean: clean}
 }
 
 // stamp fills a journal line's op, time and pass, and an intent's boot
@@ -50,7 +66,7 @@ func (pj *passJournal) stamp(op JournalOp, en JournalEntry) JournalEntry {
 // failed returns the first failed write of the pass, or of the journal
 // (a queued line whose write failed in another writer's group).
 func (pj *passJournal) failed() error {
-	if err := pj.j.failed(); err != nil {
+	if err := pj.j.Failed(); err != nil {
 		pj.note(err)
 	}
 	pj.mu.Lock()
@@ -85,7 +101,7 @@ func (pj *passJournal) intents(tasks []task) []JournalEntry {
 // writeIntents writes a group of intent lines and returns once they are
 // on disk.
 func (pj *passJournal) writeIntents(lines []JournalEntry) error {
-	return pj.note(pj.j.write(lines...))
+	return pj.note(pj.j.Write(lines...))
 }
 
 // outcomeOp is the journal op of an item's outcome, and the error it
@@ -115,7 +131,7 @@ func (pj *passJournal) close(t task, its []ItemResult) error {
 	}
 	var op JournalOp
 	op, en.Error = outcomeOp(it)
-	return pj.note(pj.j.writeLazy(pj.stamp(op, en)))
+	return pj.note(pj.j.WriteLazy(pj.stamp(op, en)))
 }
 
 // perform removes a re-checked item: its started line is handed to the
@@ -134,7 +150,7 @@ func (pj *passJournal) perform(calls context.Context, c checked) []ItemResult {
 // send is perform for one item; it also returns the results of what
 // went first.
 func (pj *passJournal) send(calls context.Context, it ItemResult, rm *removal) (ItemResult, []ItemResult) {
-	if err := pj.note(pj.j.writeOut(pj.stamp(JournalStarted, JournalEntry{Kind: it.Kind, ID: it.ID}))); err != nil {
+	if err := pj.note(pj.j.WriteOut(pj.stamp(JournalStarted, JournalEntry{Kind: it.Kind, ID: it.ID}))); err != nil {
 		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
 		return it, nil
 	}
@@ -173,14 +189,14 @@ func within(calls context.Context, call func(ctx context.Context) error) error {
 // its intent line on disk the item is not removed.
 func (pj *passJournal) removeOwn(calls context.Context, it ItemResult, en JournalEntry, rm *removal) ItemResult {
 	en.Kind, en.ID = it.Kind, it.ID
-	if err := pj.note(pj.j.write(pj.stamp(JournalIntent, en))); err != nil {
+	if err := pj.note(pj.j.Write(pj.stamp(JournalIntent, en))); err != nil {
 		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
 		return it
 	}
 	it, _ = pj.send(calls, it, rm)
 	var op JournalOp
 	op, en.Error = outcomeOp(it)
-	if jerr := pj.note(pj.j.writeLazy(pj.stamp(op, en))); jerr != nil && it.Error == "" {
+	if jerr := pj.note(pj.j.WriteLazy(pj.stamp(op, en))); jerr != nil && it.Error == "" {
 		it.Error = fmt.Sprintf("journal: %v", jerr)
 	}
 	return it
@@ -195,14 +211,14 @@ func (pj *passJournal) removeOwn(calls context.Context, it ItemResult, en Journa
 // when it is large (notes says when that failed).
 func (pj *passJournal) end() (notes []string, err error) {
 	clean := pj.clean && pj.failed() == nil
-	if clean && pj.j.needsCheckpoint() {
-		clean = pj.j.writeLazy(checkpointLine(pj.now())) == nil
+	if clean && pj.j.NeedsCheckpoint() {
+		clean = pj.j.WriteLazy(state.CheckpointLine(pj.now())) == nil
 	}
-	if err := pj.note(pj.j.sync()); err != nil {
+	if err := pj.note(pj.j.Sync()); err != nil {
 		return nil, err
 	}
 	if clean && pj.failed() == nil {
-		return pj.j.rotateNoted(pj.log), nil
+		return pj.j.RotateNoted(pj.log), nil
 	}
 	return nil, nil
 }

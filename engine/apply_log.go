@@ -20,7 +20,7 @@ import (
 // skipped.
 func (rm logCheck) recheck(x *executor, _ *JournalEntry) checked {
 	it := ItemResult{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason}
-	podDir, linkDir := x.e.o.Policy.PodLogsDir, x.e.containerLogsDir()
+	podDir, linkDir := x.d.podLogsDir, x.d.linksDir
 	// Only direct children: a nested path could pass through a symlinked
 	// subdirectory to anywhere on the node.
 	parent, name := filepath.Dir(rm.Path), filepath.Base(rm.Path)

@@ -38,7 +38,7 @@ func (x *executor) runPhases(phases [][]task) {
 		}
 		if x.parallel == AutoParallel {
 			x.mu.Lock()
-			x.knee = x.e.phaseKnee(min(len(ph), MaxParallel))
+			x.knee = x.d.kneeFor(min(len(ph), MaxParallel))
 			x.mu.Unlock()
 			endProbe := x.startProbe()
 			x.runPhase(ph)
@@ -93,7 +93,7 @@ func (x *executor) startProbe() (stop func()) {
 				continue
 			}
 			wait := kneeProbeEvery
-			if d, err := probePLEG(ctx, x.e.o.Reader, time.Now); err == nil {
+			if d, err := probePLEG(ctx, x.d.reader, time.Now); err == nil {
 				wait = max(wait, kneeProbeCost*d)
 				x.mu.Lock()
 				was := x.knee.limit()
@@ -113,7 +113,7 @@ func (x *executor) startProbe() (stop func()) {
 // decision d, and wakes the feeder; x.mu is held.
 func (x *executor) noteKnee(d kneeDecision, was int) {
 	if w := x.knee.limit(); w != was {
-		x.e.log.Debug("pool width", "pass", x.passID, "decision", string(d), "from", was, "width", w)
+		x.d.log.Debug("pool width", "pass", x.passID, "decision", string(d), "from", was, "width", w)
 		x.cond.Broadcast()
 	}
 }
@@ -243,7 +243,7 @@ func (x *executor) markWritten(tasks []task) {
 // planned is the report line of a task that never ran.
 func (x *executor) planned(t task) ItemResult {
 	it := x.plan[t.idx]
-	it.Time = x.e.now()
+	it.Time = x.d.now()
 	return it
 }
 
@@ -291,7 +291,7 @@ func (x *executor) haltLocked(why string, failed bool) {
 	if failed {
 		x.r.Error = why
 	}
-	x.e.log.Warn("pass stopped", "pass", x.passID, "why", why)
+	x.d.log.Warn("pass stopped", "pass", x.passID, "why", why)
 }
 
 // notRun reports every planned item that has no result as never
@@ -310,7 +310,7 @@ func (x *executor) notRunLocked(idx int) {
 		return
 	}
 	it := x.plan[idx]
-	it.Outcome, it.Detail, it.Time = OutcomeNotRun, x.r.Stopped, x.e.now()
+	it.Outcome, it.Detail, it.Time = OutcomeNotRun, x.r.Stopped, x.d.now()
 	x.results[idx] = []ItemResult{it}
 	x.r.Undone++
 }
@@ -339,7 +339,7 @@ func (x *executor) startWorkers(n int) (stop func()) {
 // (outside x.mu: the other workers and the feeder do not wait for it).
 func (x *executor) run(t task) []ItemResult {
 	its := x.journal.perform(x.calls, t.check.recheck(x, t.intent))
-	now := x.e.now()
+	now := x.d.now()
 	for i := range its {
 		its[i].Time = now
 	}
@@ -376,4 +376,4 @@ func (x *executor) done(t task, its []ItemResult) {
 }
 
 // publish sends the progress to the engine's progress listeners.
-func (x *executor) publish() { x.e.publishProgress(x.prog) }
+func (x *executor) publish() { x.d.publish(x.prog) }

@@ -12,7 +12,7 @@ import (
 // leaves it. Both calls come after the removal's started line.
 func (rm sandboxCheck) recheck(x *executor, en *JournalEntry) checked {
 	it := ItemResult{Kind: ItemSandbox, ID: rm.ID, Reason: rm.Reason}
-	cur, err := rt(x, func(ctx context.Context) (Sandbox, error) { return x.e.o.Reader.SandboxStatus(ctx, rm.ID) })
+	cur, err := rt(x, func(ctx context.Context) (Sandbox, error) { return x.d.reader.SandboxStatus(ctx, rm.ID) })
 	if err != nil {
 		return checked{it: recheckFailed(it, err)}
 	}
@@ -31,7 +31,7 @@ func (rm sandboxCheck) recheck(x *executor, en *JournalEntry) checked {
 		return checked{it: skipped(it, fmt.Sprintf("still holds container %s (%s)", c.Name, c.ID))}
 	}
 	return checked{it: it, remove: &removal{what: "remove sandbox",
-		stop: func(ctx context.Context) error { return x.e.o.Remover.StopSandbox(ctx, rm.ID) },
-		call: func(ctx context.Context) error { return x.e.o.Remover.RemoveSandbox(ctx, rm.ID) },
+		stop: func(ctx context.Context) error { return x.d.remover.StopSandbox(ctx, rm.ID) },
+		call: func(ctx context.Context) error { return x.d.remover.RemoveSandbox(ctx, rm.ID) },
 		log:  []any{"sandbox", rm.ID, "pod", cur.PodUID}}}
 }

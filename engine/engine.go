@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/engine/rules"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 // Options configure an Engine.
@@ -90,13 +92,13 @@ type Engine struct {
 	now     func() time.Time
 	statfs  func(string) (FsStats, error)
 	log     *slog.Logger
-	journal *journal
-	sd      *stateDir // the locked state dir; nil for a read-only engine
+	journal *state.Journal
+	sd      *state.Dir // the locked state dir; nil for a read-only engine
 	passSeq atomic.Int64
 	// run names this engine's run, so that pass IDs are unique across
 	// runs (runID).
 	run string
-	// boot is the machine's boot ID (bootID), written on intent lines.
+	// boot is the machine's boot ID (state.BootID), written on intent lines.
 	boot string
 	// containerGen counts container events; a pass's view of the node
 	// is listed again when it changes.
@@ -145,13 +147,10 @@ type Engine struct {
 	fresh           bool // started without persisted records
 	// Warning is set when the records file was corrupt and moved aside.
 	warning error
-	// reconciled is set once the journal's open intents were settled;
-	// notes says what that found, for the next pass's report.
-	reconciled bool
-	notes      []string
-	// reconcileAfter is when a reconciliation that left intents open may
-	// be tried again (reconcileRetry).
-	reconcileAfter time.Time
+	// notes says what reconciliation found, for the next pass's report.
+	notes []string
+	// rec settles the journal's open intents; nil without a journal.
+	rec *state.Reconciler
 }
 
 // ContainerEvent tells the engine that a container was created or started
@@ -245,7 +244,7 @@ func newEngine(o Options) *Engine {
 	}
 	e.started = e.now()
 	e.run = runID(e.started)
-	e.boot = bootID()
+	e.boot = state.BootID()
 	e.fresh = true
 	return e
 }
@@ -255,7 +254,7 @@ func newEngine(o Options) *Engine {
 // the state dir. A problem is a warning, never an error.
 func (e *Engine) loadRecordsReadOnly() {
 	dir := e.o.StateDir
-	recs, found, warning, err := loadRecords(dir, e.started, false)
+	recs, found, warning, err := state.LoadRecords(dir, e.started, false)
 	if err != nil {
 		warning = fmt.Errorf("--state-dir %s: %w; image records are kept in memory only", dir, err)
 	}
@@ -274,11 +273,11 @@ func (e *Engine) loadRecordsReadOnly() {
 // any error the lock is released again.
 func (e *Engine) openState() error {
 	dir := e.o.StateDir
-	sd, err := openStateDir(dir, runtimeEndpoint(e.o.Remover))
+	sd, err := state.OpenDir(dir, state.RuntimeEndpoint(e.o.Remover))
 	if err != nil {
 		return err
 	}
-	recs, found, warning, err := loadRecords(dir, e.started, true)
+	recs, found, warning, err := state.LoadRecords(dir, e.started, true)
 	if err != nil {
 		sd.Close()
 		return &StateDirError{Dir: dir, Err: err}
@@ -288,13 +287,13 @@ func (e *Engine) openState() error {
 		e.warning = warning
 	}
 	e.records, e.fresh = recs, !found
-	j, err := openJournal(dir)
+	j, err := state.OpenJournal(dir)
 	if err != nil {
 		sd.Close()
 		return &StateDirError{Dir: dir, Err: err}
 	}
-	if note, err := j.repair(); err != nil {
-		j.close()
+	if note, err := j.Repair(); err != nil {
+		j.Close()
 		sd.Close()
 		return &StateDirError{Dir: dir, Err: err}
 	} else if note != "" {
@@ -302,6 +301,7 @@ func (e *Engine) openState() error {
 		e.warning = errors.Join(e.warning, errors.New(note))
 	}
 	e.sd, e.journal = sd, j
+	e.rec = state.NewReconciler(state.ReconcileOptions{Journal: j, Dir: dir, Reader: e.o.Reader, Now: e.now, Log: e.log, Run: e.run, Boot: e.boot, InFlight: CallTimeout})
 	return nil
 }
 
@@ -311,7 +311,7 @@ func (e *Engine) Close() error {
 	defer e.passMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return errors.Join(e.journal.close(), e.sd.Close())
+	return errors.Join(e.journal.Close(), e.sd.Close())
 }
 
 // persists reports whether the engine writes image records: only an engine
@@ -336,7 +336,7 @@ func (e *Engine) Now() time.Time { return e.now() }
 // image appeared or vanished, or started or stopped being in use, so a
 // first-detected time, and the last use of an image no longer in use,
 // survive a crash; the last-used times of the images still in use are
-// written again once they are recordsMaxStale old. An idle node's passes
+// written again once they are state.RecordsMaxStale old. An idle node's passes
 // and the dashboard's refreshes pay no fsync. It does not wait for a pass
 // in flight: it sees the node as the pass leaves it so far.
 func (e *Engine) Snapshot(ctx context.Context) (Snapshot, error) {
@@ -356,16 +356,16 @@ func (e *Engine) snapshotLocked(ctx context.Context) (Snapshot, error) {
 	}
 	inUse := rules.InUse(s.Images, s.Containers)
 	var changed bool
-	e.records, changed = updateRecords(e.records, s.Images, inUse, s.TakenAt, e.usedAt)
+	e.records, changed = state.UpdateRecords(e.records, s.Images, inUse, s.TakenAt, e.usedAt)
 	e.usedAt = s.TakenAt
-	stale := len(inUse) > 0 && (s.TakenAt.Sub(e.savedAt) >= recordsMaxStale || s.TakenAt.Before(e.savedAt))
+	stale := len(inUse) > 0 && (s.TakenAt.Sub(e.savedAt) >= state.RecordsMaxStale || s.TakenAt.Before(e.savedAt))
 	if e.persists() && (changed || stale) {
-		if err := saveRecords(e.o.StateDir, e.records, s.TakenAt); err != nil {
+		if err := state.SaveRecords(e.o.StateDir, e.records, s.TakenAt); err != nil {
 			return s, err
 		}
 		e.savedAt = s.TakenAt
 	}
-	s.ImageRecords = sortedRecords(e.records)
+	s.ImageRecords = state.SortedRecords(e.records)
 	if e.o.OnSnapshot != nil {
 		e.o.OnSnapshot(s)
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/internal/proctest"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 // newPoolEngine is newTestEngine with a chosen pool width.
@@ -388,7 +390,7 @@ func TestJournalFailureStopsThePass(t *testing.T) {
 	// The intents of all six, i1's started and outcome lines, i2's
 	// started line, then the disk is full: the outcome of i2 cannot be
 	// written.
-	e.journal.w = &failingWriter{f: e.journal.f, ok: 4}
+	e.journal.WrapWriter(func(f *os.File) state.SyncWriter { return &failingWriter{f: f, ok: 4} })
 	r, err := e.Apply(context.Background(), reclaimPlan(ids...))
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +402,7 @@ func TestJournalFailureStopsThePass(t *testing.T) {
 		t.Errorf("report ok %v error %q stopped %v undone %d: the pass must fail", r.OK(), r.Error, r.Stopped, r.Undone)
 	}
 	// The next pass repairs the torn line and reconciles i2's intent.
-	e.journal.w = e.journal.f
+	e.journal.WrapWriter(nil)
 	r2, err := e.Apply(context.Background(), reclaimPlan())
 	if err != nil {
 		t.Fatal(err)
@@ -422,7 +424,7 @@ func TestJournalIntentWriteFailureRemovesNothing(t *testing.T) {
 	rt := newFakeRuntime()
 	addImages(rt, "i1", "i2")
 	e := newPoolEngine(t, rt, 1)
-	e.journal.w = &failingWriter{f: e.journal.f, ok: 0}
+	e.journal.WrapWriter(func(f *os.File) state.SyncWriter { return &failingWriter{f: f, ok: 0} })
 	r, err := e.Apply(context.Background(), reclaimPlan("i1", "i2"))
 	if err != nil {
 		t.Fatal(err)
@@ -439,7 +441,7 @@ func TestJournalRefusesAPassWithoutRoom(t *testing.T) {
 	rt := newFakeRuntime()
 	addImages(rt, "i1")
 	e := newPoolEngine(t, rt, 1)
-	e.journal.free = func() (int64, error) { return 4096, nil }
+	e.journal.SetFreeBytes(func() (int64, error) { return 4096, nil })
 	r, err := e.Apply(context.Background(), reclaimPlan("i1"))
 	if err != nil {
 		t.Fatal(err)
@@ -457,7 +459,7 @@ func TestJournalRefusesAPassWithoutRoom(t *testing.T) {
 // that line) fails.
 type queueThenFailWriter struct {
 	f      *os.File
-	j      *journal
+	j      *state.Journal
 	writes atomic.Int32
 }
 
@@ -466,9 +468,7 @@ func (w *queueThenFailWriter) Write(b []byte) (int, error) {
 	case 1:
 	case 2:
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			w.j.mu.Lock()
-			queued := len(w.j.buf)
-			w.j.mu.Unlock()
+			queued := w.j.QueuedLines()
 			if queued > 0 {
 				break
 			}
@@ -484,7 +484,7 @@ func TestAnOutcomeLostAtTheEndOfAPassIsReconciledByTheNext(t *testing.T) {
 	rt := newFakeRuntime()
 	addImages(rt, "i1", "i2")
 	e := newPoolEngine(t, rt, 2)
-	e.journal.w = &queueThenFailWriter{f: e.journal.f, j: e.journal}
+	e.journal.WrapWriter(func(f *os.File) state.SyncWriter { return &queueThenFailWriter{f: f, j: e.journal} })
 	r, err := e.Apply(context.Background(), reclaimPlan("i1", "i2"))
 	if err != nil {
 		t.Fatal(err)
@@ -492,7 +492,7 @@ func TestAnOutcomeLostAtTheEndOfAPassIsReconciledByTheNext(t *testing.T) {
 	if !strings.Contains(r.Error, "journal write failed") {
 		t.Errorf("pass error %q, want the failed journal write", r.Error)
 	}
-	e.journal.w = e.journal.f
+	e.journal.WrapWriter(nil)
 	if _, err := e.Apply(context.Background(), reclaimPlan()); err != nil {
 		t.Fatal(err)
 	}
@@ -507,12 +507,15 @@ func TestAnOutcomeLostAtTheEndOfAPassIsReconciledByTheNext(t *testing.T) {
 
 // blockedJournal opens a journal in a new dir whose first write blocks
 // until release is closed (closed at cleanup); writes counts the writes.
-func blockedJournal(t *testing.T) (j *journal, release chan struct{}, writes *atomic.Int32) {
+func blockedJournal(t *testing.T) (j *testJournal, release chan struct{}, writes *atomic.Int32) {
 	t.Helper()
 	j = openTestJournal(t)
 	release, writes = make(chan struct{}), new(atomic.Int32)
 	var once sync.Once
-	j.w = &blockingWriter{f: j.f, first: func() { writes.Add(1); once.Do(func() { <-release }) }, syncs: new(atomic.Int32)}
+	j.WrapWriter(func(f *os.File) state.SyncWriter {
+		j.bw = &blockingWriter{f: f, first: func() { writes.Add(1); once.Do(func() { <-release }) }, syncs: new(atomic.Int32)}
+		return j.bw
+	})
 	return j, release, writes
 }
 
@@ -523,7 +526,7 @@ func TestJournalGroupCommit(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range writers {
 		wg.Go(func() {
-			if err := j.write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: fmt.Sprint(i)}); err != nil {
+			if err := j.Write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: fmt.Sprint(i)}); err != nil {
 				t.Error(err)
 			}
 		})
@@ -531,9 +534,7 @@ func TestJournalGroupCommit(t *testing.T) {
 	// Wait until the first write is in flight and the other nine lines
 	// are queued behind it, then let it finish.
 	for {
-		j.mu.Lock()
-		queued := strings.Count(string(j.buf), "\n")
-		j.mu.Unlock()
+		queued := j.QueuedLines()
 		if queued == writers-1 {
 			break
 		}
@@ -541,10 +542,10 @@ func TestJournalGroupCommit(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
-	if err := j.close(); err != nil {
+	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if syncs := j.w.(*blockingWriter).syncs.Load(); syncs != 2 {
+	if syncs := j.bw.syncs.Load(); syncs != 2 {
 		t.Errorf("%d fsyncs for %d lines, want 2 (one, then one for the group that queued behind it)", syncs, writers)
 	}
 	lines, err := ReadJournalLines(dir)
@@ -563,7 +564,7 @@ func TestOutcomeLinesQueuedBehindAWriteGoOutTogether(t *testing.T) {
 	const writers = 10
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := j.writeLazy(JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: "0"}); err != nil {
+		if err := j.WriteLazy(JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: "0"}); err != nil {
 			t.Error(err)
 		}
 	})
@@ -572,15 +573,13 @@ func TestOutcomeLinesQueuedBehindAWriteGoOutTogether(t *testing.T) {
 	}
 	for i := 1; i < writers; i++ {
 		wg.Go(func() {
-			if err := j.writeLazy(JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: fmt.Sprint(i)}); err != nil {
+			if err := j.WriteLazy(JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: fmt.Sprint(i)}); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; { // the other nine are queued behind it
-		j.mu.Lock()
-		queued := strings.Count(string(j.buf), "\n")
-		j.mu.Unlock()
+		queued := j.QueuedLines()
 		if queued == writers-1 {
 			break
 		}
@@ -592,10 +591,10 @@ func TestOutcomeLinesQueuedBehindAWriteGoOutTogether(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
-	if err := j.sync(); err != nil {
+	if err := j.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.close(); err != nil {
+	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if n := writes.Load(); n != 2 {
@@ -701,7 +700,7 @@ func TestApplyPublishesProgress(t *testing.T) {
 }
 
 func TestReconciliationJournalsOnlyWhatItKnows(t *testing.T) {
-	boot := bootID()
+	boot := state.BootID()
 	if boot == "" {
 		t.Skip("no boot ID on this system")
 	}
@@ -753,12 +752,13 @@ func TestReconciliationJournalsOnlyWhatItKnows(t *testing.T) {
 // startWithJournal starts a deleting engine over rt in dir, which holds
 // the journal lines, and takes a snapshot (which reconciles); it returns
 // the journal's lines after it and the ops of the reconciled ones by ID.
+// tune, when given, adjusts the engine before that snapshot.
 func startWithJournal(t *testing.T, dir, lines string, rt interface {
 	Reader
 	Remover
-}, statfs func(string) (FsStats, error)) ([]JournalEntry, map[string]JournalOp) {
+}, statfs func(string) (FsStats, error), tune ...func(*Engine)) ([]JournalEntry, map[string]JournalOp) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(lines), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, state.JournalFile), []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	e, err := New(Options{Reader: rt, Statfs: statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
@@ -766,6 +766,9 @@ func startWithJournal(t *testing.T, dir, lines string, rt interface {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	for _, f := range tune {
+		f(e)
+	}
 	if _, err := e.Snapshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -802,8 +805,6 @@ func (l *lateRemovalRuntime) ImageStatus(ctx context.Context, id string) (Image,
 }
 
 func TestReconcileWaitsForARemovalInFlightToSettle(t *testing.T) {
-	defer func(settle time.Duration) { reconcileSettle = settle }(reconcileSettle)
-	reconcileSettle = 300 * time.Millisecond
 	for _, tc := range []struct {
 		name string
 		at   string // the intents' time
@@ -823,7 +824,8 @@ func TestReconcileWaitsForARemovalInFlightToSettle(t *testing.T) {
 `, tc.at, tc.at)
 			rt := &lateRemovalRuntime{fakeRuntime: newFakeRuntime(), late: map[string]bool{"late": true}}
 			addImages(rt.fakeRuntime, "late", "kept")
-			if _, got := startWithJournal(t, dir, lines, rt, rt.statfs); !maps.Equal(got, tc.want) {
+			settle := func(e *Engine) { e.rec.Settle = 300 * time.Millisecond }
+			if _, got := startWithJournal(t, dir, lines, rt, rt.statfs, settle); !maps.Equal(got, tc.want) {
 				t.Errorf("reconciled %v, want %v", got, tc.want)
 			}
 		})
@@ -892,7 +894,6 @@ func (h *hangingRuntime) ImageStatus(ctx context.Context, id string) (Image, err
 // was ended by the budget (the only bound when no signal comes) or by the
 // signal (the only bound when the budget is an hour).
 func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
-	defer func(b time.Duration) { reconcileBudget = b }(reconcileBudget)
 	// An intent whose call was sent: only the runtime can settle it.
 	lines := `{"op":"intent","pass":"r/3","kind":"image","id":"i1","reason":"space"}
 {"op":"started","pass":"r/3","kind":"image","id":"i1","reason":""}
@@ -914,9 +915,8 @@ func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
 		{"a signal ends it at once", true, time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reconcileBudget = tc.budget
 			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(lines), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, state.JournalFile), []byte(lines), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			rt := &hangingRuntime{fakeRuntime: newFakeRuntime(), askedCh: make(chan struct{}, 1), release: make(chan struct{})}
@@ -925,6 +925,7 @@ func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
+			e.rec.Budget = tc.budget
 			// Deferred after Close, so it runs first: a snapshot a failed
 			// test left hung on the runtime returns and frees the engine.
 			defer close(rt.release)
@@ -949,7 +950,7 @@ func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
 			}
 			// The next snapshot does not ask again before reconcileRetry
 			// (were it to ask, the budget would end its wait).
-			reconcileBudget = 300 * time.Millisecond
+			e.rec.Budget = 300 * time.Millisecond
 			asked := rt.asked.Load()
 			if err := snapshot(t, e, context.Background(), "the next snapshot"); err != nil {
 				t.Fatal(err)

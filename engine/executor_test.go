@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 var execNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -251,7 +253,7 @@ func TestApplyMeasuresAndJournals(t *testing.T) {
 	if len(j) != 2 || j[0].ID != "i1" || j[1].ID != "i2" || j[0].RepoTags[0] != "a:1" || j[0].RepoDigests[0] != "a@sha256:1" || j[0].SizeBytes != 30 || j[0].Reason != "space" || string(j[0].Pass) != r.PassID() || j[0].Kind != ItemImage {
 		t.Errorf("journal = %+v", j)
 	}
-	fi, err := os.Stat(filepath.Join(e.o.StateDir, journalFile))
+	fi, err := os.Stat(filepath.Join(e.o.StateDir, state.JournalFile))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("journal mode = %v, %v; want 0600", fi.Mode(), err)
 	}

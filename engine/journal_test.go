@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 // Issue 8 item 7: a journal write that fails stops the pass before the
@@ -23,14 +25,16 @@ func TestJournalWriteFailureStopsThePass(t *testing.T) {
 	}
 	e := newTestEngine(t, rt, false)
 	writes := 0
-	e.journal.w = &hookedWriter{syncWriter: e.journal.w, before: func() error {
-		// Write 1: the intents of all three; 2 and 3: i1's started and
-		// outcome lines; 4: i2's started line; 5: the outcome of i2 fails.
-		if writes++; writes == 5 {
-			return errors.New("no space left on device")
-		}
-		return nil
-	}}
+	e.journal.WrapWriter(func(f *os.File) state.SyncWriter {
+		return &hookedWriter{SyncWriter: f, before: func() error {
+			// Write 1: the intents of all three; 2 and 3: i1's started and
+			// outcome lines; 4: i2's started line; 5: the outcome of i2 fails.
+			if writes++; writes == 5 {
+				return errors.New("no space left on device")
+			}
+			return nil
+		}}
+	})
 	r, err := e.Apply(context.Background(), Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{Remove: []ImageRemoval{
 		{ID: "i1", SizeBytes: 10, Reason: RemoveForSpace}, {ID: "i2", SizeBytes: 10, Reason: RemoveForSpace}, {ID: "i3", SizeBytes: 10, Reason: RemoveForSpace}}}})
 	if err != nil {
@@ -46,7 +50,7 @@ func TestJournalWriteFailureStopsThePass(t *testing.T) {
 
 func TestATornJournalLineIsCutOnOpen(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, journalFile)
+	path := filepath.Join(dir, state.JournalFile)
 	os.WriteFile(path, []byte(`{"id":"a","kind":"image"}`+"\n"+`{"id":"b","ki`), 0o600)
 	rt := newFakeRuntime()
 	rt.images["c"] = Image{ID: "c", SizeBytes: 1}
@@ -102,7 +106,7 @@ func TestCancelStopsAfterTheItemInFlight(t *testing.T) {
 // startedOnFile reports whether the journal in stateDir holds, as it
 // reads now, a started line for id; false when it cannot be read.
 func startedOnFile(stateDir, id string) bool {
-	all, err := readJournalAll(stateDir)
+	all, err := state.ReadJournalAll(stateDir)
 	return err == nil && slices.ContainsFunc(all, func(l JournalEntry) bool { return l.Op == JournalStarted && l.ID == id })
 }
 
@@ -142,7 +146,7 @@ func TestEveryRemovalCallFollowsItsStartedLine(t *testing.T) {
 			if len(bad) > 0 {
 				t.Errorf("calls sent before their started line reached the file: %v", bad)
 			}
-			all, _ := readJournalAll(e.o.StateDir)
+			all, _ := state.ReadJournalAll(e.o.StateDir)
 			started := 0
 			for _, l := range all {
 				if l.Op == JournalStarted {
@@ -157,63 +161,11 @@ func TestEveryRemovalCallFollowsItsStartedLine(t *testing.T) {
 	}
 }
 
-func TestAStartReadsOnlyTheJournalAfterItsLastCheckpoint(t *testing.T) {
-	intent := func(id string) string {
-		return fmt.Sprintf(`{"op":"intent","pass":"r/1","kind":"image","id":%q,"reason":"space"}`+"\n", id)
-	}
-	outcome := func(id string) string {
-		return fmt.Sprintf(`{"op":"removed","pass":"r/1","kind":"image","id":%q,"reason":"space"}`+"\n", id)
-	}
-	started := func(id string) string {
-		return fmt.Sprintf(`{"op":"started","pass":"r/1","kind":"image","id":%q,"reason":""}`+"\n", id)
-	}
-	const checkpoint = `{"time":"2026-11-01T12:00:00Z","op":"checkpoint","pass":"","passKind":"","kind":"","id":"","reason":""}` + "\n"
-	closed := strings.Repeat(intent("old")+outcome("old"), 20000)
-	for _, tc := range []struct {
-		name      string
-		journal   string
-		wantOpen  []string
-		wantStart []bool
-		wantTail  int
-	}{
-		{"an intent after the checkpoint is open, with its started line", closed + checkpoint + intent("a") + started("a"), []string{"a"}, []bool{true}, 2},
-		{"a journal that ends on a checkpoint has no tail", closed + intent("x") + checkpoint, nil, nil, 0},
-		{"a journal without a checkpoint (an older nodegc's) is read whole", intent("a") + intent("b") + outcome("a"), []string{"b"}, []bool{false}, 3},
-		{"a checkpoint mark inside an ID is not a checkpoint", intent(`"op":"checkpoint"`) + intent("b"), []string{`"op":"checkpoint"`, "b"}, []bool{false, false}, 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, journalFile), []byte(tc.journal), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			open, tail, err := readOpenIntents(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ids []string
-			var st []bool
-			for _, in := range open {
-				ids, st = append(ids, in.ID), append(st, in.started)
-			}
-			if !slices.Equal(ids, tc.wantOpen) || !slices.Equal(st, tc.wantStart) || tail != tc.wantTail {
-				t.Errorf("open %q started %v tail %d, want %q %v %d", ids, st, tail, tc.wantOpen, tc.wantStart, tc.wantTail)
-			}
-			if strings.HasPrefix(tc.journal, closed) {
-				// Its cost is the tail's, not the 40,000 closed lines'.
-				if allocs := testing.AllocsPerRun(3, func() { readOpenIntents(dir) }); allocs > 500 {
-					t.Errorf("reading the tail took %.0f allocations: it must not decode the history", allocs)
-				}
-			}
-		})
-	}
-}
-
 func TestTheJournalRotatesAtACheckpointAndKeepsABoundedHistory(t *testing.T) {
-	defer func(l int64) { journalSegmentLimit = l }(journalSegmentLimit)
-	journalSegmentLimit = 1 // every pass's checkpoint rotates
 	rt := newFakeRuntime()
 	e := newPoolEngine(t, rt, 2)
-	passes := journalSegments + 3
+	e.journal.SetSegmentLimit(1) // every pass's checkpoint rotates
+	passes := state.Segments + 3
 	for i := range passes {
 		id := fmt.Sprintf("i%d", i)
 		addImages(rt, id)
@@ -221,10 +173,10 @@ func TestTheJournalRotatesAtACheckpointAndKeepsABoundedHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for k := 0; k <= journalSegments+1; k++ {
-		_, err := os.Stat(filepath.Join(e.o.StateDir, segmentName(k)))
-		if exists := err == nil; exists != (k <= journalSegments) {
-			t.Errorf("segment %s exists: %v, want %v", segmentName(k), exists, k <= journalSegments)
+	for k := 0; k <= state.Segments+1; k++ {
+		_, err := os.Stat(filepath.Join(e.o.StateDir, state.SegmentName(k)))
+		if exists := err == nil; exists != (k <= state.Segments) {
+			t.Errorf("segment %s exists: %v, want %v", state.SegmentName(k), exists, k <= state.Segments)
 		}
 	}
 	js, err := ReadJournal(e.o.StateDir)
@@ -232,10 +184,10 @@ func TestTheJournalRotatesAtACheckpointAndKeepsABoundedHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The current segment is empty (rotated at the last checkpoint); the
-	// kept ones hold the last journalSegments passes, oldest first.
+	// kept ones hold the last state.Segments passes, oldest first.
 	got := journalIDs(js)
 	want := []string{}
-	for i := passes - journalSegments; i < passes; i++ {
+	for i := passes - state.Segments; i < passes; i++ {
 		want = append(want, fmt.Sprintf("i%d", i))
 	}
 	if !slices.Equal(got, want) {
@@ -263,7 +215,7 @@ func journalIDs(js []JournalEntry) []string {
 // hookedWriter is a journal writer whose before hook may fail a write
 // before it reaches the file.
 type hookedWriter struct {
-	syncWriter
+	state.SyncWriter
 	before func() error
 }
 
@@ -271,5 +223,5 @@ func (w *hookedWriter) Write(b []byte) (int, error) {
 	if err := w.before(); err != nil {
 		return 0, err
 	}
-	return w.syncWriter.Write(b)
+	return w.SyncWriter.Write(b)
 }

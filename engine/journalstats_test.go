@@ -3,8 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 func TestJournalStatsCountLinesAndFailures(t *testing.T) {
@@ -22,51 +25,51 @@ func TestJournalStatsCountLinesAndFailures(t *testing.T) {
 
 	t.Run("a failed write counts as a failure and none of its lines", func(t *testing.T) {
 		j := openTestJournal(t)
-		j.w = &failingWriter{f: j.f, ok: 0}
-		if err := j.write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: "i1"}); err == nil {
+		j.WrapWriter(func(f *os.File) state.SyncWriter { return &failingWriter{f: f, ok: 0} })
+		if err := j.Write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: "i1"}); err == nil {
 			t.Fatal("the write succeeded")
 		}
-		if st := j.counts.stats(); st.FailedWrites != 1 || st.Lines[JournalIntent] != 0 {
+		if st := j.Stats(); st.FailedWrites != 1 || st.Lines[JournalIntent] != 0 {
 			t.Errorf("stats %+v", st)
 		}
 	})
 	t.Run("every line of a group write is counted by its op, reconciled outcomes apart", func(t *testing.T) {
 		j := openTestJournal(t)
-		if err := j.write(
+		if err := j.Write(
 			JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: "i1", Reconciled: true},
 			JournalEntry{Op: JournalNotRemoved, Kind: ItemImage, ID: "i2", Reconciled: true},
 			JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: "i3"}); err != nil {
 			t.Fatal(err)
 		}
-		st := j.counts.stats()
+		st := j.Stats()
 		if st.Lines[JournalRemoved] != 2 || st.Lines[JournalNotRemoved] != 1 || st.Reconciled[JournalRemoved] != 1 || st.Reconciled[JournalNotRemoved] != 1 {
 			t.Errorf("stats %+v", st)
 		}
 	})
 	t.Run("lines queued behind a failed write and dropped by the reset are not counted", func(t *testing.T) {
 		j, release, writes := blockedJournal(t)
-		j.w.(*blockingWriter).err = errors.New("no space left on device")
+		j.bw.err = errors.New("no space left on device")
 		failed := make(chan error)
-		go func() { failed <- j.write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: "i1"}) }()
+		go func() { failed <- j.Write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: "i1"}) }()
 		for writes.Load() == 0 {
 			time.Sleep(time.Millisecond)
 		}
 		// Queued while the write is in flight; the write then fails.
-		if err := j.writeLazy(JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: "i0"}); err != nil {
+		if err := j.WriteLazy(JournalEntry{Op: JournalRemoved, Kind: ItemImage, ID: "i0"}); err != nil {
 			t.Fatal(err)
 		}
 		close(release)
 		if err := <-failed; err == nil {
 			t.Fatal("the blocked write succeeded")
 		}
-		if _, err := j.reset(); err != nil {
+		if _, err := j.Reset(); err != nil {
 			t.Fatal(err)
 		}
-		j.w = j.f
-		if err := j.write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: "i2"}); err != nil {
+		j.WrapWriter(nil)
+		if err := j.Write(JournalEntry{Op: JournalIntent, Kind: ItemImage, ID: "i2"}); err != nil {
 			t.Fatal(err)
 		}
-		st := j.counts.stats()
+		st := j.Stats()
 		if st.Lines[JournalIntent] != 1 || st.Lines[JournalRemoved] != 0 || st.FailedWrites != 1 {
 			t.Errorf("stats %+v, want one intent written and one failed write", st)
 		}
@@ -98,13 +101,22 @@ func TestOnSnapshotSeesEverySnapshot(t *testing.T) {
 	}
 }
 
+// testJournal is a journal a test opened, with its dir and the blocking
+// writer blockedJournal put in front of its file.
+type testJournal struct {
+	*state.Journal
+	dir string
+	bw  *blockingWriter
+}
+
 // openTestJournal opens a journal in a temp dir, closed at cleanup.
-func openTestJournal(t *testing.T) *journal {
+func openTestJournal(t *testing.T) *testJournal {
 	t.Helper()
-	j, err := openJournal(t.TempDir())
+	dir := t.TempDir()
+	j, err := state.OpenJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { j.close() })
-	return j
+	t.Cleanup(func() { j.Close() })
+	return &testJournal{Journal: j, dir: dir}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 func TestContainerLogLayout(t *testing.T) {
@@ -374,7 +376,7 @@ func TestApplyRemovesAContainersLogBeforeTheContainerAndJournalsBoth(t *testing.
 	}
 	// The logs go after the container's started line: nothing of a
 	// removal is done before it is on file.
-	all, err := readJournalAll(e.o.StateDir)
+	all, err := state.ReadJournalAll(e.o.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 func TestRecordsSurviveARestart(t *testing.T) {
@@ -52,7 +54,7 @@ func TestRecordsSurviveARestart(t *testing.T) {
 	if !got["new"].FirstDetected.Equal(now) {
 		t.Errorf("new = %+v, want first detected now", got["new"])
 	}
-	for _, f := range []string{dir, filepath.Join(dir, recordsFile)} {
+	for _, f := range []string{dir, filepath.Join(dir, state.RecordsFile)} {
 		fi, err := os.Stat(f)
 		want := os.FileMode(0o600)
 		if f == dir {
@@ -65,7 +67,7 @@ func TestRecordsSurviveARestart(t *testing.T) {
 }
 
 func TestRecordsOfVanishedImagesAreDropped(t *testing.T) {
-	recs, changed := updateRecords(map[string]ImageRecord{"gone": {ID: "gone", FirstDetected: execNow}}, []Image{{ID: "here"}}, nil, execNow, time.Time{})
+	recs, changed := state.UpdateRecords(map[string]ImageRecord{"gone": {ID: "gone", FirstDetected: execNow}}, []Image{{ID: "here"}}, nil, execNow, time.Time{})
 	if _, ok := recs["gone"]; ok || len(recs) != 1 || !changed {
 		t.Errorf("records = %v, want only 'here'", recs)
 	}
@@ -81,7 +83,7 @@ func TestCorruptRecordsAreMovedAsideAndTheEngineStartsFresh(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, recordsFile)
+			path := filepath.Join(dir, state.RecordsFile)
 			os.WriteFile(path, []byte(content), 0o600)
 			rt := newFakeRuntime()
 			e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
@@ -110,15 +112,15 @@ func TestSaveRecordsLeavesNoTempFiles(t *testing.T) {
 	dir := t.TempDir()
 	recs := map[string]ImageRecord{"a": {ID: "a", FirstDetected: execNow}}
 	for range 3 {
-		if err := saveRecords(dir, recs, execNow); err != nil {
+		if err := state.SaveRecords(dir, recs, execNow); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 || ents[0].Name() != recordsFile {
-		t.Errorf("state dir holds %v, want only %s", ents, recordsFile)
+	if len(ents) != 1 || ents[0].Name() != state.RecordsFile {
+		t.Errorf("state dir holds %v, want only %s", ents, state.RecordsFile)
 	}
-	got, found, warn, err := loadRecords(dir, execNow, true)
+	got, found, warn, err := state.LoadRecords(dir, execNow, true)
 	if err != nil || warn != nil || !found || !got["a"].FirstDetected.Equal(execNow) {
 		t.Errorf("load = %v %v %v %v", got, found, warn, err)
 	}
@@ -126,11 +128,11 @@ func TestSaveRecordsLeavesNoTempFiles(t *testing.T) {
 
 // The records are written when an image comes or goes, or starts or
 // stops being in use, and the last-used times of the images in use once
-// they are recordsMaxStale old; a plan or snapshot of an unchanged node
+// they are state.RecordsMaxStale old; a plan or snapshot of an unchanged node
 // writes nothing before that.
 func TestRecordsArePersistedWhenTheyChange(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, recordsFile)
+	path := filepath.Join(dir, state.RecordsFile)
 	rt := newFakeRuntime()
 	rt.images["a"] = Image{ID: "a"}
 	now := execNow
@@ -142,7 +144,7 @@ func TestRecordsArePersistedWhenTheyChange(t *testing.T) {
 	ctx := context.Background()
 	read := func() string { b, _ := os.ReadFile(path); return string(b) }
 	lastUsed := func() *time.Time {
-		recs, _, _, _ := loadRecords(dir, now, true)
+		recs, _, _, _ := state.LoadRecords(dir, now, true)
 		return recs["a"].LastUsed
 	}
 
@@ -167,11 +169,11 @@ func TestRecordsArePersistedWhenTheyChange(t *testing.T) {
 	if read() != before {
 		t.Errorf("a snapshot and a plan of an unchanged node rewrote the records")
 	}
-	// recordsMaxStale after the write, the last use is written again.
-	now = execNow.Add(time.Minute + recordsMaxStale)
+	// state.RecordsMaxStale after the write, the last use is written again.
+	now = execNow.Add(time.Minute + state.RecordsMaxStale)
 	e.Snapshot(ctx)
 	if lu := lastUsed(); lu == nil || !lu.Equal(now) {
-		t.Errorf("a last use %v old was not persisted: %v", recordsMaxStale, lu)
+		t.Errorf("a last use %v old was not persisted: %v", state.RecordsMaxStale, lu)
 	}
 	// No longer in use: its last use stays, and is persisted at once.
 	delete(rt.containers, "c")
@@ -213,16 +215,16 @@ func TestRecordTimesAfterNowAreClamped(t *testing.T) {
 				}
 			}
 			dir := t.TempDir()
-			if err := saveRecords(dir, map[string]ImageRecord{"a": tc.rec}, ahead); err != nil {
+			if err := state.SaveRecords(dir, map[string]ImageRecord{"a": tc.rec}, ahead); err != nil {
 				t.Fatal(err)
 			}
-			recs, _, _, err := loadRecords(dir, execNow, true)
+			recs, _, _, err := state.LoadRecords(dir, execNow, true)
 			if err != nil {
 				t.Fatal(err)
 			}
 			check("loaded", recs["a"])
 			// On use: records already in memory when the clock steps back.
-			next, changed := updateRecords(map[string]ImageRecord{"a": tc.rec}, []Image{{ID: "a"}}, nil, execNow, time.Time{})
+			next, changed := state.UpdateRecords(map[string]ImageRecord{"a": tc.rec}, []Image{{ID: "a"}}, nil, execNow, time.Time{})
 			check("updated", next["a"])
 			if changed != tc.wantRewritten {
 				t.Errorf("changed = %v, want %v (a clamped record is persisted again)", changed, tc.wantRewritten)
@@ -242,14 +244,14 @@ func TestUpdateRecordsPinNoListing(t *testing.T) {
 		return []Image{{ID: strings.Clone("sha256:aa")}, {ID: strings.Clone("sha256:bb")}, {ID: strings.Clone("sha256:cc")}}
 	}
 	first := listing()
-	recs, _ := updateRecords(nil, first, map[string]bool{"sha256:aa": true, "sha256:bb": true}, now, time.Time{})
+	recs, _ := state.UpdateRecords(nil, first, map[string]bool{"sha256:aa": true, "sha256:bb": true}, now, time.Time{})
 	held := map[string]*byte{}
 	for id, r := range recs {
 		held[id] = unsafe.StringData(r.ID)
 	}
 	second := listing()
 	second = append(second, Image{ID: strings.Clone("sha256:dd")})
-	next, _ := updateRecords(recs, second, map[string]bool{"sha256:aa": true, "sha256:bb": true, "sha256:dd": true}, now.Add(time.Minute), now)
+	next, _ := state.UpdateRecords(recs, second, map[string]bool{"sha256:aa": true, "sha256:bb": true, "sha256:dd": true}, now.Add(time.Minute), now)
 	var used *time.Time
 	for id, r := range next {
 		if id != r.ID || unsafe.StringData(id) != unsafe.StringData(r.ID) {

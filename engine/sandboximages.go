@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/nodegc/nodegc/internal/safefile"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 // sandboxImagesFile is the name, in the state dir, of the images that
@@ -32,7 +34,7 @@ func LoadSandboxImages(dir string) map[string]string {
 	if !usableStateDir(dir) {
 		return nil
 	}
-	data, err := readStateFile(dir, sandboxImagesFile)
+	data, err := state.ReadFile(dir, sandboxImagesFile)
 	if err != nil {
 		return nil
 	}
@@ -66,5 +68,5 @@ func usableStateDir(dir string) bool {
 		return false
 	}
 	fi, err := os.Lstat(dir)
-	return err == nil && checkStateDirInfo(fi) == nil && checkStateDirParents(dir) == nil
+	return err == nil && state.CheckInfo(fi) == nil && state.CheckParents(dir) == nil
 }

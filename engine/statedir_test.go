@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodegc/nodegc/engine/state"
 )
 
 // nobodyUID is the uid of the user who plants, in these tests.
@@ -26,7 +28,7 @@ func TestStateDirAboveMustBeRootsAlone(t *testing.T) {
 		name string
 		// setup makes the tree under base and returns the state dir and
 		// the directory the refusal must name ("" when none).
-		setup func(t *testing.T, base string) (state, bad string)
+		setup func(t *testing.T, base string) (sdir, bad string)
 		why   string
 	}{
 		{
@@ -84,23 +86,23 @@ func TestStateDirAboveMustBeRootsAlone(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			base := t.TempDir()
-			state, bad := tt.setup(t, base)
+			sdir, bad := tt.setup(t, base)
 			var missing []string // below the refused directory, before the check
-			for p := state; p != bad && p != filepath.Dir(p); p = filepath.Dir(p) {
+			for p := sdir; p != bad && p != filepath.Dir(p); p = filepath.Dir(p) {
 				if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
 					missing = append(missing, p)
 				}
 			}
-			err := CheckStateDir(state)
+			err := CheckStateDir(sdir)
 			var se *StateDirError
 			if bad == "" {
 				if err != nil {
-					t.Fatalf("CheckStateDir(%s) = %v, want it used", state, err)
+					t.Fatalf("CheckStateDir(%s) = %v, want it used", sdir, err)
 				}
 				return
 			}
-			if !errors.As(err, &se) || !strings.Contains(err.Error(), "--state-dir: "+state+" is below a directory another user can change ("+bad+": "+tt.why) {
-				t.Fatalf("CheckStateDir(%s) = %v, want a --state-dir error naming %s: %s", state, err, bad, tt.why)
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), "--state-dir: "+sdir+" is below a directory another user can change ("+bad+": "+tt.why) {
+				t.Fatalf("CheckStateDir(%s) = %v, want a --state-dir error naming %s: %s", sdir, err, bad, tt.why)
 			}
 			for _, p := range missing {
 				if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
@@ -110,17 +112,17 @@ func TestStateDirAboveMustBeRootsAlone(t *testing.T) {
 			// The engine that can delete refuses it the same way, and no
 			// file of the state dir is written there.
 			rt := newFakeRuntime()
-			if e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: state}); !errors.As(err, &se) {
+			if e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: sdir}); !errors.As(err, &se) {
 				if e != nil {
 					e.Close()
 				}
 				t.Fatalf("New = %v, want a *StateDirError", err)
 			}
-			if err := SaveSandboxImages(state, map[string]string{"s": "i"}); err != nil {
+			if err := SaveSandboxImages(sdir, map[string]string{"s": "i"}); err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range []string{recordsFile, journalFile, lockFile, sandboxImagesFile} {
-				if _, err := os.Lstat(filepath.Join(state, name)); !errors.Is(err, os.ErrNotExist) {
+			for _, name := range []string{state.RecordsFile, state.JournalFile, state.LockFile, sandboxImagesFile} {
+				if _, err := os.Lstat(filepath.Join(sdir, name)); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("%s was written (%v) in a refused state dir", name, err)
 				}
 			}

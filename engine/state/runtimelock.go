@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // RuntimeLockDirEnv names the environment variable that overrides the
@@ -38,13 +40,13 @@ func (e *runtimeBusyError) Error() string {
 }
 func (e *runtimeBusyError) Unwrap() error { return ErrRuntimeBusy }
 
-// endpointer is a Remover that names its runtime's endpoint (the CRI
+// endpointer is a [model.Remover] that names its runtime's endpoint (the CRI
 // client); the runtime lock is keyed by it.
 type endpointer interface{ Endpoint() string }
 
-// runtimeEndpoint returns the endpoint r removes from, or "" when it names
+// RuntimeEndpoint returns the endpoint r removes from, or "" when it names
 // none (an in-memory runtime of the tests).
-func runtimeEndpoint(r Remover) string {
+func RuntimeEndpoint(r model.Remover) string {
 	if ep, ok := r.(endpointer); ok {
 		return ep.Endpoint()
 	}

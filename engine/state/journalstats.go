@@ -1,8 +1,10 @@
-package engine
+package state
 
 import (
 	"maps"
 	"sync"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // JournalStats counts what the deletion journal wrote since the engine
@@ -11,26 +13,17 @@ import (
 // serves them as metrics.
 type JournalStats struct {
 	// Lines counts the lines written, by op (intent, removed, …).
-	Lines map[JournalOp]int64
+	Lines map[model.JournalOp]int64
 	// Reconciled counts the outcomes written by reconciliation for
 	// intents a crash left open, by op (removed, not-removed).
-	Reconciled map[JournalOp]int64
+	Reconciled map[model.JournalOp]int64
 	// FailedWrites counts the writes and syncs that failed.
 	FailedWrites int64
 }
 
-// JournalStats returns the journal's counts; zero for an engine without a
-// journal (read-only, or no state dir).
-func (e *Engine) JournalStats() JournalStats {
-	if e.journal == nil {
-		return JournalStats{}
-	}
-	return e.journal.counts.stats()
-}
-
 // lineOp is what the counts need of one queued line.
 type lineOp struct {
-	op         JournalOp
+	op         model.JournalOp
 	reconciled bool
 }
 
@@ -48,7 +41,7 @@ func (c *journalCounts) written(lines []lineOp) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.st.Lines == nil {
-		c.st.Lines, c.st.Reconciled = map[JournalOp]int64{}, map[JournalOp]int64{}
+		c.st.Lines, c.st.Reconciled = map[model.JournalOp]int64{}, map[model.JournalOp]int64{}
 	}
 	for _, l := range lines {
 		c.st.Lines[l.op]++

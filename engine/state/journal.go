@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"bufio"
@@ -15,34 +15,36 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
-// journalFile is the name of the deletion journal in the state dir; its
-// older segments are journalFile.1 (the newest) to
-// journalFile.<journalSegments>.
-const journalFile = "journal.jsonl"
+// JournalFile is the name of the deletion journal in the state dir; its
+// older segments are JournalFile.1 (the newest) to
+// JournalFile.<Segments>.
+const JournalFile = "journal.jsonl"
 
 // JournalPath is the journal's current file in stateDir, as the
 // dashboard's journal view (L) names and reads it.
-func JournalPath(stateDir string) string { return filepath.Join(stateDir, journalFile) }
+func JournalPath(stateDir string) string { return filepath.Join(stateDir, JournalFile) }
 
-// journalSegments is how many old segments the journal keeps. The journal
+// Segments is how many old segments the journal keeps. The journal
 // is rotated at a checkpoint (no intent open) once it is larger than
-// journalSegmentLimit, so its history is bounded, and the segment being
+// its segment limit, so its history is bounded, and the segment being
 // written holds every open intent: a start reads only its tail.
-const journalSegments = 4
+const Segments = 4
 
-// journalSegmentLimit is the size past which the journal is rotated at
-// its next checkpoint (8 MiB, about 25,000 lines); tests lower it.
-var journalSegmentLimit int64 = 8 << 20
+// segmentLimit is the size past which the journal is rotated at its
+// next checkpoint (8 MiB, about 25,000 lines); SetSegmentLimit lowers it.
+const segmentLimit int64 = 8 << 20
 
-// segmentName is the file of the journal's segment k (0: the current
+// SegmentName is the file of the journal's segment k (0: the current
 // one).
-func segmentName(k int) string {
+func SegmentName(k int) string {
 	if k == 0 {
-		return journalFile
+		return JournalFile
 	}
-	return fmt.Sprintf("%s.%d", journalFile, k)
+	return fmt.Sprintf("%s.%d", JournalFile, k)
 }
 
 // journalReserve is the free space a pass wants in the state dir's
@@ -53,31 +55,34 @@ const (
 	journalReserveBase  = 1 << 20
 )
 
-// syncWriter is where the journal's lines go: the file, or in tests a
+// SyncWriter is where the journal's lines go: the file, or in tests a
 // writer that fails.
-type syncWriter interface {
+type SyncWriter interface {
 	io.Writer
 	Sync() error
 }
 
-// journal is the append-only, write-ahead deletion journal: one JSON line
+// Journal is the append-only, write-ahead deletion journal: one JSON line
 // per intent and per outcome. It is opened once, without following a
 // symlink. Concurrent writers are group-committed: the lines that arrive
 // while a write is in flight go out together in the next one, with one
 // fsync for the group. A write error is returned to the executor, which
 // stops the pass before the next removal; after it every write fails until
 // the next pass cuts whatever the failed write left and starts again.
-type journal struct {
+type Journal struct {
 	mu   sync.Mutex
 	cond *sync.Cond
 	dir  string
 	f    *os.File
-	w    syncWriter // f, unless a test wraps it
-	// counts are what was written (Engine.JournalStats).
+	w    SyncWriter // f, unless a test wraps it
+	// counts are what was written (Stats).
 	counts journalCounts
 	// free reports the free bytes of the journal's filesystem; nil means
 	// fstatfs (tests replace it).
 	free func() (int64, error)
+	// limit is the size past which the journal is rotated
+	// (segmentLimit).
+	limit int64
 
 	buf      []byte   // lines waiting for the next group
 	ops      []lineOp // the ops of buf's lines, for the counts
@@ -93,10 +98,10 @@ type journal struct {
 	dirty    bool  // lines written by writeLazy since the last sync
 }
 
-// openJournal opens (creating) the journal in dir, positioned at its
+// OpenJournal opens (creating) the journal in dir, positioned at its
 // end. repair cuts a torn last line before the first write.
-func openJournal(dir string) (*journal, error) {
-	f, err := openStateFile(dir, journalFile, os.O_RDWR|os.O_CREATE)
+func OpenJournal(dir string) (*Journal, error) {
+	f, err := openStateFile(dir, JournalFile, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
@@ -105,14 +110,14 @@ func openJournal(dir string) (*journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	jr := &journal{dir: dir, f: f, w: f, batch: 1, size: fi.Size()}
+	jr := &Journal{dir: dir, f: f, w: f, batch: 1, size: fi.Size(), limit: segmentLimit}
 	jr.cond = sync.NewCond(&jr.mu)
 	return jr, nil
 }
 
-// healthy reports whether no write of the journal failed since the last
+// Healthy reports whether no write of the journal failed since the last
 // reset (a nil journal, none kept, is healthy).
-func (j *journal) healthy() bool {
+func (j *Journal) Healthy() bool {
 	if j == nil {
 		return true
 	}
@@ -121,10 +126,10 @@ func (j *journal) healthy() bool {
 	return j.err == nil
 }
 
-// reset readies the journal for a pass after a failed write: it clears
+// Reset readies the journal for a pass after a failed write: it clears
 // the error, and repairs what the failure left. It returns a note when
 // it cut something.
-func (j *journal) reset() (string, error) {
+func (j *Journal) Reset() (string, error) {
 	if j == nil {
 		return "", nil
 	}
@@ -141,17 +146,17 @@ func (j *journal) reset() (string, error) {
 	return note, err
 }
 
-// repair cuts a torn last line, left by a crash or a full disk in the
+// Repair cuts a torn last line, left by a crash or a full disk in the
 // middle of a write, so the next line does not glue onto it, and
 // returns a note when it cut something.
-func (j *journal) repair() (string, error) {
+func (j *Journal) Repair() (string, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.repairLocked()
 }
 
 // repairLocked is repair with j.mu held.
-func (j *journal) repairLocked() (string, error) {
+func (j *Journal) repairLocked() (string, error) {
 	note, err := repairTail(j.f)
 	if err != nil {
 		return "", fmt.Errorf("repair journal: %w", err)
@@ -205,7 +210,7 @@ func repairTail(f *os.File) (note string, err error) {
 }
 
 // encodeLines encodes the entries as JSON lines.
-func encodeLines(entries []JournalEntry) (*bytes.Buffer, error) {
+func encodeLines(entries []model.JournalEntry) (*bytes.Buffer, error) {
 	var enc bytes.Buffer
 	for _, e := range entries {
 		if err := json.NewEncoder(&enc).Encode(e); err != nil {
@@ -217,7 +222,7 @@ func encodeLines(entries []JournalEntry) (*bytes.Buffer, error) {
 
 // encode encodes the entries as JSON lines; nil (and no error) for a nil
 // journal or no entries, which the writers accept and drop.
-func (j *journal) encode(entries []JournalEntry) ([]byte, error) {
+func (j *Journal) encode(entries []model.JournalEntry) ([]byte, error) {
 	if j == nil || len(entries) == 0 {
 		return nil, nil
 	}
@@ -228,17 +233,17 @@ func (j *journal) encode(entries []JournalEntry) ([]byte, error) {
 	return enc.Bytes(), nil
 }
 
-// write appends the entries and returns once they are on disk (synced),
+// Write appends the entries and returns once they are on disk (synced),
 // sharing the write and the fsync with every line other goroutines add
 // meanwhile. A nil journal accepts and drops entries.
-func (j *journal) write(entries ...JournalEntry) error {
+func (j *Journal) Write(entries ...model.JournalEntry) error {
 	return j.queue(entries, j.flushedLocked)
 }
 
 // flushedLocked returns once the group now filling is on disk, leading
 // its write and fsync unless another writer does; j.mu is held and
 // released meanwhile.
-func (j *journal) flushedLocked(uint64) error {
+func (j *Journal) flushedLocked(uint64) error {
 	mine := j.batch
 	for j.flushed < mine {
 		if j.err != nil {
@@ -269,12 +274,12 @@ func (j *journal) flushedLocked(uint64) error {
 
 // appendLocked queues the encoded lines of entries and returns their
 // append number; j.mu is held.
-func (j *journal) appendLocked(b []byte, entries []JournalEntry) uint64 {
+func (j *Journal) appendLocked(b []byte, entries []model.JournalEntry) uint64 {
 	j.buf = append(j.buf, b...)
 	j.appended++
 	for _, e := range entries {
 		j.ops = append(j.ops, lineOp{e.Op, e.Reconciled})
-		if e.Op == JournalCheckpoint {
+		if e.Op == model.JournalCheckpoint {
 			j.since = 0
 		} else {
 			j.since++
@@ -291,14 +296,14 @@ type queued struct {
 
 // takeLocked hands the queued lines to the caller, which writes them, with
 // the append number they reach; j.mu is held.
-func (j *journal) takeLocked() (queued, uint64) {
+func (j *Journal) takeLocked() (queued, uint64) {
 	q := queued{j.buf, j.ops}
 	j.buf, j.ops = nil, nil
 	return q, j.appended
 }
 
 // flush writes and syncs one group; j.mu is not held.
-func (j *journal) flush(q queued) error {
+func (j *Journal) flush(q queued) error {
 	if err := j.put(q); err != nil {
 		return err
 	}
@@ -311,7 +316,7 @@ func (j *journal) flush(q queued) error {
 
 // put writes lines to the file; its callers hold the flushing flag, so
 // one writes at a time.
-func (j *journal) put(q queued) error {
+func (j *Journal) put(q queued) error {
 	if len(q.buf) == 0 {
 		return nil
 	}
@@ -325,14 +330,14 @@ func (j *journal) put(q queued) error {
 	return nil
 }
 
-// checkpointLine is the line that says no intent before it is open.
-func checkpointLine(now time.Time) JournalEntry {
-	return JournalEntry{Time: now, Op: JournalCheckpoint}
+// CheckpointLine is the line that says no intent before it is open.
+func CheckpointLine(now time.Time) model.JournalEntry {
+	return model.JournalEntry{Time: now, Op: model.JournalCheckpoint}
 }
 
-// needsCheckpoint reports whether lines were written since the last
+// NeedsCheckpoint reports whether lines were written since the last
 // checkpoint.
-func (j *journal) needsCheckpoint() bool {
+func (j *Journal) NeedsCheckpoint() bool {
 	if j == nil {
 		return false
 	}
@@ -342,29 +347,29 @@ func (j *journal) needsCheckpoint() bool {
 }
 
 // rotate starts a new segment when the current one is larger than
-// journalSegmentLimit and ends on a checkpoint (its caller just synced
+// its segment limit and ends on a checkpoint (its caller just synced
 // one, with no writer left): no intent is open, so the new segment needs
 // nothing of the old. The segments shift by one, and the oldest beyond
-// journalSegments is dropped.
-func (j *journal) rotate() error {
+// Segments is dropped.
+func (j *Journal) rotate() error {
 	if j == nil {
 		return nil
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.err != nil || j.flushing || j.since > 0 || len(j.buf) > 0 || j.size <= journalSegmentLimit {
+	if j.err != nil || j.flushing || j.since > 0 || len(j.buf) > 0 || j.size <= j.limit {
 		return j.err
 	}
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("rotate journal: %w", err)
 	}
-	for k := journalSegments; k >= 1; k-- {
-		err := os.Rename(filepath.Join(j.dir, segmentName(k-1)), filepath.Join(j.dir, segmentName(k)))
+	for k := Segments; k >= 1; k-- {
+		err := os.Rename(filepath.Join(j.dir, SegmentName(k-1)), filepath.Join(j.dir, SegmentName(k)))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("rotate journal: %w", err)
 		}
 	}
-	f, err := openStateFile(j.dir, journalFile, os.O_RDWR|os.O_CREATE|os.O_EXCL)
+	f, err := openStateFile(j.dir, JournalFile, os.O_RDWR|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		j.err = fmt.Errorf("rotate journal: %w", err)
 		return j.err
@@ -375,7 +380,7 @@ func (j *journal) rotate() error {
 	}
 	// The writer follows the file; a test's writer stays. No write is in
 	// flight here.
-	if j.w == syncWriter(j.f) {
+	if j.w == SyncWriter(j.f) {
 		j.w = f
 	}
 	j.f.Close()
@@ -383,9 +388,9 @@ func (j *journal) rotate() error {
 	return nil
 }
 
-// rotateNoted rotates the journal (rotate) and returns a note for the
+// RotateNoted rotates the journal (rotate) and returns a note for the
 // report when that failed.
-func (j *journal) rotateNoted(log *slog.Logger) []string {
+func (j *Journal) RotateNoted(log *slog.Logger) []string {
 	if err := j.rotate(); err != nil {
 		log.Error("rotate journal", "err", err)
 		return []string{fmt.Sprintf("journal not rotated: %v", err)}
@@ -393,7 +398,7 @@ func (j *journal) rotateNoted(log *slog.Logger) []string {
 	return nil
 }
 
-// writeLazy writes the entries without waiting for them to be synced: the
+// WriteLazy writes the entries without waiting for them to be synced: the
 // next group's fsync (or sync) makes them durable. It is for outcome
 // lines: an outcome a crash loses leaves its intent open, and the next
 // start's reconciliation asks the runtime. Lines that arrive while another
@@ -403,7 +408,7 @@ func (j *journal) rotateNoted(log *slog.Logger) []string {
 // return therefore does not say the lines reached the file: a queued line
 // is lost when a later write fails, and the executor, which then sees
 // failed, leaves its intent to the next pass's reconciliation.
-func (j *journal) writeLazy(entries ...JournalEntry) error {
+func (j *Journal) WriteLazy(entries ...model.JournalEntry) error {
 	return j.queue(entries, func(uint64) error {
 		j.dirty = true
 		if j.flushing {
@@ -419,7 +424,7 @@ func (j *journal) writeLazy(entries ...JournalEntry) error {
 // append number: the prologue the three writers share. A nil journal, or
 // no entries, queues nothing; a journal whose write failed queues nothing
 // more until reset.
-func (j *journal) queue(entries []JournalEntry, then func(mine uint64) error) error {
+func (j *Journal) queue(entries []model.JournalEntry, then func(mine uint64) error) error {
 	b, err := j.encode(entries)
 	if b == nil {
 		return err
@@ -436,7 +441,7 @@ func (j *journal) queue(entries []JournalEntry, then func(mine uint64) error) er
 // fsync; the group's batch stays open, so a durable writer queued in it
 // still leads its own fsync. j.mu is held and released meanwhile; the
 // caller has checked that no write is in flight.
-func (j *journal) putQueuedLocked() {
+func (j *Journal) putQueuedLocked() {
 	j.flushing = true
 	q, upto := j.takeLocked()
 	j.mu.Unlock()
@@ -452,13 +457,13 @@ func (j *journal) putQueuedLocked() {
 	j.cond.Broadcast()
 }
 
-// writeOut writes the entries and returns once they were handed to the
+// WriteOut writes the entries and returns once they were handed to the
 // kernel (write(2)), without waiting for an fsync: for the started line
 // before a removal call. A line written so survives the process being
 // killed (the page cache keeps it), not a crash of the machine; the intent
 // line's boot ID lets reconciliation tell the two apart. Lines other
 // goroutines queue meanwhile go out in the same write.
-func (j *journal) writeOut(entries ...JournalEntry) error {
+func (j *Journal) WriteOut(entries ...model.JournalEntry) error {
 	return j.queue(entries, func(mine uint64) error {
 		j.dirty = true
 		for j.written < mine {
@@ -475,10 +480,10 @@ func (j *journal) writeOut(entries ...JournalEntry) error {
 	})
 }
 
-// sync makes every line written so far durable, writing the queued ones
+// Sync makes every line written so far durable, writing the queued ones
 // first; the executor calls it at the end of a pass, when no writer is
 // left.
-func (j *journal) sync() error {
+func (j *Journal) Sync() error {
 	if j == nil {
 		return nil
 	}
@@ -500,9 +505,9 @@ func (j *journal) sync() error {
 	return nil
 }
 
-// failed returns the error of a failed write, which every later write
+// Failed returns the error of a failed write, which every later write
 // returns too until reset.
-func (j *journal) failed() error {
+func (j *Journal) Failed() error {
 	if j == nil {
 		return nil
 	}
@@ -511,9 +516,9 @@ func (j *journal) failed() error {
 	return j.err
 }
 
-// checkSpace returns an error when the journal's filesystem has less free
+// CheckSpace returns an error when the journal's filesystem has less free
 // space than a pass of items planned removals needs.
-func (j *journal) checkSpace(items int) error {
+func (j *Journal) CheckSpace(items int) error {
 	if j == nil {
 		return nil
 	}
@@ -529,7 +534,7 @@ func (j *journal) checkSpace(items int) error {
 }
 
 // freeBytes is the free space of the journal's filesystem.
-func (j *journal) freeBytes() (int64, error) {
+func (j *Journal) freeBytes() (int64, error) {
 	if j.free != nil {
 		return j.free()
 	}
@@ -540,8 +545,8 @@ func (j *journal) freeBytes() (int64, error) {
 	return int64(st.Bavail) * int64(st.Bsize), nil
 }
 
-// close closes the journal file.
-func (j *journal) close() error {
+// Close closes the journal file.
+func (j *Journal) Close() error {
 	if j == nil || j.f == nil {
 		return nil
 	}
@@ -555,11 +560,11 @@ func (j *journal) close() error {
 // written before intents existed count as removals). Intent lines and the
 // other outcomes are in ReadJournalLines. A missing journal is empty. It
 // never follows a symlink or blocks on a FIFO.
-func ReadJournal(stateDir string) ([]JournalEntry, error) {
+func ReadJournal(stateDir string) ([]model.JournalEntry, error) {
 	all, err := ReadJournalLines(stateDir)
-	var out []JournalEntry
+	var out []model.JournalEntry
 	for _, e := range all {
-		if e.Op == "" || e.Op == JournalRemoved {
+		if e.Op == "" || e.Op == model.JournalRemoved {
 			out = append(out, e)
 		}
 	}
@@ -570,17 +575,19 @@ func ReadJournal(stateDir string) ([]JournalEntry, error) {
 // stateDir, its kept old segments first, oldest first; the started and
 // checkpoint lines, which only reconciliation reads, are left out. A
 // missing journal is empty.
-func ReadJournalLines(stateDir string) ([]JournalEntry, error) {
-	all, err := readJournalAll(stateDir)
-	return slices.DeleteFunc(all, func(e JournalEntry) bool { return e.Op == JournalStarted || e.Op == JournalCheckpoint }), err
+func ReadJournalLines(stateDir string) ([]model.JournalEntry, error) {
+	all, err := ReadJournalAll(stateDir)
+	return slices.DeleteFunc(all, func(e model.JournalEntry) bool {
+		return e.Op == model.JournalStarted || e.Op == model.JournalCheckpoint
+	}), err
 }
 
-// readJournalAll returns every line of the journal's segments in
+// ReadJournalAll returns every line of the journal's segments in
 // stateDir, oldest first. A missing journal is empty.
-func readJournalAll(stateDir string) ([]JournalEntry, error) {
-	var out []JournalEntry
-	for k := journalSegments; k >= 0; k-- {
-		name := segmentName(k)
+func ReadJournalAll(stateDir string) ([]model.JournalEntry, error) {
+	var out []model.JournalEntry
+	for k := Segments; k >= 0; k-- {
+		name := SegmentName(k)
 		f, err := openStateFile(stateDir, name, os.O_RDONLY)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -588,7 +595,7 @@ func readJournalAll(stateDir string) ([]JournalEntry, error) {
 		if err != nil {
 			return out, fmt.Errorf("read journal %s: %w", filepath.Join(stateDir, name), err)
 		}
-		err = decodeLines(f, func(e JournalEntry) { out = append(out, e) })
+		err = decodeLines(f, func(e model.JournalEntry) { out = append(out, e) })
 		f.Close()
 		if err != nil {
 			return out, fmt.Errorf("read journal %s: %w", filepath.Join(stateDir, name), err)
@@ -598,10 +605,10 @@ func readJournalAll(stateDir string) ([]JournalEntry, error) {
 }
 
 // decodeLines calls fn with each line of r, streaming.
-func decodeLines(r io.Reader, fn func(JournalEntry)) error {
+func decodeLines(r io.Reader, fn func(model.JournalEntry)) error {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 64<<10))
 	for n := 1; dec.More(); n++ {
-		var e JournalEntry
+		var e model.JournalEntry
 		if err := dec.Decode(&e); err != nil {
 			return fmt.Errorf("line %d: %w", n, err)
 		}
@@ -620,7 +627,7 @@ var checkpointMark = []byte(`"op":"checkpoint"`)
 // a checkpoint) from the start of its last checkpoint line, streaming, so
 // its time is the tail's and its memory the open intents'.
 func readOpenIntents(stateDir string) ([]openIntent, int, error) {
-	f, err := openStateFile(stateDir, journalFile, os.O_RDONLY)
+	f, err := openStateFile(stateDir, JournalFile, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
 	}
@@ -642,16 +649,16 @@ func readOpenIntents(stateDir string) ([]openIntent, int, error) {
 	}
 	open := map[journalKey]*entry{}
 	tail := 0
-	err = decodeLines(io.NewSectionReader(f, from, fi.Size()-from), func(e JournalEntry) {
+	err = decodeLines(io.NewSectionReader(f, from, fi.Size()-from), func(e model.JournalEntry) {
 		k := journalKey{e.Pass, e.Kind, e.ID}
 		switch e.Op {
-		case JournalCheckpoint:
+		case model.JournalCheckpoint:
 			clear(open)
 			tail = 0
 			return
-		case JournalIntent:
+		case model.JournalIntent:
 			open[k] = &entry{openIntent{JournalEntry: e}, tail}
-		case JournalStarted:
+		case model.JournalStarted:
 			if in, ok := open[k]; ok {
 				in.started = true
 			}
@@ -662,7 +669,7 @@ func readOpenIntents(stateDir string) ([]openIntent, int, error) {
 		tail++
 	})
 	if err != nil {
-		return nil, tail, fmt.Errorf("read journal %s: %w", filepath.Join(stateDir, journalFile), err)
+		return nil, tail, fmt.Errorf("read journal %s: %w", filepath.Join(stateDir, JournalFile), err)
 	}
 	sorted := make([]*entry, 0, len(open))
 	for _, in := range open {
@@ -707,8 +714,8 @@ func lastCheckpoint(f *os.File, size int64) (int64, error) {
 // journalKey identifies an item within a pass, to match an intent with its
 // outcome.
 type journalKey struct {
-	pass JournalPass
-	kind ItemKind
+	pass model.JournalPass
+	kind model.ItemKind
 	id   string
 }
 
@@ -716,23 +723,69 @@ type journalKey struct {
 // have no outcome line after them, oldest first: what the next start's
 // reconciliation settles, and what a journal that accounts for every
 // removal has none of.
-func OpenIntents(lines []JournalEntry) []JournalEntry {
+func OpenIntents(lines []model.JournalEntry) []model.JournalEntry {
 	open := map[journalKey]int{}
 	for i, e := range lines {
 		k := journalKey{e.Pass, e.Kind, e.ID}
 		switch e.Op {
-		case JournalIntent:
+		case model.JournalIntent:
 			open[k] = i
 		case "":
 		default:
 			delete(open, k)
 		}
 	}
-	var out []JournalEntry
+	var out []model.JournalEntry
 	for i, e := range lines {
 		if j, ok := open[journalKey{e.Pass, e.Kind, e.ID}]; ok && j == i {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// Stats returns the journal's counts; zero for a nil journal (none
+// kept: a read-only engine, or no state dir).
+func (j *Journal) Stats() JournalStats {
+	if j == nil {
+		return JournalStats{}
+	}
+	return j.counts.stats()
+}
+
+// WrapWriter makes the journal's lines go through wrap(file) instead of
+// the file itself, and nil puts the file back: the seam through which
+// the executor's tests make a write fail where a disk would fill.
+func (j *Journal) WrapWriter(wrap func(f *os.File) SyncWriter) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if wrap == nil {
+		j.w = j.f
+		return
+	}
+	j.w = wrap(j.f)
+}
+
+// SetFreeBytes replaces the measure of the journal filesystem's free
+// bytes (nil: fstatfs), so that a test can refuse a pass for room.
+func (j *Journal) SetFreeBytes(free func() (int64, error)) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.free = free
+}
+
+// QueuedLines is how many lines wait for the next group write, so that
+// a test can hold a write until lines are queued behind it.
+func (j *Journal) QueuedLines() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return bytes.Count(j.buf, []byte{'\n'})
+}
+
+// SetSegmentLimit sets the size past which the journal is rotated at its
+// next checkpoint, so that a test sees rotations without writing 8 MiB.
+func (j *Journal) SetSegmentLimit(n int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.limit = n
 }

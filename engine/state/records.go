@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"encoding/json"
@@ -11,37 +11,39 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/internal/safefile"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
-// recordsFile is the name of the image records file in the state dir.
-const recordsFile = "image-records.json"
+// RecordsFile is the name of the image records file in the state dir.
+const RecordsFile = "image-records.json"
 
-// recordsMaxStale is how old the persisted last-used times of the images
+// RecordsMaxStale is how old the persisted last-used times of the images
 // in use may grow before a snapshot writes them again though nothing else
 // changed: a crash loses at most this much of them (an image's last use
 // is then read as up to this much earlier after a restart). The kubelet
 // keeps its records in memory and loses them all at a restart; nodegc
 // keeps them, without an fsync at every pass of an idle node.
-const recordsMaxStale = StreamSafetyInterval
+const RecordsMaxStale = 5 * time.Minute
 
 // recordsDoc is the on-disk form of the image records.
 type recordsDoc struct {
-	APIVersion string        `json:"apiVersion"`
-	Kind       string        `json:"kind"`
-	SavedAt    time.Time     `json:"savedAt"`
-	Records    []ImageRecord `json:"records"`
+	APIVersion string              `json:"apiVersion"`
+	Kind       string              `json:"kind"`
+	SavedAt    time.Time           `json:"savedAt"`
+	Records    []model.ImageRecord `json:"records"`
 }
 
-// loadRecords reads the records from dir, never following a symlink or
+// LoadRecords reads the records from dir, never following a symlink or
 // blocking on a FIFO. A missing file is no records and no error (found is
 // false). A corrupt file is reported in warning and the engine starts
 // fresh, as if the file were missing; with moveAside (an engine that owns
 // the dir) it is also moved to <file>.corrupt-<unix time>.
-func loadRecords(dir string, now time.Time, moveAside bool) (recs map[string]ImageRecord, found bool, warning error, err error) {
-	path := filepath.Join(dir, recordsFile)
-	data, err := readStateFile(dir, recordsFile)
+func LoadRecords(dir string, now time.Time, moveAside bool) (recs map[string]model.ImageRecord, found bool, warning error, err error) {
+	path := filepath.Join(dir, RecordsFile)
+	data, err := ReadFile(dir, RecordsFile)
 	if errors.Is(err, os.ErrNotExist) {
-		return map[string]ImageRecord{}, false, nil, nil
+		return map[string]model.ImageRecord{}, false, nil, nil
 	}
 	if err != nil {
 		return nil, false, nil, fmt.Errorf("read image records: %w", err)
@@ -60,16 +62,16 @@ func loadRecords(dir string, now time.Time, moveAside bool) (recs map[string]Ima
 		}
 	}
 	if derr != nil && !moveAside {
-		return map[string]ImageRecord{}, false, fmt.Errorf("image records %s are corrupt (%v): starting fresh in memory", path, derr), nil
+		return map[string]model.ImageRecord{}, false, fmt.Errorf("image records %s are corrupt (%v): starting fresh in memory", path, derr), nil
 	}
 	if derr != nil {
 		aside := fmt.Sprintf("%s.corrupt-%d", path, now.Unix())
 		if rerr := os.Rename(path, aside); rerr != nil {
 			return nil, false, nil, fmt.Errorf("move corrupt image records aside: %w", rerr)
 		}
-		return map[string]ImageRecord{}, false, fmt.Errorf("image records %s are corrupt (%v): moved to %s, starting fresh", path, derr, aside), nil
+		return map[string]model.ImageRecord{}, false, fmt.Errorf("image records %s are corrupt (%v): moved to %s, starting fresh", path, derr, aside), nil
 	}
-	recs = make(map[string]ImageRecord, len(doc.Records))
+	recs = make(map[string]model.ImageRecord, len(doc.Records))
 	for _, r := range doc.Records {
 		recs[r.ID], _ = clampRecord(r, now)
 	}
@@ -81,7 +83,7 @@ func loadRecords(dir string, now time.Time, moveAside bool) (recs map[string]Ima
 // (a wrong NTP step, a VM restored from a later snapshot) would otherwise
 // keep every image too young, and every image idle, until the clock caught
 // up: a year ahead is a year without image GC.
-func clampRecord(r ImageRecord, now time.Time) (ImageRecord, bool) {
+func clampRecord(r model.ImageRecord, now time.Time) (model.ImageRecord, bool) {
 	moved := false
 	if r.FirstDetected.After(now) {
 		r.FirstDetected, moved = now, true
@@ -93,34 +95,34 @@ func clampRecord(r ImageRecord, now time.Time) (ImageRecord, bool) {
 	return r, moved
 }
 
-// saveRecords writes the records atomically (safefile.Write: a temp file
+// SaveRecords writes the records atomically (safefile.Write: a temp file
 // in the same directory, fsync, rename, fsync of the directory). A crash at
 // any point leaves either the old file or the new one, never a torn one;
 // a symlink in its place is refused, never replaced.
-func saveRecords(dir string, recs map[string]ImageRecord, now time.Time) error {
-	doc := recordsDoc{APIVersion: APIVersion, Kind: "ImageRecords", SavedAt: now, Records: sortedRecords(recs)}
+func SaveRecords(dir string, recs map[string]model.ImageRecord, now time.Time) error {
+	doc := recordsDoc{APIVersion: model.APIVersion, Kind: "ImageRecords", SavedAt: now, Records: SortedRecords(recs)}
 	data, err := json.MarshalIndent(doc, "", " ")
 	if err != nil {
 		return fmt.Errorf("encode image records: %w", err)
 	}
-	path := filepath.Join(dir, recordsFile)
+	path := filepath.Join(dir, RecordsFile)
 	if err := safefile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
 
-// sortedRecords returns the records ordered by image ID.
-func sortedRecords(recs map[string]ImageRecord) []ImageRecord {
-	out := make([]ImageRecord, 0, len(recs))
+// SortedRecords returns the records ordered by image ID.
+func SortedRecords(recs map[string]model.ImageRecord) []model.ImageRecord {
+	out := make([]model.ImageRecord, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b ImageRecord) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b model.ImageRecord) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
-// updateRecords applies one detection pass to the records, as the
+// UpdateRecords applies one detection pass to the records, as the
 // kubelet's detectImages does: a new image is first detected now, an image
 // in use is last used now, and records of vanished images are dropped.
 // A time after now (the clock stepped back since it was recorded) is
@@ -139,13 +141,13 @@ func sortedRecords(recs map[string]ImageRecord) []ImageRecord {
 // then: an image that starts or stops being in use changes the records
 // too, since its last-used time then stays as it is (zero: none known,
 // every image in use now counts as a change).
-func updateRecords(recs map[string]ImageRecord, images []Image, inUse map[string]bool, now, prevUsed time.Time) (next map[string]ImageRecord, changed bool) {
-	next = make(map[string]ImageRecord, len(images))
+func UpdateRecords(recs map[string]model.ImageRecord, images []model.Image, inUse map[string]bool, now, prevUsed time.Time) (next map[string]model.ImageRecord, changed bool) {
+	next = make(map[string]model.ImageRecord, len(images))
 	used := now
 	for _, img := range images {
 		r, ok := recs[img.ID]
 		if !ok {
-			r = ImageRecord{ID: img.ID, FirstDetected: now}
+			r = model.ImageRecord{ID: img.ID, FirstDetected: now}
 			changed = true
 		}
 		wasInUse := ok && r.LastUsed != nil && !prevUsed.IsZero() && r.LastUsed.Equal(prevUsed)

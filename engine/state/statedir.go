@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"bytes"
@@ -16,9 +16,9 @@ import (
 	"github.com/nodegc/nodegc/internal/trust"
 )
 
-// lockFile is the name of the lock that a process able to delete holds in
+// LockFile is the name of the lock that a process able to delete holds in
 // the state dir for as long as it runs.
-const lockFile = "lock"
+const LockFile = "lock"
 
 // StateDirError is a state dir that nodegc refuses to use: a symlink, not
 // a directory, owned by another user, writable by group or others, or held
@@ -44,9 +44,9 @@ func (e *busyError) Error() string {
 }
 func (e *busyError) Unwrap() error { return ErrStateDirBusy }
 
-// stateDir is a state dir opened for writing: checked, and locked
+// Dir is a state dir opened for writing: checked, and locked
 // exclusively until Close.
-type stateDir struct {
+type Dir struct {
 	path string
 	lock *os.File
 	// runtime is the lock of the runtime the engine removes from; nil
@@ -54,23 +54,23 @@ type stateDir struct {
 	runtime *runtimeLock
 }
 
-// openStateDir checks dir for a process that can delete and locks it. The
+// OpenDir checks dir for a process that can delete and locks it. The
 // dir is created 0700 only when missing; an existing one is never chmodded
 // (it may be someone else's): it must be a real directory (not a symlink)
 // owned by this user and not writable by group or others, since whoever
 // can write it can plant records that change what a pass removes, or a
 // journal symlink that makes root append elsewhere; and every directory
-// above it must be root's or this user's (checkStateDirParents), or the
+// above it must be root's or this user's (CheckParents), or the
 // dir itself could be swapped after its check. The lock is an
 // exclusive flock on <dir>/lock holding the owner's pid; a second process
 // gets ErrStateDirBusy naming that pid. With endpoint (the runtime the
 // engine removes from) it then takes that runtime's lock (lockRuntime).
-func openStateDir(dir, endpoint string) (*stateDir, error) {
+func OpenDir(dir, endpoint string) (*Dir, error) {
 	bad := func(err error) error { return &StateDirError{Dir: dir, Err: err} }
 	if err := ensurePrivateDir(dir); err != nil {
 		return nil, bad(err)
 	}
-	f, err := openStateFile(dir, lockFile, os.O_RDWR|os.O_CREATE)
+	f, err := openStateFile(dir, LockFile, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, bad(err)
 	}
@@ -88,7 +88,7 @@ func openStateDir(dir, endpoint string) (*stateDir, error) {
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	d := &stateDir{path: dir, lock: f}
+	d := &Dir{path: dir, lock: f}
 	if endpoint != "" {
 		if d.runtime, err = lockRuntime(endpoint, dir); err != nil {
 			d.Close()
@@ -103,14 +103,14 @@ func openStateDir(dir, endpoint string) (*stateDir, error) {
 // 0700 when missing, never changing an existing one) and releasing it
 // again. Commands call it before they connect, so bad input fails first.
 func CheckStateDir(dir string) error {
-	d, err := openStateDir(dir, "")
+	d, err := OpenDir(dir, "")
 	if err != nil {
 		return err
 	}
 	return d.Close()
 }
 
-// checkStateDirParents refuses a state dir below a directory that a user
+// CheckParents refuses a state dir below a directory that a user
 // other than root and this one can change. Whoever can rename or replace
 // an entry of a directory above it can swap the state dir, once nodegc
 // has checked it, for a symlink to a directory of root's, and have root
@@ -120,7 +120,7 @@ func CheckStateDir(dir string) error {
 // sticky directory (/tmp) is passed through, as only root can rename
 // root's names in it (trust.PathFor). A tail that does not exist yet is
 // checked from its deepest existing directory, and again once created.
-func checkStateDirParents(dir string) error {
+func CheckParents(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return fmt.Errorf("cannot be resolved (%w)", err)
@@ -147,9 +147,9 @@ func checkStateDirParents(dir string) error {
 	return nil
 }
 
-// checkStateDirInfo refuses a state dir that is a symlink, not a
+// CheckInfo refuses a state dir that is a symlink, not a
 // directory, owned by another user, or writable by group or others.
-func checkStateDirInfo(fi os.FileInfo) error {
+func CheckInfo(fi os.FileInfo) error {
 	switch {
 	case fi.Mode()&os.ModeSymlink != 0:
 		return errors.New("is a symlink; give the real directory")
@@ -166,7 +166,7 @@ func checkStateDirInfo(fi os.FileInfo) error {
 }
 
 // Close releases the runtime's lock and the state dir's.
-func (d *stateDir) Close() error {
+func (d *Dir) Close() error {
 	if d == nil || d.lock == nil {
 		return nil
 	}
@@ -199,9 +199,9 @@ func openStateFile(dir, name string, flag int) (*os.File, error) {
 	return f, nil
 }
 
-// readStateFile reads a file of the state dir with openStateFile's rules.
+// ReadFile reads a file of the state dir with openStateFile's rules.
 // A missing file gives an error that wraps os.ErrNotExist.
-func readStateFile(dir, name string) ([]byte, error) {
+func ReadFile(dir, name string) ([]byte, error) {
 	f, err := openStateFile(dir, name, os.O_RDONLY)
 	if err != nil {
 		return nil, err
@@ -222,12 +222,12 @@ func ioCause(err error) error {
 
 // ensurePrivateDir checks a directory nodegc keeps its state in (the
 // state dir, the runtime locks' dir), creating it 0700 when missing:
-// every directory above it root's or this user's (checkStateDirParents,
+// every directory above it root's or this user's (CheckParents,
 // before and after the creation, so nothing is made under a refused
 // parent), and the dir itself no symlink, this user's and not writable
-// by group or others (checkStateDirInfo).
+// by group or others (CheckInfo).
 func ensurePrivateDir(dir string) error {
-	if err := checkStateDirParents(dir); err != nil {
+	if err := CheckParents(dir); err != nil {
 		return err
 	}
 	fi, err := os.Lstat(dir)
@@ -235,7 +235,7 @@ func ensurePrivateDir(dir string) error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("cannot be created (%w)", ioCause(err))
 		}
-		if err := checkStateDirParents(dir); err != nil {
+		if err := CheckParents(dir); err != nil {
 			return err
 		}
 		fi, err = os.Lstat(dir)
@@ -243,5 +243,5 @@ func ensurePrivateDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("cannot be used (%w)", ioCause(err))
 	}
-	return checkStateDirInfo(fi)
+	return CheckInfo(fi)
 }
