@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,38 +15,22 @@ import (
 	"github.com/nodegc/nodegc/engine/cri"
 	"github.com/nodegc/nodegc/internal/simfs"
 	"github.com/nodegc/nodegc/internal/simnode"
+
+	"github.com/nodegc/nodegc/internal/proctest"
 )
-
-// logBuffer is an agent's log a test reads while it is written.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // simAgent serves a real scheduler over a real engine on a simulated
 // node on a control socket of the test's own, as an agent does, with
 // the periodic passes an hour off; it returns the scheduler and the
 // agent's log. t.Cleanup ends it all.
-func simAgent(t *testing.T) (*engine.Scheduler, string, *logBuffer) {
+func simAgent(t *testing.T) (*engine.Scheduler, string, *proctest.Log) {
 	t.Helper()
 	s, _, path, log := simServer(t)
 	return s, path, log
 }
 
 // simServer is simAgent with its control server, for its remote handler.
-func simServer(t *testing.T) (*engine.Scheduler, *Server, string, *logBuffer) {
+func simServer(t *testing.T) (*engine.Scheduler, *Server, string, *proctest.Log) {
 	t.Helper()
 	n, ep := simnode.ServeTemp(t, simnode.Options{Seed: 1, Images: 4, Pods: 2, DeadPerContainer: 2})
 	c, err := cri.Dial(context.Background(), ep, cri.Options{})
@@ -59,7 +42,7 @@ func simServer(t *testing.T) (*engine.Scheduler, *Server, string, *logBuffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &logBuffer{}
+	log := &proctest.Log{}
 	logger := slog.New(slog.NewTextHandler(log, nil))
 	s := engine.NewScheduler(e, engine.SchedulerOptions{ImagePeriod: time.Hour, ContainerPeriod: time.Hour, Log: logger})
 	ctx, cancel := context.WithCancel(context.Background())

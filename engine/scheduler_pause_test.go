@@ -1,43 +1,25 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/internal/proctest"
 )
-
-// lockedBuffer is a log a test reads while the scheduler writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // pauseScheduler is a running scheduler on a fake clock whose log the
 // test reads.
-func pauseScheduler(t *testing.T) (*Scheduler, *fakeClock, *lockedBuffer) {
+func pauseScheduler(t *testing.T) (*Scheduler, *fakeClock, *proctest.Log) {
 	t.Helper()
 	clk := newFakeClock(execNow)
 	e, err := New(Options{Reader: newFakeRuntime(), Policy: DefaultPolicy(), Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &lockedBuffer{}
+	log := &proctest.Log{}
 	s := NewScheduler(e, SchedulerOptions{After: clk.After, Log: slog.New(slog.NewTextHandler(log, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -152,11 +153,7 @@ func locate(raw []byte, t reflect.Type, path *field.Path) *model.SnapshotError {
 		if json.Unmarshal(raw, &m) != nil {
 			return bad()
 		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(m))
 		for i := range t.NumField() {
 			f := t.Field(i)
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -189,11 +186,7 @@ func locate(raw []byte, t reflect.Type, path *field.Path) *model.SnapshotError {
 		if json.Unmarshal(raw, &m) != nil {
 			return bad()
 		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(m))
 		for _, k := range keys {
 			if e := locate(m[k], t.Elem(), path.Child(k)); e != nil {
 				return e
