@@ -1,31 +1,14 @@
-package engine
+package wire_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/nodegc/nodegc/engine/internal/nodetest"
 	"github.com/nodegc/nodegc/engine/wire"
 )
-
-// sameAsWhole checks that DecodeSnapshot, which splits the long lists,
-// returns for data exactly what decoding it whole returns: the same
-// snapshot, or the same error.
-func sameAsWhole(t *testing.T, name string, data []byte) {
-	t.Helper()
-	want, wantErr := wire.DecodeSnapshotSplit(data, false)
-	got, err := wire.DecodeSnapshotSplit(data, true)
-	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
-		t.Fatalf("%s: error %v, decoded whole %v", name, err, wantErr)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s: the split decode differs from the whole one", name)
-	}
-}
 
 // TestDecodeSplitIsEncodingJSON: decoding a snapshot's lists in pieces on
 // every core gives what json.Unmarshal of the whole document gives, for
@@ -100,14 +83,6 @@ func TestDecodeSplitIsEncodingJSON(t *testing.T) {
 		doc := withLists(string(valid), lists)
 		sameAsWhole(t, name, []byte(doc))
 	}
-}
-
-// withLists is the compact snapshot doc with its containers replaced by
-// lists, whose elements are given the fields a container needs.
-func withLists(doc, lists string) string {
-	from, to := strings.Index(doc, `"containers":[`), strings.Index(doc, `,"podSource":`)
-	lists = strings.ReplaceAll(lists, `{"id":"`, `{"state":"CONTAINER_EXITED","createdAt":"2025-03-01T09:00:00Z","id":"`)
-	return doc[:from] + lists + doc[to:]
 }
 
 // compact is the JSON document s without its spaces.
