@@ -230,3 +230,32 @@ func TestOneEnginePerRuntime(t *testing.T) {
 		}
 	})
 }
+
+// TestAStateDirIsNotCreatedWithItsParents pins issue 41: a mistyped
+// --state-dir /x/a/b is refused, naming the missing parent, and nothing
+// is created; a missing state dir whose parent exists is created 0700.
+func TestAStateDirIsNotCreatedWithItsParents(t *testing.T) {
+	base := t.TempDir()
+	sdir := filepath.Join(base, "x", "a", "b")
+	rt := newFakeRuntime()
+	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: sdir})
+	var se *StateDirError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "its parent "+filepath.Join(base, "x", "a")+" does not exist") {
+		if e != nil {
+			e.Close()
+		}
+		t.Fatalf("New = %v, want a state dir error naming the missing parent", err)
+	}
+	if _, err := os.Lstat(filepath.Join(base, "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s was created (%v)", filepath.Join(base, "x"), err)
+	}
+	one := filepath.Join(base, "new")
+	e, err = New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: one})
+	if err != nil {
+		t.Fatalf("a missing state dir whose parent exists: %v", err)
+	}
+	e.Close()
+	if fi, err := os.Lstat(one); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("state dir %v, %v; want it created 0700", fi, err)
+	}
+}

@@ -141,8 +141,8 @@ func (g *globalOptions) dashboardLogFile(stateDir string, writable bool) {
 	if g.LogFile != "" || stateDir == "" || !writable {
 		return
 	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return
+	if err := os.Mkdir(stateDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return // the engine says why (a missing parent is not created)
 	}
 	g.LogFile = filepath.Join(stateDir, "nodegc.log")
 	g.logDefault = true

@@ -97,6 +97,12 @@ func lockRuntime(endpoint, stateDir string) (*runtimeLock, error) {
 	bad := func(err error) error {
 		return &StateDirError{Dir: stateDir, Err: fmt.Errorf("cannot lock the runtime %s: %s %w", endpoint, dir, err)}
 	}
+	if dir == DefaultRuntimeLockDir {
+		// nodegc's own /var/lib/nodegc, on a node where no engine ran yet.
+		if err := ensurePrivateDir(filepath.Dir(dir)); err != nil {
+			return nil, bad(err)
+		}
+	}
 	if err := ensurePrivateDir(dir); err != nil {
 		return nil, bad(err)
 	}

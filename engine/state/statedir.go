@@ -221,7 +221,8 @@ func ioCause(err error) error {
 }
 
 // ensurePrivateDir checks a directory nodegc keeps its state in (the
-// state dir, the runtime locks' dir), creating it 0700 when missing:
+// state dir, the runtime locks' dir), creating it 0700 when missing (not
+// its parents):
 // every directory above it root's or this user's (CheckParents,
 // before and after the creation, so nothing is made under a refused
 // parent), and the dir itself no symlink, this user's and not writable
@@ -232,7 +233,12 @@ func ensurePrivateDir(dir string) error {
 	}
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		// One level only: a mistyped --state-dir /x/a/b is an error that
+		// names it, not a tree made with its parents.
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("cannot be created: its parent %s does not exist", filepath.Dir(dir))
+			}
 			return fmt.Errorf("cannot be created (%w)", ioCause(err))
 		}
 		if err := CheckParents(dir); err != nil {
