@@ -31,7 +31,10 @@ type objects struct {
 	RoleBinding    rbacv1.RoleBinding
 	DaemonSet      appsv1.DaemonSet
 	Service        corev1.Service
-	kinds          []string
+	// CRD is the NodeGC CustomResourceDefinition (crd_test.go checks it;
+	// apiextensions' Go types are not among nodegc's dependencies).
+	CRD   map[string]any
+	kinds []string
 }
 
 // decode splits a multi-document stream and decodes each document
@@ -61,6 +64,8 @@ func decode(t *testing.T, name string, data []byte, o *objects) {
 			into = &o.DaemonSet
 		case "v1 Service":
 			into = &o.Service
+		case "apiextensions.k8s.io/v1 CustomResourceDefinition":
+			into = &o.CRD
 		default:
 			t.Fatalf("%s #%d: unexpected %s %s", name, i, meta.APIVersion, meta.Kind)
 		}
@@ -113,7 +118,7 @@ func TestKustomize(t *testing.T) {
 func checkObjects(t *testing.T, o *objects, ns string) {
 	t.Helper()
 	slices.Sort(o.kinds)
-	if want := []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount"}; !slices.Equal(o.kinds, want) {
+	if want := []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "DaemonSet", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount"}; !slices.Equal(o.kinds, want) {
 		t.Fatalf("kinds %v, want %v", o.kinds, want)
 	}
 	if o.Namespace.Name != ns {
