@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
@@ -43,6 +44,8 @@ type Pods interface {
 type Client struct {
 	core   rest.Interface
 	events rest.Interface
+	// dynamic reads and writes the NodeGC objects (nodegc.go).
+	dynamic dynamic.Interface
 }
 
 // New returns a client for the API server cfg names. cfg is not
@@ -56,7 +59,11 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core: core, events: events}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic API client: %w", err)
+	}
+	return &Client{core: core, events: events, dynamic: dyn}, nil
 }
 
 // restClient is what client-go's typed clients build for their group
