@@ -10,14 +10,11 @@ package fleet
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +23,6 @@ import (
 
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/internal/kubeclient"
-	"github.com/nodegc/nodegc/metrics"
 )
 
 // Bounds of the replies the fleet reads (control.LimitReply): one past
@@ -84,47 +80,6 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		io.Closer
 	}{control.LimitReply(resp.Body, b.what, b.limit), resp.Body}
 	return resp, nil
-}
-
-// State is what the fleet view knows of a node's agent.
-type State string
-
-// States, from worst to best for the default order.
-const (
-	// NoAnswer: the agent's pod runs but did not answer in time.
-	NoAnswer State = "no answer"
-	// Failed: the agent answered with an error, or its answer was not a
-	// summary.
-	Failed State = "error"
-	// NotReady: the agent's pod exists but is not running (pending,
-	// failed, no IP yet).
-	NotReady State = "not running"
-	// Unready: the agent's pod runs but its container is not ready
-	// (restarting, crash-looping, failing its readiness probe). Nothing
-	// is sent to it: whatever holds its port meanwhile is not the agent.
-	Unready State = "not ready"
-	// NoAgent: no agent's pod is bound to the node.
-	NoAgent State = "no agent"
-	// OK: the agent answered.
-	OK State = "ok"
-)
-
-// Node is one row of the fleet view.
-type Node struct {
-	Name string
-	// Ready is the Node's Ready condition.
-	Ready bool
-	// Pod and Namespace name the agent's pod; "" without one.
-	Pod, Namespace string
-	// Port is the agent's metrics port.
-	Port  int
-	State State
-	// Err says why State is not OK.
-	Err string
-	// Summary is the agent's row; nil unless State is OK.
-	Summary *metrics.Summary
-	// Took is how long the agent's answer took.
-	Took time.Duration
 }
 
 // Options configure a Reader.
@@ -189,105 +144,6 @@ func forbidden(verb string, err error) error {
 		return &ForbiddenError{Verb: verb, Err: err}
 	}
 	return fmt.Errorf("%s: %w", verb, err)
-}
-
-// Read lists the nodes and the agents' pods, and asks every running
-// agent for its row. The rows are sorted by name. Only the two lists
-// can fail it; an agent's failure is its row's State.
-func (r *Reader) Read(ctx context.Context) ([]Node, error) {
-	c := r.o.Client
-	var (
-		nodes *corev1.NodeList
-		pods  *corev1.PodList
-		nerr  error
-		perr  error
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() { nodes, nerr = c.Nodes(withBound(ctx, "list nodes", MaxListReply)) })
-	wg.Go(func() {
-		pods, perr = c.PodsIn(withBound(ctx, "list pods in namespace "+r.o.Namespace, MaxListReply), r.o.Namespace, r.o.Selector)
-	})
-	wg.Wait()
-	if nerr != nil {
-		return nil, forbidden("list nodes", nerr)
-	}
-	if perr != nil {
-		return nil, forbidden("list pods in namespace "+r.o.Namespace, perr)
-	}
-	agents := map[string]*corev1.Pod{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil && agents[p.Spec.NodeName] != nil {
-			continue
-		}
-		// Of two pods on a node (a rolling update), the ready one, else
-		// the running one.
-		if old := agents[p.Spec.NodeName]; old == nil || better(p, old) {
-			agents[p.Spec.NodeName] = p
-		}
-	}
-	rows := make([]Node, len(nodes.Items))
-	sem := make(chan struct{}, r.o.Parallel)
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		row := &rows[i]
-		row.Name, row.Ready = n.Name, nodeReady(n)
-		p := agents[n.Name]
-		switch {
-		case p == nil:
-			row.State = NoAgent
-			continue
-		case !running(p):
-			row.Pod, row.Namespace, row.State = p.Name, p.Namespace, NotReady
-			row.Err = string(p.Status.Phase)
-			continue
-		}
-		if why := unready(p); why != "" {
-			row.Pod, row.Namespace, row.State = p.Name, p.Namespace, Unready
-			row.Err = why
-			continue
-		}
-		row.Pod, row.Namespace, row.Port = p.Name, p.Namespace, portOf(p, r.o.Port)
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			r.ask(ctx, row)
-		})
-	}
-	wg.Wait()
-	slices.SortFunc(rows, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
-	return rows, nil
-}
-
-// ask fills row with its agent's answer, within the timeout.
-func (r *Reader) ask(ctx context.Context, row *Node) {
-	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
-	start := time.Now()
-	bctx := withBound(ctx, "GET "+metrics.SummaryPath+" of pod "+row.Namespace+"/"+row.Pod, MaxSummaryReply)
-	body, err := r.o.Client.ProxyGet(bctx, row.Namespace, row.Pod, row.Port, metrics.SummaryPath, r.o.Timeout)
-	row.Took = time.Since(start)
-	var tooLarge *control.TooLargeError
-	switch {
-	case errors.As(err, &tooLarge):
-		row.State, row.Err = Failed, tooLarge.Error()
-		return
-	case errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || ctx.Err() != nil:
-		row.State, row.Err = NoAnswer, fmt.Sprintf("no answer within %s", r.o.Timeout)
-		return
-	case err != nil:
-		row.State, row.Err = Failed, oneLine(err.Error())
-		if apierrors.IsForbidden(err) {
-			row.Err = "forbidden: get pods/proxy in " + row.Namespace
-		}
-		return
-	}
-	var s metrics.Summary
-	if err := json.Unmarshal(body, &s); err != nil {
-		row.State, row.Err = Failed, "not an agent's summary: "+oneLine(err.Error())
-		return
-	}
-	row.State, row.Summary = OK, &s
 }
 
 func oneLine(s string) string {
@@ -374,12 +230,22 @@ func portOf(p *corev1.Pod, def int) int {
 	return def
 }
 
+// AgentPod is a node's agent pod, for `enter`.
+type AgentPod struct {
+	// Name is the node's name.
+	Name string
+	// Pod and Namespace name the agent's pod.
+	Pod, Namespace string
+	// Port is the agent's metrics port.
+	Port int
+}
+
 // Agent returns the agent pod of the named node, for `enter`: its
 // namespace, name and port; an error naming why there is none.
-func (r *Reader) Agent(ctx context.Context, node string) (Node, error) {
+func (r *Reader) Agent(ctx context.Context, node string) (AgentPod, error) {
 	pods, err := r.o.Client.PodsIn(withBound(ctx, "list pods in namespace "+r.o.Namespace, MaxListReply), r.o.Namespace, r.o.Selector)
 	if err != nil {
-		return Node{}, forbidden("list pods in namespace "+r.o.Namespace, err)
+		return AgentPod{}, forbidden("list pods in namespace "+r.o.Namespace, err)
 	}
 	var found *corev1.Pod
 	for i := range pods.Items {
@@ -390,12 +256,12 @@ func (r *Reader) Agent(ctx context.Context, node string) (Node, error) {
 	}
 	switch {
 	case found == nil:
-		return Node{}, fmt.Errorf("node %s: no nodegc agent pod (namespace %s, selector %s)", node, r.o.Namespace, r.o.Selector)
+		return AgentPod{}, fmt.Errorf("node %s: no nodegc agent pod (namespace %s, selector %s)", node, r.o.Namespace, r.o.Selector)
 	case !running(found):
-		return Node{}, fmt.Errorf("node %s: the agent's pod %s is %s", node, found.Name, found.Status.Phase)
+		return AgentPod{}, fmt.Errorf("node %s: the agent's pod %s is %s", node, found.Name, found.Status.Phase)
 	}
 	if why := unready(found); why != "" {
-		return Node{}, fmt.Errorf("node %s: pod %s: %s", node, found.Name, why)
+		return AgentPod{}, fmt.Errorf("node %s: pod %s: %s", node, found.Name, why)
 	}
-	return Node{Name: node, Pod: found.Name, Namespace: found.Namespace, Port: portOf(found, r.o.Port), State: OK}, nil
+	return AgentPod{Name: node, Pod: found.Name, Namespace: found.Namespace, Port: portOf(found, r.o.Port)}, nil
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/fleet"
@@ -44,12 +47,10 @@ type fleetOptions struct {
 	Namespace string
 	Selector  string
 	Port      int
-	// AgentTimeout bounds each agent's answer; Concurrency is how many are
-	// asked at once.
-	AgentTimeout time.Duration
-	Concurrency  int
-	Refresh      time.Duration
-	// Output is -o: "" for the screen, json or wide for one read printed.
+	// Refresh is the longest time between two frames when nothing
+	// changes.
+	Refresh time.Duration
+	// Output is -o: "" for the screen, json for one read printed.
 	Output   string
 	ReadOnly bool
 	// runTUI and runDashboard are the screens; tests replace them.
@@ -62,15 +63,18 @@ func newCmdFleet(f *factory, g *globalOptions) *cobra.Command {
 	opts := &fleetOptions{IO: f, Global: g, runTUI: tuifleet.Run, runDashboard: tui.Run}
 	cmd := &cobra.Command{
 		Use:   "fleet [NODE]",
-		Short: "Every node's agent through the API server; enter opens a node's dashboard",
-		Long: `nodegc fleet reads every node's agent (the DaemonSet of deploy/) through the
-API server's pods proxy, with your kubeconfig: no SSH and no service of its
-own. One row a node: the image filesystem against its GC band, the last
-image GC (when, result, bytes freed), dead containers, images kept by
-reason, the agent's pod source and runtime event stream, and errors. Each
-agent is asked within --agent-timeout, --concurrency at once, so an agent
-that does not answer shows as such and holds back no other row. Nodes
-without an agent are listed as such.
+		Short: "Every node's NodeGC object, by one watch; enter opens a node's dashboard",
+		Long: `nodegc fleet reads the NodeGC object each node's agent writes (the DaemonSet
+of deploy/), with your kubeconfig: one list and one watch of the nodes and
+one of the objects, however many nodes, and no request to any node. One
+row a node: the image filesystem against its GC band, the last image GC
+(when, result, bytes freed), dead containers, images kept by reason, the
+agent's pod source and runtime event stream, its heartbeat, and errors. A
+change reaches the screen as the watch brings it. A node whose object's
+heartbeat is older than three 5-minute periods shows as stale, a node
+without an object as no agent, and an object no agent would write (a
+wrong field, no heartbeat) as an error in its row alone. A watch that
+breaks is resumed, and the screen says so.
 
 Keys as in the dashboard: / filters, s and S sort, r reads again, enter
 opens the selected node's dashboard attached to its agent through the same
@@ -80,8 +84,9 @@ pause); q there comes back here.
 With NODE it opens that node's dashboard at once. Installed (or linked) as
 kubectl-nodegc it is a kubectl plugin: kubectl nodegc, kubectl nodegc NODE.
 
-Rights: list nodes, list pods in the agents' namespace, get pods/proxy
-there. A node's dashboard needs, besides, get (to look) and update (to
+Rights: list and watch nodes and nodegcs.nodegc.io. A node's dashboard
+needs, besides, list pods in the agents' namespace, get pods/proxy there,
+and get (to look) and update (to
 force, apply, pause) on nodes.nodegc.io for that node (the nodegc-operator
 roles of deploy/examples/operator-rbac.yaml): the agent asks the API
 server to review your bearer token and your rights for every request,
@@ -114,10 +119,8 @@ flag, the kubeconfig, a right the kubeconfig lacks, named in one line).`,
 	fl.StringVarP(&opts.Namespace, "namespace", "n", fleet.DefaultNamespace, "namespace of the agents' pods")
 	fl.StringVarP(&opts.Selector, "selector", "l", fleet.DefaultSelector, "label selector of the agents' pods")
 	fl.IntVar(&opts.Port, "port", fleet.DefaultPort, "the agents' metrics port, when their pod names no port \"metrics\"")
-	fl.DurationVar(&opts.AgentTimeout, "agent-timeout", fleet.DefaultTimeout, "how long each agent has to answer")
-	fl.IntVar(&opts.Concurrency, "concurrency", fleet.DefaultParallel, "how many agents are asked at once")
-	fl.DurationVar(&opts.Refresh, "refresh", 2*time.Second, "time between the end of one read and the next")
-	fl.StringVarP(&opts.Output, "output", "o", "", "json: read once and print the rows as JSON, instead of the screen")
+	fl.DurationVar(&opts.Refresh, "refresh", 2*time.Second, "the longest time between two frames when nothing changes (changes show at once)")
+	fl.StringVarP(&opts.Output, "output", "o", "", "json: list once and print the rows as JSON, instead of the screen")
 	fl.BoolVar(&opts.ReadOnly, "read-only", false, "a node's dashboard sends no command")
 	return cmd
 }
@@ -135,17 +138,12 @@ func fleetConfig(opts *fleetOptions) (*rest.Config, error) {
 		return nil, usageErrorf("--kubeconfig: %s", oneLine(err.Error()))
 	}
 	cfg.UserAgent = "nodegc-fleet/" + version
-	cfg.QPS, cfg.Burst = -1, 0 // the reads are bounded by --concurrency, not by a client-side limiter
 	return cfg, nil
 }
 
 // runFleet runs the fleet view, or one node's dashboard.
 func runFleet(ctx context.Context, opts *fleetOptions, node string) error {
 	switch {
-	case opts.AgentTimeout <= 0:
-		return usageErrorf("--agent-timeout: must be greater than 0")
-	case opts.Concurrency < 1:
-		return usageErrorf("--concurrency: must be at least 1")
 	case opts.Refresh <= 0:
 		return usageErrorf("--refresh: must be greater than 0")
 	case opts.Output != "" && opts.Output != "json":
@@ -157,56 +155,55 @@ func runFleet(ctx context.Context, opts *fleetOptions, node string) error {
 	if err != nil {
 		return err
 	}
-	kc, err := kubeclient.New(fleet.BoundedConfig(cfg))
+	if node != "" {
+		return enterNode(ctx, opts, cfg, node)
+	}
+	// client-go logs a broken watch through klog, which would tear the
+	// screen: the screen says so itself; the lines go to --log-file.
+	klog.LogToStderr(false)
+	klog.SetOutput(cmp.Or[io.Writer](opts.Global.logOut, io.Discard))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := fleet.Watch(ctx, fleet.WatchOptions{Config: cfg})
 	if err != nil {
 		return usageErrorf("--kubeconfig: %v", err)
 	}
-	r := fleet.NewReader(fleet.Options{Client: kc, Namespace: opts.Namespace, Selector: opts.Selector,
-		Port: opts.Port, Timeout: opts.AgentTimeout, Parallel: opts.Concurrency})
-	if node != "" {
-		return enterNode(ctx, opts, cfg, r, node)
-	}
-	// The first read checks the rights, before any screen: a missing one
-	// is one line naming the verb.
-	start := time.Now()
-	nodes, err := r.Read(ctx)
-	took := time.Since(start)
-	if err != nil {
+	defer w.Stop()
+	// The first lists and watches check the rights and the resource,
+	// before any screen: a missing one is one line naming it.
+	if err := w.Ready(ctx); err != nil {
 		return fleetError(err)
-	}
-	for _, n := range nodes {
-		if strings.HasPrefix(n.Err, "forbidden: get pods/proxy") {
-			return usageErrorf("fleet: your kubeconfig may not get pods/proxy in namespace %s (forbidden)", opts.Namespace)
-		}
 	}
 	if opts.Output == "json" || !opts.IO.OutIsTerminal() {
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(nodes)
+		return enc.Encode(w.Rows(time.Now()))
 	}
 	restore := quietLibraryLogs(nil)
 	defer restore()
 	cursor, flash := "", ""
 	for {
-		m, err := opts.runTUI(ctx, tuifleet.Options{Read: r.Read, Refresh: opts.Refresh, Cursor: cursor, Flash: flash,
-			Initial: nodes, InitialAt: start.Add(took), InitialTook: took})
-		nodes = nil // back from a node's dashboard, the view reads afresh
+		m, err := opts.runTUI(ctx, tuifleet.Options{Source: w, Refresh: opts.Refresh, Cursor: cursor, Flash: flash})
 		if err != nil || m.Enter == "" || ctx.Err() != nil {
 			return err
 		}
 		cursor, flash = m.Enter, ""
-		if err := enterNode(ctx, opts, cfg, r, m.Enter); err != nil {
+		if err := enterNode(ctx, opts, cfg, m.Enter); err != nil {
 			flash = errorLine(err)
 		}
 	}
 }
 
-// fleetError maps a read's error: a missing right is bad input (exit 2).
-// Its message quotes the API server, so it is made printable.
+// fleetError maps a read's error: a missing right or a missing NodeGC
+// resource is bad input (exit 2). Its message quotes the API server, so
+// it is made printable.
 func fleetError(err error) error {
-	var fe *fleet.ForbiddenError
-	if errors.As(err, &fe) {
-		return &usageError{printableError{fmt.Errorf("fleet: %w", fe)}}
+	var (
+		fe *fleet.ForbiddenError
+		ni *fleet.NotInstalledError
+	)
+	if errors.As(err, &fe) || errors.As(err, &ni) {
+		return &usageError{printableError{fmt.Errorf("fleet: %w", err)}}
 	}
 	return printableError{fmt.Errorf("fleet: %w", err)}
 }
@@ -223,7 +220,12 @@ func (e printableError) Unwrap() error { return e.err }
 // API server's pods proxy. Every request carries the user's bearer token
 // for the agent to review (control.RemoteHandler); a user whose rights
 // stop at get gets a read-only dashboard.
-func enterNode(ctx context.Context, opts *fleetOptions, cfg *rest.Config, r *fleet.Reader, node string) error {
+func enterNode(ctx context.Context, opts *fleetOptions, cfg *rest.Config, node string) error {
+	kc, err := kubeclient.New(cfg)
+	if err != nil {
+		return usageErrorf("--kubeconfig: %v", err)
+	}
+	r := fleet.NewReader(fleet.Options{Client: kc, Namespace: opts.Namespace, Selector: opts.Selector, Port: opts.Port})
 	agent, err := r.Agent(ctx, node)
 	if err != nil {
 		return fleetError(err)
@@ -245,7 +247,7 @@ func enterNode(ctx context.Context, opts *fleetOptions, cfg *rest.Config, r *fle
 // remoteAgent returns a client of the agent through the pods proxy, and
 // its status; read-only when asked or when the agent says the user may
 // not send commands.
-func remoteAgent(ctx context.Context, cfg *rest.Config, agent fleet.Node, readOnly bool) (*control.Client, control.Status, error) {
+func remoteAgent(ctx context.Context, cfg *rest.Config, agent fleet.AgentPod, readOnly bool) (*control.Client, control.Status, error) {
 	base, rt, err := proxyTransport(cfg, agent)
 	if err != nil {
 		return nil, control.Status{}, err
@@ -273,7 +275,7 @@ func remoteAgent(ctx context.Context, cfg *rest.Config, agent fleet.Node, readOn
 // client-go from a token, a token file, an exec plugin or an auth
 // provider) into control.AuthorizationHeader: the API server drops
 // Authorization before it proxies.
-func proxyTransport(cfg *rest.Config, agent fleet.Node) (*url.URL, http.RoundTripper, error) {
+func proxyTransport(cfg *rest.Config, agent fleet.AgentPod) (*url.URL, http.RoundTripper, error) {
 	c := rest.CopyConfig(cfg)
 	outer := c.WrapTransport
 	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {

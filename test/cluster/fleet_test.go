@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodegc/nodegc/api/v1alpha1"
 	"github.com/nodegc/nodegc/fleet"
 	"github.com/nodegc/nodegc/internal/kubetest"
 	"github.com/nodegc/nodegc/internal/proctest"
-	"github.com/nodegc/nodegc/metrics"
 )
 
 // TestFleetThroughAPIServer: with deploy/ applied, `nodegc fleet` (as
@@ -39,7 +39,7 @@ func TestFleetThroughAPIServer(t *testing.T) {
 
 	s := newFleetSession(t, 200, 40, env, bin)
 	s.waitFor(t, "the node's row with its agent answering", func(screen string) bool {
-		return strings.Contains(screen, c.nodeName) && strings.Contains(screen, "1 agents answer")
+		return strings.Contains(screen, c.nodeName) && strings.Contains(screen, "1 agents ok")
 	})
 	s.press(t, "Enter")
 	s.waitFor(t, "the node's dashboard attached to its agent", func(screen string) bool {
@@ -66,18 +66,18 @@ func TestFleetThroughAPIServer(t *testing.T) {
 	// `nodegc fleet -o json` reads it through the API server. A periodic
 	// pass may land between a screen and a read, so the JSON is read again
 	// at every look until the screen has caught up with it.
-	var a *metrics.SummaryAttempt
+	var a *v1alpha1.Pass
 	s.waitFor(t, "the fleet row showing the agent's last image GC attempt", func(screen string) bool {
 		a = lastAttempt(t, bin, c.cp.Admin, c.nodeName)
 		return strings.Contains(screen, a.Result+" "+a.Reason)
 	})
-	if time.Since(a.At) > 5*time.Minute {
+	if time.Since(a.At.Time) > 5*time.Minute {
 		t.Errorf("the last attempt is from %s, not the forced pass", a.At)
 	}
 }
 
 // lastAttempt reads the node's last image GC attempt with `nodegc fleet -o json`.
-func lastAttempt(t *testing.T, bin, kubeconfig, node string) *metrics.SummaryAttempt {
+func lastAttempt(t *testing.T, bin, kubeconfig, node string) *v1alpha1.Pass {
 	t.Helper()
 	out, err := exec.Command(filepath.Join(filepath.Dir(bin), "nodegc"), "fleet", "-o", "json", "--kubeconfig", kubeconfig).Output()
 	if err != nil {
@@ -87,10 +87,10 @@ func lastAttempt(t *testing.T, bin, kubeconfig, node string) *metrics.SummaryAtt
 	if err := json.Unmarshal(out, &rows); err != nil {
 		t.Fatalf("nodegc fleet -o json: %v: %s", err, out)
 	}
-	if len(rows) != 1 || rows[0].Name != node || rows[0].State != fleet.OK || rows[0].Summary == nil || rows[0].Summary.LastAttempt == nil {
+	if len(rows) != 1 || rows[0].Name != node || rows[0].State != fleet.OK || rows[0].Status == nil || rows[0].Status.LastImagePass == nil {
 		t.Fatalf("fleet rows %s, want the node with its agent's last image GC attempt", out)
 	}
-	return rows[0].Summary.LastAttempt
+	return rows[0].Status.LastImagePass
 }
 
 // fleetBinary builds nodegc and links it as kubectl-nodegc (the plugin's
