@@ -71,8 +71,11 @@ type NodeGCStatus struct {
 	// LastImagePass is the latest image GC attempt (an image, full or
 	// reclaim-all pass); nil before one.
 	LastImagePass *Pass `json:"lastImagePass,omitempty"`
-	// LastContainerPass is the latest container pass that ran (a
-	// container or full pass); nil before one.
+	// LastContainerPass is the latest pass that removes containers (a
+	// container, full or reclaim-all pass; result skipped when a periodic
+	// one found the node unchanged); nil before one. A pass that removed
+	// nothing and ended as the one before is not written by itself: its
+	// time comes with the next write.
 	LastContainerPass *Pass `json:"lastContainerPass,omitempty"`
 	// Kept counts the images the latest image plan kept, by reason
 	// (in-use, pinned, sandbox-image, too-young, not-needed, ...).
