@@ -80,6 +80,8 @@ type objectWriter struct {
 
 	mu         sync.Mutex
 	image, ctr *v1alpha1.Pass // the latest passes, from observe
+	// shownImage and shownCtr are the passes last written.
+	shownImage, shownCtr *v1alpha1.Pass
 
 	// The fields below belong to the goroutine that calls step.
 	obj         *v1alpha1.NodeGC // the object as last read or written
@@ -141,11 +143,28 @@ func (w *objectWriter) observe(r engine.PassReport) {
 	if res, reason, ok := metrics.ImageAttempt(r); ok {
 		p := pass(true, res, reason)
 		p.TargetBytes, p.FreedBytes, p.MeasuredBytes = r.Plan.ImageGC.BytesToFree, r.EstimatedBytesFreed, r.MeasuredBytesFreed
-		w.image = p
+		w.image = later(w.image, w.shownImage, p)
 	}
-	if r.Kind != engine.PassImages {
-		w.ctr = pass(false, result, "")
+	if r.Kind != engine.PassImages && r.Skipped == "" {
+		w.ctr = later(w.ctr, w.shownCtr, pass(false, result, ""))
 	}
+}
+
+// later returns the pass to show of cur (shown is the one last written)
+// and next, a newer one: next, unless it is quiet and cur did something
+// that was never written (passes come every few seconds on a busy node,
+// writes at most every ObjectInterval: the one that removed is shown).
+func later(cur, shown, next *v1alpha1.Pass) *v1alpha1.Pass {
+	if cur != nil && cur != shown && !quiet(cur) && quiet(next) {
+		return cur
+	}
+	return next
+}
+
+// quiet reports whether p removed nothing, failed nothing and ended
+// without an error.
+func quiet(p *v1alpha1.Pass) bool {
+	return p.Removed == 0 && p.Failed == 0 && (p.Result == "ok" || p.Result == metrics.ResultNoop)
 }
 
 // step writes the status when it is due and returns when to look again.
@@ -166,6 +185,9 @@ func (w *objectWriter) step(ctx context.Context, now time.Time) time.Duration {
 	}
 	w.backoff = objectBackoff
 	w.written, w.writtenAt, w.notBefore = &st, now, now.Add(ObjectInterval)
+	w.mu.Lock()
+	w.shownImage, w.shownCtr = st.LastImagePass, st.LastContainerPass
+	w.mu.Unlock()
 	return ObjectInterval
 }
 

@@ -248,3 +248,33 @@ func TestObjectPauseSince(t *testing.T) {
 		t.Errorf("paused %+v after a resume", st.obj.Status.Paused)
 	}
 }
+
+// TestObjectPassThatRemovedIsShown: passes come every few seconds and
+// writes at most every ObjectInterval; a pass that removed is written
+// even when quiet ones followed it before the write, and a skipped pass
+// (it listed nothing) never replaces one that ran.
+func TestObjectPassThatRemovedIsShown(t *testing.T) {
+	w, st, _ := newTestWriter()
+	ctx := t.Context()
+	report := func(at time.Time, removed int, skipped string) engine.PassReport {
+		r := engine.PassReport{ID: 1, Kind: engine.PassContainers, StartedAt: at, FinishedAt: at, Skipped: skipped}
+		for i := range removed {
+			r.Items = append(r.Items, engine.ItemResult{Kind: engine.ItemContainer, ID: fmt.Sprint(i), Outcome: engine.OutcomeRemoved})
+		}
+		return r
+	}
+	w.step(ctx, t0)
+	w.observe(report(t0.Add(time.Second), 3, ""))
+	w.observe(report(t0.Add(2*time.Second), 0, ""))
+	w.observe(report(t0.Add(3*time.Second), 0, "unchanged"))
+	w.step(ctx, t0.Add(ObjectInterval))
+	if p := st.obj.Status.LastContainerPass; p == nil || p.Removed != 3 {
+		t.Fatalf("last container pass %+v, want the one that removed 3", p)
+	}
+	w.observe(report(t0.Add(6*time.Second), 0, ""))
+	w.observe(report(t0.Add(7*time.Second), 0, "unchanged"))
+	w.step(ctx, t0.Add(ObjectInterval+ObjectHeartbeat))
+	if p := st.obj.Status.LastContainerPass; p == nil || p.Removed != 0 || p.Result != "ok" || !p.At.Time.Equal(t0.Add(6*time.Second)) {
+		t.Errorf("last container pass %+v, want the latest that ran, once the one that removed was written", p)
+	}
+}

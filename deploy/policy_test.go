@@ -43,6 +43,9 @@ func checkPolicy(t *testing.T, o *objects) {
 	var exprs []string
 	for _, v := range p.Validations {
 		exprs = append(exprs, v.Expression)
+		if v.Reason == nil || *v.Reason != "Forbidden" {
+			t.Errorf("validation %q: reason %v, want Forbidden (403, not the default 422 Invalid)", v.Expression, ptrString(v.Reason))
+		}
 	}
 	if !slices.Equal(exprs, []string{`variables.userNodeName != ""`, `variables.userNodeName == variables.objectNodeName`}) {
 		t.Errorf("validations %q", exprs)

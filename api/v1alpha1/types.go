@@ -72,10 +72,14 @@ type NodeGCStatus struct {
 	// reclaim-all pass); nil before one.
 	LastImagePass *Pass `json:"lastImagePass,omitempty"`
 	// LastContainerPass is the latest pass that removes containers (a
-	// container, full or reclaim-all pass; result skipped when a periodic
-	// one found the node unchanged); nil before one. A pass that removed
-	// nothing and ended as the one before is not written by itself: its
-	// time comes with the next write.
+	// container, full or reclaim-all pass) and ran (a periodic one that
+	// found the node unchanged is skipped, and not shown); nil before
+	// one.
+	//
+	// Of both passes: one that removed nothing and ended as the one
+	// before is not written by itself (its time comes with the next
+	// write), and one that removed or failed stays until it is written,
+	// even if quiet passes followed it.
 	LastContainerPass *Pass `json:"lastContainerPass,omitempty"`
 	// Kept counts the images the latest image plan kept, by reason
 	// (in-use, pinned, sandbox-image, too-young, not-needed, ...).
