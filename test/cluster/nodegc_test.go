@@ -8,7 +8,6 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,9 +53,9 @@ func (c *cluster) waitNodeGC(t *testing.T, what string, cond func(*v1alpha1.Node
 // TestNodeGCObjectFollowsThePasses: the agent creates its node's NodeGC
 // object (deploy/crd.yaml), owned by the Node, and writes its status: the
 // band it read from the kubelet's config, the image fs, the pod source;
-// a crash-looping pod's dead containers show, and the agent's container
-// pass that trims them (each container keeps its newest dead one) reaches
-// the object. kubectl get nodegcs shows the node's row.
+// the image fs filled past the high threshold, the agent's image pass
+// that frees it reaches the object. kubectl get nodegcs shows the node's
+// row.
 func TestNodeGCObjectFollowsThePasses(t *testing.T) {
 	c := sharedCluster(t)
 	c.waitAgentReady(t)
@@ -76,30 +75,17 @@ func TestNodeGCObjectFollowsThePasses(t *testing.T) {
 		t.Errorf("status %+v, image fs %+v", st, st.ImageFs)
 	}
 
-	start := time.Now()
-	m := c.node.Must(t)
-	archive, img := m.BuildImage("nodegc/crashloop", "v1", 64<<10)
-	m.Import(archive)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "crashloop", Namespace: "default"},
-		Spec: corev1.PodSpec{
-			NodeName: c.nodeName, HostNetwork: true, RestartPolicy: corev1.RestartPolicyAlways,
-			TerminationGracePeriodSeconds: new(int64),
-			Containers:                    []corev1.Container{{Name: "crash", Image: img.Ref, ImagePullPolicy: corev1.PullNever, Args: []string{"exit", "1"}}},
-		},
-	}
-	if _, err := c.cs.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.cs.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	c.importImages(t, 16, 4<<20, "nodegcobj")
+	filled := time.Now()
+	c.fillPastHigh(t)
+	obj = c.waitNodeGC(t, "the image pass that freed down to the low threshold", func(o *v1alpha1.NodeGC) bool {
+		p := o.Status.LastImagePass
+		return p != nil && p.Removed > 0 && p.At.After(filled)
 	})
-	obj = c.waitNodeGC(t, "a container pass that removed a dead container", func(o *v1alpha1.NodeGC) bool {
-		p := o.Status.LastContainerPass
-		return p != nil && p.Removed > 0 && p.At.After(start.Add(-time.Second))
-	})
-	if p := obj.Status.LastContainerPass; p.Result != "ok" || p.Trigger != "periodic" || obj.Status.DeadContainers == nil {
-		t.Errorf("last container pass %+v, dead containers %v", p, obj.Status.DeadContainers)
+	p, fs := obj.Status.LastImagePass, obj.Status.ImageFs
+	if p.Result != "success" || p.Reason != "threshold" || p.Trigger != "periodic" || p.FreedBytes <= 0 || p.TargetBytes <= 0 ||
+		fs == nil || fs.UsagePercent > imageGCLow {
+		t.Errorf("last image pass %+v, image fs %+v: want a periodic pass that met its threshold target, at most %d%% after it", p, fs, imageGCLow)
 	}
 
 	out, err := exec.Command(kubetest.Binary(t, "kubectl"), "--kubeconfig="+c.cp.Admin, "get", "nodegcs").CombinedOutput()
