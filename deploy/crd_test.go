@@ -57,13 +57,19 @@ func TestCRDNames(t *testing.T) {
 
 // TestCRDSchemaHasEveryField: the API server prunes the fields a
 // structural schema does not declare, silently; so every JSON field of
-// NodeGCStatus must be in the schema, with the type it has in Go.
+// NodeGC's spec and status must be in the schema, with the type it has
+// in Go.
 func TestCRDSchemaHasEveryField(t *testing.T) {
 	status, ok, _ := unstructured.NestedMap(version(t, crd(t)), "schema", "openAPIV3Schema", "properties", "status")
 	if !ok {
 		t.Fatal("no status schema")
 	}
 	matchSchema(t, "status", reflect.TypeFor[v1alpha1.NodeGCStatus](), status)
+	spec, ok, _ := unstructured.NestedMap(version(t, crd(t)), "schema", "openAPIV3Schema", "properties", "spec")
+	if !ok {
+		t.Fatal("no spec schema")
+	}
+	matchSchema(t, "spec", reflect.TypeFor[v1alpha1.NodeGCSpec](), spec)
 }
 
 // TestCRDPrinterColumns: each column's path is a field of the type.
@@ -138,6 +144,8 @@ func matchSchema(t *testing.T, path string, typ reflect.Type, schema map[string]
 		return
 	case typ.Kind() == reflect.String:
 		want = "string"
+	case typ.Kind() == reflect.Bool:
+		want = "boolean"
 	case slices.Contains([]reflect.Kind{reflect.Int32, reflect.Int64}, typ.Kind()):
 		want = "integer"
 	case typ.Kind() == reflect.Map:

@@ -28,7 +28,8 @@ func full() *NodeGC {
 			LastImagePass: pass("reclaim-all"), LastContainerPass: pass("containers"),
 			Kept:           map[string]int32{"in-use": 1 << 30, "pinned": 1 << 30, "sandbox-image": 1 << 30, "too-young": 1 << 30, "not-needed": 1 << 30, "bad-size": 1 << 30},
 			DeadContainers: &dead, PodSource: "syncing", EventStream: "unknown",
-			Paused: &Pause{Since: at, By: strings.Repeat("u", 63), Until: &at},
+			Paused:  &Pause{ID: strings.Repeat("i", 64), Since: at, By: strings.Repeat("u", 128), Until: &at},
+			Command: &CommandOutcome{ID: strings.Repeat("i", 64), Result: "refused", Message: strings.Repeat("m", 128), At: at, Pass: pass("full")},
 		},
 	}
 }

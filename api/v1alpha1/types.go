@@ -45,10 +45,55 @@ type NodeGC struct {
 	Status NodeGCStatus `json:"status,omitempty"`
 }
 
-// NodeGCSpec holds the commands to the node's agent (none yet): through
-// the API server, RBAC decides who may ask and the audit log records who
-// did.
-type NodeGCSpec struct{}
+// NodeGCSpec holds the commands to the node's agent. Through the API
+// server, RBAC (update on nodegcs) decides who may ask and the audit log
+// records who did; deploy/policy.yaml denies a command whose By is not
+// the user who wrote it. The agent acknowledges each by its ID in Status.
+type NodeGCSpec struct {
+	// Pass asks for one pass now, paused or not; a new ID asks again.
+	Pass *PassCommand `json:"pass,omitempty"`
+	// Pause asks the agent to pause its periodic passes until Until; a
+	// new ID asks again. Removing it, or an Until already past, resumes
+	// them (if the agent's pause is this object's).
+	Pause *PauseCommand `json:"pause,omitempty"`
+}
+
+// PassCommand asks for one pass.
+type PassCommand struct {
+	// ID names the request; the agent runs each ID once.
+	ID string `json:"id"`
+	// Kind is images, containers, full or reclaim-all.
+	Kind string `json:"kind"`
+	// Preview asks for a dry-run: the plan, and no removal.
+	Preview bool `json:"preview,omitempty"`
+	// By is the user who asked (checked by the admission policy).
+	By string `json:"by"`
+}
+
+// PauseCommand asks for a pause of the periodic passes.
+type PauseCommand struct {
+	// ID names the request.
+	ID string `json:"id"`
+	// Until is when the pause ends by itself: every pause ends.
+	Until metav1.Time `json:"until"`
+	// By is the user who asked (checked by the admission policy).
+	By string `json:"by"`
+}
+
+// CommandOutcome is the agent's answer to a PassCommand.
+type CommandOutcome struct {
+	// ID is the command's.
+	ID string `json:"id"`
+	// Result is running, done (the pass's own result is in Pass),
+	// refused (a bad command: Message says why) or error.
+	Result string `json:"result"`
+	// Message says more, in one line; at most 128 bytes.
+	Message string `json:"message,omitempty"`
+	// At is when Result was reached.
+	At metav1.Time `json:"at"`
+	// Pass is the pass it ran; nil until it ends.
+	Pass *Pass `json:"pass,omitempty"`
+}
 
 // NodeGCStatus is the node's row of the fleet view. It holds counts,
 // times and short words only (no image, pod or container names), and
@@ -71,8 +116,15 @@ type NodeGCStatus struct {
 	// LastImagePass is the latest image GC attempt (an image, full or
 	// reclaim-all pass); nil before one.
 	LastImagePass *Pass `json:"lastImagePass,omitempty"`
-	// LastContainerPass is the latest container pass that ran (a
-	// container or full pass); nil before one.
+	// LastContainerPass is the latest pass that removes containers (a
+	// container, full or reclaim-all pass) and ran (a periodic one that
+	// found the node unchanged is skipped, and not shown); nil before
+	// one.
+	//
+	// Of both passes: one that removed nothing and ended as the one
+	// before is not written by itself (its time comes with the next
+	// write), and one that removed or failed stays until it is written,
+	// even if quiet passes followed it.
 	LastContainerPass *Pass `json:"lastContainerPass,omitempty"`
 	// Kept counts the images the latest image plan kept, by reason
 	// (in-use, pinned, sandbox-image, too-young, not-needed, ...).
@@ -87,6 +139,8 @@ type NodeGCStatus struct {
 	EventStream string `json:"eventStream,omitempty"`
 	// Paused is set while the periodic passes are paused.
 	Paused *Pause `json:"paused,omitempty"`
+	// Command is the outcome of the latest PassCommand.
+	Command *CommandOutcome `json:"command,omitempty"`
 }
 
 // ImageFs is the image filesystem's size and the kubelet's usage of it.
@@ -133,6 +187,8 @@ type Pass struct {
 // Pause is a pause of the periodic passes: since when, who asked and when
 // it ends by itself.
 type Pause struct {
+	// ID is the PauseCommand's; empty for a pause asked on the node.
+	ID string `json:"id,omitempty"`
 	// Since is when the agent saw the pause begin.
 	Since metav1.Time `json:"since"`
 	// By names who asked (a user, or "local" for the node's own control
