@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"path/filepath"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,11 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/fleet"
-	"github.com/nodegc/nodegc/internal/kubeclient"
 	"github.com/nodegc/nodegc/internal/texttable"
-	"github.com/nodegc/nodegc/tui"
 	tuifleet "github.com/nodegc/nodegc/tui/fleet"
 )
 
@@ -43,27 +38,22 @@ type fleetOptions struct {
 	IO     *factory
 	Global *globalOptions
 	// Context is --context, the kubeconfig context.
-	Context   string
-	Namespace string
-	Selector  string
-	Port      int
+	Context string
 	// Refresh is the longest time between two frames when nothing
 	// changes.
 	Refresh time.Duration
 	// Output is -o: "" for the screen, json for one read printed.
-	Output   string
-	ReadOnly bool
-	// runTUI and runDashboard are the screens; tests replace them.
-	runTUI       func(context.Context, tuifleet.Options) (tuifleet.Model, error)
-	runDashboard func(context.Context, tui.Options) error
+	Output string
+	// runTUI is the screen; tests replace it.
+	runTUI func(context.Context, tuifleet.Options) (tuifleet.Model, error)
 }
 
 // newCmdFleet builds `nodegc fleet`.
 func newCmdFleet(f *factory, g *globalOptions) *cobra.Command {
-	opts := &fleetOptions{IO: f, Global: g, runTUI: tuifleet.Run, runDashboard: tui.Run}
+	opts := &fleetOptions{IO: f, Global: g, runTUI: tuifleet.Run}
 	cmd := &cobra.Command{
 		Use:   "fleet [NODE]",
-		Short: "Every node's NodeGC object, by one watch; enter opens a node's dashboard",
+		Short: "Every node's NodeGC object, by one watch; enter opens a node's view",
 		Long: `nodegc fleet reads the NodeGC object each node's agent writes (the DaemonSet
 of deploy/), with your kubeconfig: one list and one watch of the nodes and
 one of the objects, however many nodes, and no request to any node. One
@@ -76,31 +66,26 @@ without an object as no agent, and an object no agent would write (a
 wrong field, no heartbeat) as an error in its row alone. A watch that
 breaks is resumed, and the screen says so.
 
-Keys as in the dashboard: / filters, s and S sort, r reads again, enter
-opens the selected node's dashboard attached to its agent through the same
-path, with every key working as on the node (force, preview, apply,
-pause); q there comes back here.
+Keys as in the dashboard: / filters, s and S sort, r draws again, enter
+opens the selected node's view: its object in full (both last passes,
+the pause and who asked, the latest command's outcome), following the
+watch; q there comes back here. Nothing is sent to the node: no
+credential and no command goes to a port on it.
 
-With NODE it opens that node's dashboard at once. Installed (or linked) as
-kubectl-nodegc it is a kubectl plugin: kubectl nodegc, kubectl nodegc NODE.
+With NODE it opens that node's view at once (with -o json, prints its
+row). Installed (or linked) as kubectl-nodegc it is a kubectl plugin:
+kubectl nodegc, kubectl nodegc NODE.
 
-Rights: list and watch nodes and nodegcs.nodegc.io. A node's dashboard
-needs, besides, list pods in the agents' namespace, get pods/proxy there,
-and get (to look) and update (to
-force, apply, pause) on nodes.nodegc.io for that node (the nodegc-operator
-roles of deploy/examples/operator-rbac.yaml): the agent asks the API
-server to review your bearer token and your rights for every request,
-since anyone on the network can reach its port. A kubeconfig that authenticates with a client
-certificate has no token the agent could check, so it gets the fleet view
-but not a node's dashboard.
+Rights: list and watch nodes and nodegcs.nodegc.io.
 
 Exit status: 0 ok; 1 the API server cannot be reached; 2 bad input (a
-flag, the kubeconfig, a right the kubeconfig lacks, named in one line).`,
+flag, the kubeconfig, a right the kubeconfig lacks, the NodeGC resource
+not installed, named in one line).`,
 		Example: `  # The fleet, with your kubeconfig
   nodegc fleet
   kubectl nodegc
 
-  # One node's dashboard through its agent
+  # One node's view
   kubectl nodegc worker-17
 
   # One read, as JSON (scripts)
@@ -116,12 +101,8 @@ flag, the kubeconfig, a right the kubeconfig lacks, named in one line).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Context, "context", "", "the kubeconfig context (default: the current one)")
-	fl.StringVarP(&opts.Namespace, "namespace", "n", fleet.DefaultNamespace, "namespace of the agents' pods")
-	fl.StringVarP(&opts.Selector, "selector", "l", fleet.DefaultSelector, "label selector of the agents' pods")
-	fl.IntVar(&opts.Port, "port", fleet.DefaultPort, "the agents' metrics port, when their pod names no port \"metrics\"")
 	fl.DurationVar(&opts.Refresh, "refresh", 2*time.Second, "the longest time between two frames when nothing changes (changes show at once)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "json: list once and print the rows as JSON, instead of the screen")
-	fl.BoolVar(&opts.ReadOnly, "read-only", false, "a node's dashboard sends no command")
 	return cmd
 }
 
@@ -141,22 +122,17 @@ func fleetConfig(opts *fleetOptions) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// runFleet runs the fleet view, or one node's dashboard.
+// runFleet runs the fleet view, or one node's view, or prints the rows.
 func runFleet(ctx context.Context, opts *fleetOptions, node string) error {
 	switch {
 	case opts.Refresh <= 0:
 		return usageErrorf("--refresh: must be greater than 0")
 	case opts.Output != "" && opts.Output != "json":
 		return usageErrorf("-o: must be json, got %q", opts.Output)
-	case opts.Output != "" && node != "":
-		return usageErrorf("-o: a node's dashboard has no JSON output; use nodegc plan on the node")
 	}
 	cfg, err := fleetConfig(opts)
 	if err != nil {
 		return err
-	}
-	if node != "" {
-		return enterNode(ctx, opts, cfg, node)
 	}
 	// client-go logs a broken watch through klog, which would tear the
 	// screen: the screen says so itself; the lines go to --log-file.
@@ -175,23 +151,26 @@ func runFleet(ctx context.Context, opts *fleetOptions, node string) error {
 		return fleetError(err)
 	}
 	if opts.Output == "json" || !opts.IO.OutIsTerminal() {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(w.Rows(time.Now()))
+		return printRows(opts, w.Rows(time.Now()), node)
 	}
 	restore := quietLibraryLogs(nil)
 	defer restore()
-	cursor, flash := "", ""
-	for {
-		m, err := opts.runTUI(ctx, tuifleet.Options{Source: w, Refresh: opts.Refresh, Cursor: cursor, Flash: flash})
-		if err != nil || m.Enter == "" || ctx.Err() != nil {
-			return err
-		}
-		cursor, flash = m.Enter, ""
-		if err := enterNode(ctx, opts, cfg, m.Enter); err != nil {
-			flash = errorLine(err)
-		}
+	_, err = opts.runTUI(ctx, tuifleet.Options{Source: w, Refresh: opts.Refresh, Node: node})
+	return err
+}
+
+// printRows prints the rows as JSON, or node's alone.
+func printRows(opts *fleetOptions, rows []fleet.Node, node string) error {
+	enc := json.NewEncoder(opts.IO.Out)
+	enc.SetIndent("", "  ")
+	if node == "" {
+		return enc.Encode(rows)
 	}
+	i := slices.IndexFunc(rows, func(r fleet.Node) bool { return r.Name == node })
+	if i < 0 {
+		return usageErrorf("NODE: the cluster has no node %q", node)
+	}
+	return enc.Encode(rows[i])
 }
 
 // fleetError maps a read's error: a missing right or a missing NodeGC
@@ -215,101 +194,3 @@ type printableError struct{ err error }
 
 func (e printableError) Error() string { return texttable.PrintableLine(e.err.Error()) }
 func (e printableError) Unwrap() error { return e.err }
-
-// enterNode opens the node's dashboard attached to its agent through the
-// API server's pods proxy. Every request carries the user's bearer token
-// for the agent to review (control.RemoteHandler); a user whose rights
-// stop at get gets a read-only dashboard.
-func enterNode(ctx context.Context, opts *fleetOptions, cfg *rest.Config, node string) error {
-	kc, err := kubeclient.New(cfg)
-	if err != nil {
-		return usageErrorf("--kubeconfig: %v", err)
-	}
-	r := fleet.NewReader(fleet.Options{Client: kc, Namespace: opts.Namespace, Selector: opts.Selector, Port: opts.Port})
-	agent, err := r.Agent(ctx, node)
-	if err != nil {
-		return fleetError(err)
-	}
-	c, st, err := remoteAgent(ctx, cfg, agent, opts.ReadOnly)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	a := control.NewAttached(c, st)
-	go a.Run(ctx)
-	o := attachedOptions(a, st, c.ReadOnly())
-	o.HideSelf = true // this process is not on the node
-	return opts.runDashboard(ctx, o)
-}
-
-// remoteAgent returns a client of the agent through the pods proxy, and
-// its status; read-only when asked or when the agent says the user may
-// not send commands.
-func remoteAgent(ctx context.Context, cfg *rest.Config, agent fleet.AgentPod, readOnly bool) (*control.Client, control.Status, error) {
-	base, rt, err := proxyTransport(cfg, agent)
-	if err != nil {
-		return nil, control.Status{}, err
-	}
-	c := control.NewRemoteClient(rt, base, readOnly)
-	sctx, cancel := context.WithTimeout(ctx, control.RemoteProbeTimeout)
-	defer cancel()
-	st, err := c.StatusBrief(sctx)
-	var re *control.RemoteError
-	switch {
-	case errors.As(err, &re) && (re.Status == http.StatusUnauthorized || re.Status == http.StatusForbidden):
-		return nil, control.Status{}, &usageError{printableError{fmt.Errorf("node %s: %s", agent.Name, re.Reply.Error)}}
-	case err != nil:
-		return nil, control.Status{}, printableError{fmt.Errorf("node %s: the agent (pod %s/%s) through the API server: %w", agent.Name, agent.Namespace, agent.Pod, err)}
-	}
-	if st.ReadOnly && !readOnly {
-		c.Close()
-		c = control.NewRemoteClient(rt, base, true)
-	}
-	return c, st, nil
-}
-
-// proxyTransport is the agent's proxy URL on the API server and the
-// user's transport to it, which copies the user's bearer token (set by
-// client-go from a token, a token file, an exec plugin or an auth
-// provider) into control.AuthorizationHeader: the API server drops
-// Authorization before it proxies.
-func proxyTransport(cfg *rest.Config, agent fleet.AgentPod) (*url.URL, http.RoundTripper, error) {
-	c := rest.CopyConfig(cfg)
-	outer := c.WrapTransport
-	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		var w http.RoundTripper = tokenCopier{rt}
-		if outer != nil {
-			w = outer(w)
-		}
-		return w
-	}
-	rt, err := rest.TransportFor(c)
-	if err != nil {
-		return nil, nil, usageErrorf("--kubeconfig: %v", err)
-	}
-	host := cfg.Host
-	if !strings.Contains(host, "://") {
-		host = "https://" + host
-	}
-	u, err := url.Parse(host)
-	if err != nil {
-		return nil, nil, usageErrorf("--kubeconfig: server %q: %v", cfg.Host, err)
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + kubeclient.ProxyPath(agent.Namespace, agent.Pod, agent.Port)
-	return u, rt, nil
-}
-
-// tokenCopier copies the request's bearer token into
-// control.AuthorizationHeader; it runs after client-go's authentication
-// wrappers, next to the wire.
-type tokenCopier struct{ rt http.RoundTripper }
-
-func (t tokenCopier) RoundTrip(r *http.Request) (*http.Response, error) {
-	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
-		r = r.Clone(r.Context())
-		r.Header.Set(control.AuthorizationHeader, a)
-	}
-	return t.rt.RoundTrip(r)
-}

@@ -5,7 +5,7 @@
 // every Refresh besides, so ages move and a silent agent turns stale. It
 // uses the dashboard's table (tui/internal/grid), keys (tui/keys), styles
 // (tui/style) and help, so sort, filter and `/` work as on a node; enter
-// ends the program naming the node, whose dashboard the caller opens.
+// opens the node view, the node's object in full (node.go).
 package fleet
 
 import (
@@ -54,6 +54,8 @@ type Options struct {
 	Context context.Context
 	// Cursor names the node to select at start ("" the first).
 	Cursor string
+	// Node names the node whose view to open at start ("" the table).
+	Node string
 	// Filter is the filter to start with.
 	Filter string
 	// Flash is a message to show until the first key (why a node's
@@ -136,9 +138,8 @@ type Model struct {
 	health []fleet.Health
 	at     time.Time
 	loaded bool
-	// Enter is the node whose dashboard to open, set when the program
-	// ends on enter.
-	Enter string
+	// open is the node whose view is open; "" for the table.
+	open string
 	// Frames counts the reads shown, for the benchmark.
 	Frames int
 }
@@ -153,9 +154,12 @@ func New(o Options) Model {
 	}
 	o.Refresh = cmp.Or(o.Refresh, 2*time.Second)
 	k := keys.Default(true)
-	k.Drill.SetHelp("enter", "node dashboard")
+	k.Drill.SetHelp("enter", "node view")
 	st := style.Default(true)
-	m := Model{Pane: grid.NewPane(k, st, columns, 2, 1), o: o, help: help.New()}
+	m := Model{Pane: grid.NewPane(k, st, columns, 2, 1), o: o, help: help.New(), open: o.Node}
+	if o.Cursor == "" {
+		m.o.Cursor = o.Node
+	}
 	m.help.Styles = help.DefaultStyles(true)
 	if o.Filter != "" {
 		m.Filter.Start()
@@ -222,6 +226,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case tea.KeyPressMsg:
 		m.o.Flash = ""
+		if m.open != "" {
+			var quit bool
+			if m, quit = m.nodeUpdate(msg.String()); quit {
+				return m, tea.Quit
+			}
+			return m, nil
+		}
 		if !m.Capturing() {
 			switch {
 			case key.Matches(msg, m.Keys.Quit):
@@ -233,8 +244,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				return m, m.readCmd(false)
 			case key.Matches(msg, m.Keys.Drill):
 				if r, ok := m.Grid.Selected(); ok && r.Key != "" {
-					m.Enter = r.Key
-					return m, tea.Quit
+					m.open = r.Key
 				}
 				return m, nil
 			}
@@ -486,8 +496,11 @@ func (m Model) View() tea.View {
 	return v
 }
 
-// Screen is the view's text.
+// Screen is the view's text: the table, or the open node's view.
 func (m Model) Screen() string {
+	if m.open != "" {
+		return m.nodeScreen()
+	}
 	title := m.Styles.Title.Render("nodegc fleet")
 	var status string
 	switch {
@@ -521,8 +534,8 @@ func (m Model) FullHelp() [][]key.Binding {
 	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Drill, m.Keys.Filter, m.Keys.ClearFilter, m.Keys.Sort, m.Keys.Reverse}, {m.Keys.Refresh, m.Keys.Help, m.Keys.Quit}}
 }
 
-// Run runs the fleet view until the user quits or presses enter on a
-// node; it returns the model at the end (Enter names the node).
+// Run runs the fleet view until the user quits; it returns the model at
+// the end.
 func Run(ctx context.Context, o Options) (Model, error) {
 	o.Context = ctx
 	// The colour profile is the one lipgloss detected at init: left to

@@ -23,9 +23,12 @@ func fixture() []fleet.Node {
 	return []fleet.Node{
 		{Name: "node-a", State: fleet.OK, Status: &v1alpha1.NodeGCStatus{HeartbeatTime: &beat,
 			ImageFs: &v1alpha1.ImageFs{UsagePercent: 91}, Band: v1alpha1.Band{High: 85, Low: 80}, DeadContainers: ptr(int32(7)),
-			LastImagePass: &v1alpha1.Pass{At: metav1.NewTime(now.Add(-90 * time.Second)), Result: "success", Reason: "threshold", FreedBytes: 1 << 30, MeasuredBytes: ptr(int64(3 << 30))},
-			Kept:          map[string]int32{"in-use": 4, "pinned": 1},
-			PodSource:     "synced", EventStream: "live"}},
+			LastImagePass: &v1alpha1.Pass{At: metav1.NewTime(now.Add(-90 * time.Second)), Kind: "images", Trigger: "periodic", Result: "success", Reason: "threshold",
+				Removed: 2, TargetBytes: 1 << 30, FreedBytes: 1 << 30, MeasuredBytes: ptr(int64(3 << 30))},
+			Paused:    &v1alpha1.Pause{Since: metav1.NewTime(now.Add(-10 * time.Minute)), By: "alice", Until: ptr(metav1.NewTime(now.Add(50 * time.Minute)))},
+			Command:   &v1alpha1.CommandOutcome{ID: "c1", Result: "done", Message: "2 removed", At: metav1.NewTime(now.Add(-30 * time.Second))},
+			Kept:      map[string]int32{"in-use": 4, "pinned": 1},
+			PodSource: "synced", EventStream: "live"}},
 		{Name: "node-b", State: fleet.Stale, Err: "no heartbeat since 2026-11-25T11:40:00Z", Status: &v1alpha1.NodeGCStatus{HeartbeatTime: &beat}},
 		{Name: "node-c", State: fleet.NoAgent},
 		{Name: "node-d", State: fleet.OK, Status: &v1alpha1.NodeGCStatus{HeartbeatTime: &beat,
@@ -109,14 +112,38 @@ func TestFleetView(t *testing.T) {
 			t.Errorf("filter 'stal': %s", got)
 		}
 	})
-	t.Run("enter names the selected node and quits, for its dashboard", func(t *testing.T) {
+	t.Run("enter opens the node's view from its object, which follows the watch; q comes back", func(t *testing.T) {
 		m, _ := press(loaded(t), "j")
 		m, cmd := press(m, "enter")
-		if m.Enter != "node-a" || cmd == nil {
-			t.Fatalf("enter: %q, cmd %v", m.Enter, cmd)
+		if cmd != nil {
+			t.Fatalf("enter returned a command: it sends nothing anywhere")
 		}
-		if _, ok := cmd().(tea.QuitMsg); !ok {
-			t.Errorf("enter does not quit")
+		screen := m.Screen()
+		for _, want := range []string{"nodegc fleet › node-a", "Heartbeat", "1m0s ago", "91% used", "high 85% · low 80%", "at or above high",
+			"1m30s ago · images (periodic) · success threshold · removed 2, failed 0 · freed 1.0 GiB (measured 3.0 GiB)", "Dead containers", "7",
+			"since 11:50:00 by alice · ends 12:50:00", "c1: done 30s ago · 2 removed"} {
+			if !strings.Contains(screen, want) {
+				t.Errorf("node view lacks %q:\n%s", want, screen)
+			}
+		}
+		nodes := fixture()
+		*nodes[0].Status.DeadContainers = 4242
+		var tm tea.Model = m
+		tm, _ = tm.Update(ReadMsg{Nodes: nodes, At: now})
+		if screen := tm.(Model).Screen(); !strings.Contains(screen, "4242") {
+			t.Errorf("the node view did not follow the watch:\n%s", screen)
+		}
+		m, cmd = press(tm.(Model), "q")
+		if cmd != nil || !strings.Contains(m.Screen(), "4 nodes") {
+			t.Errorf("q in the node view: cmd %v, screen:\n%s", cmd, m.Screen())
+		}
+	})
+	t.Run("a node named at start opens its view", func(t *testing.T) {
+		var tm tea.Model = New(Options{Now: func() time.Time { return now }, Node: "node-d"})
+		tm, _ = tm.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
+		tm, _ = tm.Update(ReadMsg{Nodes: fixture(), At: now})
+		if screen := tm.(Model).Screen(); !strings.Contains(screen, "nodegc fleet › node-d") || !strings.Contains(screen, "40% used") {
+			t.Errorf("screen:\n%s", screen)
 		}
 	})
 	t.Run("a broken watch is on the status line until it resumes, then for a minute", func(t *testing.T) {
