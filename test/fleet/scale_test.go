@@ -108,6 +108,28 @@ func TestFleetAtScale(t *testing.T) {
 		lags = append(lags, at.Sub(start))
 	}
 	t.Logf("a status write (from before the write call) until the screen shows it, %d nodes: %s", n, spread(lags))
+	if shot := os.Getenv("NODEGC_FLEET_SHOT"); shot != "" {
+		screenshot(t, bin, api, n, shot)
+	}
+}
+
+// screenshot writes the fleet screen, with its colours, to path (for
+// scripts/screenshots.sh): one node's agent silent past three periods,
+// one object written badly, one node without an object.
+func screenshot(t *testing.T, bin string, api *kubetest.APIServer, n int, path string) {
+	t.Helper()
+	cs, dyn := api.Client(t), dynClient(t, api.Admin)
+	updateStatus(t, dyn, simName(1), "", status(time.Now().Add(-fleet.StaleAfter-7*time.Minute), 71, 4))
+	bad := status(time.Now(), 30, 0)
+	bad.HeartbeatTime = nil
+	updateStatus(t, dyn, simName(2), "", bad)
+	createNode(t, cs, "sim-new")
+	s := newScreen(t, 140, 30, []string{"TERM=tmux-256color", "COLORTERM=truecolor", "KUBECONFIG=" + api.Admin}, bin, "fleet")
+	s.waitFor(t, "the fleet", time.Minute, func(sc string) bool { return strings.Contains(sc, fmt.Sprintf("%d nodes", n+1)) })
+	time.Sleep(time.Second) // the background colour's answer, and its redraw
+	if err := os.WriteFile(path, []byte(proctest.Tmux(t, s.sock, "capture-pane", "-e", "-p", "-t", "f")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // heartbeats writes each object's status again once a HeartbeatPeriod,
