@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +70,29 @@ func TestRowOfAnObject(t *testing.T) {
 				t.Errorf("status %v for state %s: want one exactly when the object could be read", r.Status, r.State)
 			}
 		})
+	}
+}
+
+func TestAListDecodesEachItemAlone(t *testing.T) {
+	good := nodeGC(t, "node-a", now, nil)
+	bad := nodeGC(t, "node-b", now, func(s map[string]any) { s["deadContainers"] = "many" })
+	body, err := json.Marshal(map[string]any{"kind": "NodeGCList", "metadata": map[string]any{"resourceVersion": "7", "continue": "next"},
+		"items": []any{good.Object, bad.Object}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l objectList
+	if err := json.Unmarshal(body, &l); err != nil {
+		t.Fatalf("the list failed with one bad item: %v", err)
+	}
+	if l.ResourceVersion != "7" || l.Continue != "next" || len(l.Items) != 2 {
+		t.Fatalf("list %+v, want version 7, continue next, two items", l.ListMeta)
+	}
+	a, b := l.Items[0].row, l.Items[1].row
+	if a.Name != "node-a" || a.bad != "" || a.Status == nil || a.Status.ImageFs.UsagePercent != 70 {
+		t.Errorf("the good item: %+v", a)
+	}
+	if b.Name != "node-b" || !strings.Contains(b.bad, "read NodeGC node-b") || b.Status != nil {
+		t.Errorf("the bad item: %+v, want an error naming it", b)
 	}
 }

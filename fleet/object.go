@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,26 +82,101 @@ func (o *object) DeepCopyObject() runtime.Object {
 func (o *object) GetObjectKind() schema.ObjectKind { return &o.TypeMeta }
 
 // decodeObject is the objects' informer's transform: an unstructured
-// NodeGC becomes an object whose row holds its status, or why it could
-// not be read.
+// NodeGC (from the watch) becomes an object whose row holds its status,
+// or why it could not be read. A list's items come decoded already
+// (objectList).
 func decodeObject(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil // a tombstone, or already decoded
 	}
-	o := &object{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), ResourceVersion: u.GetResourceVersion()}}
-	o.row.Name = u.GetName()
 	n, err := v1alpha1.FromUnstructured(u)
-	if err != nil {
+	return newObject(u.GetName(), u.GetResourceVersion(), n, err), nil
+}
+
+// newObject is the object of NodeGC name at version rv, decoded as n, or
+// not (err).
+func newObject(name, rv string, n *v1alpha1.NodeGC, err error) *object {
+	o := &object{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+	o.row.Name = name
+	switch {
+	case err != nil:
 		o.row.bad = oneLine(err.Error())
-		return o, nil
+	case badStatus(&n.Status) != "":
+		o.row.bad = badStatus(&n.Status)
+	default:
+		st := n.Status // the rest of the object (its managed fields) is not kept
+		o.row.Status = &st
 	}
-	if why := badStatus(&n.Status); why != "" {
-		o.row.bad = why
-		return o, nil
+	return o
+}
+
+// objectList is a list of NodeGC objects decoded straight from the API
+// server's JSON into objects: at 5,000 objects, the unstructured list
+// and its conversion took 7 times as long as this typed decode. Each
+// item is decoded alone, so one an agent wrote badly is an error on its
+// row, not a failed list.
+type objectList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []object
+}
+
+// DeepCopyObject returns a copy (runtime.Object).
+func (l *objectList) DeepCopyObject() runtime.Object {
+	c := *l
+	c.Items = slices.Clone(l.Items)
+	return &c
+}
+
+// GetObjectKind returns the list's kind.
+func (l *objectList) GetObjectKind() schema.ObjectKind { return &l.TypeMeta }
+
+// UnmarshalJSON decodes a NodeGCList: at once, and when that fails
+// (an item an agent wrote badly), each item on its own.
+func (l *objectList) UnmarshalJSON(b []byte) error {
+	var typed struct {
+		Metadata metav1.ListMeta   `json:"metadata"`
+		Items    []v1alpha1.NodeGC `json:"items"`
 	}
-	o.row.Status = &n.Status
-	return o, nil
+	if json.Unmarshal(b, &typed) == nil {
+		l.ListMeta = typed.Metadata
+		l.Items = make([]object, 0, len(typed.Items))
+		for i := range typed.Items {
+			n := &typed.Items[i]
+			l.Items = append(l.Items, *newObject(n.Name, n.ResourceVersion, n, nil))
+		}
+		return nil
+	}
+	var raw struct {
+		Metadata metav1.ListMeta   `json:"metadata"`
+		Items    []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("decode a list of NodeGC objects: %w", err)
+	}
+	l.ListMeta = raw.Metadata
+	l.Items = make([]object, 0, len(raw.Items))
+	for _, item := range raw.Items {
+		l.Items = append(l.Items, *decodeItem(item))
+	}
+	return nil
+}
+
+// decodeItem decodes one NodeGC of a list; one that does not decode
+// keeps its name and the error.
+func decodeItem(item []byte) *object {
+	var n v1alpha1.NodeGC
+	err := json.Unmarshal(item, &n)
+	if err != nil {
+		var meta struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		_ = json.Unmarshal(item, &meta) // the name, if the metadata decodes
+		n.ObjectMeta = meta.Metadata
+		err = fmt.Errorf("read NodeGC %s: %w", n.Name, err)
+	}
+	return newObject(n.Name, n.ResourceVersion, &n, err)
 }
 
 // badStatus says what is wrong with a status the API server's schema

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
@@ -143,12 +145,19 @@ func Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	w := &Watcher{changed: make(chan struct{}, 1), now: o.Now, done: make(chan struct{})}
-	w.nodes, err = w.stream(NodesResource, meta.Resource(NodesResource), &metav1.PartialObjectMetadata{}, slimNode)
+	raw, err := rawClient(o.Config)
 	if err != nil {
 		return nil, err
 	}
-	w.objects, err = w.stream(ObjectsResource, dyn.Resource(ObjectsResource), &unstructured.Unstructured{}, decodeObject)
+	w := &Watcher{changed: make(chan struct{}, 1), now: o.Now, done: make(chan struct{})}
+	nodes := meta.Resource(NodesResource)
+	w.nodes, err = w.stream(NodesResource, listFunc(nodes.List), nodes.Watch, &metav1.PartialObjectMetadata{}, slimNode)
+	if err != nil {
+		return nil, err
+	}
+	// The objects are listed straight into their rows (objectList), and
+	// watched through the dynamic client, one object an event.
+	w.objects, err = w.stream(ObjectsResource, raw.listObjects, dyn.Resource(ObjectsResource).Watch, &unstructured.Unstructured{}, decodeObject)
 	if err != nil {
 		return nil, err
 	}
@@ -161,18 +170,51 @@ func Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 	return w, nil
 }
 
-// lister is what the metadata and dynamic clients both offer.
-type lister[L runtime.Object] interface {
-	List(ctx context.Context, opts metav1.ListOptions) (L, error)
-	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+// listFn and watchFn list and watch one resource.
+type (
+	listFn  func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
+)
+
+// listFunc is a typed list function as a listFn.
+func listFunc[L runtime.Object](f func(context.Context, metav1.ListOptions) (L, error)) listFn {
+	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return f(ctx, o) }
 }
 
-// stream builds the informer of one resource over c. Every list and
-// watch outcome is recorded (Health); transform turns each object into
-// what the store keeps.
-func (w *Watcher) stream(res schema.GroupVersionResource, c any, example runtime.Object, transform cache.TransformFunc) (*stream, error) {
+// objectsClient lists the NodeGC objects as raw JSON.
+type objectsClient struct{ rc *rest.RESTClient }
+
+// rawClient is a REST client of the NodeGC resource's group and version.
+func rawClient(cfg *rest.Config) (objectsClient, error) {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &schema.GroupVersion{Group: ObjectsResource.Group, Version: ObjectsResource.Version}
+	c.APIPath = "/apis"
+	c.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()
+	rc, err := rest.RESTClientFor(c)
+	if err != nil {
+		return objectsClient{}, fmt.Errorf("API client for %s: %w", resourceName(ObjectsResource), err)
+	}
+	return objectsClient{rc}, nil
+}
+
+// listObjects lists the NodeGC objects opts selects, decoded into rows.
+func (c objectsClient) listObjects(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	body, err := c.rc.Get().Resource(ObjectsResource.Resource).VersionedParams(&opts, metav1.ParameterCodec).DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l := &objectList{}
+	if err := json.Unmarshal(body, l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// stream builds the informer of one resource. Every list and watch
+// outcome is recorded (Health); transform turns each object into what the
+// store keeps.
+func (w *Watcher) stream(res schema.GroupVersionResource, list listFn, watchf watchFn, example runtime.Object, transform cache.TransformFunc) (*stream, error) {
 	s := &stream{res: res, watching: make(chan struct{}), h: Health{Resource: resourceName(res)}}
-	list, watchf := listWatchOf(c)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			ctx, cancel := context.WithTimeout(ctx, listTimeout)
@@ -219,18 +261,6 @@ func (w *Watcher) record(s *stream, verb string, err error) {
 	if s.record(w.wrap(s.res, verb, err), w.now()) {
 		w.moved()
 	}
-}
-
-// listWatchOf is the list and watch functions of a metadata or dynamic
-// resource client.
-func listWatchOf(c any) (func(context.Context, metav1.ListOptions) (runtime.Object, error), func(context.Context, metav1.ListOptions) (watch.Interface, error)) {
-	switch c := c.(type) {
-	case lister[*metav1.PartialObjectMetadataList]:
-		return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }, c.Watch
-	case lister[*unstructured.UnstructuredList]:
-		return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }, c.Watch
-	}
-	panic(fmt.Sprintf("fleet: no list and watch on %T", c)) // a programming error
 }
 
 // wrap names what failed: a missing right names its verb and resource, a
