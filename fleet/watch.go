@@ -137,6 +137,12 @@ func Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	// No client-side rate limit: the requests are two lists (in pages of
+	// 500) and two watches, and the reflectors back off by themselves; at
+	// client-go's default 5 a second, the pages of 5,000 nodes would wait.
+	cfg := rest.CopyConfig(o.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	o.Config = cfg
 	meta, err := metadata.NewForConfig(o.Config)
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
