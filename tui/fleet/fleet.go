@@ -50,7 +50,7 @@ type Options struct {
 	// Refresh is the longest time between two frames when nothing
 	// changes: ages move and stale rows turn stale.
 	Refresh time.Duration
-	// Context is the reads' context.
+	// Context ends the wait for changes.
 	Context context.Context
 	// Cursor names the node to select at start ("" the first).
 	Cursor string
@@ -140,8 +140,6 @@ type Model struct {
 	loaded bool
 	// open is the node whose view is open; "" for the table.
 	open string
-	// Frames counts the reads shown, for the benchmark.
-	Frames int
 }
 
 // New returns the fleet view.
@@ -215,7 +213,6 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.help.Styles = help.DefaultStyles(st.Dark)
 	case ReadMsg:
 		m.nodes, m.health, m.at, m.loaded = msg.Nodes, msg.Health, msg.At, true
-		m.Frames++
 		m.rebuild()
 		if m.o.Cursor != "" {
 			m.Find(m.o.Cursor)
