@@ -81,6 +81,9 @@ func TestFleetAtScale(t *testing.T) {
 		}
 	}
 	t.Logf("nodegc fleet -o json, the whole process, %d nodes: %s", n, spread(walls))
+	if base := os.Getenv("NODEGC_FLEET_BASELINE"); base != "" {
+		sideBySide(t, bin, base, api.Admin, n)
+	}
 
 	var firsts []time.Duration
 	for range 3 {
@@ -130,6 +133,29 @@ func screenshot(t *testing.T, bin string, api *kubetest.APIServer, n int, path s
 	if err := os.WriteFile(path, []byte(proctest.Tmux(t, s.sock, "capture-pane", "-e", "-p", "-t", "f")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// sideBySide runs `nodegc fleet -o json` of bin and of base (another
+// build, NODEGC_FLEET_BASELINE) alternately, 5 runs each, and logs both
+// and their ratio: the same cluster, load and cadence.
+func sideBySide(t *testing.T, bin, base, kubeconfig string, n int) {
+	var ours, theirs []time.Duration
+	for range 5 {
+		for _, b := range []struct {
+			bin string
+			to  *[]time.Duration
+		}{{bin, &ours}, {base, &theirs}} {
+			start := time.Now()
+			if rows := fleetJSON(t, b.bin, kubeconfig); len(rows) != n {
+				t.Fatalf("%s fleet -o json: %d rows, want %d", b.bin, len(rows), n)
+			}
+			*b.to = append(*b.to, time.Since(start))
+		}
+	}
+	slices.Sort(ours)
+	slices.Sort(theirs)
+	t.Logf("side by side, -o json, %d nodes: this build %s; %s %s; median ratio %.2f",
+		n, spread(ours), base, spread(theirs), float64(theirs[2])/float64(ours[2]))
 }
 
 // heartbeats writes each object's status again once a HeartbeatPeriod,
