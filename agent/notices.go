@@ -12,17 +12,19 @@ import (
 )
 
 // followNotices feeds the scheduler's notices to the collector and the
-// Node's events, and logs each pass and event, until the channel closes.
+// Node's events and the NodeGC object's writer (nil: none), and logs each
+// pass and event, until the channel closes.
 // afterPass, when set, runs after each real pass is recorded: the agent
 // returns the pass's garbage to the system there, so that its memory
 // between passes is what it keeps, not what the pass's listings of a
 // large node took.
-func followNotices(log *slog.Logger, col *metrics.Collector, events *nodeevents.Recorder, notices <-chan engine.Notice, afterPass func()) {
+func followNotices(log *slog.Logger, col *metrics.Collector, events *nodeevents.Recorder, obj *objectWriter, notices <-chan engine.Notice, afterPass func()) {
 	for n := range notices {
 		col.ObserveStatus(n.Status)
 		switch {
 		case n.Report != nil && !n.Report.DryRun:
 			col.ObserveReport(*n.Report)
+			obj.observe(*n.Report)
 			events.Report(*n.Report)
 			logReport(log, *n.Report)
 			if afterPass != nil {

@@ -75,7 +75,7 @@ func (a *Agent) ObserveSnapshot(s engine.Snapshot) {
 }
 
 // Run runs the engine's periodic passes, the control socket, the HTTP
-// listener and the Node's events until ctx ends; then the items in
+// listener, the Node's events and its NodeGC object until ctx ends; then the items in
 // flight finish and are journalled, and it returns nil. An error is one
 // from the control socket (its path planted, say), before any pass.
 func (a *Agent) Run(ctx context.Context, o Options) error {
@@ -104,8 +104,12 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	}
 	events := startNodeEvents(o.Pods, log)
 	notices, unsubscribe := s.Subscribe()
+	obj := newObjectWriter(o.Pods, log, a.col, o.Started)
 	var wg sync.WaitGroup
-	wg.Go(func() { followNotices(log, a.col, events, notices, o.AfterPass) })
+	wg.Go(func() { followNotices(log, a.col, events, obj, notices, o.AfterPass) })
+	if obj != nil {
+		wg.Go(func() { obj.run(passCtx) })
+	}
 	stopForecast := a.fc.startForecast(s, &wg, events)
 	srv, closeRemote := a.serveHTTP(passCtx, o, s, &wg)
 	defer closeRemote()

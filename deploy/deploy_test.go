@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -33,7 +34,13 @@ type objects struct {
 	RoleBinding    rbacv1.RoleBinding
 	DaemonSet      appsv1.DaemonSet
 	Service        corev1.Service
-	kinds          []string
+	// CRD is the NodeGC CustomResourceDefinition (crd_test.go checks it;
+	// apiextensions' Go types are not among nodegc's dependencies).
+	CRD map[string]any
+	// Policy and PolicyBinding keep each agent to its own node's object.
+	Policy        admissionregistrationv1.ValidatingAdmissionPolicy
+	PolicyBinding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	kinds         []string
 }
 
 // decode splits a multi-document stream and decodes each document
@@ -63,6 +70,12 @@ func decode(t *testing.T, name string, data []byte, o *objects) {
 			into = &o.DaemonSet
 		case "v1 Service":
 			into = &o.Service
+		case "apiextensions.k8s.io/v1 CustomResourceDefinition":
+			into = &o.CRD
+		case "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy":
+			into = &o.Policy
+		case "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding":
+			into = &o.PolicyBinding
 		default:
 			t.Fatalf("%s #%d: unexpected %s %s", name, i, meta.APIVersion, meta.Kind)
 		}
@@ -145,7 +158,8 @@ func TestMakeImageTagsTheVersion(t *testing.T) {
 func checkObjects(t *testing.T, o *objects, ns string) {
 	t.Helper()
 	slices.Sort(o.kinds)
-	if want := []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount"}; !slices.Equal(o.kinds, want) {
+	if want := []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "DaemonSet", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}; !slices.Equal(o.kinds, want) {
 		t.Fatalf("kinds %v, want %v", o.kinds, want)
 	}
 	if o.Namespace.Name != ns {
@@ -153,7 +167,7 @@ func checkObjects(t *testing.T, o *objects, ns string) {
 	}
 
 	// RBAC: exactly pods get/list/watch, nodes get, token and access
-	// reviews create (events: rbac_test.go).
+	// reviews create, and the NodeGC objects (events: rbac_test.go).
 	got := map[string][]string{}
 	for _, r := range o.ClusterRole.Rules {
 		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
@@ -172,6 +186,9 @@ func checkObjects(t *testing.T, o *objects, ns string) {
 		// user's token and rights (control.KubeAuthorizer).
 		"authentication.k8s.io/tokenreviews":        {"create"},
 		"authorization.k8s.io/subjectaccessreviews": {"create"},
+		// Its NodeGC object: policy.yaml keeps it to its own node's.
+		"nodegc.io/nodegcs":        {"get", "list", "watch", "create", "update", "patch"},
+		"nodegc.io/nodegcs/status": {"get", "list", "watch", "create", "update", "patch"},
 	}
 	if len(got) != len(want) {
 		t.Errorf("ClusterRole grants %v, want %v", got, want)
@@ -186,6 +203,8 @@ func checkObjects(t *testing.T, o *objects, ns string) {
 		b.Subjects[0].Name != o.ServiceAccount.Name || b.Subjects[0].Namespace != ns {
 		t.Errorf("binding %+v does not bind %s to %s/%s", b, o.ClusterRole.Name, ns, o.ServiceAccount.Name)
 	}
+
+	checkPolicy(t, o)
 
 	ds := o.DaemonSet
 	spec := ds.Spec.Template.Spec

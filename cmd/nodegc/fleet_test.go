@@ -38,8 +38,7 @@ func TestFleetBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"a zero agent timeout", []string{"fleet", "--agent-timeout", "0"}, "--agent-timeout"},
-		{"no concurrency", []string{"fleet", "--concurrency", "0"}, "--concurrency"},
+		{"a zero refresh", []string{"fleet", "--refresh", "0"}, "--refresh: must be greater than 0"},
 		{"an unknown output", []string{"fleet", "-o", "yaml"}, "-o: must be json"},
 		{"a kubeconfig with no cluster", []string{"fleet", "--kubeconfig", kc}, "--kubeconfig"},
 		{"a missing kubeconfig", []string{"fleet", "--kubeconfig", filepath.Join(dir, "none")}, "--kubeconfig"},

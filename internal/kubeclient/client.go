@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
@@ -44,6 +45,8 @@ type Pods interface {
 type Client struct {
 	core   rest.Interface
 	events rest.Interface
+	// dynamic reads and writes the NodeGC objects (nodegc.go).
+	dynamic dynamic.Interface
 }
 
 // New returns a client for the API server cfg names. cfg is not
@@ -57,7 +60,11 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core: core, events: events}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic API client: %w", err)
+	}
+	return &Client{core: core, events: events, dynamic: dyn}, nil
 }
 
 // restClient is what client-go's typed clients build for their group

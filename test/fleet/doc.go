@@ -1,12 +1,13 @@
-// Package fleet tests `nodegc fleet` at scale: many simulated nodes
-// behind one real kube-apiserver, each node's agent (`nodegc agent` on a
-// `nodegc simnode`) in a network namespace of its own with a global
-// unicast address (the API server's pods proxy refuses loopback and
-// link-local ones), its Pod object written through the API with that
-// address as status.podIP. Everything it creates (namespaces, a bridge,
-// veth pairs, processes, files) it removes, and every byte stays on this
-// machine. It needs root, ip(8), etcd and `make kube`.
+// Package fleet tests `nodegc fleet` against a real kube-apiserver and
+// etcd with the NodeGC resource of deploy/crd.yaml: the test writes the
+// Node and NodeGC objects as agents would (no agent runs; the fleet never
+// asks one), runs the nodegc binary (-o json, and its screen in a private
+// tmux server) and checks what it shows: states, bad input, a change on
+// the watch, a watch that breaks and resumes. Everything it starts it
+// ends, and it removes what it creates. It needs etcd, `make kube`
+// (kube-apiserver and kubectl v1.36.3) and tmux.
 //
-// NODEGC_FLEET_NODES sets the number of nodes (default 100). The timings
-// it logs are a benchmark (docs/performance.md), not assertions.
+// TestFleetAtScale is the benchmark: NODEGC_FLEET_NODES nodes (default
+// 200; 5,000 for docs/performance.md). The timings it logs are figures,
+// not assertions.
 package fleet

@@ -1,15 +1,18 @@
 // Package fleet is `nodegc fleet`: the dashboard's table for a whole
-// cluster, one row a node, read from every node's agent through the API
-// server (package fleet at the top level does the reading). It uses the
-// dashboard's table (tui/internal/grid), keys (tui/keys), styles
+// cluster, one row a node, from the nodes' NodeGC objects that package
+// fleet at the top level keeps by one list and a watch. A change reaches
+// the screen as soon as the watch brings it; the rows are drawn again
+// every Refresh besides, so ages move and a silent agent turns stale. It
+// uses the dashboard's table (tui/internal/grid), keys (tui/keys), styles
 // (tui/style) and help, so sort, filter and `/` work as on a node; enter
-// ends the program naming the node, whose dashboard the caller opens.
+// opens the node view, the node's object in full (node.go).
 package fleet
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,26 +33,31 @@ import (
 	"github.com/nodegc/nodegc/tui/style"
 )
 
+// Source is the fleet as a watch keeps it (a *fleet.Watcher).
+type Source interface {
+	// Rows is one row a node at now.
+	Rows(now time.Time) []fleet.Node
+	// Health is the state of the watch's streams.
+	Health() []fleet.Health
+	// Changed receives after the rows or the health changed.
+	Changed() <-chan struct{}
+}
+
 // Options configure the fleet view.
 type Options struct {
-	// Read reads the fleet; it is called in a tea.Cmd, off the UI loop.
-	Read func(ctx context.Context) ([]fleet.Node, error)
-	// Refresh is the time between the end of one read and the next.
+	// Source is the fleet; it is read in a tea.Cmd, off the UI loop.
+	Source Source
+	// Refresh is the longest time between two frames when nothing
+	// changes: ages move and stale rows turn stale.
 	Refresh time.Duration
-	// Context is the reads' context.
+	// Context ends the wait for changes.
 	Context context.Context
 	// Cursor names the node to select at start ("" the first).
 	Cursor string
+	// Node names the node whose view to open at start ("" the table).
+	Node string
 	// Filter is the filter to start with.
 	Filter string
-	// Initial, when not nil, is a read made before the program started
-	// (the caller's check of the rights): it is the first frame, and the
-	// next read follows Refresh later.
-	Initial []fleet.Node
-	// InitialAt and InitialTook are when that read ended and how long it
-	// took.
-	InitialAt   time.Time
-	InitialTook time.Duration
 	// Flash is a message to show until the first key (why a node's
 	// dashboard could not open).
 	Flash string
@@ -62,8 +70,8 @@ type Sort int
 
 // Orders; s cycles through them.
 const (
-	// ByState puts the nodes that need a look first: no answer, errors,
-	// then the fullest image filesystems.
+	// ByState puts the nodes that need a look first: unreadable objects,
+	// stale agents, failed passes, then the fullest image filesystems.
 	ByState Sort = iota
 	ByName
 	ByUsage
@@ -77,7 +85,7 @@ func (s Sort) String() string {
 }
 
 // sortColumn is the column each order sorts by.
-var sortColumn = [numSorts]int{ByState: 1, ByName: 0, ByUsage: 2, ByLastGC: 3, ByDead: 6}
+var sortColumn = [numSorts]int{ByState: colAgent, ByName: colNode, ByUsage: colUsage, ByLastGC: colLastGC, ByDead: colDead}
 
 var columns = []grid.Column{
 	{Title: "NODE", Width: 24, Flex: true},
@@ -90,19 +98,35 @@ var columns = []grid.Column{
 	{Title: "KEPT", Width: 22, MinTable: 120},
 	{Title: "PODS", Width: 7, MinTable: 100},
 	{Title: "EVENTS", Width: 7, MinTable: 100},
+	{Title: "HEARTBEAT", Width: 9, Right: true, MinTable: 110},
 	{Title: "ERROR", Width: 20, Flex: true},
 }
 
-// ReadMsg is one read of the fleet.
-type ReadMsg struct {
-	Seq   int
-	Nodes []fleet.Node
-	Err   error
-	At    time.Time
-	Took  time.Duration
-}
+// Column indexes.
+const (
+	colNode = iota
+	colAgent
+	colUsage
+	colLastGC
+	colResult
+	colFreed
+	colDead
+	colKept
+	colPods
+	colEvents
+	colBeat
+	colErr
+)
 
-type tickMsg struct{ seq int }
+// ReadMsg is the fleet as the watch held it at At.
+type ReadMsg struct {
+	Nodes  []fleet.Node
+	Health []fleet.Health
+	At     time.Time
+	// Wait says the read came from the waiting command, which the model
+	// arms again (one waits at a time); r's read does not.
+	Wait bool
+}
 
 // Model is the fleet view.
 type Model struct {
@@ -111,16 +135,11 @@ type Model struct {
 	help   help.Model
 	sort   Sort
 	nodes  []fleet.Node
-	seq    int
-	err    error
+	health []fleet.Health
 	at     time.Time
-	took   time.Duration
 	loaded bool
-	// Enter is the node whose dashboard to open, set when the program
-	// ends on enter.
-	Enter string
-	// Frames counts the reads shown, for the benchmark.
-	Frames int
+	// open is the node whose view is open; "" for the table.
+	open string
 }
 
 // New returns the fleet view.
@@ -133,9 +152,12 @@ func New(o Options) Model {
 	}
 	o.Refresh = cmp.Or(o.Refresh, 2*time.Second)
 	k := keys.Default(true)
-	k.Drill.SetHelp("enter", "node dashboard")
+	k.Drill.SetHelp("enter", "node view")
 	st := style.Default(true)
-	m := Model{Pane: grid.NewPane(k, st, columns, 2, 1), o: o, help: help.New(), seq: 1}
+	m := Model{Pane: grid.NewPane(k, st, columns, 2, 1), o: o, help: help.New(), open: o.Node}
+	if o.Cursor == "" {
+		m.o.Cursor = o.Node
+	}
 	m.help.Styles = help.DefaultStyles(true)
 	if o.Filter != "" {
 		m.Filter.Start()
@@ -144,43 +166,38 @@ func New(o Options) Model {
 		}
 		m.Filter.Editing = false
 	}
-	if o.Initial != nil {
-		m.nodes, m.loaded, m.at, m.took = o.Initial, true, o.InitialAt, o.InitialTook
-		m.Frames++
-		m.rebuild()
-		if o.Cursor != "" {
-			m.Find(o.Cursor)
-			m.o.Cursor = ""
-		}
-	}
 	return m
 }
 
-// Init reads the fleet at once (or shows the initial read and reads
-// again Refresh later) and asks the terminal's background.
+// Init reads the fleet at once, then waits for its changes, and asks the
+// terminal's background.
 func (m Model) Init() tea.Cmd {
-	if m.loaded {
-		seq := m.seq
-		return tea.Batch(tea.Tick(m.o.Refresh, func(time.Time) tea.Msg { return tickMsg{seq} }), tea.RequestBackgroundColor)
-	}
-	return tea.Batch(m.readCmd(), tea.RequestBackgroundColor)
+	return tea.Batch(m.readCmd(false), m.waitCmd(), tea.RequestBackgroundColor)
 }
 
-// read starts the next read; a read still in flight is dropped when it
-// ends.
-func (m *Model) read() tea.Cmd {
-	m.seq++
-	return m.readCmd()
-}
-
-// readCmd is the command of read number m.seq.
-func (m Model) readCmd() tea.Cmd {
-	seq, read, ctx, now := m.seq, m.o.Read, m.o.Context, m.o.Now
+// readCmd reads the fleet now.
+func (m Model) readCmd(wait bool) tea.Cmd {
+	src, now := m.o.Source, m.o.Now
 	return func() tea.Msg {
-		start := now()
-		nodes, err := read(ctx)
-		end := now()
-		return ReadMsg{Seq: seq, Nodes: nodes, Err: err, At: end, Took: end.Sub(start)}
+		at := now()
+		return ReadMsg{Nodes: src.Rows(at), Health: src.Health(), At: at, Wait: wait}
+	}
+}
+
+// waitCmd reads the fleet when it changes, or Refresh later.
+func (m Model) waitCmd() tea.Cmd {
+	src, ctx, every := m.o.Source, m.o.Context, m.o.Refresh
+	read := m.readCmd(true)
+	return func() tea.Msg {
+		t := time.NewTimer(every)
+		defer t.Stop()
+		select {
+		case <-src.Changed():
+		case <-t.C:
+		case <-ctx.Done():
+			return nil
+		}
+		return read()
 	}
 }
 
@@ -195,28 +212,24 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.SetStyles(st)
 		m.help.Styles = help.DefaultStyles(st.Dark)
 	case ReadMsg:
-		if msg.Seq != m.seq {
-			return m, nil
+		m.nodes, m.health, m.at, m.loaded = msg.Nodes, msg.Health, msg.At, true
+		m.rebuild()
+		if m.o.Cursor != "" {
+			m.Find(m.o.Cursor)
+			m.o.Cursor = ""
 		}
-		m.err, m.at, m.took = msg.Err, msg.At, msg.Took
-		if msg.Err == nil {
-			m.nodes, m.loaded = msg.Nodes, true
-			m.Frames++
-			m.rebuild()
-			if m.o.Cursor != "" {
-				m.Find(m.o.Cursor)
-				m.o.Cursor = ""
-			}
+		if msg.Wait {
+			return m, m.waitCmd()
 		}
-		seq := m.seq
-		return m, tea.Tick(m.o.Refresh, func(time.Time) tea.Msg { return tickMsg{seq} })
-	case tickMsg:
-		if msg.seq != m.seq {
-			return m, nil
-		}
-		return m, m.read()
 	case tea.KeyPressMsg:
 		m.o.Flash = ""
+		if m.open != "" {
+			var quit bool
+			if m, quit = m.nodeUpdate(msg.String()); quit {
+				return m, tea.Quit
+			}
+			return m, nil
+		}
 		if !m.Capturing() {
 			switch {
 			case key.Matches(msg, m.Keys.Quit):
@@ -225,11 +238,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.help.ShowAll = !m.help.ShowAll
 				return m, nil
 			case key.Matches(msg, m.Keys.Refresh):
-				return m, m.read()
+				return m, m.readCmd(false)
 			case key.Matches(msg, m.Keys.Drill):
 				if r, ok := m.Grid.Selected(); ok && r.Key != "" {
-					m.Enter = r.Key
-					return m, tea.Quit
+					m.open = r.Key
 				}
 				return m, nil
 			}
@@ -247,40 +259,45 @@ func (m *Model) nextSort() {
 // rank orders the agent states for ByState: the ones to look at first.
 func rank(n fleet.Node) int {
 	switch n.State {
-	case fleet.NoAnswer:
-		return 0
 	case fleet.Failed:
+		return 0
+	case fleet.Stale:
 		return 1
-	case fleet.NotReady, fleet.Unready:
-		return 2
 	case fleet.OK:
-		if s := n.Summary; s != nil && s.LastAttempt != nil && s.LastAttempt.Result == "error" {
-			return 3
+		if p := n.Status.LastImagePass; p != nil && p.Result == "error" {
+			return 2
 		}
-		return 4
+		return 3
 	}
-	return 5
+	return 4
 }
 
 func usage(n fleet.Node) int {
-	if n.Summary == nil {
+	if n.Status == nil || n.Status.ImageFs == nil {
 		return -1
 	}
-	return n.Summary.UsagePercent
+	return int(n.Status.ImageFs.UsagePercent)
 }
 
 func lastGC(n fleet.Node) time.Time {
-	if n.Summary == nil || n.Summary.LastAttempt == nil {
+	if n.Status == nil || n.Status.LastImagePass == nil {
 		return time.Time{}
 	}
-	return n.Summary.LastAttempt.At
+	return n.Status.LastImagePass.At.Time
 }
 
 func dead(n fleet.Node) int {
-	if n.Summary == nil {
+	if n.Status == nil || n.Status.DeadContainers == nil {
 		return -1
 	}
-	return n.Summary.DeadContainers
+	return int(*n.Status.DeadContainers)
+}
+
+// aboveHigh reports whether the node's image fs is at or above its high
+// threshold (image GC is due).
+func aboveHigh(n fleet.Node) bool {
+	s := n.Status
+	return s != nil && s.ImageFs != nil && s.Band.High > 0 && s.ImageFs.UsagePercent >= s.Band.High
 }
 
 // rebuild turns the nodes into rows under the sort and the filter.
@@ -334,86 +351,68 @@ func (m *Model) cells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
 // rawCells is a node's row as its sources wrote it.
 func (m *Model) rawCells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
 	c := make([]string, len(columns))
-	c[0] = n.Name
-	if !n.Ready {
-		c[0] += " (NotReady)"
-	}
-	c[1] = string(n.State)
+	c[colNode], c[colAgent], c[colErr] = n.Name, string(n.State), n.Err
 	kind := grid.Normal
 	switch n.State {
-	case fleet.NoAnswer, fleet.Failed:
+	case fleet.Failed, fleet.Stale:
 		kind = grid.Warn
-	case fleet.NoAgent, fleet.NotReady, fleet.Unready:
+	case fleet.NoAgent:
 		kind = grid.Dim
 	}
-	c[10] = n.Err
-	s := n.Summary
+	s := n.Status
 	if s == nil {
 		return c, kind
 	}
-	if s.UsagePercent >= 0 {
-		c[2] = fmt.Sprintf("%3d%% %s %d/%d", s.UsagePercent, bar(s.UsagePercent, s.High, s.Low), s.High, s.Low)
-	} else {
-		c[2] = "?"
+	c[colBeat] = format.Ago(n.Heartbeat(), now)
+	c[colUsage] = "?"
+	if fs := s.ImageFs; fs != nil {
+		c[colUsage] = fmt.Sprintf("%3d%% %s %d/%d", fs.UsagePercent, bar(int(fs.UsagePercent)), s.Band.High, s.Band.Low)
 	}
-	if a := s.LastAttempt; a != nil {
-		c[3] = format.Ago(a.At, now)
-		c[4] = a.Result + " " + a.Reason
-		freed := a.Freed
-		if a.Measured != nil {
-			freed = *a.Measured
+	c[colLastGC], c[colResult] = "never", "–"
+	if p := s.LastImagePass; p != nil {
+		c[colLastGC] = format.Ago(p.At.Time, now)
+		c[colResult] = p.Result + " " + p.Reason
+		freed := p.FreedBytes
+		if p.MeasuredBytes != nil {
+			freed = *p.MeasuredBytes
 		}
-		c[5] = format.Bytes(freed)
-		if a.Result == "error" || a.Result == "partial" {
-			kind = grid.Warn
+		c[colFreed] = format.Bytes(freed)
+		if p.Result == "error" || p.Result == "partial" {
+			kind = max(kind, grid.Warn)
 		}
-	} else {
-		c[3], c[4] = "never", "–"
 	}
-	if s.InFlight {
-		c[4] = "running…"
+	if s.Paused != nil {
+		c[colResult] = "paused · " + c[colResult]
 	}
-	if s.Paused {
-		c[4] = "paused · " + c[4]
+	if s.DeadContainers != nil {
+		c[colDead] = strconv.Itoa(int(*s.DeadContainers))
 	}
-	if s.DeadContainers >= 0 {
-		c[6] = strconv.Itoa(s.DeadContainers)
-	}
-	c[7] = kept(s.Kept)
-	c[8] = s.PodSource
-	c[9] = s.EventStream
+	c[colKept], c[colPods], c[colEvents] = kept(s.Kept), s.PodSource, s.EventStream
 	if s.PodSource == "error" || s.EventStream == "down" {
 		kind = grid.Warn
 	}
-	if s.UsagePercent >= s.High && s.High > 0 && kind == grid.Normal {
+	if aboveHigh(n) && kind == grid.Normal {
 		kind = grid.Remove
 	}
 	return c, kind
 }
 
-// bar is a 5-cell gauge of the usage with the band: '|' where the high
-// threshold falls.
-func bar(used, high, low int) string {
+// bar is a 5-cell gauge of the usage.
+func bar(used int) string {
 	const w = 5
 	fill := min(max(used*w/100, 0), w)
-	b := []rune(strings.Repeat("█", fill) + strings.Repeat("░", w-fill))
-	_ = low
-	return string(b)
+	return strings.Repeat("█", fill) + strings.Repeat("░", w-fill)
 }
 
 // kept is the kept-by-reason counts, shortest reasons first.
-func kept(k map[engine.ImageKeepReason]int) string {
+func kept(k map[string]int32) string {
 	if len(k) == 0 {
 		return ""
 	}
-	names := make([]string, 0, len(k))
-	for r := range k {
-		names = append(names, string(r))
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(k))
 	parts := make([]string, 0, len(names))
 	for _, r := range names {
-		parts = append(parts, fmt.Sprintf("%s %d", short(r), k[engine.ImageKeepReason(r)]))
+		parts = append(parts, fmt.Sprintf("%s %d", short(r), k[r]))
 	}
 	return strings.Join(parts, " ")
 }
@@ -434,37 +433,56 @@ func short(r string) string {
 
 // counts sums the nodes by state.
 func (m Model) counts() string {
-	var ok, noAnswer, failed, none, notRunning, unready, above int
+	var ok, stale, failed, none, above int
 	for _, n := range m.nodes {
 		switch n.State {
 		case fleet.OK:
 			ok++
-			if s := n.Summary; s != nil && s.High > 0 && s.UsagePercent >= s.High {
+			if aboveHigh(n) {
 				above++
 			}
-		case fleet.NoAnswer:
-			noAnswer++
+		case fleet.Stale:
+			stale++
 		case fleet.Failed:
 			failed++
 		case fleet.NoAgent:
 			none++
-		case fleet.NotReady:
-			notRunning++
-		case fleet.Unready:
-			unready++
 		}
 	}
-	parts := []string{format.Plural(len(m.nodes), "node"), fmt.Sprintf("%d agents answer", ok)}
+	parts := []string{format.Plural(len(m.nodes), "node"), fmt.Sprintf("%d agents ok", ok)}
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{above, "above high"}, {noAnswer, "no answer"}, {failed, "error"}, {notRunning, "agent not running"}, {unready, "agent not ready"}, {none, "no agent"}} {
+	}{{above, "above high"}, {stale, "stale"}, {failed, "error"}, {none, "no agent"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 		}
 	}
 	return strings.Join(parts, " · ")
 }
+
+// resumedFor is how long "resumed" stays on the status line after a
+// broken watch came back.
+const resumedFor = time.Minute
+
+// watchLine says how the watch stands: "" when it never broke, the
+// error while it is broken (the reflector resumes it), when it resumed
+// for a minute after.
+func (m Model) watchLine() (string, bool) {
+	for _, h := range m.health {
+		if h.Err != nil {
+			return fmt.Sprintf("watch of %s broken since %s, resuming: %s", h.Resource, h.BrokeAt.Format("15:04:05"), oneLine(h.Err)), true
+		}
+	}
+	for _, h := range m.health {
+		if !h.ResumedAt.IsZero() && m.at.Sub(h.ResumedAt) < resumedFor {
+			return fmt.Sprintf("watch resumed %s (broken %s)", h.ResumedAt.Format("15:04:05"), h.BrokeAt.Format("15:04:05")), false
+		}
+	}
+	return "", false
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // View renders the title, the counts, the info line, the table and the
 // help.
@@ -475,19 +493,26 @@ func (m Model) View() tea.View {
 	return v
 }
 
-// Screen is the view's text.
+// Screen is the view's text: the table, or the open node's view.
 func (m Model) Screen() string {
+	if m.open != "" {
+		return m.nodeScreen()
+	}
 	title := m.Styles.Title.Render("nodegc fleet")
 	var status string
 	switch {
 	case m.o.Flash != "":
 		status = m.Styles.FlashError.Render(texttable.PrintableLine(m.o.Flash))
-	case m.err != nil:
-		status = m.Styles.Bad.Render(ansi.Truncate(texttable.PrintableLine(m.err.Error()), max(m.Width-20, 10), "…"))
 	case !m.loaded:
-		status = m.Styles.Faint.Render("reading the agents through the API server…")
+		status = m.Styles.Faint.Render("listing the nodes and their NodeGC objects…")
 	default:
-		status = m.Styles.Label.Render(fmt.Sprintf("%s · read %s in %s", m.counts(), m.at.Format("15:04:05"), m.took.Round(time.Millisecond)))
+		status = m.Styles.Label.Render(fmt.Sprintf("%s · watching, %s", m.counts(), m.at.Format("15:04:05")))
+		// A broken watch comes first: the counts may be out of date.
+		if line, bad := m.watchLine(); bad {
+			status = m.Styles.Bad.Render(texttable.PrintableLine(line)) + "  " + status
+		} else if line != "" {
+			status += "  " + m.Styles.Faint.Render(texttable.PrintableLine(line))
+		}
 	}
 	head := ansi.Truncate(title+"  "+status, max(m.Width, 1), "…")
 	parts := []string{head}
@@ -506,8 +531,8 @@ func (m Model) FullHelp() [][]key.Binding {
 	return [][]key.Binding{m.Keys.Navigation(), {m.Keys.Drill, m.Keys.Filter, m.Keys.ClearFilter, m.Keys.Sort, m.Keys.Reverse}, {m.Keys.Refresh, m.Keys.Help, m.Keys.Quit}}
 }
 
-// Run runs the fleet view until the user quits or presses enter on a
-// node; it returns the model at the end (Enter names the node).
+// Run runs the fleet view until the user quits; it returns the model at
+// the end.
 func Run(ctx context.Context, o Options) (Model, error) {
 	o.Context = ctx
 	// The colour profile is the one lipgloss detected at init: left to

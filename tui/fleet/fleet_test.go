@@ -8,34 +8,54 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/nodegc/nodegc/engine"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodegc/nodegc/api/v1alpha1"
 	"github.com/nodegc/nodegc/fleet"
-	"github.com/nodegc/nodegc/metrics"
 )
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
+func ptr[T any](v T) *T { return &v }
+
 func fixture() []fleet.Node {
-	measured := int64(3 << 30)
+	beat := metav1.NewTime(now.Add(-time.Minute))
 	return []fleet.Node{
-		{Name: "node-a", Ready: true, State: fleet.OK, Summary: &metrics.Summary{
-			Node: "node-a", UsagePercent: 91, High: 85, Low: 80, DeadContainers: 7,
-			LastAttempt: &metrics.SummaryAttempt{At: now.Add(-90 * time.Second), Result: "success", Reason: "threshold", Freed: 1 << 30, Measured: &measured},
-			Kept:        map[engine.ImageKeepReason]int{engine.KeepInUse: 4, engine.KeepPinned: 1},
-			PodSource:   "synced", EventStream: "live"}},
-		{Name: "node-b", Ready: true, State: fleet.NoAnswer, Err: "no answer within 2s"},
-		{Name: "node-c", Ready: false, State: fleet.NoAgent},
-		{Name: "node-d", Ready: true, State: fleet.OK, Summary: &metrics.Summary{
-			Node: "node-d", UsagePercent: 40, High: 85, Low: 80, DeadContainers: 0, PodSource: "synced", EventStream: "live"}},
+		{Name: "node-a", State: fleet.OK, Status: &v1alpha1.NodeGCStatus{HeartbeatTime: &beat,
+			ImageFs: &v1alpha1.ImageFs{UsagePercent: 91}, Band: v1alpha1.Band{High: 85, Low: 80}, DeadContainers: ptr(int32(7)),
+			LastImagePass: &v1alpha1.Pass{At: metav1.NewTime(now.Add(-90 * time.Second)), Kind: "images", Trigger: "periodic", Result: "success", Reason: "threshold",
+				Removed: 2, TargetBytes: 1 << 30, FreedBytes: 1 << 30, MeasuredBytes: ptr(int64(3 << 30))},
+			Paused:    &v1alpha1.Pause{Since: metav1.NewTime(now.Add(-10 * time.Minute)), By: "alice", Until: ptr(metav1.NewTime(now.Add(50 * time.Minute)))},
+			Command:   &v1alpha1.CommandOutcome{ID: "c1", Result: "done", Message: "2 removed", At: metav1.NewTime(now.Add(-30 * time.Second))},
+			Kept:      map[string]int32{"in-use": 4, "pinned": 1},
+			PodSource: "synced", EventStream: "live"}},
+		{Name: "node-b", State: fleet.Stale, Err: "no heartbeat since 2026-11-25T11:40:00Z", Status: &v1alpha1.NodeGCStatus{HeartbeatTime: &beat}},
+		{Name: "node-c", State: fleet.NoAgent},
+		{Name: "node-d", State: fleet.OK, Status: &v1alpha1.NodeGCStatus{HeartbeatTime: &beat,
+			ImageFs: &v1alpha1.ImageFs{UsagePercent: 40}, Band: v1alpha1.Band{High: 85, Low: 80}, DeadContainers: ptr(int32(0)), PodSource: "synced", EventStream: "live"}},
 	}
+}
+
+// source is a fleet kept in memory.
+type source struct {
+	nodes   []fleet.Node
+	health  []fleet.Health
+	changed chan struct{}
+}
+
+func (s *source) Rows(time.Time) []fleet.Node { return s.nodes }
+func (s *source) Health() []fleet.Health      { return s.health }
+func (s *source) Changed() <-chan struct{}    { return s.changed }
+func newSource(nodes []fleet.Node) *source {
+	return &source{nodes: nodes, changed: make(chan struct{}, 1)}
 }
 
 func loaded(t *testing.T) Model {
 	t.Helper()
-	m := New(Options{Now: func() time.Time { return now }})
+	m := New(Options{Now: func() time.Time { return now }, Source: newSource(fixture())})
 	var tm tea.Model = m
 	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 160, Height: 20})
-	tm, _ = tm.Update(ReadMsg{Seq: 1, Nodes: fixture(), At: now, Took: 40 * time.Millisecond})
+	tm, _ = tm.Update(ReadMsg{Nodes: fixture(), At: now})
 	return tm.(Model)
 }
 
@@ -64,8 +84,8 @@ func rowOrder(m Model) []string {
 func TestFleetView(t *testing.T) {
 	t.Run("a row shows the image fs against its band, the last pass, dead containers, kept by reason, pod source and stream", func(t *testing.T) {
 		screen := loaded(t).Screen()
-		for _, want := range []string{"4 nodes", "2 agents answer", "1 above high", "1 no answer", "1 no agent",
-			"91%", "85/80", "1m30s", "success threshold", "3.0 GiB", "use 4 pinned 1", "synced", "live", "no answer within 2s", "node-c (NotReady)"} {
+		for _, want := range []string{"4 nodes", "2 agents ok", "1 above high", "1 stale", "1 no agent",
+			"91%", "85/80", "1m30s", "success threshold", "3.0 GiB", "use 4 pinned 1", "synced", "live", "no heartbeat since", "1m0s ago"} {
 			if !strings.Contains(screen, want) {
 				t.Errorf("screen lacks %q:\n%s", want, screen)
 			}
@@ -87,45 +107,75 @@ func TestFleetView(t *testing.T) {
 		}
 	})
 	t.Run("/ filters the rows", func(t *testing.T) {
-		m, _ := press(loaded(t), "/", "n", "o", " ", "a", "n", "s")
+		m, _ := press(loaded(t), "/", "s", "t", "a", "l")
 		if got := strings.Join(rowOrder(m), " "); got != "node-b" {
-			t.Errorf("filter 'no ans': %s", got)
+			t.Errorf("filter 'stal': %s", got)
 		}
 	})
-	t.Run("enter names the selected node and quits, for its dashboard", func(t *testing.T) {
+	t.Run("enter opens the node's view from its object, which follows the watch; q comes back", func(t *testing.T) {
 		m, _ := press(loaded(t), "j")
 		m, cmd := press(m, "enter")
-		if m.Enter != "node-a" || cmd == nil {
-			t.Fatalf("enter: %q, cmd %v", m.Enter, cmd)
+		if cmd != nil {
+			t.Fatalf("enter returned a command: it sends nothing anywhere")
 		}
-		if _, ok := cmd().(tea.QuitMsg); !ok {
-			t.Errorf("enter does not quit")
+		screen := m.Screen()
+		for _, want := range []string{"nodegc fleet › node-a", "Heartbeat", "1m0s ago", "91% used", "high 85% · low 80%", "at or above high",
+			"1m30s ago · images (periodic) · success threshold · removed 2, failed 0 · freed 1.0 GiB (measured 3.0 GiB)", "Dead containers", "7",
+			"since 11:50:00 by alice · ends 12:50:00", "c1: done 30s ago · 2 removed"} {
+			if !strings.Contains(screen, want) {
+				t.Errorf("node view lacks %q:\n%s", want, screen)
+			}
+		}
+		nodes := fixture()
+		*nodes[0].Status.DeadContainers = 4242
+		var tm tea.Model = m
+		tm, _ = tm.Update(ReadMsg{Nodes: nodes, At: now})
+		if screen := tm.(Model).Screen(); !strings.Contains(screen, "4242") {
+			t.Errorf("the node view did not follow the watch:\n%s", screen)
+		}
+		m, cmd = press(tm.(Model), "q")
+		if cmd != nil || !strings.Contains(m.Screen(), "4 nodes") {
+			t.Errorf("q in the node view: cmd %v, screen:\n%s", cmd, m.Screen())
 		}
 	})
-	t.Run("a read that fails keeps the last rows and says why", func(t *testing.T) {
-		var tm tea.Model = loaded(t)
-		tm, _ = tm.Update(tickMsg{seq: 1})
-		tm, _ = tm.Update(ReadMsg{Seq: 2, Err: errString("list nodes: connection refused"), At: now})
-		m := tm.(Model)
-		if screen := m.Screen(); !strings.Contains(screen, "connection refused") || !strings.Contains(screen, "node-a") {
+	t.Run("a node named at start opens its view", func(t *testing.T) {
+		var tm tea.Model = New(Options{Now: func() time.Time { return now }, Node: "node-d"})
+		tm, _ = tm.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
+		tm, _ = tm.Update(ReadMsg{Nodes: fixture(), At: now})
+		if screen := tm.(Model).Screen(); !strings.Contains(screen, "nodegc fleet › node-d") || !strings.Contains(screen, "40% used") {
 			t.Errorf("screen:\n%s", screen)
 		}
 	})
-	t.Run("a read made before the program is its first frame", func(t *testing.T) {
-		m := New(Options{Now: func() time.Time { return now }, Initial: fixture(), InitialAt: now, Cursor: "node-d"})
-		if got := len(m.Grid.Rows()); got != 4 {
-			t.Fatalf("%d rows, want 4", got)
+	t.Run("a broken watch is on the status line until it resumes, then for a minute", func(t *testing.T) {
+		var tm tea.Model = loaded(t)
+		broke := now.Add(-10 * time.Second)
+		tm, _ = tm.Update(ReadMsg{Nodes: fixture(), At: now, Health: []fleet.Health{{Resource: "nodes"},
+			{Resource: "nodegcs.nodegc.io", Err: errString("watch nodegcs.nodegc.io: connection refused"), BrokeAt: broke}}})
+		if screen := tm.(Model).Screen(); !strings.Contains(screen, "watch of nodegcs.nodegc.io broken since 11:59:50, resuming: watch nodegcs.nodegc.io: connection refused") || !strings.Contains(screen, "node-a") {
+			t.Errorf("broken:\n%s", screen)
 		}
-		if r, ok := m.Grid.Selected(); !ok || r.Key != "node-d" {
-			t.Errorf("cursor on %q, want node-d", r.Key)
+		resumed := []fleet.Health{{Resource: "nodes"}, {Resource: "nodegcs.nodegc.io", BrokeAt: broke, ResumedAt: now}}
+		tm, _ = tm.Update(ReadMsg{Nodes: fixture(), At: now.Add(59 * time.Second), Health: resumed})
+		if screen := tm.(Model).Screen(); !strings.Contains(screen, "watch resumed 12:00:00 (broken 11:59:50)") {
+			t.Errorf("resumed:\n%s", screen)
+		}
+		tm, _ = tm.Update(ReadMsg{Nodes: fixture(), At: now.Add(61 * time.Second), Health: resumed})
+		if screen := tm.(Model).Screen(); strings.Contains(screen, "watch") && !strings.Contains(screen, "watching") || strings.Contains(screen, "resumed") {
+			t.Errorf("a minute after it resumed:\n%s", screen)
 		}
 	})
-	t.Run("a late read of an earlier refresh is dropped", func(t *testing.T) {
-		var tm tea.Model = loaded(t)
-		tm, _ = tm.Update(tickMsg{seq: 1})
-		tm, _ = tm.Update(ReadMsg{Seq: 1, Nodes: fixture()[:1], At: now})
-		if got := len(tm.(Model).Grid.Rows()); got != 4 {
-			t.Errorf("%d rows after a stale read, want 4", got)
+	t.Run("a change on the watch is read at once, and the wait armed again", func(t *testing.T) {
+		src := newSource(fixture())
+		m := New(Options{Now: func() time.Time { return now }, Source: src, Refresh: time.Hour})
+		src.nodes = fixture()[:1]
+		src.changed <- struct{}{}
+		msg := m.waitCmd()()
+		rm, ok := msg.(ReadMsg)
+		if !ok || len(rm.Nodes) != 1 || !rm.Wait {
+			t.Fatalf("after a change: %#v", msg)
+		}
+		if _, cmd := m.Update(rm); cmd == nil {
+			t.Errorf("no wait armed after a change")
 		}
 	})
 }
@@ -136,12 +186,13 @@ func (e errString) Error() string { return string(e) }
 
 func TestStringsFromTheClusterReachTheTerminalEscaped(t *testing.T) {
 	const evil = "\rnode-x \x1b[31mFAKE 3 synced\x1b]0;owned\x07\b"
+	beat := metav1.NewTime(now)
 	nodes := []fleet.Node{
-		{Name: "node" + evil, Ready: true, State: fleet.Failed, Err: "agent says" + evil, Pod: "p", Namespace: "nodegc"},
-		{Name: "node-s", Ready: true, State: fleet.OK, Summary: &metrics.Summary{UsagePercent: 40, High: 85, Low: 80,
+		{Name: "node" + evil, State: fleet.Failed, Err: "agent says" + evil},
+		{Name: "node-s", State: fleet.OK, Status: &v1alpha1.NodeGCStatus{HeartbeatTime: &beat, ImageFs: &v1alpha1.ImageFs{UsagePercent: 40}, Band: v1alpha1.Band{High: 85, Low: 80},
 			PodSource: "synced" + evil, EventStream: "live" + evil,
-			LastAttempt: &metrics.SummaryAttempt{At: now, Result: "success" + evil, Reason: "threshold" + evil},
-			Kept:        map[engine.ImageKeepReason]int{engine.ImageKeepReason("in-use" + evil): 1}}},
+			LastImagePass: &v1alpha1.Pass{At: beat, Result: "success" + evil, Reason: "threshold" + evil},
+			Kept:          map[string]int32{"in-use" + evil: 1}}},
 	}
 	for _, tc := range []struct {
 		name  string
@@ -151,20 +202,21 @@ func TestStringsFromTheClusterReachTheTerminalEscaped(t *testing.T) {
 			m := New(Options{Now: func() time.Time { return now }})
 			var tm tea.Model = m
 			tm, _ = tm.Update(tea.WindowSizeMsg{Width: 400, Height: 20})
-			tm, _ = tm.Update(ReadMsg{Seq: 1, Nodes: nodes, At: now})
+			tm, _ = tm.Update(ReadMsg{Nodes: nodes, At: now})
 			return tm.(Model)
 		}},
-		{"in a failed read's line", func() Model {
+		{"in a broken watch's line", func() Model {
 			m := New(Options{Now: func() time.Time { return now }})
 			var tm tea.Model = m
 			tm, _ = tm.Update(tea.WindowSizeMsg{Width: 400, Height: 20})
-			tm, _ = tm.Update(ReadMsg{Seq: 1, Err: errors.New("list nodes:" + evil), At: now})
+			tm, _ = tm.Update(ReadMsg{Nodes: nodes[:1], At: now, Health: []fleet.Health{{Resource: "nodes", Err: errors.New("list nodes:" + evil), BrokeAt: now}}})
 			return tm.(Model)
 		}},
 		{"in the flash", func() Model {
-			m := New(Options{Now: func() time.Time { return now }, Flash: "nodegc: node x:" + evil, Initial: nodes[:1]})
+			m := New(Options{Now: func() time.Time { return now }, Flash: "nodegc: node x:" + evil})
 			var tm tea.Model = m
 			tm, _ = tm.Update(tea.WindowSizeMsg{Width: 400, Height: 20})
+			tm, _ = tm.Update(ReadMsg{Nodes: nodes[:1], At: now})
 			return tm.(Model)
 		}},
 	} {

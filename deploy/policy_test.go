@@ -1,0 +1,65 @@
+package deploy
+
+import (
+	"slices"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+)
+
+// checkPolicy: the ValidatingAdmissionPolicy keeps the agent's
+// ServiceAccount to the NodeGC object named after the node its token is
+// bound to, on every write of the object and its status, denying when it
+// cannot decide; its binding applies it to every object. The
+// expressions are those of Kubernetes' own
+// test/e2e/auth/e2edata/per_node_validatingadmissionpolicy.yaml (v1.36.3).
+// test/cluster proves the policy on a real API server.
+func checkPolicy(t *testing.T, o *objects) {
+	t.Helper()
+	p := o.Policy.Spec
+	if p.FailurePolicy == nil || *p.FailurePolicy != admissionregistrationv1.Fail {
+		t.Errorf("failurePolicy %v, want Fail", ptrString(p.FailurePolicy))
+	}
+	if p.MatchConstraints == nil || len(p.MatchConstraints.ResourceRules) != 1 {
+		t.Fatalf("matchConstraints %+v, want one rule", p.MatchConstraints)
+	}
+	r := p.MatchConstraints.ResourceRules[0]
+	if !slices.Equal(r.APIGroups, []string{"nodegc.io"}) || !slices.Equal(r.Resources, []string{"nodegcs", "nodegcs/status"}) ||
+		!slices.Equal(r.Operations, []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"}) {
+		t.Errorf("rule %+v, want every write of nodegc.io nodegcs and nodegcs/status", r)
+	}
+	agent := "system:serviceaccount:" + o.ServiceAccount.Namespace + ":" + o.ServiceAccount.Name
+	if len(p.MatchConditions) != 1 || p.MatchConditions[0].Expression != `request.userInfo.username == "`+agent+`"` {
+		t.Errorf("matchConditions %+v, want the agent's ServiceAccount %s", p.MatchConditions, agent)
+	}
+	vars := map[string]string{}
+	for _, v := range p.Variables {
+		vars[v.Name] = v.Expression
+	}
+	if vars["userNodeName"] != `request.userInfo.extra[?'authentication.kubernetes.io/node-name'][0].orValue('')` ||
+		vars["objectNodeName"] != `(request.operation == 'DELETE' ? oldObject : object).?metadata.name.orValue('')` {
+		t.Errorf("variables %v", vars)
+	}
+	var exprs []string
+	for _, v := range p.Validations {
+		exprs = append(exprs, v.Expression)
+		if v.Reason == nil || *v.Reason != "Forbidden" {
+			t.Errorf("validation %q: reason %v, want Forbidden (403, not the default 422 Invalid)", v.Expression, ptrString(v.Reason))
+		}
+	}
+	if !slices.Equal(exprs, []string{`variables.userNodeName != ""`, `variables.userNodeName == variables.objectNodeName`}) {
+		t.Errorf("validations %q", exprs)
+	}
+	b := o.PolicyBinding.Spec
+	if b.PolicyName != o.Policy.Name || !slices.Equal(b.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) ||
+		b.ParamRef != nil || b.MatchResources != nil {
+		t.Errorf("binding %+v, want it to deny by policy %s on every object", b, o.Policy.Name)
+	}
+}
+
+func ptrString[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -1,0 +1,206 @@
+package cluster
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodegc/nodegc/api/v1alpha1"
+	"github.com/nodegc/nodegc/internal/kubeclient"
+	"github.com/nodegc/nodegc/internal/kubetest"
+)
+
+// policyName is deploy/policy.yaml's ValidatingAdmissionPolicy: a denial
+// by it names it.
+const policyName = "nodegc-agent-own-node"
+
+// nodeGCs is a NodeGC client of the API server as the holder of token.
+func (c *cluster) nodeGCs(t testing.TB, token string) kubeclient.NodeGCs {
+	t.Helper()
+	kc, err := kubeclient.New(&rest.Config{Host: c.cp.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAFile: c.cp.CAFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc.NodeGCs()
+}
+
+// adminNodeGCs is a NodeGC client of system:masters.
+func (c *cluster) adminNodeGCs(t testing.TB) kubeclient.NodeGCs { return c.nodeGCs(t, adminToken) }
+
+// waitNodeGC waits until the node's object satisfies cond and returns it.
+func (c *cluster) waitNodeGC(t *testing.T, what string, cond func(*v1alpha1.NodeGC) bool) *v1alpha1.NodeGC {
+	t.Helper()
+	objs := c.adminNodeGCs(t)
+	var obj *v1alpha1.NodeGC
+	var err error
+	if !kubetest.WaitFor(4*time.Minute, func() bool {
+		obj, err = objs.Get(t.Context(), c.nodeName)
+		return err == nil && cond(obj)
+	}) {
+		t.Fatalf("NodeGC %s: %s never came (last read %+v, %v); agent log:\n%s", c.nodeName, what, obj, err, c.agentLog())
+	}
+	return obj
+}
+
+// TestNodeGCObjectFollowsThePasses: the agent creates its node's NodeGC
+// object (deploy/crd.yaml), owned by the Node, and writes its status: the
+// band it read from the kubelet's config, the image fs, the pod source;
+// the image fs filled past the high threshold, the agent's image pass
+// that frees it reaches the object. kubectl get nodegcs shows the node's
+// row.
+func TestNodeGCObjectFollowsThePasses(t *testing.T) {
+	c := sharedCluster(t)
+	c.waitAgentReady(t)
+	node, err := c.cs.CoreV1().Nodes().Get(t.Context(), c.nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := c.waitNodeGC(t, "a status with a synced pod source and an image pass", func(o *v1alpha1.NodeGC) bool {
+		return o.Status.HeartbeatTime != nil && o.Status.PodSource == "synced" && o.Status.LastImagePass != nil
+	})
+	if refs := obj.OwnerReferences; len(refs) != 1 || refs[0].Kind != "Node" || refs[0].Name != c.nodeName || refs[0].UID != node.UID {
+		t.Errorf("owner references %+v, want the Node %s (%s)", refs, c.nodeName, node.UID)
+	}
+	st := obj.Status
+	if st.Band != (v1alpha1.Band{High: imageGCHigh, Low: imageGCLow}) || st.ImageFs == nil || st.ImageFs.CapacityBytes <= 0 ||
+		st.Version != testVersion || st.StartedAt == nil {
+		t.Errorf("status %+v, image fs %+v", st, st.ImageFs)
+	}
+
+	c.importImages(t, 16, 4<<20, "nodegcobj")
+	filled := time.Now()
+	c.fillPastHigh(t)
+	obj = c.waitNodeGC(t, "the image pass that freed down to the low threshold", func(o *v1alpha1.NodeGC) bool {
+		p := o.Status.LastImagePass
+		return p != nil && p.Removed > 0 && p.At.After(filled)
+	})
+	p, fs := obj.Status.LastImagePass, obj.Status.ImageFs
+	if p.Result != "success" || p.Reason != "threshold" || p.Trigger != "periodic" || p.FreedBytes <= 0 || p.TargetBytes <= 0 ||
+		fs == nil || fs.UsagePercent > imageGCLow {
+		t.Errorf("last image pass %+v, image fs %+v: want a periodic pass that met its threshold target, at most %d%% after it", p, fs, imageGCLow)
+	}
+
+	out, err := exec.Command(kubetest.Binary(t, "kubectl"), "--kubeconfig="+c.cp.Admin, "get", "nodegcs").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get nodegcs: %v: %s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME USAGE HIGH LOW IMAGE-PASS RESULT DEAD PAUSED HEARTBEAT" ||
+		!strings.HasPrefix(lines[1], c.nodeName+" ") {
+		t.Errorf("kubectl get nodegcs:\n%s", out)
+	}
+}
+
+// TestNodeGCOnlyItsOwnNode: a token of the agent's ServiceAccount bound
+// to its pod on this node (as the kubelet gets the agent's) may write
+// this node's NodeGC, and no other node's: deploy/policy.yaml denies
+// creating, updating (object and status) and deleting another's. A token
+// of the same account bound to no pod names no node and writes none.
+// Delete, which the agent is not granted, is granted here for the test
+// alone, so that it is the policy that denies it.
+func TestNodeGCOnlyItsOwnNode(t *testing.T) {
+	c := sharedCluster(t)
+	agent := c.waitAgentReady(t)
+	own := c.waitNodeGC(t, "the object", func(o *v1alpha1.NodeGC) bool { return o.Status.HeartbeatTime != nil })
+	admin := c.adminNodeGCs(t)
+	other, err := admin.Create(t.Context(), &v1alpha1.NodeGC{ObjectMeta: metav1.ObjectMeta{Name: "nodegc-other-node"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Resource().Delete(context.Background(), other.Name, metav1.DeleteOptions{}) })
+
+	bound := c.nodeGCs(t, c.agentToken(t, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: agent.Name, UID: agent.UID}))
+	unbound := c.nodeGCs(t, c.agentToken(t, nil))
+	ctx := t.Context()
+	c.grantAgentDelete(t)
+	// RBAC's cache takes the grant a moment later: a delete of no object
+	// is then NotFound, no longer Forbidden.
+	if !kubetest.WaitFor(30*time.Second, func() bool {
+		return apierrors.IsNotFound(bound.Resource().Delete(ctx, "nodegc-no-such-node", metav1.DeleteOptions{}))
+	}) {
+		t.Fatal("the test's grant of delete never took effect")
+	}
+	denied := func(what, reason string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), policyName) || !strings.Contains(err.Error(), reason) {
+			t.Errorf("%s: %v; want a denial by %s (%s)", what, err, policyName, reason)
+		}
+	}
+	allowed := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+
+	_, err = bound.Create(ctx, &v1alpha1.NodeGC{ObjectMeta: metav1.ObjectMeta{Name: "nodegc-third-node"}})
+	denied("create another node's", "only its own node's", err)
+	o := *other
+	o.Status.PodSource = "synced"
+	_, err = bound.UpdateStatus(ctx, &o)
+	denied("update another node's status", "only its own node's", err)
+	u, err := v1alpha1.ToUnstructured(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetLabels(map[string]string{"x": "y"})
+	_, err = bound.Resource().Update(ctx, u, metav1.UpdateOptions{})
+	denied("update another node's object", "only its own node's", err)
+	denied("delete another node's", "only its own node's", bound.Resource().Delete(ctx, other.Name, metav1.DeleteOptions{}))
+
+	got, err := bound.Get(ctx, c.nodeName)
+	allowed("get its own", err)
+	if err == nil {
+		_, err = unbound.UpdateStatus(ctx, got)
+		denied("update its own with a token bound to no pod", "names no node", err)
+		_, err = bound.UpdateStatus(ctx, got)
+		allowed("update its own status", err)
+	}
+	allowed("delete its own", bound.Resource().Delete(ctx, c.nodeName, metav1.DeleteOptions{}))
+	_, err = bound.Create(ctx, &v1alpha1.NodeGC{ObjectMeta: metav1.ObjectMeta{Name: c.nodeName, OwnerReferences: own.OwnerReferences}})
+	if !apierrors.IsAlreadyExists(err) { // the agent may have made it again first
+		allowed("create its own", err)
+	}
+}
+
+// agentToken returns a token of the agent's ServiceAccount, bound to
+// ref (nil: to no object).
+func (c *cluster) agentToken(t *testing.T, ref *authenticationv1.BoundObjectReference) string {
+	t.Helper()
+	exp := int64(600)
+	tr, err := c.cs.CoreV1().ServiceAccounts("nodegc").CreateToken(t.Context(), "nodegc",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp, BoundObjectRef: ref}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// grantAgentDelete grants the agent's ServiceAccount delete on nodegcs
+// until the test ends.
+func (c *cluster) grantAgentDelete(t *testing.T) {
+	t.Helper()
+	rbac := c.cs.RbacV1()
+	name := "nodegc-test-delete"
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource}, Verbs: []string{"delete"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "nodegc", Namespace: "nodegc"}}}
+	if _, err := rbac.ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rbac.ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if _, err := rbac.ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rbac.ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
