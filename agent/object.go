@@ -82,6 +82,12 @@ type objectWriter struct {
 	image, ctr *v1alpha1.Pass // the latest passes, from observe
 	// shownImage and shownCtr are the passes last written.
 	shownImage, shownCtr *v1alpha1.Pass
+	// command is the latest command's outcome; pauseCmd the object's
+	// pause the agent applied.
+	command  *v1alpha1.CommandOutcome
+	pauseCmd *v1alpha1.PauseCommand
+	// gone is set when the object was deleted.
+	gone bool
 
 	// The fields below belong to the goroutine that calls step.
 	obj         *v1alpha1.NodeGC // the object as last read or written
@@ -122,32 +128,73 @@ func (w *objectWriter) observe(r engine.PassReport) {
 	if w == nil || r.DryRun {
 		return
 	}
-	trigger, result := metrics.PassLabels(r)
-	pass := func(images bool, result, reason string) *v1alpha1.Pass {
-		p := &v1alpha1.Pass{At: metav1.NewTime(r.FinishedAt), Kind: string(r.Kind), Trigger: trigger, Result: result, Reason: reason}
-		for _, it := range r.Items {
-			if (it.Kind == engine.ItemImage) != images {
-				continue
-			}
-			switch it.Outcome {
-			case engine.OutcomeRemoved:
-				p.Removed++
-			case engine.OutcomeFailed:
-				p.Failed++
-			}
-		}
-		return p
-	}
+	_, result := metrics.PassLabels(r)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if res, reason, ok := metrics.ImageAttempt(r); ok {
-		p := pass(true, res, reason)
+		p := passOf(r, func(k engine.ItemKind) bool { return k == engine.ItemImage }, res, reason)
 		p.TargetBytes, p.FreedBytes, p.MeasuredBytes = r.Plan.ImageGC.BytesToFree, r.EstimatedBytesFreed, r.MeasuredBytesFreed
 		w.image = later(w.image, w.shownImage, p)
 	}
 	if r.Kind != engine.PassImages && r.Skipped == "" {
-		w.ctr = later(w.ctr, w.shownCtr, pass(false, result, ""))
+		w.ctr = later(w.ctr, w.shownCtr, passOf(r, func(k engine.ItemKind) bool { return k != engine.ItemImage }, result, ""))
 	}
+}
+
+// reportPass is a whole pass (a commanded one, or its preview) as the
+// status shows it.
+func reportPass(r engine.PassReport) *v1alpha1.Pass {
+	_, result := metrics.PassLabels(r)
+	p := passOf(r, func(engine.ItemKind) bool { return true }, result, "")
+	if _, reason, ok := metrics.ImageAttempt(r); ok {
+		p.Reason = reason
+		p.TargetBytes, p.FreedBytes, p.MeasuredBytes = r.Plan.ImageGC.BytesToFree, r.EstimatedBytesFreed, r.MeasuredBytesFreed
+	}
+	if r.DryRun { // nothing removed: what the plan would remove
+		p.Result = "preview"
+		p.Removed = int32(r.Count(engine.OutcomePlanned))
+	}
+	return p
+}
+
+// passOf is r's outcome counted over the items whose kind is in.
+func passOf(r engine.PassReport, in func(engine.ItemKind) bool, result, reason string) *v1alpha1.Pass {
+	trigger, _ := metrics.PassLabels(r)
+	p := &v1alpha1.Pass{At: metav1.NewTime(r.FinishedAt), Kind: string(r.Kind), Trigger: trigger, Result: result, Reason: reason}
+	for _, it := range r.Items {
+		if !in(it.Kind) {
+			continue
+		}
+		switch it.Outcome {
+		case engine.OutcomeRemoved:
+			p.Removed++
+		case engine.OutcomeFailed:
+			p.Failed++
+		}
+	}
+	return p
+}
+
+// setCommand records a command's outcome for the next write.
+func (w *objectWriter) setCommand(c *v1alpha1.CommandOutcome) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.command = c
+}
+
+// setPauseCommand records the object's pause the agent applied; nil when
+// none.
+func (w *objectWriter) setPauseCommand(p *v1alpha1.PauseCommand) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pauseCmd = p
+}
+
+// objectGone makes the next step write the object again: it was deleted.
+func (w *objectWriter) objectGone() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.gone = true
 }
 
 // later returns the pass to show of cur (shown is the one last written)
@@ -172,6 +219,11 @@ func (w *objectWriter) step(ctx context.Context, now time.Time) time.Duration {
 	if now.Before(w.notBefore) {
 		return w.notBefore.Sub(now)
 	}
+	w.mu.Lock()
+	if w.gone {
+		w.gone, w.obj, w.written = false, nil, nil
+	}
+	w.mu.Unlock()
 	st := w.status(now)
 	if w.written != nil && !shownChanged(*w.written, st) && now.Sub(w.writtenAt) < ObjectHeartbeat {
 		return ObjectInterval
@@ -219,12 +271,15 @@ func (w *objectWriter) status(now time.Time) v1alpha1.NodeGCStatus {
 	case w.pausedSince.IsZero():
 		w.pausedSince = now
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if s.Paused {
 		st.Paused = &v1alpha1.Pause{Since: metav1.NewTime(w.pausedSince)}
+		if p := w.pauseCmd; p != nil {
+			st.Paused.ID, st.Paused.By, st.Paused.Until = p.ID, p.By, p.Until.DeepCopy()
+		}
 	}
-	w.mu.Lock()
-	st.LastImagePass, st.LastContainerPass = w.image, w.ctr
-	w.mu.Unlock()
+	st.LastImagePass, st.LastContainerPass, st.Command = w.image, w.ctr, w.command
 	return st
 }
 

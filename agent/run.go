@@ -96,6 +96,7 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	wg.Go(func() { followNotices(log, a.col, events, obj, notices, o.AfterPass) })
 	if obj != nil {
 		wg.Go(func() { obj.run(passCtx) })
+		wg.Go(func() { watchCommands(passCtx, o.Pods, s, obj, log) })
 	}
 	srv, closeRemote := a.serveHTTP(passCtx, o, s, &wg)
 	defer closeRemote()
