@@ -30,8 +30,15 @@ const (
 type passRunner interface {
 	Force(ctx context.Context, kind engine.PassKind) (engine.PassReport, error)
 	Preview(ctx context.Context, kind engine.PassKind) (engine.PassReport, error)
-	Pause()
-	Resume()
+	Pause(ctx context.Context, p engine.Pause) error
+	Resume(ctx context.Context) error
+	Status() engine.Status
+}
+
+// pauseActor is who the scheduler records as the author of p: the user
+// the object names, and the object.
+func pauseActor(p *v1alpha1.PauseCommand) string {
+	return clip(p.By, 128) + " (NodeGC pause " + clip(p.ID, 64) + ")"
 }
 
 // commander carries out the commands of this node's NodeGC spec: each
@@ -43,8 +50,8 @@ type commander struct {
 	w     *objectWriter
 	log   *slog.Logger
 	now   func() time.Time
-	// afterFunc is time.AfterFunc (a test's clock in tests).
-	afterFunc func(time.Duration, func()) *time.Timer
+	// withActor is engine.WithActor: the scheduler records who paused.
+	withActor func(context.Context, string) context.Context
 	// ctx ends the passes commands start.
 	ctx context.Context
 
@@ -54,7 +61,6 @@ type commander struct {
 	seen     bool
 	lastPass string
 	pause    *v1alpha1.PauseCommand
-	timer    *time.Timer
 	passes   sync.Mutex     // one commanded pass at a time
 	running  sync.WaitGroup // the commanded passes
 }
@@ -62,7 +68,7 @@ type commander struct {
 // watchCommands carries out the commands of the node's NodeGC object
 // until ctx ends, then waits for the pass it started, if any.
 func watchCommands(ctx context.Context, ps *Pods, s passRunner, w *objectWriter, log *slog.Logger) {
-	c := &commander{sched: s, w: w, log: log, now: time.Now, afterFunc: time.AfterFunc, ctx: ctx}
+	c := &commander{sched: s, w: w, log: log, now: time.Now, withActor: engine.WithActor, ctx: ctx}
 	defer c.stop()
 	watchObject(ctx, ps.Client.NodeGCs().Resource(), ps.Node, log, func(o *v1alpha1.NodeGC) {
 		if o == nil {
@@ -121,57 +127,35 @@ func (c *commander) startPass(p v1alpha1.PassCommand) {
 	})
 }
 
-// applyPause pauses the periodic passes while p lasts, and resumes them
-// when the pause it applied is removed, replaced by an expired one, or
-// expires.
+// applyPause pauses the periodic passes until p's Until (the scheduler
+// ends the pause then), and resumes them when p, the pause applied, is
+// removed or replaced by an expired one, if the pause in force is still
+// p's.
 func (c *commander) applyPause(p *v1alpha1.PauseCommand) {
 	active := p != nil && p.Until.After(c.now())
 	switch {
 	case active && (c.pause == nil || c.pause.ID != p.ID || !c.pause.Until.Equal(&p.Until)):
 		pc := *p
 		c.pause = &pc
-		c.sched.Pause()
 		c.w.setPauseCommand(&pc)
-		c.log.Info("periodic passes paused through the NodeGC object", "id", p.ID, "by", p.By, "until", p.Until.Time)
-		if c.timer != nil {
-			c.timer.Stop()
+		ctx := c.withActor(c.ctx, pauseActor(&pc))
+		if err := c.sched.Pause(ctx, engine.Pause{Until: p.Until.Time}); err != nil {
+			c.log.Warn("NodeGC object's pause not applied", "id", p.ID, "err", err)
 		}
-		id := p.ID
-		c.timer = c.afterFunc(p.Until.Sub(c.now()), func() { c.expire(id) })
 	case !active && c.pause != nil:
-		c.resume()
+		actor := pauseActor(c.pause)
+		c.pause = nil
+		c.w.setPauseCommand(nil)
+		if st := c.sched.Status(); st.Paused && st.PausedBy == actor {
+			if err := c.sched.Resume(c.withActor(c.ctx, actor)); err != nil {
+				c.log.Warn("NodeGC object's pause not ended", "err", err)
+			}
+		}
 	}
 }
 
-// expire ends the pause id when it is still the one applied.
-func (c *commander) expire(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.pause != nil && c.pause.ID == id {
-		c.resume()
-	}
-}
-
-// resume ends the applied pause; c.mu is held.
-func (c *commander) resume() {
-	c.log.Info("periodic passes resumed: the NodeGC object's pause ended", "id", c.pause.ID)
-	c.pause = nil
-	if c.timer != nil {
-		c.timer.Stop()
-	}
-	c.sched.Resume()
-	c.w.setPauseCommand(nil)
-}
-
-// stop stops the pause's timer and waits for the commanded passes.
-func (c *commander) stop() {
-	c.mu.Lock()
-	if c.timer != nil {
-		c.timer.Stop()
-	}
-	c.mu.Unlock()
-	c.running.Wait()
-}
+// stop waits for the commanded passes.
+func (c *commander) stop() { c.running.Wait() }
 
 // clip cuts s to at most n bytes.
 func clip(s string, n int) string {

@@ -21,6 +21,7 @@ type fakeRunner struct {
 	mu    sync.Mutex
 	calls []string
 	err   error
+	st    engine.Status
 }
 
 func (f *fakeRunner) record(call string) {
@@ -42,8 +43,38 @@ func (f *fakeRunner) Preview(_ context.Context, kind engine.PassKind) (engine.Pa
 		Items: []engine.ItemResult{{Kind: engine.ItemImage, ID: "i1", Outcome: engine.OutcomePlanned}}}, f.err
 }
 
-func (f *fakeRunner) Pause()  { f.record("pause") }
-func (f *fakeRunner) Resume() { f.record("resume") }
+func (f *fakeRunner) Pause(ctx context.Context, p engine.Pause) error {
+	f.record("pause")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	who, _ := ctx.Value(testActor{}).(string)
+	f.st.Paused, f.st.PausedBy, f.st.PausedSince, f.st.PausedUntil = true, who, t0, p.Until
+	return nil
+}
+
+func (f *fakeRunner) Resume(context.Context) error {
+	f.record("resume")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st = engine.Status{}
+	return nil
+}
+
+func (f *fakeRunner) Status() engine.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st
+}
+
+// testActor is the fake scheduler's context key for who asks.
+type testActor struct{}
+
+// pauseLocally pauses as the node's own dashboard would.
+func (f *fakeRunner) pauseLocally() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st = engine.Status{Paused: true, PausedBy: "uid 0 pid 1 (nodegc)", PausedSince: t0}
+}
 
 func (f *fakeRunner) got() []string {
 	f.mu.Lock()
@@ -51,26 +82,16 @@ func (f *fakeRunner) got() []string {
 	return slices.Clone(f.calls)
 }
 
-// timerCall is a timer the commander set on the test's clock.
-type timerCall struct {
-	d  time.Duration
-	fn func()
-}
-
-// newTestCommander returns a commander on a fake scheduler, a writer on
-// a fake store, and the timers it sets.
-func newTestCommander(t *testing.T) (*commander, *fakeRunner, *objectWriter, *[]timerCall) {
-	w, _, sum := newTestWriter()
-	sum.Paused = true // the scheduler's state, as the collector has it
+// newTestCommander returns a commander on a fake scheduler and a writer
+// on a fake store that reads the fake scheduler's status.
+func newTestCommander(t *testing.T) (*commander, *fakeRunner, *objectWriter) {
+	w, _, _ := newTestWriter()
 	r := &fakeRunner{}
-	var timers []timerCall
+	w.sched = r.Status
 	c := &commander{sched: r, w: w, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return t0 }, ctx: t.Context(),
-		afterFunc: func(d time.Duration, fn func()) *time.Timer {
-			timers = append(timers, timerCall{d, fn})
-			return time.NewTimer(time.Hour) // stopped by the commander, never fired
-		}}
+		withActor: func(ctx context.Context, who string) context.Context { return context.WithValue(ctx, testActor{}, who) }}
 	t.Cleanup(c.stop)
-	return c, r, w, &timers
+	return c, r, w
 }
 
 func withSpec(spec v1alpha1.NodeGCSpec, acked string) *v1alpha1.NodeGC {
@@ -86,7 +107,7 @@ func withSpec(spec v1alpha1.NodeGCSpec, acked string) *v1alpha1.NodeGC {
 // (the agent restarted) does not run again; a preview makes no removal
 // call; a kind the agent does not know is refused.
 func TestCommandPassRunsOncePerID(t *testing.T) {
-	c, r, w, _ := newTestCommander(t)
+	c, r, w := newTestCommander(t)
 	c.handle(withSpec(v1alpha1.NodeGCSpec{Pass: &v1alpha1.PassCommand{ID: "a", Kind: "full", By: "alice"}}, "a"))
 	c.running.Wait()
 	if got := r.got(); len(got) != 0 {
@@ -125,11 +146,13 @@ func TestCommandPassRunsOncePerID(t *testing.T) {
 	}
 }
 
-// TestCommandPauseEndsByItself: a pause from the object pauses the
-// periodic passes and shows who asked and until when; it ends at its
-// Until, or when it is removed; one already expired does nothing.
-func TestCommandPauseEndsByItself(t *testing.T) {
-	c, r, w, timers := newTestCommander(t)
+// TestCommandPause: a pause from the object pauses the periodic passes
+// until its Until (the scheduler ends it then), in the name of who asked,
+// and the status shows who, the ID and until when; removing it resumes
+// them, unless the pause in force is no longer the object's (the node's
+// own dashboard paused since); one already expired does nothing.
+func TestCommandPause(t *testing.T) {
+	c, r, w := newTestCommander(t)
 	until := metav1.NewTime(t0.Add(10 * time.Minute))
 	pause := &v1alpha1.PauseCommand{ID: "p1", Until: until, By: "alice"}
 	c.handle(withSpec(v1alpha1.NodeGCSpec{Pause: pause}, ""))
@@ -137,28 +160,30 @@ func TestCommandPauseEndsByItself(t *testing.T) {
 	if got := r.got(); !slices.Equal(got, []string{"pause"}) {
 		t.Fatalf("calls %v, want one pause", got)
 	}
+	if st := r.Status(); !st.PausedUntil.Equal(until.Time) || st.PausedBy != "alice (NodeGC pause p1)" {
+		t.Errorf("the scheduler's pause: until %v by %q", st.PausedUntil, st.PausedBy)
+	}
 	p := w.status(t0).Paused
-	if p == nil || p.ID != "p1" || p.By != "alice" || p.Until == nil || !p.Until.Time.Equal(until.Time) {
+	if p == nil || p.ID != "p1" || p.By != "alice" || p.Until == nil || !p.Until.Time.Equal(until.Time) || !p.Since.Time.Equal(t0) {
 		t.Errorf("paused %+v", p)
 	}
-	if len(*timers) != 1 || (*timers)[0].d != 10*time.Minute {
-		t.Fatalf("timers %v, want one at the pause's end", *timers)
-	}
-	(*timers)[0].fn() // the pause's end comes
-	if got := r.got(); !slices.Equal(got, []string{"pause", "resume"}) {
-		t.Errorf("calls %v, want a resume at the pause's end", got)
-	}
-	if w.pauseCmd != nil {
-		t.Errorf("the writer still shows the pause %+v", w.pauseCmd)
+	c.handle(withSpec(v1alpha1.NodeGCSpec{}, ""))
+	if got := r.got(); !slices.Equal(got, []string{"pause", "resume"}) || w.status(t0).Paused != nil {
+		t.Errorf("calls %v, paused %+v: want a resume when the pause is removed", got, w.status(t0).Paused)
 	}
 
 	c.handle(withSpec(v1alpha1.NodeGCSpec{Pause: &v1alpha1.PauseCommand{ID: "p2", Until: until, By: "bob"}}, ""))
+	r.pauseLocally()
 	c.handle(withSpec(v1alpha1.NodeGCSpec{}, ""))
-	if got := r.got(); !slices.Equal(got, []string{"pause", "resume", "pause", "resume"}) {
-		t.Errorf("calls %v, want a pause, and a resume when it is removed", got)
+	if got := r.got(); !slices.Equal(got, []string{"pause", "resume", "pause"}) {
+		t.Errorf("calls %v: the object's removed pause ended the node's own", got)
 	}
+	if p := w.status(t0).Paused; p == nil || p.ID != "" || p.By != "uid 0 pid 1 (nodegc)" {
+		t.Errorf("paused %+v, want the node's own pause", p)
+	}
+	r.st = engine.Status{}
 	c.handle(withSpec(v1alpha1.NodeGCSpec{Pause: &v1alpha1.PauseCommand{ID: "p3", Until: metav1.NewTime(t0.Add(-time.Second)), By: "bob"}}, ""))
-	if got := r.got(); len(got) != 4 {
+	if got := r.got(); len(got) != 3 {
 		t.Errorf("calls %v: an expired pause paused", got)
 	}
 }

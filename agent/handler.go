@@ -43,7 +43,8 @@ func agentHandler(ctx context.Context, o Options, h http.Handler, col *metrics.C
 // listener alike: the scheduler's passes and the engine, the agent's
 // identity, and ctx, which ends the passes its commands start.
 func controlOptions(ctx context.Context, o Options, s *engine.Scheduler) control.Options {
-	return control.Options{Scheduler: s, Engine: o.Engine, PID: os.Getpid(), StartedAt: o.Started, Version: o.Version, Context: ctx, Log: o.Log}
+	return control.Options{Scheduler: s, Engine: o.Engine, PID: os.Getpid(), StartedAt: o.Started, Version: o.Version, Context: ctx, Log: o.Log,
+		Journal: func(context.Context) ([]engine.JournalEntry, error) { return engine.ReadJournalLines(o.StateDir) }}
 }
 
 // serveControl serves the agent's control socket in the state dir until

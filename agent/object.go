@@ -76,6 +76,8 @@ type objectWriter struct {
 	node    string
 	log     *slog.Logger
 	summary func() metrics.Summary
+	// sched is the scheduler's status: who paused, since and until when.
+	sched   func() engine.Status
 	started time.Time
 
 	mu         sync.Mutex
@@ -90,22 +92,21 @@ type objectWriter struct {
 	gone bool
 
 	// The fields below belong to the goroutine that calls step.
-	obj         *v1alpha1.NodeGC // the object as last read or written
-	written     *v1alpha1.NodeGCStatus
-	writtenAt   time.Time
-	pausedSince time.Time
-	backoff     wait.Backoff
-	notBefore   time.Time
+	obj       *v1alpha1.NodeGC // the object as last read or written
+	written   *v1alpha1.NodeGCStatus
+	writtenAt time.Time
+	backoff   wait.Backoff
+	notBefore time.Time
 }
 
 // newObjectWriter returns the writer of node's object; nil without an
 // API client or a node name.
-func newObjectWriter(ps *Pods, log *slog.Logger, col *metrics.Collector, started time.Time) *objectWriter {
+func newObjectWriter(ps *Pods, log *slog.Logger, col *metrics.Collector, s *engine.Scheduler, started time.Time) *objectWriter {
 	if ps == nil || ps.Client == nil || ps.Node == "" {
 		return nil
 	}
 	return &objectWriter{store: kubeStore{ps.Client}, node: ps.Node, log: log, started: started,
-		summary: func() metrics.Summary { return col.Summary(ps.Node, started) }, backoff: objectBackoff}
+		summary: func() metrics.Summary { return col.Summary(ps.Node, started) }, sched: s.Status, backoff: objectBackoff}
 }
 
 // run writes the object until ctx ends.
@@ -265,18 +266,15 @@ func (w *objectWriter) status(now time.Time) v1alpha1.NodeGCStatus {
 		}
 		st.Kept[string(k)] = int32(v)
 	}
-	switch {
-	case !s.Paused:
-		w.pausedSince = time.Time{}
-	case w.pausedSince.IsZero():
-		w.pausedSince = now
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if s.Paused {
-		st.Paused = &v1alpha1.Pause{Since: metav1.NewTime(w.pausedSince)}
-		if p := w.pauseCmd; p != nil {
-			st.Paused.ID, st.Paused.By, st.Paused.Until = p.ID, p.By, p.Until.DeepCopy()
+	if sch := w.sched(); sch.Paused {
+		st.Paused = &v1alpha1.Pause{Since: metav1.NewTime(sch.PausedSince), By: clip(sch.PausedBy, 128)}
+		if !sch.PausedUntil.IsZero() {
+			st.Paused.Until = &metav1.Time{Time: sch.PausedUntil}
+		}
+		if p := w.pauseCmd; p != nil && sch.PausedBy == pauseActor(p) {
+			st.Paused.ID, st.Paused.By = p.ID, p.By
 		}
 	}
 	st.LastImagePass, st.LastContainerPass, st.Command = w.image, w.ctr, w.command

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/metrics"
@@ -56,6 +58,10 @@ type Options struct {
 // ObserveSnapshot can be given to the engine before it is opened.
 type Agent struct {
 	col *metrics.Collector
+	fc  *forecaster
+	// uptime, when set, replaces the monotonic clock the forecast's
+	// history checks the wall clock against (tests on a simulated clock).
+	uptime func() time.Duration
 }
 
 // ObserveSnapshot records a snapshot's image fs, images and dead
@@ -64,6 +70,7 @@ type Agent struct {
 func (a *Agent) ObserveSnapshot(s engine.Snapshot) {
 	if a.col != nil { // set before the first snapshot Run takes
 		a.col.ObserveSnapshot(s)
+		a.fc.observe(s)
 	}
 }
 
@@ -73,7 +80,9 @@ func (a *Agent) ObserveSnapshot(s engine.Snapshot) {
 // from the control socket (its path planted, say), before any pass.
 func (a *Agent) Run(ctx context.Context, o Options) error {
 	log := o.Log
-	a.col = metrics.New(metrics.Options{Policy: o.Engine.Policy(), Version: o.Version, Journal: o.Engine.JournalStats, PodSource: podSourceState(o.Pods)})
+	a.fc = newForecaster(log, o.StateDir, o.Engine.Policy(), o.Engine.Now(), a.uptime)
+	a.col = metrics.New(metrics.Options{Policy: o.Engine.Policy(), Version: o.Version, Journal: o.Engine.JournalStats, PodSource: podSourceState(o.Pods),
+		Extra: []prometheus.Collector{a.fc.out}, Started: o.Started})
 	if w := o.Engine.Warning(); w != nil {
 		log.Warn("state dir", "err", w)
 	}
@@ -83,7 +92,11 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	if _, err := o.Engine.Snapshot(ctx); err != nil {
 		log.Warn("first snapshot", "err", err)
 	}
-	passCtx, s, stop := o.StartScheduler(ctx, o.Engine, o.Scheduler, a.col.WatchEvents(o.Events))
+	so := o.Scheduler
+	if so.Log == nil {
+		so.Log = log // who paused and who ended it, on record
+	}
+	passCtx, s, stop := o.StartScheduler(ctx, o.Engine, so, a.col.WatchEvents(o.Events))
 	stopControl, err := serveControl(passCtx, o, s)
 	if err != nil {
 		stop()
@@ -91,13 +104,14 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	}
 	events := startNodeEvents(o.Pods, log)
 	notices, unsubscribe := s.Subscribe()
-	obj := newObjectWriter(o.Pods, log, a.col, o.Started)
+	obj := newObjectWriter(o.Pods, log, a.col, s, o.Started)
 	var wg sync.WaitGroup
 	wg.Go(func() { followNotices(log, a.col, events, obj, notices, o.AfterPass) })
 	if obj != nil {
 		wg.Go(func() { obj.run(passCtx) })
 		wg.Go(func() { watchCommands(passCtx, o.Pods, s, obj, log) })
 	}
+	stopForecast := a.fc.startForecast(s, &wg, events)
 	srv, closeRemote := a.serveHTTP(passCtx, o, s, &wg)
 	defer closeRemote()
 	logStarted(o)
@@ -110,6 +124,7 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	}
 	shutdown(ctx, srv)
 	unsubscribe()
+	stopForecast()
 	wg.Wait()
 	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	events.Stop(flush)
@@ -156,5 +171,6 @@ func logStarted(o Options) {
 	}
 	o.Log.Info("agent started", "pid", os.Getpid(), "version", o.Version,
 		"runtime", o.RuntimeEndpoint, "stateDir", o.StateDir, "metrics", o.Address, "listening", listening, "control", control.SocketPath(o.StateDir),
-		"podSource", describePods(o.Pods), "imageGCPeriod", o.Scheduler.ImagePeriod, "containerGCPeriod", o.Scheduler.ContainerPeriod)
+		"podSource", describePods(o.Pods), "imageGCPeriod", o.Scheduler.ImagePeriod, "containerGCPeriod", o.Scheduler.ContainerPeriod,
+		"imageGCHighThreshold", o.Engine.Policy().Image.HighThresholdPercent, "imageGCLowThreshold", o.Engine.Policy().Image.LowThresholdPercent)
 }

@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nodegc/nodegc/engine"
@@ -41,6 +41,10 @@ const (
 	// carries at most one report). A report is a plan and one item per
 	// removal.
 	MaxReportReply = 2 * LargeNodeSnapshot
+	// MaxJournalReply bounds GET /v1/journal: the journal's kept
+	// segments, each line a removal's intent or outcome (a few hundred
+	// bytes).
+	MaxJournalReply = 2 * LargeNodeSnapshot
 	// MaxBriefReply bounds the brief status (a policy and the
 	// scheduler's state, no report: a few KB).
 	MaxBriefReply = 1 << 20
@@ -89,10 +93,16 @@ func (l *limitedReply) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Client talks to an agent's control socket.
+// Client talks to an agent's control socket, or to an agent through the
+// API server (NewRemoteClient). It is the agent's engine.Controller
+// (controller.go): its commands are the protocol's, its status and
+// notices those the agent sends (Watch).
 type Client struct {
 	hc       *http.Client
 	readOnly bool
+
+	mu sync.Mutex
+	f  follow
 }
 
 // ErrServerNotRoot is a control socket served by a process that is not
@@ -148,11 +158,7 @@ func (e *RemoteError) Is(target error) bool {
 func (c *Client) do(ctx context.Context, method, path string, limit int64, in, out any) error {
 	var body io.Reader
 	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
+		body = jsonBody(in)
 	}
 	resp, err := c.send(ctx, method, path, body)
 	if err != nil {
@@ -164,6 +170,13 @@ func (c *Client) do(ctx context.Context, method, path string, limit int64, in, o
 	}
 	Printable(out)
 	return nil
+}
+
+// jsonBody is v as a request body. The protocol's requests are plain
+// structs, which always marshal.
+func jsonBody(v any) io.Reader {
+	b, _ := json.Marshal(v)
+	return bytes.NewReader(b)
 }
 
 // Printable rewrites, in place, every string v points to (struct fields,
@@ -287,8 +300,9 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader) 
 	return resp, nil
 }
 
-// Status is GET /v1/status.
-func (c *Client) Status(ctx context.Context) (Status, error) {
+// AgentStatus is GET /v1/status: who the agent is, its policy and its
+// scheduler's state with the last pass report.
+func (c *Client) AgentStatus(ctx context.Context) (Status, error) {
 	var s Status
 	return s, c.do(ctx, http.MethodGet, "/v1/status", MaxReportReply, nil, &s)
 }
@@ -298,7 +312,7 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 // of the pass and its plan: about 2.5 MB of JSON after a 1,000-pod node's
 // first container pass, 0.1 to 1 s to send and read before a dashboard
 // could draw. A dashboard opens on the brief status (Probe) and gets the
-// report from the notices stream's first line (Attached.Run).
+// report from the notices stream's first line (Watch).
 func (c *Client) StatusBrief(ctx context.Context) (Status, error) {
 	var s Status
 	return s, c.do(ctx, http.MethodGet, "/v1/status?brief=true", MaxBriefReply, nil, &s)
@@ -328,17 +342,19 @@ func (c *Client) ImageFs(ctx context.Context) (engine.FsStats, error) {
 	return fs, c.do(ctx, http.MethodGet, "/v1/imagefs", MaxSmallReply, nil, &fs)
 }
 
-// Changed is GET /v1/changed: whether the containers differ from those
-// whose agent-side fingerprint is since.
-func (c *Client) Changed(ctx context.Context, since uint64) (bool, error) {
-	var r ChangedReply
-	return r.Changed, c.do(ctx, http.MethodGet, "/v1/changed?since="+strconv.FormatUint(since, 10), MaxSmallReply, nil, &r)
-}
-
-// Reports is GET /v1/reports.
+// Reports is GET /v1/reports: the agent's latest pass reports, oldest
+// first, whoever started the passes.
 func (c *Client) Reports(ctx context.Context) ([]engine.PassReport, error) {
 	var r []engine.PassReport
 	return r, c.do(ctx, http.MethodGet, "/v1/reports", MaxReportReply, nil, &r)
+}
+
+// Journal is GET /v1/journal: the intent and outcome lines of the
+// agent's deletion journal, oldest first, as engine.ReadJournalLines
+// reads them.
+func (c *Client) Journal(ctx context.Context) ([]engine.JournalEntry, error) {
+	var r []engine.JournalEntry
+	return r, c.do(ctx, http.MethodGet, "/v1/journal", MaxJournalReply, nil, &r)
 }
 
 // pass sends a pass command and returns its report and the pass's error.
@@ -367,18 +383,6 @@ func (c *Client) Preview(ctx context.Context, kind engine.PassKind) (engine.Pass
 // Apply asks the agent to apply exactly p; it re-checks every item.
 func (c *Client) Apply(ctx context.Context, p engine.Plan) (engine.PassReport, error) {
 	return c.pass(ctx, "/v1/apply", ApplyRequest{Plan: p})
-}
-
-// Pause, Resume and Stop send those commands.
-func (c *Client) Pause(ctx context.Context) error {
-	var st engine.Status
-	return c.do(ctx, http.MethodPost, "/v1/pause", MaxSmallReply, struct{}{}, &st)
-}
-
-// Resume restarts the agent's periodic passes.
-func (c *Client) Resume(ctx context.Context) error {
-	var st engine.Status
-	return c.do(ctx, http.MethodPost, "/v1/resume", MaxSmallReply, struct{}{}, &st)
 }
 
 // Stop stops the agent's pass in flight; it reports whether one was.

@@ -128,7 +128,7 @@ func TestAnAgentsStringsReachTheClientPrintable(t *testing.T) {
 			t.Errorf("%s = %q, want %q", what, v, shown)
 		}
 	}
-	err = c.Pause(context.Background())
+	err = c.Pause(context.Background(), engine.Pause{})
 	if err == nil || !strings.Contains(err.Error(), shown) || strings.ContainsAny(err.Error(), "\x1b\r") {
 		t.Errorf("the agent's error = %q, want %q in it, escaped", err, shown)
 	}

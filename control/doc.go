@@ -21,7 +21,11 @@
 //	POST /v1/apply       {"plan"}: apply exactly this plan, re-checked: one
 //	                     the agent issued (a preview, /v1/plan) or a part
 //	                     of one; the body bounded by the node
-//	POST /v1/pause, /v1/resume, /v1/stop
+//	GET  /v1/journal     the deletion journal's intent and outcome lines
+//	POST /v1/pause       {"until","held"}: pause the periodic passes in the
+//	                     sender's name; a held pause lasts while its
+//	                     request stays open
+//	POST /v1/resume, /v1/stop
 //
 // Commands (POST) are refused to a read-only connection: one whose
 // client said so (the Read-Only header, sticky for the connection), or

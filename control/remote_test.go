@@ -35,9 +35,9 @@ func (f *fakeScheduler) Preview(context.Context, engine.PassKind) (engine.PassRe
 func (f *fakeScheduler) Apply(context.Context, engine.Plan) (engine.PassReport, error) {
 	return engine.PassReport{}, nil
 }
-func (f *fakeScheduler) Pause()     {}
-func (f *fakeScheduler) Resume()    {}
-func (f *fakeScheduler) Stop() bool { return false }
+func (f *fakeScheduler) Pause(context.Context, engine.Pause) error { return nil }
+func (f *fakeScheduler) Resume(context.Context) error              { return nil }
+func (f *fakeScheduler) Stop() bool                                { return false }
 func (f *fakeScheduler) Subscribe() (<-chan engine.Notice, func()) {
 	ch := make(chan engine.Notice)
 	return ch, func() { close(ch) }
@@ -125,7 +125,7 @@ func TestRemoteHandlerAuthorizesEveryRequest(t *testing.T) {
 			before := sched.forced.Load()
 			c := NewRemoteClient(withToken(tc.token), base, false)
 			defer c.Close()
-			st, err := c.Status(ctx)
+			st, err := c.AgentStatus(ctx)
 			if got := code(err); got != tc.status {
 				t.Fatalf("status: code %d (%v), want %d", got, err, tc.status)
 			}
@@ -157,14 +157,14 @@ func TestRemoteHandlerAuthorizesEveryRequest(t *testing.T) {
 	// the API server nothing.
 	forged := NewRemoteClient(withToken("forged"), base, false)
 	defer forged.Close()
-	forged.Status(ctx)
+	forged.AgentStatus(ctx)
 	n := api.reviews.Load()
-	if _, err := forged.Status(ctx); code(err) != 401 {
+	if _, err := forged.AgentStatus(ctx); code(err) != 401 {
 		t.Errorf("forged token again: %v, want 401", err)
 	}
 	c := NewRemoteClient(withToken("operator"), base, false)
 	defer c.Close()
-	if _, err := c.Status(ctx); err != nil {
+	if _, err := c.AgentStatus(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := api.reviews.Load(); got != n {
@@ -180,7 +180,7 @@ func TestRemoteHandlerWithoutAuthorizerRefusesAll(t *testing.T) {
 	base, _ := url.Parse(srv.URL)
 	c := NewRemoteClient(http.DefaultTransport, base, false)
 	defer c.Close()
-	if _, err := c.Status(t.Context()); code(err) != http.StatusServiceUnavailable {
+	if _, err := c.AgentStatus(t.Context()); code(err) != http.StatusServiceUnavailable {
 		t.Fatalf("status without an authorizer: %v, want 503", err)
 	}
 }
@@ -566,7 +566,7 @@ func TestCommandLogNamesSender(t *testing.T) {
 				base, _ := url.Parse(srv.URL)
 				c := NewRemoteClient(headerRT("Bearer operator"), base, false)
 				defer c.Close()
-				if err := c.Pause(ctx); err != nil {
+				if err := c.Pause(ctx, engine.Pause{}); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -589,7 +589,7 @@ func TestCommandLogNamesSender(t *testing.T) {
 				defer hs.Close()
 				c := NewClient(path, false)
 				defer c.Close()
-				if err := c.Pause(ctx); err != nil {
+				if err := c.Pause(ctx, engine.Pause{}); err != nil {
 					t.Fatal(err)
 				}
 			},

@@ -155,7 +155,7 @@ func TestRemoteClientHonoursRetryAfter(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{name: "a read", call: func() error { _, err := c.Status(t.Context()); return err }},
+		{name: "a read", call: func() error { _, err := c.AgentStatus(t.Context()); return err }},
 		{name: "a command with a body", call: func() error { _, err := c.Force(t.Context(), engine.PassImages); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -55,6 +56,9 @@ type Options struct {
 	// it: the socket peer's uid and pid, or the remote client's reviewed
 	// user. nil discards.
 	Log *slog.Logger
+	// Journal reads the agent's deletion journal (engine.ReadJournalLines
+	// over its state dir) for GET /v1/journal; nil serves an empty one.
+	Journal func(ctx context.Context) ([]engine.JournalEntry, error)
 }
 
 // keptReports is how many of the latest real pass reports GET
@@ -139,16 +143,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/imagefs", s.imageFs)
 	mux.HandleFunc("GET /v1/changed", s.changed)
 	mux.HandleFunc("GET /v1/reports", s.listReports)
+	mux.HandleFunc("GET /v1/journal", s.journal)
 	mux.HandleFunc("GET /v1/notices", s.notices)
 	mux.HandleFunc("POST /v1/force", s.command(s.force))
 	mux.HandleFunc("POST /v1/preview", s.command(s.preview))
 	mux.HandleFunc("POST /v1/apply", s.command(s.apply))
-	mux.HandleFunc("POST /v1/pause", s.command(func(w http.ResponseWriter, _ *http.Request) {
-		s.o.Scheduler.Pause()
-		writeJSON(w, http.StatusOK, s.o.Scheduler.Status())
-	}))
-	mux.HandleFunc("POST /v1/resume", s.command(func(w http.ResponseWriter, _ *http.Request) {
-		s.o.Scheduler.Resume()
+	mux.HandleFunc("POST /v1/pause", s.command(s.pause))
+	mux.HandleFunc("POST /v1/resume", s.command(func(w http.ResponseWriter, r *http.Request) {
+		_ = s.o.Scheduler.Resume(engine.WithActor(r.Context(), who(r)))
 		writeJSON(w, http.StatusOK, s.o.Scheduler.Status())
 	}))
 	mux.HandleFunc("POST /v1/stop", s.command(func(w http.ResponseWriter, _ *http.Request) {
@@ -254,6 +256,47 @@ func (s *Server) changed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, ChangedReply{Changed: ch})
+}
+
+func (s *Server) journal(w http.ResponseWriter, r *http.Request) {
+	var lines []engine.JournalEntry
+	if s.o.Journal != nil {
+		var err error
+		if lines, err = s.o.Journal(r.Context()); err != nil {
+			writeError(w, http.StatusBadGateway, CodeFailed, "journal: "+err.Error())
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, append([]engine.JournalEntry{}, lines...))
+}
+
+// pause pauses the periodic passes in the sender's name. A held pause
+// lasts while its request does: the reply's status is sent at once, and
+// the request stays open until its client goes (a dashboard that quit,
+// a connection that broke) or the agent stops; then the pause ends,
+// unless another replaced it.
+func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
+	var req PauseRequest
+	if !readBody(w, r, &req, maxPassBody) {
+		return
+	}
+	// Read the body to its end: only then does the server watch the
+	// connection, and end the request's context when the client goes.
+	_, _ = io.Copy(io.Discard, r.Body)
+	ctx := engine.WithActor(r.Context(), who(r))
+	if req.Held {
+		held, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(s.o.Context, cancel)
+		defer stop()
+		ctx = held
+	}
+	_ = s.o.Scheduler.Pause(ctx, engine.Pause{Until: req.Until, Held: req.Held})
+	writeJSON(w, http.StatusOK, s.o.Scheduler.Status())
+	if req.Held {
+		_ = http.NewResponseController(w).Flush()
+		<-ctx.Done()
+	}
 }
 
 func (s *Server) listReports(w http.ResponseWriter, _ *http.Request) {

@@ -140,6 +140,19 @@ func sender(r *http.Request) []any {
 	return []any{"remoteAddr", r.RemoteAddr}
 }
 
+// who names who sent r, for the scheduler's record of a pause
+// (engine.WithActor): the reviewed user of a remote request, or the uid
+// and pid of a socket peer.
+func who(r *http.Request) string {
+	if user, ok := remoteUser(r.Context()); ok {
+		return "user " + user
+	}
+	if c, ok := r.Context().Value(connKey{}).(*connState); ok {
+		return fmt.Sprintf("uid %d pid %d", c.uid, c.pid)
+	}
+	return "client at " + r.RemoteAddr
+}
+
 // HTTPServer returns an http.Server for h on the control socket: each
 // connection's peer credentials are read as it is accepted, a peer that
 // is not root gets 403 on every request, and the uid and pid are what

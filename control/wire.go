@@ -47,6 +47,14 @@ type PassRequest struct {
 	Kind engine.PassKind `json:"kind"`
 }
 
+// PauseRequest is the body of POST /v1/pause: engine.Pause on the wire.
+// A held pause's reply is its status, and the request stays open for as
+// long as the pause is to last.
+type PauseRequest struct {
+	Until time.Time `json:"until,omitzero"`
+	Held  bool      `json:"held,omitempty"`
+}
+
 // ApplyRequest is the body of POST /v1/apply.
 type ApplyRequest struct {
 	Plan engine.Plan `json:"plan"`

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodegc/nodegc/internal/kubetest"
@@ -121,8 +123,38 @@ func TestKustomize(t *testing.T) {
 			t.Errorf("a namespaced object is in %q, want nodegc", ns)
 		}
 	}
-	if img := o.DaemonSet.Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/nodegc/nodegc:latest" {
-		t.Errorf("image %s", img)
+	if img := o.DaemonSet.Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/nodegc/nodegc:"+releaseTag(t) {
+		t.Errorf("image %s, want the kustomization's version %s", img, releaseTag(t))
+	}
+}
+
+// releaseTag is the kustomization's image tag: a version (vMAJOR.MINOR.PATCH),
+// never latest.
+func releaseTag(t *testing.T) string {
+	t.Helper()
+	var k struct {
+		Images []struct{ Name, NewTag string } `json:"images"`
+	}
+	readYAML(t, "kustomization.yaml", &k)
+	if len(k.Images) != 1 || !regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`).MatchString(k.Images[0].NewTag) {
+		t.Fatalf("kustomization images %+v, want one with a version tag vX.Y.Z", k.Images)
+	}
+	return k.Images[0].NewTag
+}
+
+// TestMakeImageTagsTheVersion: `make image` at the kustomization's
+// version tags the image with that version, the one deploy/ names.
+func TestMakeImageTagsTheVersion(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	v := releaseTag(t)
+	out, err := exec.Command("make", "-n", "-C", "..", "image", "VERSION="+v).CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n image: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--ref ghcr.io/nodegc/nodegc:"+v+" ") || !strings.Contains(string(out), "-X main.version="+v) {
+		t.Errorf("make image VERSION=%s does not tag the image %s with it:\n%s", v, v, out)
 	}
 }
 
@@ -189,8 +221,14 @@ func checkObjects(t *testing.T, o *objects, ns string) {
 		t.Errorf("tolerations %+v, want one that tolerates every taint", spec.Tolerations)
 	}
 	ru := ds.Spec.UpdateStrategy.RollingUpdate
-	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ru == nil || ru.MaxUnavailable == nil || ru.MaxUnavailable.String() != "10%" {
-		t.Errorf("update strategy %+v", ds.Spec.UpdateStrategy)
+	// A small number, not a share of the fleet; no surge (two agents on
+	// a node); each new agent Ready for a while before the next wave.
+	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ru == nil || ru.MaxUnavailable == nil ||
+		ru.MaxUnavailable.Type != intstr.Int || ru.MaxUnavailable.IntValue() > 20 || ru.MaxSurge == nil || ru.MaxSurge.String() != "0" || ds.Spec.MinReadySeconds < 10 {
+		t.Errorf("update strategy %+v, minReadySeconds %d", ds.Spec.UpdateStrategy, ds.Spec.MinReadySeconds)
+	}
+	if !slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--image-gc-margin=5") {
+		t.Errorf("args %v: the agent's band is not set below the kubelet's", ds.Spec.Template.Spec.Containers[0].Args)
 	}
 	for k, v := range ds.Spec.Selector.MatchLabels {
 		if ds.Spec.Template.Labels[k] != v || o.Service.Spec.Selector[k] != v {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/rules"
 )
 
 // StopTimeout is how long an UNKNOWN container is given to stop before it is
@@ -308,7 +310,7 @@ func passEvents(r PassReport, p Plan, now time.Time) []Event {
 		// pass alone brought usage under the high threshold, no space
 		// pass ran, and the kubelet reports nothing.)
 		return append(r.Events, Event{Time: now, Reason: EventFreeDiskSpaceFailed, Warning: true,
-			Message: freeDiskSpaceFailedMessage(p.ImageGC.UsagePercent, p.ImageGC.CapacityBytes, spaceFreed(r))})
+			Message: rules.FreeDiskSpaceFailedMessage(p.ImageGC.UsagePercent, p.ImageGC.CapacityBytes, spaceFreed(r))})
 	}
 	return r.Events
 }

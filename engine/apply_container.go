@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/nodegc/nodegc/engine/model"
+	"github.com/nodegc/nodegc/engine/rules"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,7 +26,7 @@ import (
 // container planned in any other state can still change, one the view
 // shows running is confirmed, and the log path is only in the container's
 // status: the runtime is asked then, just before the removal.
-func (rm ContainerRemoval) recheck(x *executor, en *JournalEntry) checked {
+func (rm containerCheck) recheck(x *executor, en *JournalEntry) checked {
 	it := ItemResult{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail}
 	v, err := x.views.running.fresh(false)
 	if err != nil {
@@ -34,7 +36,7 @@ func (rm ContainerRemoval) recheck(x *executor, en *JournalEntry) checked {
 	if !running {
 		cur = Container{ID: rm.ID, PodUID: rm.PodUID, Name: rm.Name, PodSandboxID: rm.PodSandboxID, State: ContainerExited}
 	}
-	if running || rm.State != ContainerExited || x.mayHaveLogFile(rm) {
+	if running || rm.State != ContainerExited || x.mayHaveLogFile(ContainerRemoval(rm)) {
 		if cur, err = rt(x, func(ctx context.Context) (Container, error) { return x.e.o.Reader.ContainerStatus(ctx, rm.ID) }); err != nil {
 			return checked{it: recheckFailed(it, err)}
 		}
@@ -43,7 +45,7 @@ func (rm ContainerRemoval) recheck(x *executor, en *JournalEntry) checked {
 	switch {
 	case cur.State == ContainerRunning:
 		return checked{it: skipped(it, "running since planning")}
-	case !isDead(cur.State):
+	case !rules.IsDead(cur.State):
 		return checked{it: skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))}
 	}
 	r := &removal{what: "remove container",
@@ -52,7 +54,7 @@ func (rm ContainerRemoval) recheck(x *executor, en *JournalEntry) checked {
 		// kuberuntime_container.go): a crash between the two then leaves
 		// a container whose next removal finds no log, never a log no
 		// pass will find again.
-		first: func() []ItemResult { return x.containerLogs(cur, rm) },
+		first: func() []ItemResult { return x.containerLogs(cur, ContainerRemoval(rm)) },
 		call:  func(ctx context.Context) error { return x.e.o.Remover.RemoveContainer(ctx, rm.ID) },
 		log:   []any{"container", rm.ID, "pod", cur.PodUID, "name", cur.Name}}
 	if cur.State == ContainerUnknown {
@@ -138,7 +140,7 @@ func (x *executor) containerLogs(c Container, rm ContainerRemoval) []ItemResult 
 // its pod's UID (and namespace and name, when the plan has them), the
 // container directory its name.
 func ownLogDir(podDir, ctr string, c Container, rm ContainerRemoval) bool {
-	if c.PodUID != "" && podUIDFromLogDir(podDir) != c.PodUID || c.Name != "" && ctr != c.Name {
+	if c.PodUID != "" && model.PodUIDFromLogDir(podDir) != c.PodUID || c.Name != "" && ctr != c.Name {
 		return false
 	}
 	return rm.PodNamespace == "" || rm.PodName == "" || c.PodUID == "" || podDir == rm.PodNamespace+"_"+rm.PodName+"_"+c.PodUID

@@ -10,7 +10,7 @@ import (
 // the node, nor, when the engine does not follow the runtime's events,
 // by a created or running container of a listing begun at most
 // ViewWindow before the check (see ViewWindow).
-func (rm ImageRemoval) recheck(x *executor, en *JournalEntry) checked {
+func (rm imageCheck) recheck(x *executor, en *JournalEntry) checked {
 	it := ItemResult{Kind: ItemImage, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail, SizeBytes: rm.SizeBytes}
 	if x.infoErr != nil {
 		return checked{it: recheckFailed(it, x.infoErr)}

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"github.com/nodegc/nodegc/engine/model"
+	"github.com/nodegc/nodegc/engine/rules"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,14 +18,14 @@ import (
 // following symlinks. A pod directory whose pod runs a container again, a
 // symlink whose target exists or whose container has not exited, is
 // skipped.
-func (rm LogRemoval) recheck(x *executor, _ *JournalEntry) checked {
+func (rm logCheck) recheck(x *executor, _ *JournalEntry) checked {
 	it := ItemResult{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason}
 	podDir, linkDir := x.e.o.Policy.PodLogsDir, x.e.containerLogsDir()
 	// Only direct children: a nested path could pass through a symlinked
 	// subdirectory to anywhere on the node.
 	parent, name := filepath.Dir(rm.Path), filepath.Base(rm.Path)
-	inPods := WithinDir(podDir, rm.Path) && parent == filepath.Clean(podDir)
-	inLinks := WithinDir(linkDir, rm.Path) && parent == filepath.Clean(linkDir)
+	inPods := rules.WithinDir(podDir, rm.Path) && parent == filepath.Clean(podDir)
+	inLinks := rules.WithinDir(linkDir, rm.Path) && parent == filepath.Clean(linkDir)
 	if !inPods && !inLinks {
 		return checked{it: skipped(it, fmt.Sprintf("not directly inside %s or %s", podDir, linkDir))}
 	}
@@ -52,17 +53,17 @@ func (rm LogRemoval) recheck(x *executor, _ *JournalEntry) checked {
 		if d.exists(name) {
 			return checked{it: skipped(it, "its target exists")}
 		}
-		if c, ok := v.container(containerIDFromLink(rm.Path)); ok && c.State != ContainerExited {
+		if c, ok := v.container(rules.ContainerIDFromLink(rm.Path)); ok && c.State != ContainerExited {
 			return checked{it: skipped(it, "its container has not exited")}
 		}
 		return x.removeIn(it, "remove log symlink", d.unlink, name)
 	}
-	uid := podUIDFromLogDir(name)
+	uid := model.PodUIDFromLogDir(name)
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR || uid == "" {
 		return checked{it: skipped(it, "not a pod log directory")}
 	}
 	for _, c := range v.podContainers(uid) {
-		if !isDead(c.State) {
+		if !rules.IsDead(c.State) {
 			return checked{it: skipped(it, fmt.Sprintf("pod runs container %s again", c.Name))}
 		}
 	}
@@ -75,16 +76,4 @@ func (rm LogRemoval) recheck(x *executor, _ *JournalEntry) checked {
 func (x *executor) removeIn(it ItemResult, what string, remove func(string) error, name string) checked {
 	it, _ = x.journal.send(x.calls, it, &removal{what: what, call: func(context.Context) error { return remove(name) }})
 	return checked{it: it}
-}
-
-// WithinDir reports whether path is an absolute, clean path strictly inside
-// dir (dir itself does not count). Log GC acts only on such paths, because
-// runtimes report empty or relative log paths for containers other CRI
-// clients made.
-func WithinDir(dir, path string) bool {
-	if !filepath.IsAbs(path) || !filepath.IsAbs(dir) || path != filepath.Clean(path) {
-		return false
-	}
-	rel, err := filepath.Rel(filepath.Clean(dir), path)
-	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }

@@ -10,7 +10,7 @@ import (
 // removeSandbox does in case it was never stopped
 // (pkg/kubelet/kuberuntime/kuberuntime_gc.go, v1.36.3); a stop that fails
 // leaves it. Both calls come after the removal's started line.
-func (rm SandboxRemoval) recheck(x *executor, en *JournalEntry) checked {
+func (rm sandboxCheck) recheck(x *executor, en *JournalEntry) checked {
 	it := ItemResult{Kind: ItemSandbox, ID: rm.ID, Reason: rm.Reason}
 	cur, err := rt(x, func(ctx context.Context) (Sandbox, error) { return x.e.o.Reader.SandboxStatus(ctx, rm.ID) })
 	if err != nil {

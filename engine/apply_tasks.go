@@ -33,6 +33,14 @@ type rechecker interface {
 	recheck(x *executor, en *JournalEntry) checked
 }
 
+// The planned removals of each kind, as the executor re-checks them.
+type (
+	containerCheck ContainerRemoval
+	sandboxCheck   SandboxRemoval
+	logCheck       LogRemoval
+	imageCheck     ImageRemoval
+)
+
 // checked is the re-check's verdict on one item: remove is set when it
 // is still to go, otherwise it holds its outcome.
 type checked struct {
@@ -107,12 +115,12 @@ func passTasks(p Plan, targeted bool) (phases [][]task, items []ItemResult) {
 	for _, c := range p.ContainerGC.Remove {
 		add(&cs, task{item: ItemResult{Kind: ItemContainer, ID: c.ID, Reason: string(c.Reason), Detail: c.Detail},
 			intent: &JournalEntry{Kind: ItemContainer, ID: c.ID, Reason: string(c.Reason), PodUID: c.PodUID, Name: c.Name},
-			check:  c})
+			check:  containerCheck(c)})
 	}
 	for _, s := range p.SandboxGC.Remove {
 		add(&ss, task{item: ItemResult{Kind: ItemSandbox, ID: s.ID, Reason: s.Reason},
 			intent: &JournalEntry{Kind: ItemSandbox, ID: s.ID, Reason: s.Reason, PodUID: s.PodUID},
-			check:  s})
+			check:  sandboxCheck(s)})
 	}
 	for _, l := range logsInOrder(p.LogGC) {
 		to := &ls
@@ -121,7 +129,7 @@ func passTasks(p Plan, targeted bool) (phases [][]task, items []ItemResult) {
 		}
 		add(to, task{item: ItemResult{Kind: ItemLog, ID: l.Path, Reason: l.Reason},
 			intent: &JournalEntry{Kind: ItemLog, ID: l.Path, Reason: l.Reason},
-			check:  l})
+			check:  logCheck(l)})
 	}
 	for _, i := range p.ImageGC.Remove {
 		to, space := &ia, false
@@ -131,7 +139,7 @@ func passTasks(p Plan, targeted bool) (phases [][]task, items []ItemResult) {
 		add(to, task{item: ItemResult{Kind: ItemImage, ID: i.ID, Reason: string(i.Reason), Detail: i.Detail, SizeBytes: i.SizeBytes},
 			size: max(i.SizeBytes, 0), space: space,
 			intent: &JournalEntry{Kind: ItemImage, ID: i.ID, RepoTags: i.RepoTags, RepoDigests: i.RepoDigests, SizeBytes: i.SizeBytes, Reason: string(i.Reason)},
-			check:  i})
+			check:  imageCheck(i)})
 	}
 	for _, ph := range [][]task{cs, ss, ls, ll, ia, is} {
 		if len(ph) > 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nodegc/nodegc/engine/rules"
 	"golang.org/x/sys/unix"
 )
 
@@ -170,7 +171,7 @@ func (e *Engine) scanLogs() *LogFiles {
 			p := filepath.Join(dir, name)
 			target, _ := os.Readlink(p)
 			_, err := os.Stat(p) // follows the link
-			lf.ContainerLinks = append(lf.ContainerLinks, LogLink{Path: p, Target: target, ContainerID: containerIDFromLink(p), Dangling: errors.Is(err, os.ErrNotExist)})
+			lf.ContainerLinks = append(lf.ContainerLinks, LogLink{Path: p, Target: target, ContainerID: rules.ContainerIDFromLink(p), Dangling: errors.Is(err, os.ErrNotExist)})
 		}
 	}
 	slices.Sort(lf.PodDirs)

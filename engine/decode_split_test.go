@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/nodegc/nodegc/engine/internal/nodetest"
+	"github.com/nodegc/nodegc/engine/wire"
 )
 
 // sameAsWhole checks that DecodeSnapshot, which splits the long lists,
@@ -14,8 +17,8 @@ import (
 // snapshot, or the same error.
 func sameAsWhole(t *testing.T, name string, data []byte) {
 	t.Helper()
-	want, wantErr := decodeSnapshot(data, false)
-	got, err := decodeSnapshot(data, true)
+	want, wantErr := wire.DecodeSnapshotSplit(data, false)
+	got, err := wire.DecodeSnapshotSplit(data, true)
 	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
 		t.Fatalf("%s: error %v, decoded whole %v", name, err, wantErr)
 	}
@@ -29,26 +32,26 @@ func sameAsWhole(t *testing.T, name string, data []byte) {
 // nodegc's own snapshots (where the split is taken) and for documents
 // built to mislead the split (where it must notice and decode whole).
 func TestDecodeSplitIsEncodingJSON(t *testing.T) {
-	defer func(n int) { splitPiece = n }(splitPiece)
-	_, big := bigSnapshot()
+	defer func(n int) { wire.SplitPiece = n }(wire.SplitPiece)
+	_, big := nodetest.BigSnapshot()
 	t.Run("a big snapshot is split, and decodes as encoding/json decodes it", func(t *testing.T) {
 		for _, n := range []int{1 << 20, 1000, 1} {
-			splitPiece = n
-			if _, ok := decodeSplit(big); !ok {
+			wire.SplitPiece = n
+			if !wire.Splits(big) {
 				t.Fatalf("pieces of %d bytes: nodegc's own snapshot was not split", n)
 			}
 			sameAsWhole(t, "big", big)
 		}
 	})
 
-	splitPiece = 1 // every `},{` cuts
-	valid := compact(t, validSnapshotJSON)
-	if _, ok := decodeSplit(valid); !ok {
+	wire.SplitPiece = 1 // every `},{` cuts
+	valid := compact(t, nodetest.ValidSnapshotJSON)
+	if !wire.Splits(valid) {
 		t.Fatal("the small valid snapshot was not split")
 	}
 	rng := rand.New(rand.NewPCG(22, 3))
 	for range 20 {
-		s := randomSnapshot(rng)
+		s := nodetest.RandomSnapshot(rng)
 		b, err := json.Marshal(s)
 		if err != nil {
 			t.Fatal(err)
@@ -120,21 +123,21 @@ func compact(t *testing.T, s string) []byte {
 // FuzzDecodeSplit: whatever the bytes, decoding with the lists split
 // gives what decoding whole gives (the same snapshot, the same error).
 func FuzzDecodeSplit(f *testing.F) {
-	f.Add([]byte(validSnapshotJSON))
+	f.Add([]byte(nodetest.ValidSnapshotJSON))
 	var b bytes.Buffer
-	json.Compact(&b, []byte(validSnapshotJSON))
+	json.Compact(&b, []byte(nodetest.ValidSnapshotJSON))
 	f.Add(b.Bytes())
 	f.Add([]byte(`{"images":[{},{}],"containers":[{"id":"a"},{"id":"b"}],"podSource":{}}`))
 	for seed := range uint64(4) {
-		s := randomSnapshot(rand.New(rand.NewPCG(seed, 9)))
+		s := nodetest.RandomSnapshot(rand.New(rand.NewPCG(seed, 9)))
 		j, err := json.Marshal(s)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(j)
 	}
-	defer func(n int) { splitPiece = n }(splitPiece)
-	splitPiece = 1
+	defer func(n int) { wire.SplitPiece = n }(wire.SplitPiece)
+	wire.SplitPiece = 1
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sameAsWhole(t, "fuzz", data)
 	})

@@ -7,47 +7,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/internal/nodetest"
 )
 
-// validSnapshotJSON is a small snapshot that follows the contract, with an
-// unknown field to prove those are ignored.
-const validSnapshotJSON = `{
-  "apiVersion": "nodegc/v1", "kind": "NodeSnapshot",
-  "takenAt": "2025-03-01T12:00:00Z",
-  "futureField": {"ignored": true},
-  "runtime": {"name": "containerd", "version": "1.7.24", "endpoint": "unix:///run/containerd/containerd.sock", "sandboxImages": ["registry.k8s.io/pause:3.9"]},
-  "imageFs": {"mountpoint": "/var/lib/containerd", "capacityBytes": 1000, "availableBytes": 0, "usedBytes": 1000, "inodes": 10, "inodesFree": 5},
-  "images": [
-    {"id": "sha256:a", "repoTags": ["a:1"], "repoDigests": [], "sizeBytes": 100, "pinned": false},
-    {"id": "sha256:b", "repoTags": null, "sizeBytes": 50, "pinned": true}
-  ],
-  "imageRecords": [{"id": "sha256:a", "firstDetected": "2025-03-01T10:00:00Z", "lastUsed": "2025-03-01T11:00:00.5Z"}],
-  "sandboxes": [{"id": "sb1", "podUID": "u1", "podName": "web", "podNamespace": "shop", "attempt": 0, "state": "SANDBOX_NOTREADY", "createdAt": "2025-03-01T09:00:00Z"}],
-  "containers": [{"id": "c1", "podSandboxId": "sb1", "podUID": "u1", "name": "web", "attempt": 2,
-                  "imageId": "sha256:a", "imageRef": "a:1", "state": "CONTAINER_EXITED",
-                  "createdAt": "2025-03-01T09:00:00Z", "finishedAt": "2025-03-01T09:30:00Z", "exitCode": 137}],
-  "podSource": {"ready": true, "removablePodUIDs": ["u9"]}
-}`
-
 func TestDecodeSnapshotAcceptsTheContract(t *testing.T) {
-	s, err := DecodeSnapshot([]byte(validSnapshotJSON))
+	s, err := DecodeSnapshot([]byte(nodetest.ValidSnapshotJSON))
 	if err != nil {
 		t.Fatalf("DecodeSnapshot: %v", err)
 	}
 	lastUsed := time.Date(2025, 3, 1, 11, 0, 0, 5e8, time.UTC)
 	finished := time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC)
 	want := Snapshot{
-		APIVersion: APIVersion, Kind: KindSnapshot, TakenAt: t0,
+		APIVersion: APIVersion, Kind: KindSnapshot, TakenAt: nodetest.T0,
 		Runtime: RuntimeInfo{Name: "containerd", Version: "1.7.24", Endpoint: "unix:///run/containerd/containerd.sock", SandboxImages: []string{"registry.k8s.io/pause:3.9"}},
 		ImageFs: FsStats{Mountpoint: "/var/lib/containerd", CapacityBytes: 1000, AvailableBytes: 0, UsedBytes: 1000, Inodes: 10, InodesFree: 5},
 		Images: []Image{
 			{ID: "sha256:a", RepoTags: []string{"a:1"}, RepoDigests: []string{}, SizeBytes: 100},
 			{ID: "sha256:b", SizeBytes: 50, Pinned: true},
 		},
-		ImageRecords: []ImageRecord{{ID: "sha256:a", FirstDetected: ago(2 * time.Hour), LastUsed: &lastUsed}},
-		Sandboxes:    []Sandbox{{ID: "sb1", PodUID: "u1", PodName: "web", PodNamespace: "shop", State: SandboxNotReady, CreatedAt: ago(3 * time.Hour)}},
+		ImageRecords: []ImageRecord{{ID: "sha256:a", FirstDetected: nodetest.Ago(2 * time.Hour), LastUsed: &lastUsed}},
+		Sandboxes:    []Sandbox{{ID: "sb1", PodUID: "u1", PodName: "web", PodNamespace: "shop", State: SandboxNotReady, CreatedAt: nodetest.Ago(3 * time.Hour)}},
 		Containers: []Container{{ID: "c1", PodSandboxID: "sb1", PodUID: "u1", Name: "web", Attempt: 2, ImageID: "sha256:a", ImageRef: "a:1",
-			State: ContainerExited, CreatedAt: ago(3 * time.Hour), FinishedAt: &finished, ExitCode: 137}},
+			State: ContainerExited, CreatedAt: nodetest.Ago(3 * time.Hour), FinishedAt: &finished, ExitCode: 137}},
 		PodSource: PodSource{Ready: true, RemovablePodUIDs: []string{"u9"}},
 	}
 	t.Run("a snapshot that follows the contract decodes field for field, ignoring unknown fields", func(t *testing.T) {
@@ -75,12 +57,12 @@ func TestDecodeSnapshotAcceptsTheContract(t *testing.T) {
 	})
 }
 
-// mutate decodes validSnapshotJSON into a generic map, applies f and
+// mutate decodes nodetest.ValidSnapshotJSON into a generic map, applies f and
 // encodes it again.
 func mutate(t *testing.T, f func(m map[string]any)) []byte {
 	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal([]byte(validSnapshotJSON), &m); err != nil {
+	if err := json.Unmarshal([]byte(nodetest.ValidSnapshotJSON), &m); err != nil {
 		t.Fatal(err)
 	}
 	f(m)
@@ -315,7 +297,7 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 
 func TestSnapshotValidate(t *testing.T) {
 	t.Run("a snapshot built in code is checked like a decoded one", func(t *testing.T) {
-		s := baseSnapshot()
+		s := nodetest.BaseSnapshot()
 		s.Containers = []Container{{ID: "c", State: ContainerExited}}
 		err := s.Validate()
 		var se *SnapshotError
@@ -324,7 +306,7 @@ func TestSnapshotValidate(t *testing.T) {
 		}
 	})
 	t.Run("the base test snapshot is valid", func(t *testing.T) {
-		if err := baseSnapshot().Validate(); err != nil {
+		if err := nodetest.BaseSnapshot().Validate(); err != nil {
 			t.Errorf("Validate = %v", err)
 		}
 	})

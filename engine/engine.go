@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/rules"
 )
 
 // Options configure an Engine.
@@ -220,7 +222,7 @@ func checkOptions(o Options) error {
 	}
 	dir := cmp.Or(o.Policy.PodLogsDir, DefaultPodLogsDir)
 	if err := CheckPodLogsDirOnDisk(dir); err != nil {
-		return &PolicyError{"pod-logs-dir", fmt.Sprintf("%v; log GC removes as root only from a directory no one else can write", err)}
+		return &PolicyError{Field: "pod-logs-dir", Msg: fmt.Sprintf("%v; log GC removes as root only from a directory no one else can write", err)}
 	}
 	return nil
 }
@@ -352,14 +354,7 @@ func (e *Engine) snapshotLocked(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return s, err
 	}
-	// Which images are in use, by ImagesInUse's rule, without copying
-	// every container into a list per image.
-	inUse := make(map[string]bool, len(s.Images))
-	for i, u := range imageUsers(s.Images, s.Containers) {
-		if u.n > 0 {
-			inUse[s.Images[i].ID] = true
-		}
-	}
+	inUse := rules.InUse(s.Images, s.Containers)
 	var changed bool
 	e.records, changed = updateRecords(e.records, s.Images, inUse, s.TakenAt, e.usedAt)
 	e.usedAt = s.TakenAt

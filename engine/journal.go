@@ -53,47 +53,6 @@ const (
 	journalReserveBase  = 1 << 20
 )
 
-// JournalOp says what a journal line records.
-type JournalOp string
-
-// Journal operations. Every item the executor sends to the runtime has an
-// intent line on disk before the call and exactly one outcome line after
-// it (or, after a crash, from the next start's reconciliation). Between
-// them, a started line is written (not synced) just before the removal
-// call is sent; see reconcileOp for what its presence or absence proves.
-const (
-	// JournalIntent: the item is about to go to the runtime.
-	JournalIntent JournalOp = "intent"
-	// JournalStarted: the item's removal call is being sent. Only
-	// reconciliation reads it; ReadJournalLines leaves it out.
-	JournalStarted JournalOp = "started"
-	// JournalRemoved: the runtime removed it (or, Reconciled, an intent
-	// whose outcome was lost, whose removal call was sent, and whose item
-	// the runtime no longer has).
-	JournalRemoved JournalOp = "removed"
-	// JournalUnknown: reconciliation cannot tell whether nodegc removed
-	// the item; Error says why (the call was sent and the item exists
-	// again, or a reboot may have lost the started line).
-	JournalUnknown JournalOp = "unknown"
-	// JournalGone: the runtime said it was already gone.
-	JournalGone JournalOp = "already-gone"
-	// JournalFailed: the runtime refused; Error says why.
-	JournalFailed JournalOp = "failed"
-	// JournalNotRemoved: reconciliation found the item of an intent still
-	// there, and it cannot have been removed and created again (container
-	// and sandbox IDs are never reused).
-	JournalNotRemoved JournalOp = "not-removed"
-	// JournalSkipped: the re-check just before the call kept the item.
-	JournalSkipped JournalOp = "skipped"
-	// JournalNotRun: the pass stopped (or reached its target) before the
-	// item's turn; or, Reconciled, its removal call was never sent.
-	JournalNotRun JournalOp = "not-run"
-	// JournalCheckpoint: no intent before it is open, so reconciliation
-	// reads only the lines after the last one. ReadJournalLines leaves it
-	// out.
-	JournalCheckpoint JournalOp = "checkpoint"
-)
-
 // syncWriter is where the journal's lines go: the file, or in tests a
 // writer that fails.
 type syncWriter interface {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nodegc/nodegc/engine/model"
+	"github.com/nodegc/nodegc/engine/rules"
 	"golang.org/x/sys/unix"
 )
 
@@ -214,7 +216,7 @@ func plainName(name string) bool {
 // pod directory is <namespace>_<name>_<uid>, the file a restart count
 // followed by .log. Nothing else is a container log nodegc removes.
 func containerLogLayout(podLogsDir, path string) (podDir, container, file string, ok bool) {
-	if !WithinDir(podLogsDir, path) {
+	if !rules.WithinDir(podLogsDir, path) {
 		return "", "", "", false
 	}
 	rel, err := filepath.Rel(filepath.Clean(podLogsDir), path)
@@ -222,7 +224,7 @@ func containerLogLayout(podLogsDir, path string) (podDir, container, file string
 		return "", "", "", false
 	}
 	parts := strings.Split(rel, "/")
-	if len(parts) != 3 || podUIDFromLogDir(parts[0]) == "" || !plainName(parts[1]) {
+	if len(parts) != 3 || model.PodUIDFromLogDir(parts[0]) == "" || !plainName(parts[1]) {
 		return "", "", "", false
 	}
 	n, found := strings.CutSuffix(parts[2], ".log")
@@ -287,4 +289,23 @@ func notFound(err error) error {
 		return fmt.Errorf("%w: %v", ErrNotFound, err)
 	}
 	return err
+}
+
+// CheckPodLogsDirOnDisk checks the pod logs directory a deleting engine
+// removes from: it and every directory above it, opened without following
+// symlinks, must be owned by root (or by the user nodegc runs as) and not
+// writable by group or others (a directory above may be sticky, as /tmp
+// is). A directory anyone else could write to lets them plant what log GC
+// then removes as root. A missing directory passes: there is nothing to
+// collect.
+func CheckPodLogsDirOnDisk(dir string) error {
+	d, err := openLogDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d.close()
+	return nil
 }

@@ -9,6 +9,9 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/internal/nodetest"
+	"github.com/nodegc/nodegc/engine/wire"
 )
 
 // explainedPlanJSON is the document WritePlanJSON writes, as encoding/json
@@ -33,12 +36,12 @@ func encodingJSON(p Plan, x Explanation) ([]byte, error) {
 // plan of a big node. A field added to a plan or a row and not to the
 // writer fails it.
 func TestWritePlanJSONMatchesEncodingJSON(t *testing.T) {
-	defer func(n int) { listPiece = n }(listPiece)
+	defer func(n int) { wire.ListPiece = n }(wire.ListPiece)
 	rng := rand.New(rand.NewPCG(22, 1))
 	for i := range 3000 {
 		// Pieces of one, two and many elements: a list is cut at
 		// every place, or not at all.
-		listPiece = []int{1, 2, 256}[i%3]
+		wire.ListPiece = []int{1, 2, 256}[i%3]
 		var v explainedPlanJSON
 		fillRandom(rng, reflect.ValueOf(&v).Elem())
 		want, wantErr := encodingJSON(v.Plan, v.Explanation)
@@ -54,8 +57,8 @@ func TestWritePlanJSONMatchesEncodingJSON(t *testing.T) {
 
 	// A big node's plan, cut into pieces marshalled on every core and
 	// written in order, against encoding/json's one serial Encode of it.
-	s, _ := bigSnapshot()
-	p := PlanPass(s, benchPolicy(), PassFull, t0)
+	s, _ := nodetest.BigSnapshot()
+	p := PlanPass(s, nodetest.BenchPolicy(), PassFull, nodetest.T0)
 	x := Explain(s, p)
 	if len(p.ContainerGC.Remove) < 10*256 || len(x.Containers) < 10*256 || len(x.Images) == 0 {
 		t.Fatal("the big plan removes little: the test would compare few pieces")
@@ -65,7 +68,7 @@ func TestWritePlanJSONMatchesEncodingJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []int{256, 7} {
-		listPiece = n
+		wire.ListPiece = n
 		for name, write := range map[string]func(*bytes.Buffer) error{
 			"WritePlanJSON":          func(b *bytes.Buffer) error { return WritePlanJSON(b, p, x) },
 			"WriteExplainedPlanJSON": func(b *bytes.Buffer) error { return WriteExplainedPlanJSON(b, s, p) },
@@ -87,8 +90,8 @@ func TestWritePlanJSONMatchesEncodingJSON(t *testing.T) {
 
 // TestWritePlanJSONWriteError: a failing writer's error is returned.
 func TestWritePlanJSONWriteError(t *testing.T) {
-	s, _ := bigSnapshot()
-	p := PlanPass(s, benchPolicy(), PassFull, t0)
+	s, _ := nodetest.BigSnapshot()
+	p := PlanPass(s, nodetest.BenchPolicy(), PassFull, nodetest.T0)
 	boom := errors.New("disk full")
 	if err := WritePlanJSON(brokenWriter{boom}, p, Explain(s, p)); !errors.Is(err, boom) {
 		t.Fatalf("error %v, want %v", err, boom)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"sync"
 	"time"
 )
@@ -11,8 +13,8 @@ import (
 // Controller is what a dashboard and the control protocol ask of a
 // scheduler: its state, a pass now, a preview and the apply of what it
 // planned, pause and resume, and its notices. *Scheduler satisfies it;
-// so does a client of an agent's control socket, so that a dashboard
-// drives an agent as it drives its own engine.
+// so does control.Client, a client of an agent's control socket, so that
+// a dashboard drives an agent as it drives its own engine.
 type Controller interface {
 	// Status returns the scheduler's state.
 	Status() Status
@@ -23,9 +25,11 @@ type Controller interface {
 	// Apply applies exactly the given plan: one the engine issued (a
 	// preview), or a part of one.
 	Apply(ctx context.Context, p Plan) (PassReport, error)
-	// Pause stops the periodic passes; Resume restarts them.
-	Pause()
-	Resume()
+	// Pause stops the periodic passes until Resume, p.Until, or (p.Held)
+	// the end of ctx. Who pauses is ctx's actor (WithActor).
+	Pause(ctx context.Context, p Pause) error
+	// Resume restarts the periodic passes; ctx's actor ends the pause.
+	Resume(ctx context.Context) error
 	// Subscribe returns a channel of notices and a func that unsubscribes.
 	Subscribe() (<-chan Notice, func())
 }
@@ -35,17 +39,59 @@ type SchedulerOptions struct {
 	// ImagePeriod and ContainerPeriod default to the kubelet's 5m and 1m.
 	ImagePeriod     time.Duration
 	ContainerPeriod time.Duration
-	// Paused starts the scheduler paused.
-	Paused bool
+	// Paused starts the scheduler paused, in PausedBy's name ("" is
+	// "started paused"): the flag or setting that asked for it.
+	Paused   bool
+	PausedBy string
 	// Now is the clock; nil means the engine's clock.
 	Now func() time.Time
 	// After waits for a duration; nil means time.After. Tests inject it.
 	After func(time.Duration) <-chan time.Time
+	// Log gets a line for every pause and its end, naming who set it and
+	// who or what ended it; nil discards.
+	Log *slog.Logger
+}
+
+// Pause says how long a pause of the periodic passes lasts, besides
+// Resume.
+type Pause struct {
+	// Until ends the pause at that time; zero sets no expiry.
+	Until time.Time `json:"until,omitzero"`
+	// Held ends the pause when the context given to Pause ends: a
+	// dashboard's pause ends when the dashboard leaves, so that no
+	// dashboard leaves a node paused behind it.
+	Held bool `json:"held,omitempty"`
+}
+
+type actorKey struct{}
+
+// WithActor returns ctx naming who sends the commands made with it: the
+// control server names the socket peer's uid and pid, or the user the
+// API server reviewed, so that the scheduler's log and status say whose a
+// pause is.
+func WithActor(ctx context.Context, who string) context.Context {
+	return context.WithValue(ctx, actorKey{}, who)
+}
+
+// actor is who sends a command made with ctx: WithActor's, else this
+// process.
+func actor(ctx context.Context) string {
+	if who, ok := ctx.Value(actorKey{}).(string); ok && who != "" {
+		return who
+	}
+	return fmt.Sprintf("uid %d pid %d (this process)", os.Getuid(), os.Getpid())
 }
 
 // Status is the scheduler's state, for the dashboard.
 type Status struct {
 	Paused bool `json:"paused"`
+	// PausedBy names who paused (WithActor), PausedSince when, and
+	// PausedUntil when the pause expires (zero: no expiry). PauseHeld
+	// says the pause ends when its holder leaves (Pause.Held).
+	PausedBy    string    `json:"pausedBy,omitempty"`
+	PausedSince time.Time `json:"pausedSince,omitzero"`
+	PausedUntil time.Time `json:"pausedUntil,omitzero"`
+	PauseHeld   bool      `json:"pauseHeld,omitempty"`
 	// Running is the kind of pass in flight, "" when idle.
 	Running           PassKind    `json:"running,omitempty"`
 	NextImagePass     time.Time   `json:"nextImagePass"`
@@ -111,6 +157,9 @@ type Scheduler struct {
 	subs        Subscribers[Notice]
 	stopPass    context.CancelFunc // stops the pass in flight; nil when idle
 	imageFailed bool               // the previous image pass failed (ImageGCFailed needs two in a row)
+	// pauseGen numbers the pauses: a held pause's end or an expiry ends
+	// only the pause it was armed for, never a later one.
+	pauseGen uint64
 }
 
 // NewScheduler returns a scheduler for the engine.
@@ -127,12 +176,17 @@ func NewScheduler(e *Engine, o SchedulerOptions) *Scheduler {
 	if o.After == nil {
 		o.After = time.After
 	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
 	s := &Scheduler{e: e, o: o, wake: make(chan struct{}, 1)}
 	e.OnProgress(func(p Progress) { s.publish(Notice{Progress: &p}) })
 	e.OnContainers(func(EventStream) { s.publish(Notice{Containers: true}) })
 	now := o.Now()
 	s.st = Status{
 		Paused:            o.Paused,
+		PausedBy:          pausedAtStart(o.Paused, o.PausedBy),
+		PausedSince:       pausedSince(o.Paused, now),
 		NextImagePass:     now.Add(o.ImagePeriod),
 		NextContainerPass: now.Add(o.ContainerPeriod),
 		ImageGCDisabled:   e.Policy().Image.PeriodicDisabled(),
@@ -149,10 +203,7 @@ func (s *Scheduler) Engine() *Engine { return s.e }
 func (s *Scheduler) Run(ctx context.Context) error {
 	for {
 		s.mu.Lock()
-		next := s.st.NextContainerPass
-		if !s.st.ImageGCDisabled && s.st.NextImagePass.Before(next) {
-			next = s.st.NextImagePass
-		}
+		next := s.nextWake()
 		s.mu.Unlock()
 		select {
 		case <-ctx.Done():
@@ -162,6 +213,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-s.o.After(max(next.Sub(s.o.Now()), 0)):
 		}
 		now := s.o.Now()
+		s.expire(now)
 		s.mu.Lock()
 		dueC := !now.Before(s.st.NextContainerPass)
 		dueI := !s.st.ImageGCDisabled && !now.Before(s.st.NextImagePass)
@@ -200,7 +252,8 @@ func (s *Scheduler) Force(ctx context.Context, kind PassKind) (PassReport, error
 	if s.e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
 	}
-	return s.pass(ctx, kind, true)
+	// A forced pass always lists the node (Engine.Run), never skips.
+	return s.do(ctx, kind, func(ctx context.Context) (PassReport, error) { return s.e.Run(ctx, kind) }, true)
 }
 
 // pass runs one real pass and publishes its report and events. A
@@ -357,21 +410,104 @@ func (s *Scheduler) Stop() bool {
 	return true
 }
 
-// Pause stops periodic passes; forced passes still run.
-func (s *Scheduler) Pause() { s.setPaused(true) }
-
-// Resume restarts periodic passes.
-func (s *Scheduler) Resume() { s.setPaused(false) }
-
-func (s *Scheduler) setPaused(p bool) {
+// Pause stops periodic passes until Resume, p.Until or, when p.Held,
+// the end of ctx; forced passes still run. A pause replaces the one in
+// force. ctx's actor (WithActor) is on record as who paused.
+func (s *Scheduler) Pause(ctx context.Context, p Pause) error {
+	who := actor(ctx)
 	s.mu.Lock()
-	s.st.Paused = p
+	s.pauseGen++
+	gen := s.pauseGen
+	s.st.Paused, s.st.PausedBy, s.st.PausedSince = true, who, s.o.Now()
+	s.st.PausedUntil, s.st.PauseHeld = p.Until, p.Held
 	s.mu.Unlock()
+	attrs := []any{"by", who, "held", p.Held}
+	if !p.Until.IsZero() {
+		attrs = append(attrs, "until", p.Until)
+	}
+	s.o.Log.Info("periodic passes paused", attrs...)
+	if p.Held {
+		context.AfterFunc(ctx, func() { s.endPause(gen, who, "its holder left") })
+	}
+	s.changed()
+	return nil
+}
+
+// Resume restarts periodic passes; ctx's actor is on record as who ended
+// the pause.
+func (s *Scheduler) Resume(ctx context.Context) error {
+	s.mu.Lock()
+	gen := s.pauseGen
+	s.mu.Unlock()
+	s.endPause(gen, actor(ctx), "resumed")
+	return nil
+}
+
+// endPause ends pause gen, if it is still the one in force, and logs who
+// set it and who or what (why) ended it.
+func (s *Scheduler) endPause(gen uint64, by, why string) {
+	s.mu.Lock()
+	if !s.st.Paused || gen != s.pauseGen {
+		s.mu.Unlock()
+		return
+	}
+	s.pauseGen++
+	st := s.st
+	s.st.Paused, s.st.PausedBy, s.st.PausedSince, s.st.PausedUntil, s.st.PauseHeld = false, "", time.Time{}, time.Time{}, false
+	s.mu.Unlock()
+	s.o.Log.Info("periodic passes resumed", "pausedBy", st.PausedBy, "pausedSince", st.PausedSince, "endedBy", by, "reason", why)
+	s.changed()
+}
+
+// expire ends a pause whose expiry has come by now.
+func (s *Scheduler) expire(now time.Time) {
+	s.mu.Lock()
+	gen, until := s.pauseGen, s.st.PausedUntil
+	s.mu.Unlock()
+	if !until.IsZero() && !now.Before(until) {
+		s.endPause(gen, "the scheduler", "expired at "+until.Format(time.RFC3339))
+	}
+}
+
+// nextWake is when Run wakes next: the next periodic pass, or an
+// earlier expiry of the pause. s.mu is held.
+func (s *Scheduler) nextWake() time.Time {
+	next := s.st.NextContainerPass
+	if !s.st.ImageGCDisabled && s.st.NextImagePass.Before(next) {
+		next = s.st.NextImagePass
+	}
+	if u := s.st.PausedUntil; s.st.Paused && !u.IsZero() && u.Before(next) {
+		next = u
+	}
+	return next
+}
+
+// changed wakes Run to the new state and tells the subscribers.
+func (s *Scheduler) changed() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 	s.publish(Notice{})
+}
+
+// pausedAtStart names who paused a scheduler that starts paused.
+func pausedAtStart(paused bool, by string) string {
+	switch {
+	case !paused:
+		return ""
+	case by == "":
+		return "started paused"
+	}
+	return by
+}
+
+// pausedSince is when a scheduler that starts paused was paused.
+func pausedSince(paused bool, now time.Time) time.Time {
+	if !paused {
+		return time.Time{}
+	}
+	return now
 }
 
 // Status returns the current state.

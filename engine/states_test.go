@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/internal/nodetest"
 )
 
 // Issue 8 item 3: a state the CRI API does not define (a newer runtime may
@@ -14,33 +16,33 @@ import (
 
 func TestUndefinedStatesArePlannedAsActive(t *testing.T) {
 	odd := ContainerStateOther(7)
-	s := baseSnapshot()
+	s := nodetest.BaseSnapshot()
 	s.Containers = []Container{
-		{ID: "c-odd", PodSandboxID: "sb-old", PodUID: "p1", Name: "app", ImageID: "sha256:app", State: odd, CreatedAt: ago(48 * time.Hour)},
-		dead("c-dead", "p1", "app", 1, time.Hour),
+		{ID: "c-odd", PodSandboxID: "sb-old", PodUID: "p1", Name: "app", ImageID: "sha256:app", State: odd, CreatedAt: nodetest.Ago(48 * time.Hour)},
+		nodetest.Dead("c-dead", "p1", "app", 1, time.Hour),
 	}
 	s.Sandboxes = []Sandbox{
-		{ID: "sb-old", PodUID: "p1", State: SandboxNotReady, CreatedAt: ago(48 * time.Hour)},
-		{ID: "sb-odd", PodUID: "p1", State: SandboxStateOther(2), CreatedAt: ago(24 * time.Hour)},
-		{ID: "sb-p1", PodUID: "p1", State: SandboxReady, CreatedAt: ago(time.Hour)},
+		{ID: "sb-old", PodUID: "p1", State: SandboxNotReady, CreatedAt: nodetest.Ago(48 * time.Hour)},
+		{ID: "sb-odd", PodUID: "p1", State: SandboxStateOther(2), CreatedAt: nodetest.Ago(24 * time.Hour)},
+		{ID: "sb-p1", PodUID: "p1", State: SandboxReady, CreatedAt: nodetest.Ago(time.Hour)},
 	}
 	s.PodSource = PodSource{Ready: true, RemovablePodUIDs: []string{"p1"}}
 	p := DefaultPolicy()
 	p.Container.MaxPerPodContainer = 0
 	p.Container.MaxContainers = 0
-	plan := PlanPass(s, p, PassFull, t0)
+	plan := PlanPass(s, p, PassFull, nodetest.T0)
 	t.Run("a container in an undefined state is not removed", func(t *testing.T) {
-		if got := containerRemovals(plan.ContainerGC); hasID(got, "c-odd") || !hasID(got, "c-dead") {
+		if got := nodetest.ContainerRemovals(plan.ContainerGC); hasID(got, "c-odd") || !hasID(got, "c-dead") {
 			t.Errorf("container removals %v, want c-dead and never c-odd", got)
 		}
 	})
 	t.Run("a sandbox in an undefined state is not removed", func(t *testing.T) {
-		if got := sandboxRemovals(plan.SandboxGC); hasID(got, "sb-odd") {
+		if got := nodetest.SandboxRemovals(plan.SandboxGC); hasID(got, "sb-odd") {
 			t.Errorf("sandbox removals %v include sb-odd", got)
 		}
 	})
 	t.Run("a sandbox that a container in an undefined state references is not removed", func(t *testing.T) {
-		if got := sandboxRemovals(plan.SandboxGC); hasID(got, "sb-old") {
+		if got := nodetest.SandboxRemovals(plan.SandboxGC); hasID(got, "sb-old") {
 			t.Errorf("sandbox removals %v include sb-old, which c-odd references", got)
 		}
 	})
@@ -74,8 +76,8 @@ func TestDecodeAcceptsUndefinedStates(t *testing.T) {
 		{"CONTAINER_STATE_", "unknown value"},
 		{"CONTAINER_STATE_x", "unknown value"},
 	} {
-		s := baseSnapshot()
-		s.Containers = []Container{{ID: "c1", PodUID: "p", Name: "n", State: ContainerState(tt.in), CreatedAt: t0}}
+		s := nodetest.BaseSnapshot()
+		s.Containers = []Container{{ID: "c1", PodUID: "p", Name: "n", State: ContainerState(tt.in), CreatedAt: nodetest.T0}}
 		err := s.Validate()
 		switch {
 		case tt.want == "" && err != nil:

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,6 +73,50 @@ const (
 // from a no-op pass to a reclaim of thousands of images.
 var durationBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 
+// outcome is a result and reason pair of attempts_total.
+type outcome struct{ result, reason string }
+
+// attemptOutcomes are the result and reason pairs classify can give an
+// attempt of trigger.
+func attemptOutcomes(trigger string) []outcome {
+	out := []outcome{
+		{ResultNoop, ReasonStopped},
+		{ResultError, ReasonStatsError}, {ResultError, ReasonInvalidCapacity},
+		{ResultPartial, ReasonJournalError}, {ResultError, ReasonJournalError},
+		{ResultPartial, ReasonDeleteError}, {ResultError, ReasonDeleteError},
+		{ResultPartial, ReasonInsufficientFreed}, {ResultError, ReasonInsufficientFreed},
+		{ResultPartial, ReasonStopped},
+	}
+	if trigger == TriggerReclaimAll {
+		return append(out, outcome{ResultSuccess, ReasonAllUnused}, outcome{ResultNoop, ReasonAllUnused})
+	}
+	return append(out, outcome{ResultSuccess, ReasonThreshold}, outcome{ResultNoop, ReasonThreshold},
+		outcome{ResultSuccess, ReasonAge}, outcome{ResultNoop, ReasonBelowThreshold})
+}
+
+// passKinds are the pass kinds trigger can start.
+func passKinds(trigger string) []engine.PassKind {
+	if trigger == TriggerReclaimAll {
+		return []engine.PassKind{engine.PassReclaimAll}
+	}
+	return []engine.PassKind{engine.PassContainers, engine.PassImages, engine.PassFull}
+}
+
+// itemReasons are the reasons of each item kind's removals: the reason
+// label of its counter.
+var itemReasons = map[engine.ItemKind][]string{
+	engine.ItemImage:     {string(engine.RemoveForSpace), string(engine.RemoveForAge), string(engine.RemoveForReclaim)},
+	engine.ItemContainer: {string(engine.RemovePodRemovable), string(engine.RemovePerContainerLimit), string(engine.RemoveNodeLimit)},
+	engine.ItemSandbox:   {engine.SandboxPodRemovable, engine.SandboxSuperseded},
+	engine.ItemLog:       {engine.LogPodRemovable, engine.LogDangling, engine.LogPodDirRemoved, engine.ReasonContainerRemoved},
+}
+
+// journalOps are the journal's ops that always have a series.
+var journalOps = []engine.JournalOp{
+	engine.JournalIntent, engine.JournalRemoved, engine.JournalGone, engine.JournalFailed,
+	engine.JournalNotRemoved, engine.JournalSkipped, engine.JournalNotRun,
+}
+
 // keepReasons are every reason an image stays, so that the kept gauge has
 // a series for each (0 when none), and a query never finds no data.
 var keepReasons = []engine.ImageKeepReason{
@@ -104,6 +149,14 @@ type Options struct {
 	// PodSource returns the pod source's state; nil means none. It is
 	// called at each scrape and must be cheap (no API call).
 	PodSource func() PodSourceState
+	// Started is when the agent started: the time of the latest pass of
+	// each kind and of the latest attempt until there is one, so that
+	// "how long since the last pass" answers from the start (zero means
+	// now).
+	Started time.Time
+	// Extra are more collectors NewHandler serves beside this one (the
+	// agent's forecasts).
+	Extra []prometheus.Collector
 }
 
 // Collector keeps what the agent's passes measured and serves it as a
@@ -130,6 +183,8 @@ type Collector struct {
 	paused      bool
 	streamKnown bool
 	stream      bool
+	// others tells nodegc's removals from those of others.
+	others others
 }
 
 // attempt is the latest image GC attempt's figures.
@@ -144,8 +199,14 @@ type attempt struct {
 
 // New returns a Collector with nothing observed.
 func New(o Options) *Collector {
-	c := &Collector{o: o, vec: newVectors()}
+	if o.Started.IsZero() {
+		o.Started = time.Now()
+	}
+	c := &Collector{o: o, vec: newVectors(), kept: map[engine.ImageKeepReason]int{}, others: newOthers()}
 	c.vec.buildInfo.WithLabelValues(o.Version, runtime.Version()).Set(1)
+	for _, kind := range []engine.PassKind{engine.PassContainers, engine.PassImages, engine.PassFull, engine.PassReclaimAll} {
+		c.vec.lastPass.WithLabelValues(string(kind)).Set(unixSeconds(o.Started))
+	}
 	c.vec.highThreshold.Set(float64(o.Policy.Image.HighThresholdPercent) / 100)
 	c.vec.lowThreshold.Set(float64(o.Policy.Image.LowThresholdPercent) / 100)
 	return c
@@ -166,6 +227,10 @@ func (c *Collector) ObserveSnapshot(s engine.Snapshot) {
 	c.fs = &fs
 	c.images, c.haveImages = len(s.Images), true
 	c.dead, c.haveDead = dead, true
+	for _, v := range c.others.observe(s) {
+		c.vec.othersTotal.WithLabelValues(v.kind).Inc()
+		c.vec.othersBytes.Add(float64(max(v.size, 0)))
+	}
 }
 
 // ObserveStatus records the scheduler's status: the pass in flight and
@@ -195,6 +260,7 @@ func (c *Collector) ObserveReport(r engine.PassReport) {
 	secs := max(r.FinishedAt.Sub(r.StartedAt).Seconds(), 0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.others.claim(r)
 	c.vec.passes.WithLabelValues(string(r.Kind), trigger, passResult(r)).Inc()
 	if r.Skipped == "" {
 		// A skipped pass ran nothing: its no time is no pass's duration.
@@ -225,10 +291,10 @@ func (c *Collector) ObserveReport(r engine.PassReport) {
 	c.vec.imageDuration.WithLabelValues(trigger).Observe(secs)
 	a := &attempt{at: r.FinishedAt, target: r.Plan.ImageGC.BytesToFree, runtimeFreed: r.EstimatedBytesFreed, statfsFreed: r.MeasuredBytesFreed, result: result, reason: reason}
 	c.last = a
-	c.vec.targetTotal.Add(float64(max(a.target, 0)))
-	c.vec.freedTotal.WithLabelValues(MeasureRuntime).Add(float64(max(a.runtimeFreed, 0)))
+	c.vec.targetTotal.WithLabelValues(trigger).Add(float64(aim(r.Kind, r.Plan.ImageGC)))
+	c.vec.freedTotal.WithLabelValues(MeasureRuntime, trigger).Add(float64(max(a.runtimeFreed, 0)))
 	if a.statfsFreed != nil {
-		c.vec.freedTotal.WithLabelValues(MeasureStatfs).Add(float64(max(*a.statfsFreed, 0)))
+		c.vec.freedTotal.WithLabelValues(MeasureStatfs, trigger).Add(float64(max(*a.statfsFreed, 0)))
 	}
 	if !r.Plan.EvaluatedAt.IsZero() {
 		c.kept = map[engine.ImageKeepReason]int{}
@@ -236,6 +302,25 @@ func (c *Collector) ObserveReport(r engine.PassReport) {
 			c.kept[k.Reason]++
 		}
 	}
+}
+
+// aim is what an image GC attempt set out to free, the increment of
+// target_bytes_total: the space target when positive, plus the sizes of
+// the images planned for age; for a reclaim-all, the sizes of every
+// image planned. Only the space pass has a kubelet target (bytesToFree);
+// counting the planned sizes of the others keeps freed over target a
+// share of the aim whatever started the attempt.
+func aim(kind engine.PassKind, p engine.ImagePlan) int64 {
+	var total int64
+	if kind != engine.PassReclaimAll {
+		total = max(p.BytesToFree, 0)
+	}
+	for _, rm := range p.Remove {
+		if kind == engine.PassReclaimAll || rm.Reason == engine.RemoveForAge {
+			total += max(rm.SizeBytes, 0)
+		}
+	}
+	return total
 }
 
 // cmpFs returns the first non-nil filesystem.
@@ -370,23 +455,24 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
 	}
 
-	// Image GC: the latest attempt, plan and snapshot.
-	if a := c.last; a != nil {
-		gauge(descImageLastAttempt, unixSeconds(a.at))
-		gauge(descImageTarget, float64(a.target))
-		gauge(descImageFreed, float64(a.runtimeFreed), MeasureRuntime)
-		if a.statfsFreed != nil {
-			gauge(descImageFreed, float64(*a.statfsFreed), MeasureStatfs)
-		}
+	// Image GC: the latest attempt, plan and snapshot; every series is
+	// there from the start, and after an attempt that measured nothing.
+	a := attempt{at: c.o.Started}
+	if c.last != nil {
+		a = *c.last
 	}
-	if c.kept != nil {
-		for _, r := range keepReasons {
-			gauge(descImagesKept, float64(c.kept[r]), string(r))
-		}
+	var statfs int64
+	if a.statfsFreed != nil {
+		statfs = *a.statfsFreed
 	}
-	if c.haveImages {
-		gauge(descImages, float64(c.images))
+	gauge(descImageLastAttempt, unixSeconds(a.at))
+	gauge(descImageTarget, float64(a.target))
+	gauge(descImageFreed, float64(a.runtimeFreed), MeasureRuntime)
+	gauge(descImageFreed, float64(statfs), MeasureStatfs)
+	for _, r := range keepReasons {
+		gauge(descImagesKept, float64(c.kept[r]), string(r))
 	}
+	gauge(descImages, float64(c.images))
 	if fs := c.fs; fs != nil {
 		gauge(descFsCapacity, float64(fs.CapacityBytes))
 		gauge(descFsAvailable, float64(fs.AvailableBytes))
@@ -394,16 +480,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descFsUsage, float64(pct)/100)
 		}
 	}
-	if c.haveDead {
-		gauge(descDeadContainers, float64(c.dead))
-	}
+	gauge(descDeadContainers, float64(c.dead))
 	gauge(descInFlight, boolValue(c.inFlight))
 	gauge(descPaused, boolValue(c.paused))
 
 	// The machinery.
 	if c.o.Journal != nil {
+		for _, op := range journalOps {
+			counter(descJournalLines, js.Lines[op], string(op))
+		}
 		for op, v := range js.Lines {
-			counter(descJournalLines, v, string(op))
+			if !slices.Contains(journalOps, op) {
+				counter(descJournalLines, v, string(op))
+			}
 		}
 		for _, op := range []engine.JournalOp{engine.JournalRemoved, engine.JournalNotRemoved} {
 			counter(descReconciled, js.Reconciled[op], string(op))
@@ -411,8 +500,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descJournalFailures, js.FailedWrites)
 	}
 	gauge(descPodSourceEnabled, boolValue(ps.Enabled))
+	gauge(descPodSourceSynced, boolValue(ps.Enabled && ps.Synced))
 	if ps.Enabled {
-		gauge(descPodSourceSynced, boolValue(ps.Synced))
 		gauge(descPodSourcePods, float64(ps.Pods))
 		if !ps.LastError.IsZero() {
 			gauge(descPodSourceLastError, unixSeconds(ps.LastError))

@@ -24,12 +24,12 @@ func desc(subsystem, name, help string, labels ...string) *prometheus.Desc {
 // itself.
 var (
 	descImageTarget = desc("image_gc", "target_bytes",
-		"Bytes the latest image GC attempt set out to free (the kubelet's bytesToFree; 0 below the high threshold, and it may be negative just above it).")
+		"Bytes the latest image GC attempt set out to free (the kubelet's bytesToFree; 0 below the high threshold, and it may be negative just above it); 0 before the first attempt.")
 	descImageFreed = desc("image_gc", "freed_bytes",
-		"Bytes the latest image GC attempt freed, by measure: runtime (the runtime-reported sizes of the removed images, the kubelet's figure) or statfs (the image filesystem's available bytes after minus before).",
+		"Bytes the latest image GC attempt freed, by measure: runtime (the runtime-reported sizes of the removed images, the kubelet's figure) or statfs (the image filesystem's available bytes after minus before; 0 when the attempt removed nothing or was not measured); 0 before the first attempt.",
 		"measure")
 	descImageLastAttempt = desc("image_gc", "last_attempt_timestamp_seconds",
-		"When the latest image GC attempt finished, in seconds since the epoch.")
+		"When the latest image GC attempt finished, in seconds since the epoch; the agent's start before the first attempt.")
 	descImagesKept = desc("image_gc", "images_kept",
 		"Images the latest image GC plan kept, by reason (in-use, pinned, sandbox-image, too-young, not-needed, bad-size).", "reason")
 	descImages = desc("image_gc", "images",
@@ -56,13 +56,13 @@ var (
 	descPodSourceEnabled = desc("pod_source", "enabled",
 		"1 when a pod source (the API server's view of this node's pods) is configured; 0 when off or without credentials.")
 	descPodSourceSynced = desc("pod_source", "synced",
-		"1 once the pod source's first list of pods completed.")
+		"1 once the pod source's first list of pods completed; 0 before, and when there is no pod source.")
 	descPodSourcePods = desc("pod_source", "pods",
 		"Pods the pod source holds.")
 	descPodSourceLastError = desc("pod_source", "last_error_timestamp_seconds",
 		"When the pod source's current list or watch error was first seen, in seconds since the epoch; absent when the last list succeeded.")
 	descEventStream = desc("event_stream", "connected",
-		"1 while the runtime's container event stream is open.")
+		"1 while the runtime's container event stream is open; absent until the agent first tries to open it (a runtime without one never has it).")
 )
 
 // stateDescs are the descriptions of the metrics the Collector sends
@@ -83,8 +83,13 @@ type vectors struct {
 
 	attempts      *prometheus.CounterVec
 	imageDuration *prometheus.HistogramVec
-	targetTotal   prometheus.Counter
+	targetTotal   *prometheus.CounterVec
 	freedTotal    *prometheus.CounterVec
+
+	// othersTotal and othersBytes count what vanished from the node
+	// that no pass of nodegc removed.
+	othersTotal *prometheus.CounterVec
+	othersBytes prometheus.Counter
 
 	// items is the counter of each item kind.
 	items map[engine.ItemKind]*prometheus.CounterVec
@@ -114,11 +119,17 @@ func newVectors() vectors {
 		imageDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Subsystem: "image_gc", Name: "duration_seconds",
 			Help:    "Duration of the passes that ran image GC, by trigger (a full pass includes its container GC).",
 			Buckets: durationBuckets}, []string{"trigger"}),
-		targetTotal: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "image_gc", Name: "target_bytes_total",
-			Help: "Sum of the positive targets of every image GC attempt."}),
+		targetTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "image_gc", Name: "target_bytes_total",
+			Help: "Bytes every image GC attempt set out to free, by trigger: the space target (bytesToFree, when positive) plus the runtime sizes of the images it planned to remove for age, or of every image a reclaim-all planned to remove; freed_bytes_total over it is the share of its aim an attempt met."},
+			[]string{"trigger"}),
 		freedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "image_gc", Name: "freed_bytes_total",
-			Help: "Bytes freed by every image GC attempt, by measure (runtime or statfs; a statfs figure below zero, other writers filling the disk meanwhile, adds nothing)."},
-			[]string{"measure"}),
+			Help: "Bytes freed by every image GC attempt, by measure (runtime or statfs; a statfs figure below zero, other writers filling the disk meanwhile, adds nothing) and trigger (periodic, forced, reclaim-all)."},
+			[]string{"measure", "trigger"}),
+		othersTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "gc", Name: "removed_by_others_total",
+			Help: "Images and dead containers that vanished from the node between two snapshots and that no pass of nodegc removed: the kubelet's own GC, crictl or a person, by kind (image, container)."},
+			[]string{"kind"}),
+		othersBytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "image_gc", Name: "removed_by_others_bytes_total",
+			Help: "Runtime sizes of the images counted in nodegc_gc_removed_by_others_total{kind=\"image\"}."}),
 
 		items: map[engine.ItemKind]*prometheus.CounterVec{
 			engine.ItemImage: removals("image_gc", "deletions_total",
@@ -140,17 +151,48 @@ func newVectors() vectors {
 		lastPass: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "gc", Name: "last_pass_timestamp_seconds",
 			Help: "When the latest pass of each kind finished, in seconds since the epoch."}, []string{"kind"}),
 	}
-	// Both measures are always there, 0 before an attempt.
-	for _, m := range []string{MeasureRuntime, MeasureStatfs} {
-		v.freedTotal.WithLabelValues(m)
-	}
+	v.zero()
 	return v
+}
+
+// zero makes every series the vectors can have exist from the start, at
+// 0, so that a query (increase, rate, a ratio) answers before the first
+// attempt and counts the first one. Every label set is from a fixed list.
+func (v *vectors) zero() {
+	for _, trigger := range []string{TriggerPeriodic, TriggerForced, TriggerReclaimAll} {
+		v.targetTotal.WithLabelValues(trigger)
+		v.imageDuration.WithLabelValues(trigger)
+		for _, m := range []string{MeasureRuntime, MeasureStatfs} {
+			v.freedTotal.WithLabelValues(m, trigger)
+		}
+		for _, o := range attemptOutcomes(trigger) {
+			v.attempts.WithLabelValues(trigger, o.result, o.reason)
+		}
+		for _, kind := range passKinds(trigger) {
+			for _, result := range []string{"ok", "error", "stopped", "skipped"} {
+				v.passes.WithLabelValues(string(kind), trigger, result)
+			}
+		}
+	}
+	for _, kind := range []engine.PassKind{engine.PassContainers, engine.PassImages, engine.PassFull, engine.PassReclaimAll} {
+		v.passDuration.WithLabelValues(string(kind))
+	}
+	for kind, reasons := range itemReasons {
+		for _, reason := range reasons {
+			for _, o := range []engine.Outcome{engine.OutcomeRemoved, engine.OutcomeGone, engine.OutcomeSkipped, engine.OutcomeFailed, engine.OutcomeNotRun} {
+				v.items[kind].WithLabelValues(reason, string(o))
+			}
+		}
+	}
+	for _, kind := range []string{OtherImage, OtherContainer} {
+		v.othersTotal.WithLabelValues(kind)
+	}
 }
 
 // collectors lists the vectors, for Describe and Collect.
 func (v *vectors) collectors() []prometheus.Collector {
 	cs := []prometheus.Collector{v.buildInfo, v.highThreshold, v.lowThreshold,
-		v.attempts, v.imageDuration, v.targetTotal, v.freedTotal,
+		v.attempts, v.imageDuration, v.targetTotal, v.freedTotal, v.othersTotal, v.othersBytes,
 		v.passes, v.passDuration, v.lastPass}
 	for _, kind := range []engine.ItemKind{engine.ItemImage, engine.ItemContainer, engine.ItemSandbox, engine.ItemLog} {
 		cs = append(cs, v.items[kind])

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -47,9 +48,10 @@ const queueSize = 16
 // sendTimeout bounds each request.
 const sendTimeout = 10 * time.Second
 
-// Creator creates events: a kubeclient.Client.
+// Creator creates events and patches their series: a kubeclient.Client.
 type Creator interface {
 	CreateEvent(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error)
+	PatchEvent(ctx context.Context, namespace, name string, patch []byte) (*eventsv1.Event, error)
 }
 
 // Options configure a Recorder.
@@ -63,6 +65,9 @@ type Options struct {
 	Log *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Tick, when set, replaces the one-minute ticker at which the
+	// series' counts are written (for tests).
+	Tick <-chan time.Time
 }
 
 // Event is one event about the node, before it is sent.
@@ -73,12 +78,15 @@ type Event struct {
 	Note   string
 }
 
-// Recorder sends events about one node in the background, in order.
+// Recorder sends events about one node in the background, in order,
+// each repeat counted on its first event's series.
 type Recorder struct {
 	o     Options
 	queue chan Event
 	done  chan struct{}
 	once  sync.Once
+	// series is owned by run's goroutine.
+	series *correlator
 
 	// failing is true after a failed send, until one succeeds: only
 	// the first failure of a run of them is a warning.
@@ -101,9 +109,14 @@ func Start(o Options) *Recorder {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	r := &Recorder{o: o, queue: make(chan Event, queueSize), done: make(chan struct{})}
+	r := newRecorder(o)
 	go r.run()
 	return r
+}
+
+// newRecorder returns a recorder that is not running.
+func newRecorder(o Options) *Recorder {
+	return &Recorder{o: o, queue: make(chan Event, queueSize), done: make(chan struct{}), series: newCorrelator()}
 }
 
 // Report queues the events of a real pass (Of); it never blocks.
@@ -135,17 +148,51 @@ func (r *Recorder) Stop(ctx context.Context) {
 
 func (r *Recorder) run() {
 	defer close(r.done)
-	for ev := range r.queue {
-		r.send(ev)
+	tick := r.o.Tick
+	if tick == nil {
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case ev, ok := <-r.queue:
+			if !ok {
+				r.sendAll(r.series.flush(r.o.Now()))
+				return
+			}
+			r.handle(ev)
+		case <-tick:
+			r.sendAll(r.series.tick(r.o.Now()))
+		}
 	}
 }
 
-// send creates one event, named and filled as client-go's events
-// recorder does (tools/events/event_recorder.go makeEvent).
-func (r *Recorder) send(ev Event) {
-	now := r.o.Now()
+// handle sends what ev calls for: a new event, a series' first count,
+// or nothing.
+func (r *Recorder) handle(ev Event) {
+	w, ok, dropped := r.series.observe(ev, r.o.Now(), r.build)
+	if dropped {
+		r.o.Log.Warn("node event dropped: more than the kubelet's bound of events about one node", "reason", ev.Reason)
+	}
+	if ok {
+		r.send(w)
+	}
+}
+
+// sendAll sends each write.
+func (r *Recorder) sendAll(ws []write) {
+	for _, w := range ws {
+		r.send(w)
+	}
+}
+
+// build makes the event object of ev at now, named and filled as
+// client-go's events recorder does (tools/events/event_recorder.go
+// makeEvent).
+func (r *Recorder) build(ev Event, now time.Time) *eventsv1.Event {
 	r.last = max(now.UnixNano(), r.last+1)
-	obj := &eventsv1.Event{
+	return &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("%v.%x", r.o.NodeName, r.last),
 			Namespace: Namespace,
@@ -159,19 +206,31 @@ func (r *Recorder) send(ev Event) {
 		Note:                truncate(ev.Note, noteLimit),
 		Type:                ev.Type,
 	}
+}
+
+// send makes one write. A series whose event is gone (expired, deleted)
+// is created again with its count, as client-go's recordEvent does.
+func (r *Recorder) send(w write) {
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
-	if _, err := r.o.Client.CreateEvent(ctx, obj); err != nil {
+	var err error
+	if !w.create {
+		_, err = r.o.Client.PatchEvent(ctx, w.ev.Namespace, w.ev.Name, w.patch)
+	}
+	if w.create || apierrors.IsNotFound(err) {
+		_, err = r.o.Client.CreateEvent(ctx, w.ev)
+	}
+	if err != nil {
 		level := slog.LevelWarn
 		if r.failing {
 			level = slog.LevelDebug
 		}
 		r.failing = true
-		r.o.Log.Log(ctx, level, "node event not sent", "reason", ev.Reason, "err", err)
+		r.o.Log.Log(ctx, level, "node event not sent", "reason", w.ev.Reason, "err", err)
 		return
 	}
 	r.failing = false
-	r.o.Log.Debug("node event sent", "reason", ev.Reason, "type", ev.Type, "name", obj.Name)
+	r.o.Log.Debug("node event sent", "reason", w.ev.Reason, "type", w.ev.Type, "name", w.ev.Name, "series", w.ev.Series != nil)
 }
 
 // NodeReference is the kubelet's reference to its Node in events
@@ -184,7 +243,8 @@ func NodeReference(nodeName string) corev1.ObjectReference {
 // Of returns the events a real pass reports on the Node: its warnings
 // (the kubelet's reasons), at most one per reason, the first; then one
 // Normal GarbageCollected event when it removed anything, with counts
-// and bytes, never one per item.
+// and bytes, never one per item. The Recorder counts repeats on the
+// first event's series.
 func Of(r engine.PassReport) []Event {
 	var out []Event
 	seen := map[string]bool{}
@@ -196,9 +256,23 @@ func Of(r engine.PassReport) []Event {
 		out = append(out, Event{Type: corev1.EventTypeWarning, Reason: ev.Reason, Action: action(ev.Reason), Note: ev.Message})
 	}
 	if note, ok := removed(r); ok {
-		out = append(out, Event{Type: corev1.EventTypeNormal, Reason: ReasonGarbageCollected, Action: ActionGC, Note: note})
+		out = append(out, Event{Type: corev1.EventTypeNormal, Reason: ReasonGarbageCollected, Action: passAction(r.Kind), Note: note})
 	}
 	return out
+}
+
+// passAction is the action of a pass's GarbageCollected event: ImageGC
+// for an image pass, ContainerGC for a container pass, GarbageCollect for
+// a full pass or a reclaim-all. Each is a series of its own, so the
+// container passes every minute never hide what the image passes removed.
+func passAction(k engine.PassKind) string {
+	switch k {
+	case engine.PassImages:
+		return ActionImageGC
+	case engine.PassContainers:
+		return ActionContainerGC
+	}
+	return ActionGC
 }
 
 // action is what the kubelet was doing when it met the reason.

@@ -50,7 +50,7 @@ func TestOf(t *testing.T) {
 			name: "a pass that removed images reports one Normal event with the count and both byte figures",
 			report: engine.PassReport{Run: "r", ID: 2, Kind: engine.PassImages, Items: items(engine.ItemImage, engine.OutcomeRemoved, 3),
 				EstimatedBytesFreed: 4 << 20, MeasuredBytesFreed: &measured},
-			want: []Event{{Type: "Normal", Reason: "GarbageCollected", Action: "GarbageCollect",
+			want: []Event{{Type: "Normal", Reason: "GarbageCollected", Action: "ImageGC",
 				Note: "images pass r/2 removed 3 images (4.0 MiB by the runtime's sizes, 3.0 MiB measured on the image filesystem)"}},
 		},
 		{
@@ -58,7 +58,7 @@ func TestOf(t *testing.T) {
 			report: engine.PassReport{Run: "r", ID: 3, Kind: engine.PassContainers, Items: slicesConcat(
 				items(engine.ItemContainer, engine.OutcomeRemoved, 5), items(engine.ItemSandbox, engine.OutcomeRemoved, 1),
 				items(engine.ItemLog, engine.OutcomeRemoved, 2), items(engine.ItemContainer, engine.OutcomeFailed, 1))},
-			want: []Event{{Type: "Normal", Reason: "GarbageCollected", Action: "GarbageCollect",
+			want: []Event{{Type: "Normal", Reason: "GarbageCollected", Action: "ContainerGC",
 				Note: "containers pass r/3 removed 5 containers, 1 sandbox, 2 log files"}},
 		},
 		{
@@ -117,8 +117,11 @@ func TestTruncate(t *testing.T) {
 type apiServer struct {
 	mu     sync.Mutex
 	paths  []string
+	bodies []string
 	events []eventsv1.Event
 	status int
+	// patchStatus, when not 0, answers every PATCH (404: NotFound).
+	patchStatus int
 }
 
 func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -126,10 +129,20 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.paths = append(a.paths, r.Method+" "+r.URL.Path)
+	a.bodies = append(a.bodies, string(body))
 	w.Header().Set("Content-Type", "application/json")
 	if a.status != 0 {
 		w.WriteHeader(a.status)
 		io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"events.events.k8s.io is forbidden","reason":"Forbidden","code":403}`)
+		return
+	}
+	if r.Method == http.MethodPatch {
+		if a.patchStatus != 0 {
+			w.WriteHeader(a.patchStatus)
+			io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"events.events.k8s.io not found","reason":"NotFound","code":404}`)
+			return
+		}
+		io.WriteString(w, `{"kind":"Event","apiVersion":"events.k8s.io/v1"}`)
 		return
 	}
 	var ev eventsv1.Event
@@ -177,7 +190,7 @@ func TestRecorderSendsEventsOnTheNode(t *testing.T) {
 	}
 	for i, want := range []struct{ typ, reason, action, note string }{
 		{"Warning", "FreeDiskSpaceFailed", "ImageGC", "Insufficient free disk space"},
-		{"Normal", "GarbageCollected", "GarbageCollect", "images pass r/7 removed 2 images (2.0 KiB by the runtime's sizes)"},
+		{"Normal", "GarbageCollected", "ImageGC", "images pass r/7 removed 2 images (2.0 KiB by the runtime's sizes)"},
 	} {
 		ev := api.events[i]
 		if api.paths[i] != "POST /apis/events.k8s.io/v1/namespaces/default/events" {

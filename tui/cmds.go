@@ -213,8 +213,14 @@ type appliedMsg struct {
 	err    error
 }
 
-// statusMsg carries the scheduler's status after pause or resume.
-type statusMsg struct{ status engine.Status }
+// statusMsg carries the scheduler's status after pause or resume, and
+// the command's error.
+type statusMsg struct {
+	status engine.Status
+	err    error
+	// held says this dashboard now holds a pause (engine.Pause.Held).
+	held bool
+}
 
 // subscribedMsg hands the notice channel to the model.
 type subscribedMsg struct {
@@ -277,14 +283,18 @@ func applyCmd(ctx context.Context, c Controller, kind engine.PassKind, p engine.
 	}
 }
 
-func pauseCmd(c Controller, pause bool) tea.Cmd {
+// pauseCmd pauses the periodic passes with p, held by ctx (the
+// dashboard's: a held pause ends as the dashboard leaves), or resumes
+// them.
+func pauseCmd(ctx context.Context, c Controller, pause bool, p engine.Pause) tea.Cmd {
 	return func() tea.Msg {
+		var err error
 		if pause {
-			c.Pause()
+			err = c.Pause(ctx, p)
 		} else {
-			c.Resume()
+			err = c.Resume(ctx)
 		}
-		return statusMsg{status: c.Status()}
+		return statusMsg{status: c.Status(), err: err, held: pause && p.Held && err == nil}
 	}
 }
 

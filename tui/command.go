@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui/keys"
 	"github.com/nodegc/nodegc/tui/style"
 )
@@ -16,7 +18,8 @@ import (
 // command is the `:` command line (k9s): `:images` jumps to a pane by
 // its title or an alias (`:pods`), a prefix of either will do (`:co`),
 // and `:images redis` also puts the cursor on the first row that names
-// redis. tab completes a pane's name.
+// redis. tab completes a pane's name. `:pause 30m` pauses the periodic
+// passes until then (pauseCommand).
 type command struct {
 	input textinput.Model
 	keys  keys.KeyMap
@@ -107,7 +110,13 @@ func paneNames(panes []pane) [][]string {
 // runCommand jumps to the pane a command names (the first in tab order of
 // which it is a prefix of a name), and to the row naming its name.
 func (m Model) runCommand(c commandMsg) (tea.Model, tea.Cmd) {
+	if c.pane == "pause" {
+		return m.pauseCommand(c.name)
+	}
 	want := strings.ToLower(c.pane)
+	if c.name == "" && (want == "q" || want == "quit" || want == "q!") {
+		return m.quit() // vim's and k9s's :q, as q does here
+	}
 	i := slices.IndexFunc(paneNames(m.panes), func(names []string) bool {
 		return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, want) })
 	})
@@ -129,4 +138,19 @@ func (m Model) runCommand(c commandMsg) (tea.Model, tea.Cmd) {
 	m.setPane(m.active, p)
 	cmd := m.cgroupsDue() // before m is returned: it re-arms the pulse
 	return m, cmd
+}
+
+// pauseCommand is `:pause DURATION`: a pause of the periodic passes that
+// ends at its expiry, whether this dashboard stays or not (`p` pauses
+// only while it stays). `:pause` alone is `p`'s pause.
+func (m Model) pauseCommand(arg string) (tea.Model, tea.Cmd) {
+	if arg == "" {
+		return m.setPause(true, engine.Pause{Held: true})
+	}
+	d, err := time.ParseDuration(arg)
+	if err != nil || d <= 0 {
+		m.setFlash(fmt.Sprintf(":pause %s: want a duration such as 30m or 2h", arg), true)
+		return m, nil
+	}
+	return m.setPause(true, engine.Pause{Until: m.o.Now().Add(d)})
 }

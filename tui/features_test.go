@@ -84,7 +84,7 @@ func TestSortArrowFilterCount(t *testing.T) {
 		}
 		return ""
 	}
-	if f := first(m); !strings.Contains(f, "quay.io") || !strings.Contains(f, "v1.8.0") || !strings.Contains(f, "2.1 GiB") {
+	if f := first(m); !strings.Contains(f, "node-exporter") || !strings.Contains(f, "v1.8.0") || !strings.Contains(f, "2.1 GiB") {
 		t.Errorf("largest first, got %q", f)
 	}
 	m = press(m, "S")
@@ -134,6 +134,11 @@ func (r *recordingController) Apply(ctx context.Context, p engine.Plan) (engine.
 	return r.fakeController.Apply(ctx, p)
 }
 
+func (r *recordingController) Force(ctx context.Context, kind engine.PassKind) (engine.PassReport, error) {
+	r.ctxs = append(r.ctxs, ctx)
+	return r.fakeController.Force(ctx, kind)
+}
+
 // Issue 12: a running pass shows its progress, and X stops it after the
 // item in flight (its context is cancelled).
 func TestProgressAndStop(t *testing.T) {
@@ -176,7 +181,7 @@ func TestOverviewHistory(t *testing.T) {
 	m, _ := fixtureModel(t, 220, 60)
 	m = press(m, "i", "y", "1")
 	s := ansi.Strip(m.Screen())
-	for _, w := range []string{"USAGE HISTORY", "band 80–85%", "FREED PER PASS", "1 passes this session"} {
+	for _, w := range []string{"USAGE HISTORY", "band 80–85%", "FREED PER PASS", "1 pass this session", "high 85%", "low 80%", "┄┄┄", "┈┈┈"} {
 		if !strings.Contains(s, w) {
 			t.Errorf("Overview lacks %q:\n%s", w, s)
 		}
@@ -193,5 +198,37 @@ func TestOverviewHistory(t *testing.T) {
 	small, _ := fixtureModel(t, 80, 24)
 	if s := ansi.Strip(small.Screen()); !strings.Contains(s, "USAGE HISTORY") || !strings.Contains(s, "FREED PER PASS") || !strings.Contains(s, "NODEGC") {
 		t.Errorf("Overview at 80x24 has no history or lost its last line:\n%s", s)
+	}
+}
+
+// TestNoTableTextBesideAPopUp pins issue 41: on the rows a pop-up covers,
+// nothing of the table shows beside its borders, at 80, 120 and 220
+// columns.
+func TestNoTableTextBesideAPopUp(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 36}, {220, 60}} {
+		m, _ := fixtureModel(t, size[0], size[1])
+		s := ansi.Strip(press(m, "2", "j", "enter").Screen())
+		for _, l := range strings.Split(s, "\n") {
+			i, j := strings.IndexAny(l, "│╭╰"), strings.LastIndexAny(l, "│╮╯")
+			if i < 0 || j <= i {
+				continue
+			}
+			if strings.TrimSpace(l[:i]) != "" || strings.TrimSpace(l[j+len("│"):]) != "" {
+				t.Errorf("at %dx%d, table text beside the pop-up: %q", size[0], size[1], l)
+				break
+			}
+		}
+	}
+}
+
+// TestContainersSummarySaysThePodSourceAt120 pins issue 41: at 120 columns
+// the Containers pane's summary shows the pod source's state whole; the
+// policy, which does not change, is what a narrow screen cuts.
+func TestContainersSummarySaysThePodSourceAt120(t *testing.T) {
+	m, _ := fixtureModel(t, 120, 36)
+	line := lineWith(ansi.Strip(press(m, "3").Screen()), "dead in")
+	i := strings.Index(line, "pods: ")
+	if i < 0 || strings.Contains(line[i:i+min(len(line)-i, 20)], "…") {
+		t.Errorf("summary %q: the pod source's state is cut or missing", line)
 	}
 }

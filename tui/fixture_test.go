@@ -201,16 +201,20 @@ func (f *fakeController) Apply(_ context.Context, p engine.Plan) (engine.PassRep
 	return r, nil
 }
 
-func (f *fakeController) Pause() {
+func (f *fakeController) Pause(_ context.Context, p engine.Pause) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.status.Paused = true
+	f.status.Paused, f.status.PausedBy, f.status.PausedSince = true, "uid 0 pid 42", fixedNow
+	f.status.PausedUntil, f.status.PauseHeld = p.Until, p.Held
+	return nil
 }
 
-func (f *fakeController) Resume() {
+func (f *fakeController) Resume(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.status.Paused = false
+	f.status.Paused, f.status.PausedBy, f.status.PausedSince = false, "", time.Time{}
+	f.status.PausedUntil, f.status.PauseHeld = time.Time{}, false
+	return nil
 }
 
 func (f *fakeController) Subscribe() (<-chan engine.Notice, func()) {

@@ -5,6 +5,7 @@ package tui
 
 import (
 	"fmt"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -112,8 +113,9 @@ func (m Model) navKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	return m, nil, true
 }
 
-// passKey controls the passes: stop the one in flight, preview a forced
-// or dry-run pass, pause or resume the periodic ones. In read-only mode
+// passKey controls the passes: stop the one in flight, force a pass
+// (after a confirm), preview a dry-run, pause or resume the periodic
+// ones. In read-only mode
 // the forcing keys only say they are disabled.
 func (m Model) passKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	k := m.keys
@@ -125,11 +127,11 @@ func (m Model) passKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	case key.Matches(msg, k.StopPass):
 		nm, cmd = m.stopPass()
 	case key.Matches(msg, k.ForceImages):
-		nm, cmd = m.openPreview(engine.PassImages, false)
+		nm, cmd = m.openForce(engine.PassImages)
 	case key.Matches(msg, k.ForceContainers):
-		nm, cmd = m.openPreview(engine.PassContainers, false)
+		nm, cmd = m.openForce(engine.PassContainers)
 	case key.Matches(msg, k.ReclaimAll):
-		nm, cmd = m.openPreview(engine.PassReclaimAll, false)
+		nm, cmd = m.openForce(engine.PassReclaimAll)
 	case key.Matches(msg, k.ReadOnly):
 		m.setFlash("read-only: i, x and R are disabled (d still previews)", true)
 		nm = m
@@ -160,19 +162,27 @@ func (m Model) stopPass() (tea.Model, tea.Cmd) {
 	return m, func() tea.Msg { stop(); return nil }
 }
 
-// pause pauses the scheduler's periodic passes, or resumes them.
+// pause pauses the scheduler's periodic passes for as long as this
+// dashboard stays, or resumes them.
 func (m Model) pause() (tea.Model, tea.Cmd) {
-	if m.o.Controller == nil {
+	return m.setPause(!m.status.Paused, engine.Pause{Held: true})
+}
+
+// setPause pauses the periodic passes with p, or resumes them.
+func (m Model) setPause(pause bool, p engine.Pause) (tea.Model, tea.Cmd) {
+	if m.o.Controller == nil || m.o.ReadOnly {
 		m.setFlash("no scheduler to pause", true)
 		return m, nil
 	}
-	pause := !m.status.Paused
-	if pause {
-		m.setFlash("pausing periodic passes (forced passes still run)", false)
-	} else {
+	switch {
+	case !pause:
 		m.setFlash("resuming periodic passes", false)
+	case p.Held:
+		m.setFlash("pausing periodic passes while this dashboard stays (forced passes still run)", false)
+	default:
+		m.setFlash("pausing periodic passes until "+p.Until.Format(time.TimeOnly)+", whether this dashboard stays or not", false)
 	}
-	return m, pauseCmd(m.o.Controller, pause)
+	return m, pauseCmd(m.ctx, m.o.Controller, pause, p)
 }
 
 // displayKey controls what the dashboard shows: refresh now, refresh
@@ -221,5 +231,30 @@ func (m Model) quit() (tea.Model, tea.Cmd) {
 		m.modal = &modal{kind: modalQuit, title: fmt.Sprintf("A %s pass is in flight", kind)}
 		return m, nil
 	}
+	if left := m.leftBehind(); left != "" {
+		m.modal = &modal{kind: modalLeave, title: "Leaving the agent", lines: []string{left}}
+		return m, nil
+	}
 	return m, tea.Quit
+}
+
+// leftBehind says what an attached dashboard leaves on the agent as it
+// quits: a pause of its own ends, anyone's other pause stays; "" when the
+// agent is not paused, or the dashboard runs its own engine.
+func (m Model) leftBehind() string {
+	st := m.status
+	if m.o.Agent == nil || !st.Paused {
+		return ""
+	}
+	switch {
+	case st.PauseHeld && m.pausedHere:
+		return "This dashboard's pause ends as it leaves: the agent's periodic passes resume now."
+	case st.PauseHeld:
+		return "The agent's periodic passes stay paused while the dashboard of " + st.PausedBy + " stays (paused since " + st.PausedSince.Format(time.TimeOnly) + ")."
+	}
+	until := "until someone resumes them (p)"
+	if !st.PausedUntil.IsZero() {
+		until = "until " + st.PausedUntil.Format(time.DateTime)
+	}
+	return "The agent's periodic passes stay paused " + until + ", paused by " + st.PausedBy + "."
 }

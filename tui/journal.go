@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,10 +21,29 @@ import (
 // the last feed.MaxPasses passes.
 const JournalLines = 5000
 
-// journalMsg is a read of the journal: its lines, oldest first.
+// journalMsg is a read of the journal: its lines, oldest first; at
+// start, also the pass history (Options.History).
 type journalMsg struct {
-	lines []engine.JournalEntry
-	err   error
+	lines   []engine.JournalEntry
+	reports []engine.PassReport
+	err     error
+}
+
+// historyCmd reads what the Events pane starts with: the pass history
+// (Options.History) and the journal, either of which may be nil.
+func historyCmd(ctx context.Context, read func(context.Context) ([]engine.JournalEntry, error), history func(context.Context) ([]engine.PassReport, error)) tea.Cmd {
+	return func() tea.Msg {
+		var msg journalMsg
+		if history != nil {
+			msg.reports, msg.err = history(ctx)
+		}
+		if read != nil {
+			var err error
+			msg.lines, err = read(ctx)
+			msg.err = errors.Join(msg.err, err)
+		}
+		return msg
+	}
 }
 
 // journalCmd reads the journal with read (Options.Journal).
@@ -229,11 +249,23 @@ func (j *journalView) view(inner, h int) []string {
 	return append(out, foot)
 }
 
-// history sends the passes the journal records to the panes, once, at
-// start: the Events pane then lists the passes of earlier runs.
+// loadHistory sends the passes the history and the journal record to
+// the panes, once, at start: the Events pane then lists the passes of
+// earlier runs, and an attached dashboard every pass the agent kept,
+// whoever started it. A pass the history has is taken from it, whole,
+// rather than rebuilt from its journal lines.
 func (m *Model) loadHistory(msg journalMsg) tea.Cmd {
 	var cmds []tea.Cmd
+	kept := map[string]bool{}
+	for _, r := range msg.reports {
+		kept[r.PassID()] = true
+	}
 	for _, r := range journalPasses(msg.lines, feed.MaxPasses) {
+		if !kept[r.PassID()] {
+			cmds = append(cmds, m.broadcast(feed.Pass{Report: r, Earlier: true}))
+		}
+	}
+	for _, r := range msg.reports {
 		cmds = append(cmds, m.broadcast(feed.Pass{Report: r, Earlier: true}))
 	}
 	return tea.Batch(cmds...)

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,12 +40,6 @@ func TestPreviewAndApply(t *testing.T) {
 		{"dry-run then enter applies nothing and closes the preview", []string{"d", "enter"}, engine.PassFull, false, false},
 		{"dry-run then enter then y applies nothing: enter closed the preview", []string{"d", "enter", "y"}, engine.PassFull, false, false},
 		{"dry-run then esc removes nothing", []string{"d", "esc"}, engine.PassFull, false, false},
-		{"image GC asks first and applies the image plan on y", []string{"i", "y"}, engine.PassImages, true, false},
-		{"image GC then enter applies nothing", []string{"i", "enter"}, engine.PassImages, false, false},
-		{"container GC cancelled with n removes nothing", []string{"x", "n"}, engine.PassContainers, false, false},
-		{"container GC then enter applies nothing", []string{"x", "enter"}, engine.PassContainers, false, false},
-		{"reclaim all applies the reclaim plan on y", []string{"R", "y"}, engine.PassReclaimAll, true, false},
-		{"reclaim all then enter applies nothing", []string{"R", "enter"}, engine.PassReclaimAll, false, false},
 		{"scrolling the preview applies nothing", []string{"d", "down", "down"}, engine.PassFull, false, true},
 	}
 	for _, tt := range tests {
@@ -75,6 +70,63 @@ func TestPreviewAndApply(t *testing.T) {
 				t.Errorf("events pane has %d passes, want the applied one", got)
 			}
 		})
+	}
+}
+
+// The force keys run what their help says, a forced pass of the kind
+// (Controller.Force), after a confirm that shows what it would remove as
+// of the shown refresh; they preview nothing and apply no plan.
+func TestForceKeysForceAPass(t *testing.T) {
+	tests := []struct {
+		name       string
+		keys       []string
+		wantForced []engine.PassKind
+	}{
+		{"image GC asks first and forces an image pass on y", []string{"i", "y"}, []engine.PassKind{engine.PassImages}},
+		{"image GC then enter runs nothing", []string{"i", "enter"}, nil},
+		{"container GC cancelled with n runs nothing", []string{"x", "n"}, nil},
+		{"container GC forces a container pass on y", []string{"x", "y"}, []engine.PassKind{engine.PassContainers}},
+		{"container GC then enter runs nothing", []string{"x", "enter"}, nil},
+		{"reclaim all forces a reclaim pass on y", []string{"R", "y"}, []engine.PassKind{engine.PassReclaimAll}},
+		{"reclaim all then enter runs nothing", []string{"R", "enter"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, c := fixtureModel(t, 100, 30)
+			m = press(m, tt.keys...)
+			if len(c.previewedPlans()) != 0 {
+				t.Errorf("previews = %v, want none", c.previews)
+			}
+			c.mu.Lock()
+			forced := slices.Clone(c.forced)
+			c.mu.Unlock()
+			if !slices.Equal(forced, tt.wantForced) {
+				t.Fatalf("forced %v, want %v", forced, tt.wantForced)
+			}
+			if m.ModalOpen() {
+				t.Error("the modal is still open")
+			}
+			if want := len(tt.wantForced); passesListed(m) != want {
+				t.Errorf("events pane has %d passes, want %d", passesListed(m), want)
+			}
+		})
+	}
+}
+
+// The force modal lists what the pass would remove as of the shown
+// refresh, as planned with the engine's policy.
+func TestForceModalListsThePlan(t *testing.T) {
+	m, c := fixtureModel(t, 100, 60)
+	m = press(m, "i")
+	want := engine.PlanPass(c.snap, c.policy, engine.PassImages, fixedNow)
+	if len(want.ImageGC.Remove) == 0 {
+		t.Fatal("the fixture's image plan removes nothing")
+	}
+	s := ansi.Strip(m.Screen())
+	for _, r := range want.ImageGC.Remove {
+		if !strings.Contains(s, r.RepoTags[0]) {
+			t.Errorf("the force modal does not list %s:\n%s", r.RepoTags[0], s)
+		}
 	}
 }
 
@@ -120,12 +172,15 @@ func TestViewOnlyModalsCloseOnEnter(t *testing.T) {
 // TestConfirmFooterNamesOnlyY checks that the footer of an applicable plan
 // offers y, not enter, to apply it.
 func TestConfirmFooterNamesOnlyY(t *testing.T) {
-	for _, k := range []string{"d", "i", "x", "R"} {
-		t.Run(k+" offers y apply and esc cancel, never enter", func(t *testing.T) {
+	for k, want := range map[string]string{"d": "y apply exactly this plan · esc cancel",
+		"i": "y run the pass now (it plans again as it starts) · esc cancel",
+		"x": "y run the pass now (it plans again as it starts) · esc cancel",
+		"R": "y run the pass now (it plans again as it starts) · esc cancel"} {
+		t.Run(k+" offers y and esc cancel, never enter", func(t *testing.T) {
 			m, _ := fixtureModel(t, 100, 30)
 			s := ansi.Strip(press(m, k).Screen())
-			if !strings.Contains(s, "y apply exactly this plan · esc cancel") {
-				t.Errorf("footer does not offer y apply · esc cancel:\n%s", s)
+			if !strings.Contains(s, want) {
+				t.Errorf("footer does not offer %q:\n%s", want, s)
 			}
 			if strings.Contains(s, "enter/y") {
 				t.Errorf("footer still offers enter to apply:\n%s", s)

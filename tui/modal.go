@@ -31,6 +31,12 @@ const (
 	modalDetail
 	// modalJournal shows the journal's last lines, following new ones.
 	modalJournal
+	// modalForce asks before a forced pass, showing what it would remove
+	// as of the shown refresh.
+	modalForce
+	// modalLeave says what quitting leaves on the agent (a pause) and
+	// asks before quitting.
+	modalLeave
 )
 
 // modal is the overlay: a previewed plan to confirm, or the quit question.
@@ -268,6 +274,9 @@ func (d *modal) render(st *style.Styles, w, h int, readOnly bool) string {
 	var b []string
 	b = append(b, st.ModalTitle.Render(d.title))
 	switch {
+	case d.kind == modalLeave:
+		b = append(b, d.lines...)
+		b = append(b, "", st.Label.Render("y/q quit · n/esc stay"))
 	case d.kind == modalQuit:
 		b = append(b, "Quit anyway? The pass stops after the item in flight (which is journalled), nothing more is removed, and nodegc says how many items were left undone as it exits.", "",
 			st.Label.Render("y quit · n/esc stay"))
@@ -311,6 +320,8 @@ func (d *modal) render(st *style.Styles, w, h int, readOnly bool) string {
 		}
 		b = append(b, "")
 		switch {
+		case d.kind == modalForce && !readOnly:
+			b = append(b, st.Bold.Render("y")+st.Label.Render(" run the pass now (it plans again as it starts) · ")+st.Bold.Render("esc")+st.Label.Render(" cancel"))
 		case d.items == 0:
 			b = append(b, st.Label.Render("esc/enter close"))
 		case readOnly:
@@ -322,15 +333,30 @@ func (d *modal) render(st *style.Styles, w, h int, readOnly bool) string {
 	return st.Modal.Width(bw).Render(strings.Join(b, "\n"))
 }
 
-// overlay draws box over screen, centred.
+// overlay draws box over screen, centred, on rows it blanks across the
+// whole width below the tab bar and its rule (chromeRows): no cut-off
+// table text shows beside its borders, as if it were part of the window.
+// A box tall enough to reach the chrome leaves the chrome's ends in
+// sight there.
 func overlay(screen, box string, w, h int) string {
-	x := max((w-lipgloss.Width(box))/2, 0)
 	y := max((h-lipgloss.Height(box))/2, 0)
-	return lipgloss.NewCompositor(
-		lipgloss.NewLayer(screen),
-		lipgloss.NewLayer(box).X(x).Y(y).Z(1),
-	).Render()
+	x := max((w-lipgloss.Width(box))/2, 0)
+	lines := strings.Split(box, "\n")
+	top := min(max(chromeRows-y, 0), len(lines))
+	layers := []*lipgloss.Layer{lipgloss.NewLayer(screen)}
+	if top > 0 {
+		layers = append(layers, lipgloss.NewLayer(strings.Join(lines[:top], "\n")).X(x).Y(y).Z(1))
+	}
+	if top < len(lines) {
+		band := lipgloss.PlaceHorizontal(max(w, lipgloss.Width(box)), lipgloss.Center, strings.Join(lines[top:], "\n"))
+		layers = append(layers, lipgloss.NewLayer(band).X(0).Y(y+top).Z(1))
+	}
+	return lipgloss.NewCompositor(layers...).Render()
 }
+
+// chromeRows are the tab bar and the rule under it, at the top of every
+// screen.
+const chromeRows = 2
 
 // openPreview asks the scheduler for a dry-run of the kind and opens the
 // modal that shows it.
@@ -354,7 +380,7 @@ func (m Model) openPreview(kind engine.PassKind, dryRun bool) (tea.Model, tea.Cm
 func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	d := *m.modal
 	k := m.keys
-	if d.kind == modalQuit {
+	if d.kind == modalQuit || d.kind == modalLeave {
 		switch {
 		case key.Matches(msg, k.QuitAnyway):
 			return m, tea.Quit
@@ -376,10 +402,12 @@ func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Cancel):
 		m.modal = nil
 		m.previewSeq++ // drop a preview still on its way
-		if d.kind == modalPreview && !d.loading && d.items > 0 {
+		if (d.kind == modalPreview || d.kind == modalForce) && !d.loading && d.items > 0 {
 			m.setFlash("cancelled: nothing was removed", false)
 		}
 		return m, nil
+	case d.kind == modalForce && key.Matches(msg, k.Confirm) && !d.loading && d.err == "":
+		return m.runForced(d)
 	case d.kind == modalPreview && key.Matches(msg, k.Confirm) && !d.loading && d.err == "":
 		m.modal = nil
 		if d.items == 0 {

@@ -10,7 +10,6 @@ import (
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/keys"
@@ -65,52 +64,13 @@ type Model struct {
 	// for, in place of the spinner; "" in a running dashboard.
 	opening string
 
-	refreshSeq uint64
-	refreshing bool
-	frozen     bool
-	lastErr    string
+	frozen  bool
+	lastErr string
 
-	// listEvery is the interval of the periodic re-list armed now:
-	// RefreshInterval while polling, the safety net's (safetyInterval)
-	// while the event stream is live; listGen drops ticks armed at the old interval.
-	listEvery time.Duration
-	listGen   uint64
-	// eventsLive reports whether the engine's follower of the runtime's
-	// event stream is live (Status.Events) and the dashboard refreshes on
-	// its notices; eventsStatus says why not, for the status line.
-	eventsLive   bool
-	eventsStatus string
-	// eventPending marks an event that came while a refresh was running:
-	// one more refresh follows it.
-	eventPending bool
-	// fsReading marks a usage reading of the image filesystem in flight;
-	// fsAt is when the last one began, and fsEvery how long the next one
-	// waits (usageEvery): it grows while the usage reads as shown.
-	fsReading bool
-	fsAt      time.Time
-	fsEvery   time.Duration
-	// pulseGen drops a pulse armed before the latest (armPulse);
-	// pulseAt is when the latest fires.
-	pulseGen uint64
-	pulseAt  time.Time
-	// releaseAt is when the pulse hands a pass's garbage back
-	// (releaseSoon); zero when none waits.
-	releaseAt time.Time
-	// checking marks a light poll (Options.Changed) in flight; checkSeq
-	// drops all but the latest. checkedAt is when the last one found the
-	// node unchanged since the refresh at at: the data is as fresh as it.
-	checking  bool
-	checkSeq  uint64
-	checkedAt time.Time
-
-	// The cgroup tree is read on the pulse: every RefreshInterval while
-	// its pane is on screen, every CgroupsHiddenInterval otherwise.
-	// cgNames resolves the latest snapshot's IDs; cgAt is when the tree
-	// was last read.
-	cgSeq     uint64
-	cgReading bool
-	cgAt      time.Time
-	cgNames   cgroupfs.Names
+	// cadence is when the node is listed again; lightReads what is read
+	// between listings, and when a pass's garbage is handed back.
+	cadence
+	lightReads
 
 	notices     <-chan engine.Notice
 	unsubscribe func()
@@ -123,6 +83,9 @@ type Model struct {
 	historyRead    bool
 	journalReading bool
 	previewSeq     uint64
+	// pausedHere says this dashboard holds the scheduler's pause: it
+	// ends as the dashboard leaves (engine.Pause.Held).
+	pausedHere bool
 	// busy is the kind of the pass this dashboard applied and awaits;
 	// stopApply cancels its context (X), stopping it after the item in
 	// flight.
@@ -182,14 +145,12 @@ func newModel(o Options, k keys.KeyMap, panes ...pane) Model {
 	m := Model{
 		o: o, ctx: context.Background(), keys: &k, st: &st, help: &h,
 		now: o.Now(), gen: nextGen(), chromeGen: nextGen(), frame: &frame{},
-		panes:      panes,
-		cmd:        &cmd,
-		stale:      make([]bool, len(panes)),
-		self:       feed.Self{CPUPercent: -1},
-		load:       newLoader(o.Now()),
-		refreshSeq: 1,
-		refreshing: true,
-		listEvery:  o.RefreshInterval,
+		panes:   panes,
+		cmd:     &cmd,
+		stale:   make([]bool, len(panes)),
+		self:    feed.Self{CPUPercent: -1},
+		load:    newLoader(o.Now()),
+		cadence: cadence{refreshSeq: 1, refreshing: true, listEvery: o.RefreshInterval},
 	}
 	if o.Controller != nil {
 		m.status = o.Controller.Status()
@@ -243,8 +204,8 @@ func (m Model) Init() tea.Cmd {
 	if m.o.Controller != nil {
 		cmds = append(cmds, subscribeCmd(m.o.Controller))
 	}
-	if m.o.Journal != nil {
-		cmds = append(cmds, journalCmd(m.ctx, m.o.Journal))
+	if m.o.Journal != nil || m.o.History != nil {
+		cmds = append(cmds, historyCmd(m.ctx, m.o.Journal, m.o.History))
 	}
 	if m.o.Listings != nil {
 		cmds = append(cmds, waitListing(m.o.Listings))
@@ -344,6 +305,10 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.onApplied(msg)
 	case statusMsg:
 		m.setStatus(msg.status)
+		m.pausedHere = msg.held
+		if msg.err != nil {
+			m.setFlash(msg.err.Error(), true)
+		}
 		m.pushOverview()
 		return m, nil
 	case journalMsg:

@@ -106,6 +106,10 @@ type Options struct {
 	// The Events pane lists the last feed.MaxPasses passes it records,
 	// earlier runs' too; the journal view its last JournalLines lines.
 	Journal func(ctx context.Context) ([]engine.JournalEntry, error)
+	// History reads the latest passes the engine kept, whoever started
+	// them (an agent's GET /v1/reports); nil leaves the Events pane to
+	// the journal and this session's passes.
+	History func(ctx context.Context) ([]engine.PassReport, error)
 	// JournalPath is the deletion journal's path, named in a pass's
 	// details; "" when the dashboard cannot delete.
 	JournalPath string

@@ -12,10 +12,69 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 )
+
+// cadence is the refresh cadence: when the dashboard lists the node
+// again (every RefreshInterval while polling, the safety net's interval
+// while the runtime's event stream is live), and the light poll that
+// spares a listing when nothing changed.
+type cadence struct {
+	refreshSeq uint64
+	refreshing bool
+	// listEvery is the interval of the periodic re-list armed now:
+	// RefreshInterval while polling, the safety net's (safetyInterval)
+	// while the event stream is live; listGen drops ticks armed at the
+	// old interval.
+	listEvery time.Duration
+	listGen   uint64
+	// eventsLive reports whether the engine's follower of the runtime's
+	// event stream is live (Status.Events) and the dashboard refreshes on
+	// its notices; eventsStatus says why not, for the status line.
+	eventsLive   bool
+	eventsStatus string
+	// eventPending marks an event that came while a refresh was running:
+	// one more refresh follows it.
+	eventPending bool
+	// checking marks a light poll (Options.Changed) in flight; checkSeq
+	// drops all but the latest. checkedAt is when the last one found the
+	// node unchanged since the refresh at at: the data is as fresh as it.
+	checking  bool
+	checkSeq  uint64
+	checkedAt time.Time
+}
+
+// lightReads is the state of the pulse, the dashboard's light clock, and
+// its idle tuning: the image filesystem's usage, read less often while it
+// reads as shown, the cgroup tree, read less often while its pane is off
+// screen, and the hand-back of a pass's garbage, all without listing the
+// node.
+type lightReads struct {
+	// fsReading marks a usage reading of the image filesystem in flight;
+	// fsAt is when the last one began, and fsEvery how long the next one
+	// waits (usageEvery): it grows while the usage reads as shown.
+	fsReading bool
+	fsAt      time.Time
+	fsEvery   time.Duration
+	// pulseGen drops a pulse armed before the latest (armPulse);
+	// pulseAt is when the latest fires.
+	pulseGen uint64
+	pulseAt  time.Time
+	// releaseAt is when the pulse hands a pass's garbage back
+	// (releaseSoon); zero when none waits.
+	releaseAt time.Time
+	// The cgroup tree is read on the pulse: every RefreshInterval while
+	// its pane is on screen, every CgroupsHiddenInterval otherwise.
+	// cgNames resolves the latest snapshot's IDs; cgAt is when the tree
+	// was last read.
+	cgSeq     uint64
+	cgReading bool
+	cgAt      time.Time
+	cgNames   cgroupfs.Names
+}
 
 // startRefresh begins a refresh unless one is running or force is false
 // and the display is frozen. A forced refresh overtakes a running one.

@@ -27,12 +27,12 @@ func TestRefreshIntervalKeys(t *testing.T) {
 		want time.Duration
 		bar  string
 	}{
+		{"+", 5 * time.Second, "refresh 5s"}, // btop's +: a longer interval
+		{"=", 10 * time.Second, "refresh 10s"},
 		{"-", 5 * time.Second, "refresh 5s"},
-		{"-", 10 * time.Second, "refresh 10s"},
-		{"+", 5 * time.Second, "refresh 5s"},
-		{"=", 2 * time.Second, "refresh 2s"},
-		{"+", time.Second, "refresh 1s"},
-		{"+", time.Second, "refresh 1s"}, // the shortest stays
+		{"_", 2 * time.Second, "refresh 2s"},
+		{"-", time.Second, "refresh 1s"},
+		{"-", time.Second, "refresh 1s"}, // the shortest stays
 	}
 	for _, s := range steps {
 		m = pressKey(m, s.key)
@@ -49,7 +49,7 @@ func TestRefreshIntervalKeys(t *testing.T) {
 
 	t.Run("80 columns", func(t *testing.T) {
 		m, _ := fixtureModel(t, 80, 24)
-		m = pressKey(m, "-")
+		m = pressKey(m, "+")
 		if b := bar(m); !strings.Contains(b, "⟳ 5s") || !strings.Contains(b, "● running") {
 			t.Errorf("tab bar %q, want ⟳ 5s and the state", b)
 		}
@@ -59,4 +59,28 @@ func TestRefreshIntervalKeys(t *testing.T) {
 			t.Errorf("full help has no +/-:\n%s", h)
 		}
 	})
+}
+
+// TestColonQQuits pins issue 41: `:q` quits as q does (vim, k9s), instead
+// of ":q: no such pane".
+func TestColonQQuits(t *testing.T) {
+	for _, c := range []string{"q", "quit"} {
+		m, _ := fixtureModel(t, 120, 36)
+		m = pressKey(m, ":")
+		for _, r := range c {
+			m = pressKey(m, string(r))
+		}
+		_, run := m.Update(keyMsg("enter"))
+		if run == nil {
+			t.Fatalf(":%s: enter ran nothing", c)
+		}
+		nm, cmd := m.Update(run())
+		m = nm.(Model)
+		if strings.Contains(m.flash, "no such pane") {
+			t.Errorf(":%s: %q", c, m.flash)
+		}
+		if cmd == nil || !isQuit(cmd) {
+			t.Errorf(":%s did not quit", c)
+		}
+	}
 }

@@ -65,6 +65,19 @@ func (m Model) quitStops() engine.PassKind {
 	return ""
 }
 
+// pausedBadge says who paused the periodic passes, since when and until
+// when: "Ⅱ paused (uid 0 pid 4242 11:02–12:00)".
+func pausedBadge(st engine.Status) string {
+	if st.PausedBy == "" {
+		return "Ⅱ paused"
+	}
+	span := st.PausedSince.Format("15:04")
+	if !st.PausedUntil.IsZero() {
+		span += "–" + st.PausedUntil.Format("15:04")
+	}
+	return "Ⅱ paused (" + st.PausedBy + " " + span + ")"
+}
+
 // chrome is the lines around the body: the tab bar and its rule, the
 // status line and the help.
 func (m Model) chrome() int {
@@ -232,7 +245,7 @@ func (m Model) tabBar() string {
 	case m.inFlight() != "":
 		badges = append(badges, st.Accent.Render("● "+string(m.inFlight())))
 	case m.status.Paused:
-		badges = append(badges, st.BadgeWarn.Render("Ⅱ paused"))
+		badges = append(badges, st.BadgeWarn.Render(pausedBadge(m.status)))
 	default:
 		badges = append(badges, st.Badge.Render("● running"))
 	}
@@ -327,12 +340,18 @@ func (m Model) View() tea.View {
 
 // passSummary accounts for every planned item of a pass, so the counts add
 // up to what the preview showed: removed + already gone + skipped (with the
-// first reason) + failed + not run = planned.
+// first reason) + failed + not run = planned. What it removed and freed
+// comes first and the reasons last, where a narrow status line cuts.
 func passSummary(r engine.PassReport) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pass #%d (%s): %d planned: removed %d", r.ID, r.Kind, len(r.Items), r.Count(engine.OutcomeRemoved))
+	fmt.Fprintf(&b, "pass #%d (%s): removed %d, freed ≈ %s; %d planned", r.ID, r.Kind,
+		r.Count(engine.OutcomeRemoved), format.Bytes(r.EstimatedBytesFreed), len(r.Items))
+	fmt.Fprintf(&b, ", failed %d", r.Count(engine.OutcomeFailed))
 	if n := r.Count(engine.OutcomeGone); n > 0 {
 		fmt.Fprintf(&b, ", already gone %d", n)
+	}
+	if r.Undone > 0 {
+		fmt.Fprintf(&b, ", not run %d (%s)", r.Undone, r.Stopped)
 	}
 	if n := r.Count(engine.OutcomeSkipped); n > 0 {
 		why := ""
@@ -344,10 +363,5 @@ func passSummary(r engine.PassReport) string {
 		}
 		fmt.Fprintf(&b, ", skipped %d (%s)", n, why)
 	}
-	fmt.Fprintf(&b, ", failed %d", r.Count(engine.OutcomeFailed))
-	if r.Undone > 0 {
-		fmt.Fprintf(&b, ", not run %d (%s)", r.Undone, r.Stopped)
-	}
-	fmt.Fprintf(&b, "; freed ≈ %s", format.Bytes(r.EstimatedBytesFreed))
 	return b.String()
 }

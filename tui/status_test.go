@@ -100,3 +100,16 @@ func TestFullHelpFitsSmallTerminals(t *testing.T) {
 		}
 	}
 }
+
+// TestPassSummaryPutsWhatWasFreedFirst pins issue 41: after a stopped pass
+// the status line ended "; free…" at 120 columns: what was removed and
+// freed comes before the reasons, which a narrow line cuts.
+func TestPassSummaryPutsWhatWasFreedFirst(t *testing.T) {
+	r := engine.PassReport{ID: 7, Kind: engine.PassContainers, Undone: 6, EstimatedBytesFreed: 3 << 30,
+		Stopped: "the operator stopped the pass after the item in flight (X)",
+		Items:   []engine.ItemResult{{Outcome: engine.OutcomeRemoved}, {Outcome: engine.OutcomeNotRun}}}
+	got := ansi.Truncate(passSummary(r), 100, "…")
+	if !strings.Contains(got, "removed 1, freed ≈ 3.0 GiB") {
+		t.Errorf("at 100 cells the summary reads %q: what was freed is cut", got)
+	}
+}

@@ -19,7 +19,7 @@ import (
 func (m Model) onWindowSize(msg tea.WindowSizeMsg) (Model, tea.Cmd) {
 	m.width, m.height = msg.Width, msg.Height
 	m.resize()
-	if d := m.modal; d != nil && d.kind == modalPreview && !d.loading && d.err == "" {
+	if d := m.modal; d != nil && (d.kind == modalPreview || d.kind == modalForce) && !d.loading && d.err == "" {
 		dd := *d
 		dd.lines, dd.items = planLines(m.snap, dd.plan, previewWidth(m.width))
 		m.modal = &dd
@@ -150,7 +150,7 @@ func (m *Model) onPassReport(r engine.PassReport) []tea.Cmd {
 // onPreview fills the open preview with the plan it asked for; an answer
 // for a preview cancelled or overtaken is dropped.
 func (m Model) onPreview(msg previewMsg) (Model, tea.Cmd) {
-	if m.modal == nil || m.modal.kind != modalPreview || msg.seq != m.previewSeq {
+	if m.modal == nil || (m.modal.kind != modalPreview && m.modal.kind != modalForce) || msg.seq != m.previewSeq {
 		return m, nil // cancelled or overtaken
 	}
 	m.modal.loading = false

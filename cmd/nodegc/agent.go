@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +10,7 @@ import (
 	"github.com/nodegc/nodegc/agent"
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/proctune"
 )
 
 // defaultMetricsAddress is --metrics-bind-address's default.
@@ -44,6 +43,14 @@ defaults; a flag given here wins), pod source, runtime event stream, image
 records and deletion journal as the dashboard and gc, and holds the state
 dir's lock, so no second engine runs on the node. Its image records never
 go stale, so a plan made beside it is the kubelet's plan.
+
+One GC per node: its image GC band sits --image-gc-margin points (5)
+below the kubelet's (80/75 under the kubelet's 85/80), so it acts first
+and the kubelet's own image GC stays a backstop that never has to act; a
+kubelet whose image GC is off does not turn the agent's off (the agent
+takes the kubelet's default band, less the margin). What vanishes
+otherwise (the kubelet's GC, crictl, a person) is counted apart, as
+removed by others.
 
 It logs JSON lines on stderr (log/slog): one per pass, one per deletion,
 one per kubelet-style event; --log-level debug adds every item evaluated.
@@ -122,8 +129,13 @@ func newCmdAgent(f *factory, g *globalOptions, runF func(context.Context, *agent
 	_ = fl.MarkHidden("container-gc-period")
 	addParallelFlag(fl, &opts.Parallel)
 	addPolicyFlags(fl, &opts.Policy)
+	fl.IntVar(&opts.Policy.Margin, flagMargin, defaultMargin, "percentage points the agent's image GC band sits below the kubelet's, so the agent acts first and the kubelet's own image GC never has to (a kubelet whose image GC is off gives its default band, less this); 0 runs at the kubelet's band; --image-gc-high-threshold and --image-gc-low-threshold, when given, are used as they are")
 	return cmd
 }
+
+// defaultMargin is --image-gc-margin's default: the agent's band 5
+// points below the kubelet's (80/75 under the kubelet's 85/80).
+const defaultMargin = 5
 
 // agentLogger is the agent's logger: JSON lines on stderr from level on.
 func agentLogger(opts *agentOptions) (*slog.Logger, error) {
@@ -137,26 +149,14 @@ func agentLogger(opts *agentOptions) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(opts.IO.Err, &slog.HandlerOptions{Level: level})), nil
 }
 
-// agentGCPercent is the agent's GOGC unless the environment sets GOGC.
-// The agent has no memory limit of its own (the dashboard's 40 MiB
-// GOMEMLIMIT sits near a large node's live heap, and made each of the
-// agent's passes collect over and over: 0.81% of a core idle where GOGC
-// alone costs 0.13-0.17%). GOMEMLIMIT, when the environment sets it,
-// still applies.
-const agentGCPercent = 25
-
-// agentGC applies agentGCPercent unless GOGC is set.
-func agentGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(agentGCPercent)
-	}
-}
-
 // checkAgentOptions refuses bad flags (exit 2) and returns the agent's
 // logger.
 func checkAgentOptions(opts *agentOptions) (*slog.Logger, error) {
 	if err := checkParallel(opts.Parallel); err != nil {
 		return nil, err
+	}
+	if m := opts.Policy.Margin; m < 0 || m > 100 {
+		return nil, usageErrorf("--%s: must be between 0 and 100 percentage points, got %d", flagMargin, m)
 	}
 	if opts.ImagePeriod <= 0 || opts.ContainerPeriod <= 0 {
 		return nil, usageErrorf("--image-gc-period, --container-gc-period: must be greater than 0")
@@ -190,8 +190,8 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	// library (logrus) log through the same JSON handler.
 	g.log, g.logOut = log, agent.LibraryWriter(log)
 	defer quietLibraryLogs(g.logOut)()
-	agentGC()
-	defer profile(opts.IO.Err)()
+	proctune.Agent()
+	defer proctune.Profile(opts.IO.Err)()
 	var a agent.Agent
 	n, err := openLiveNode(ctx, opts.IO, g, liveNodeOptions{Policy: opts.Policy, Parallel: opts.Parallel, OnSnapshot: a.ObserveSnapshot})
 	if err != nil {
@@ -201,7 +201,7 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	return a.Run(ctx, agent.Options{Log: log, Listener: l, Address: opts.MetricsAddress, StateDir: g.StateDir,
 		Engine: n.Engine, Events: n.Events, Pods: agentPods(n.Conn.pods, g), RuntimeEndpoint: n.Conn.Endpoint,
 		Scheduler:      engine.SchedulerOptions{ImagePeriod: opts.ImagePeriod, ContainerPeriod: opts.ContainerPeriod},
-		StartScheduler: startScheduler, ProbeStateDir: probeStateDir, StoppedLine: stoppedLine, AfterPass: release,
+		StartScheduler: startScheduler, ProbeStateDir: probeStateDir, StoppedLine: stoppedLine, AfterPass: proctune.Release,
 		Version: version, Started: started})
 }
 

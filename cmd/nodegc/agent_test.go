@@ -139,9 +139,10 @@ func TestAgentBinary(t *testing.T) {
 			if code, body = httpGet(t, "http://"+addr+"/metrics"); code != http.StatusOK {
 				t.Fatalf("/metrics: %d", code)
 			}
-			_, images := sample(body, attempt)
-			_, containers := sample(body, removal)
-			if images && containers || time.Now().After(deadline) {
+			// Every series is there from the start, at 0: wait for counts.
+			images, _ := sample(body, attempt)
+			containers, _ := sample(body, removal)
+			if images >= 1 && containers >= 1 || time.Now().After(deadline) {
 				break
 			}
 		}
@@ -149,8 +150,8 @@ func TestAgentBinary(t *testing.T) {
 			t.Errorf("no successful periodic image GC attempt above the threshold:\n%s", grepLines(body, "nodegc_image_gc_attempts_total"))
 		}
 		for _, s := range []string{
-			`nodegc_image_gc_freed_bytes_total{measure="statfs"}`,
-			`nodegc_image_gc_freed_bytes_total{measure="runtime"}`,
+			`nodegc_image_gc_freed_bytes_total{measure="statfs",trigger="periodic"}`,
+			`nodegc_image_gc_freed_bytes_total{measure="runtime",trigger="periodic"}`,
 			`nodegc_image_gc_deletions_total{reason="space",result="removed"}`,
 			removal,
 			`nodegc_journal_lines_written_total{op="intent"}`,

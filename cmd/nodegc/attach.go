@@ -8,6 +8,7 @@ import (
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/control"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/proctune"
 	"github.com/nodegc/nodegc/tui"
 )
 
@@ -137,7 +138,7 @@ func runAttachedDashboard(ctx context.Context, opts *rootOptions, c *control.Cli
 	defer c.Close()
 	restore := quietLibraryLogs(nil)
 	defer restore()
-	lightGC()
+	proctune.Dashboard()
 	cfg, err := loadConfig(opts.IO, opts.Global, true)
 	if err != nil {
 		return err
@@ -148,13 +149,12 @@ func runAttachedDashboard(ctx context.Context, opts *rootOptions, c *control.Cli
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	a := control.NewAttached(c, st)
-	go a.Run(ctx)
+	c.Watch(ctx, st)
 	journal := ""
 	if !opts.ReadOnly {
 		journal = engine.JournalPath(opts.Global.StateDir)
 	}
-	o := attachedOptions(a, st, opts.ReadOnly)
+	o := attachedOptions(c, st, opts.ReadOnly)
 	o.Cgroups, o.JournalPath, o.RefreshInterval, o.Opening = tui.CgroupsFrom(cg), journal, opts.Refresh, opts.opening
 	err = opts.runTUI(ctx, o)
 	opts.guard.arm(shutdownDeadline)
@@ -164,17 +164,20 @@ func runAttachedDashboard(ctx context.Context, opts *rootOptions, c *control.Cli
 	return err
 }
 
-// attachedOptions is a dashboard fed by an agent through a: its
-// snapshots, plans, usage and passes, sent commands through it, with the
-// agent's policy and identity on the engine line. The caller adds what
-// depends on where the dashboard runs (cgroups, journal, refresh).
-func attachedOptions(a *control.Attached, st control.Status, readOnly bool) tui.Options {
+// attachedOptions is a dashboard fed by an agent through c (following
+// it: Client.Watch): its snapshots, plans, usage, passes, pass history
+// and journal, sent commands through it, with the agent's policy and
+// identity on the engine line. The caller adds what depends on where the
+// dashboard runs (cgroups, journal path, refresh).
+func attachedOptions(c *control.Client, st control.Status, readOnly bool) tui.Options {
 	return tui.Options{
-		Controller: a,
-		Snapshot:   a.Snapshot,
-		Plan:       a.Plan,
-		ImageFs:    a.ImageFs,
-		Changed:    a.Changed,
+		Controller: c,
+		Snapshot:   c.NodeSnapshot,
+		Plan:       c.PlanSnapshot,
+		ImageFs:    c.ImageFs,
+		Changed:    c.Changed,
+		Journal:    c.Journal,
+		History:    c.Reports,
 		Policy:     st.Policy,
 		ReadOnly:   readOnly,
 		Version:    version,

@@ -103,7 +103,7 @@ func TestAttach(t *testing.T) {
 		if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("control socket: %v %v", fi.Mode(), err)
 		}
-		st, err := n.client(t, true).Status(ctx)
+		st, err := n.client(t, true).AgentStatus(ctx)
 		if err != nil || strconv.Itoa(st.PID) != pid || st.Version != "v9.9.9-test" || !st.ReadOnly {
 			t.Errorf("status %+v, %v", st, err)
 		}
@@ -273,14 +273,64 @@ func TestDashboardAttaches(t *testing.T) {
 	}
 	waitScreen(fmt.Sprintf("attached to agent (pid %d, up", agent.Process.Pid))
 	run("send-keys", "i")
-	// The modal opens at once and loads the agent's preview; y means
-	// nothing until the plan is shown (a loaded machine takes a while).
-	waitScreen("y apply exactly this plan")
+	// The modal opens at once and plans the shown snapshot; y means
+	// nothing until the plan is shown, then forces the agent's pass.
+	waitScreen("y run the pass now")
 	run("send-keys", "y")
 	screen := waitScreen("#1 images")
 	reports, err := n.client(t, true).Reports(context.Background())
 	if err != nil || len(reports) != 1 || reports[0].Kind != engine.PassImages || reports[0].Count(engine.OutcomeRemoved) == 0 {
 		t.Errorf("the agent's reports %v, %v\nscreen:\n%s", reports, err, screen)
 	}
+	// The journal view (L) shows the agent's journal, every line of it.
+	journal, err := n.client(t, true).Journal(context.Background())
+	if err != nil || len(journal) == 0 {
+		t.Fatalf("the agent's journal: %d lines, %v", len(journal), err)
+	}
+	run("send-keys", "L")
+	foot := fmt.Sprintf("last %d lines", len(journal))
+	waitScreen(foot)
+	// esc alone, and the view gone before the next key: tmux sends esc
+	// and a key typed with it as one alt+key.
+	run("send-keys", "Escape")
+	for deadline := time.Now().Add(30 * time.Second); strings.Contains(run("capture-pane", "-p"), foot); {
+		if time.Now().After(deadline) {
+			t.Fatal("esc did not close the journal view")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// p pauses the agent in this dashboard's name (its pid on the socket)
+	// while it stays: q says the pause ends, and it ends as it leaves.
+	pid := strings.TrimSpace(run("display-message", "-p", "#{pane_pid}"))
+	who := "uid 0 pid " + pid
+	run("send-keys", "p")
+	waitScreen("Ⅱ paused (" + who)
+	if st, err := n.client(t, true).AgentStatus(context.Background()); err != nil || !st.Scheduler.Paused || st.Scheduler.PausedBy != who || !st.Scheduler.PauseHeld {
+		t.Fatalf("the agent's status after p: %+v, %v; want a held pause by %s", st.Scheduler, err, who)
+	}
 	run("send-keys", "q")
+	waitScreen("This dashboard's pause ends as it leaves")
+	run("send-keys", "q")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := n.client(t, true).AgentStatus(context.Background())
+		if err == nil && !st.Scheduler.Paused {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent is still paused after the dashboard left: %+v, %v", st.Scheduler, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var resumed string
+	for l := range strings.SplitSeq(agentLog(), "\n") {
+		if strings.Contains(l, `"msg":"periodic passes resumed"`) {
+			resumed = l
+		}
+	}
+	for _, want := range []string{`"pausedBy":"` + who + `"`, `"endedBy":"` + who + `"`, `"reason":"its holder left"`} {
+		if !strings.Contains(resumed, want) {
+			t.Errorf("the agent's resume line %q lacks %s\nthe agent's log:\n%s", resumed, want, agentLog())
+		}
+	}
 }

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
-	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -21,6 +16,7 @@ import (
 
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/proctune"
 	"github.com/nodegc/nodegc/internal/simfs"
 	"github.com/nodegc/nodegc/tui"
 )
@@ -227,9 +223,9 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups func(context.Context, cgroupfs.Names) (*cgroupfs.Tree, error), now func() time.Time, so engine.SchedulerOptions) error {
 	restore := quietLibraryLogs(opts.Global.logOut)
 	defer restore()
-	lightGC()
-	defer profile(opts.IO.Err)()
-	so.Paused = opts.Paused
+	proctune.Dashboard()
+	defer proctune.Profile(opts.IO.Err)()
+	so.Paused, so.PausedBy = opts.Paused, "--paused"
 	// The passes follow the runtime's event stream whatever --events says
 	// of the display: a container created on an image is seen at once. The
 	// display refreshes on the scheduler's notices of that one stream; a
@@ -239,13 +235,13 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		events = nil
 	}
 	ctx, s, stop := startScheduler(ctx, e, so, events)
-	mem := newIdleMemory()
-	defer whileIdle(s, mem)()
+	mem := proctune.NewIdleMemory()
+	defer proctune.WhileIdle(s, mem)()
 	journal := ""
 	if !e.ReadOnly() {
 		journal = engine.JournalPath(opts.stateDir)
 	}
-	err := opts.runTUI(ctx, mem.options(tui.Options{
+	err := opts.runTUI(ctx, idleOptions(mem, tui.Options{
 		Events:          opts.Events && events != nil,
 		Controller:      s,
 		Snapshot:        e.Snapshot,
@@ -259,7 +255,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Journal:         journalReader(opts.stateDir),
 		RefreshInterval: opts.Refresh,
 		Listings:        opts.listings,
-		AfterRefresh:    mem.release,
+		AfterRefresh:    mem.Release,
 		Version:         version,
 		Now:             now,
 		Opening:         opts.opening,
@@ -311,245 +307,6 @@ func journalReader(stateDir string) func(context.Context) ([]engine.JournalEntry
 		return nil
 	}
 	return func(context.Context) ([]engine.JournalEntry, error) { return engine.ReadJournalLines(stateDir) }
-}
-
-// dashboardGCPercent is the dashboard's GOGC unless the environment sets
-// one: a dashboard left open on a node in trouble keeps its heap within
-// 1.5 times what it holds (under 80 MB on a 1,000-pod node) rather than
-// twice, for about no CPU, since an idle dashboard allocates little.
-const dashboardGCPercent = 50
-
-// dashboardMemoryLimit is the dashboard's soft memory limit unless the
-// environment sets GOMEMLIMIT: the heap it holds on a 1,000-pod node is
-// 10–25 MB, and the limit makes the collector return the garbage of a
-// refresh before the heap grows past it.
-const dashboardMemoryLimit = 40 << 20
-
-// lightGC applies dashboardGCPercent unless GOGC is set, and
-// dashboardMemoryLimit unless GOMEMLIMIT is. It also fixes GOMAXPROCS at
-// the value the runtime chose at start: otherwise the runtime reads the
-// cgroup's CPU limit again every second for as long as the dashboard
-// idles (it would follow a limit changed while it runs; a dashboard does
-// not need to).
-func lightGC() {
-	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(dashboardGCPercent)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(dashboardMemoryLimit)
-	}
-}
-
-// release hands the garbage of a refresh or a pass back to the system,
-// for the dashboard (tui.Options.AfterRefresh) and the agent (after each
-// pass). Two collections: the first only moves what the sync.Pools hold
-// to their victim caches (gRPC's receive buffers, a megabyte each for a
-// large node's listings, among them), and the second, FreeOSMemory's,
-// frees those and returns every free page. After FreeOSMemory alone they
-// stayed resident until the next pass's first collection, about 2 MB for
-// the minute after each image pass (docs/performance.md).
-func release() {
-	runtime.GC()
-	debug.FreeOSMemory()
-}
-
-// whileIdle follows the scheduler's passes until the returned func is
-// called. It runs the dashboard's Go scheduler on one P while no pass
-// runs, and on the runtime's default (the CPUs the process may use) while
-// one does (Status.Running); the returned func puts the default back.
-// Idle, a second P only lets each wake-up of the renderer's ticker wake a
-// second thread that finds nothing to do; a pass keeps them all (at one P
-// the large preset's first container pass took nearly twice the CPU).
-// docs/performance.md has the figures. The environment's GOMAXPROCS,
-// when set, is left alone. It also tells mem when a pass runs.
-func whileIdle(s *engine.Scheduler, mem *idleMemory) (stop func()) {
-	procs := os.Getenv("GOMAXPROCS") == ""
-	if !procs && mem == nil {
-		return func() {}
-	}
-	notices, cancel := s.Subscribe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		followPasses(notices, s.Status(), func(busy bool) {
-			mem.passes(busy)
-			if procs {
-				setProcs(busy)
-			}
-		})
-	}()
-	return func() {
-		cancel()
-		<-done
-		if procs {
-			runtime.SetDefaultGOMAXPROCS()
-		}
-	}
-}
-
-// setProcs gives the Go scheduler its default Ps while a pass runs (busy),
-// one otherwise.
-func setProcs(busy bool) {
-	if busy {
-		runtime.SetDefaultGOMAXPROCS()
-		return
-	}
-	runtime.GOMAXPROCS(1)
-}
-
-// followPasses calls set with whether a pass runs, from the first status
-// st, then each notice's, until notices is closed; a status that changes
-// nothing calls nothing. Every notice carries the whole status, and a
-// subscriber that falls behind loses its oldest notices, never the
-// newest, so it settles on the scheduler's latest state.
-func followPasses(notices <-chan engine.Notice, st engine.Status, set func(busy bool)) {
-	var cur *bool
-	apply := func(st engine.Status) {
-		busy := st.Running != ""
-		if cur == nil || *cur != busy {
-			set(busy)
-			cur = &busy
-		}
-	}
-	apply(st)
-	for n := range notices {
-		apply(n.Status)
-	}
-}
-
-// Environment variables that make the dashboard (or the agent) profile
-// itself, to find what its idle time goes to (scripts/measure-idle.sh
-// PROFILE=DIR): from profileAfter into the run, for profileFor (or
-// until it ends), a CPU profile; at the start and the end of that
-// window, heap profiles (FILE.base and FILE): `go tool pprof
-// -sample_index=alloc_space -base FILE.base` shows what the window
-// allocated.
-// Unset, nothing is profiled.
-const (
-	cpuProfileEnv   = "NODEGC_CPUPROFILE"
-	heapProfileEnv  = "NODEGC_HEAPPROFILE"
-	profileAfterEnv = "NODEGC_PROFILE_AFTER"
-	profileForEnv   = "NODEGC_PROFILE_FOR"
-)
-
-// profile starts the profiles the environment asks for and returns a func
-// that ends the window early (when the dashboard ends). What goes wrong is
-// said on errw.
-func profile(errw io.Writer) (stop func()) {
-	cpu, heap := os.Getenv(cpuProfileEnv), os.Getenv(heapProfileEnv)
-	if cpu == "" && heap == "" {
-		return func() {}
-	}
-	warn := func(err error) { fmt.Fprintf(errw, "nodegc: profile: %v\n", err) }
-	after, err := time.ParseDuration(cmp.Or(os.Getenv(profileAfterEnv), "0s"))
-	if err != nil {
-		warn(fmt.Errorf("%s: %w", profileAfterEnv, err))
-		return func() {}
-	}
-	if heap != "" {
-		// Finer than the default 512 KiB: an idle minute allocates a few
-		// megabytes in small pieces.
-		runtime.MemProfileRate = 16 << 10
-	}
-	var span time.Duration
-	if v := os.Getenv(profileForEnv); v != "" {
-		if span, err = time.ParseDuration(v); err != nil {
-			warn(fmt.Errorf("%s: %w", profileForEnv, err))
-			return func() {}
-		}
-	}
-	w := &profileWindow{cpu: cpu, heap: heap, span: span, warn: warn}
-	begin := time.AfterFunc(after, w.begin)
-	return func() {
-		begin.Stop()
-		w.end()
-	}
-}
-
-// profileWindow is one profiling window: it begins on a timer and ends
-// after its span, or when the dashboard ends, whichever comes first; an
-// end before the beginning means it never begins.
-type profileWindow struct {
-	// cpu and heap are the profiles' files, "" for one not asked for.
-	cpu, heap string
-	// span is how long the window lasts, 0 for until the end.
-	span time.Duration
-	warn func(error)
-
-	mu      sync.Mutex
-	started bool
-	ended   bool
-	cpuFile *os.File
-}
-
-// begin opens the window: the base heap profile, then the CPU profile,
-// and the timer that ends it after its span.
-func (w *profileWindow) begin() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ended {
-		return
-	}
-	w.started = true
-	w.writeHeap(w.heap + ".base")
-	if w.cpu != "" {
-		w.startCPU()
-	}
-	if w.span > 0 {
-		time.AfterFunc(w.span, w.end)
-	}
-}
-
-// startCPU starts the CPU profile into its file; a failure is warned of
-// and leaves no profile running.
-func (w *profileWindow) startCPU() {
-	f, err := os.Create(w.cpu)
-	if err == nil {
-		if err = pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-		}
-	}
-	if err != nil {
-		w.warn(fmt.Errorf("%s: %w", cpuProfileEnv, err))
-		return
-	}
-	w.cpuFile = f
-}
-
-// end closes the window once: it stops the CPU profile and writes the
-// final heap profile, if the window had begun.
-func (w *profileWindow) end() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.started || w.ended {
-		w.ended = true
-		return
-	}
-	w.ended = true
-	if w.cpuFile != nil {
-		pprof.StopCPUProfile()
-		if err := w.cpuFile.Close(); err != nil {
-			w.warn(fmt.Errorf("%s: %w", cpuProfileEnv, err))
-		}
-	}
-	w.writeHeap(w.heap)
-}
-
-// writeHeap writes a heap profile to path, after a collection so that it
-// is current; nothing when no heap profile was asked for.
-func (w *profileWindow) writeHeap(path string) {
-	if w.heap == "" {
-		return
-	}
-	runtime.GC()
-	f, err := os.Create(path)
-	if err == nil {
-		err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
-	}
-	if err != nil {
-		w.warn(fmt.Errorf("%s: %w", heapProfileEnv, err))
-	}
 }
 
 // stoppedLine tells the operator who quit during a pass what it did and

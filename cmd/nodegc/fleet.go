@@ -235,9 +235,8 @@ func enterNode(ctx context.Context, opts *fleetOptions, cfg *rest.Config, r *fle
 	defer c.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	a := control.NewAttached(c, st)
-	go a.Run(ctx)
-	o := attachedOptions(a, st, c.ReadOnly())
+	c.Watch(ctx, st)
+	o := attachedOptions(c, st, c.ReadOnly())
 	o.HideSelf = true // this process is not on the node
 	return opts.runDashboard(ctx, o)
 }

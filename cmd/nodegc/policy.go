@@ -25,6 +25,9 @@ const (
 	flagMaxContainers   = "maximum-dead-containers"
 	flagLowDiskMB       = "low-diskspace-threshold-mb"
 	flagPodLogsDir      = "pod-logs-dir"
+	// flagMargin is the agent's own: how far below the kubelet's image
+	// GC band its band sits.
+	flagMargin = "image-gc-margin"
 	// evictionHard has no flag of this form; it is named as in the config.
 	settingEvictionHard = "evictionHard"
 )
@@ -42,6 +45,10 @@ type policyFlags struct {
 	MaxContainers   int
 	LowDiskMB       int64
 	PodLogsDir      string
+	// Margin is the agent's --image-gc-margin: the percentage points its
+	// image GC band sits below the kubelet's (0 for every other command:
+	// they show and run the kubelet's own band).
+	Margin int
 	// Changed holds the names of the flags given on the command line.
 	Changed map[string]bool
 }
@@ -120,6 +127,7 @@ func resolvePolicy(pf policyFlags, cfg *kubeletConfig) (engine.Policy, provenanc
 		r.proc = cfg.Proc
 	}
 	r.pickImage()
+	r.applyMargin()
 	r.pickContainer()
 	r.pickDisk()
 	if r.cmdlineErr != nil {
@@ -197,6 +205,49 @@ func (r *policyResolver) pickImage() {
 		func() { p.Image.MaxAge = pf.MaxImageAge }, nil,
 		func() bool { return setDuration(&p.Image.MaxAge, cfg.ImageMaximumGCAge) },
 		func() string { return p.Image.MaxAge.String() })
+}
+
+// applyMargin moves the image GC band Margin points below the kubelet's,
+// so that the agent acts first and the kubelet's own image GC stays a
+// backstop that never has to act: one GC per node. Only the thresholds
+// nodegc's flags did not set move. A kubelet whose image GC is off (high
+// 100 and no max age) does not turn the agent's off: the agent takes the
+// kubelet's default band, less the margin.
+func (r *policyResolver) applyMargin() {
+	m, img := r.pf.Margin, &r.p.Image
+	if m <= 0 {
+		return
+	}
+	if img.PeriodicDisabled() && !r.pf.Changed[flagHighThreshold] {
+		img.HighThresholdPercent = engine.DefaultImageGCHighThresholdPercent
+		r.prov.amend(flagHighThreshold, "", "the kubelet's image GC is off: its default")
+		if !r.pf.Changed[flagLowThreshold] && img.LowThresholdPercent > engine.DefaultImageGCLowThresholdPercent {
+			img.LowThresholdPercent = engine.DefaultImageGCLowThresholdPercent
+			r.prov.amend(flagLowThreshold, "", "the kubelet's image GC is off: its default")
+		}
+	}
+	for _, t := range []struct {
+		flag string
+		v    *int
+	}{{flagHighThreshold, &img.HighThresholdPercent}, {flagLowThreshold, &img.LowThresholdPercent}} {
+		if r.pf.Changed[t.flag] {
+			continue
+		}
+		*t.v = max(*t.v-m, 0)
+		r.prov.amend(t.flag, strconv.Itoa(*t.v), fmt.Sprintf("%s, less --%s %d", r.prov.source(t.flag).Source, flagMargin, m))
+	}
+}
+
+// amend sets the named setting's value (when not empty) and source.
+func (p provenance) amend(name, value, source string) {
+	for i := range p {
+		if p[i].Name == name {
+			if value != "" {
+				p[i].Value = value
+			}
+			p[i].Source = source
+		}
+	}
 }
 
 // pickContainer resolves the container-GC settings, which exist only as

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -182,4 +183,47 @@ func TestResolvePolicyErrors(t *testing.T) {
 			t.Fatalf("err = %v, want a PolicyError for %s", err, flagHighThreshold)
 		}
 	})
+}
+
+// TestAgentBandBelowTheKubelets: the agent's --image-gc-margin puts its
+// band below the kubelet's, never turns it off with the kubelet's, and
+// leaves what nodegc's own flags set.
+func TestAgentBandBelowTheKubelets(t *testing.T) {
+	cfg := func(high, low int) *kubeletConfig {
+		return &kubeletConfig{Path: "/k.yaml", ImageGCHighThresholdPercent: ptr(high), ImageGCLowThresholdPercent: ptr(low)}
+	}
+	tests := []struct {
+		name       string
+		flags      policyFlags
+		cfg        *kubeletConfig
+		high, low  int
+		highSource string
+	}{
+		{name: "the kubelet's defaults less 5", flags: policyFlags{Margin: 5}, high: 80, low: 75, highSource: "default, less --image-gc-margin 5"},
+		{name: "the kubelet config's band less 5", flags: policyFlags{Margin: 5}, cfg: cfg(50, 45), high: 45, low: 40, highSource: "kubelet config /k.yaml, less --image-gc-margin 5"},
+		{name: "a kubelet whose image GC is off gives its default band, less the margin: the agent stays on", flags: policyFlags{Margin: 5}, cfg: cfg(100, 90),
+			high: 80, low: 75, highSource: "the kubelet's image GC is off: its default, less --image-gc-margin 5"},
+		{name: "margin 0 is the kubelet's band, off with it", cfg: cfg(100, 90), high: 100, low: 90, highSource: "kubelet config /k.yaml"},
+		{name: "nodegc's flags are used as they are", cfg: cfg(50, 45),
+			flags: policyFlags{Margin: 5, HighThreshold: 60, LowThreshold: 55, Changed: map[string]bool{flagHighThreshold: true, flagLowThreshold: true}},
+			high:  60, low: 55, highSource: sourceFlag},
+		{name: "a band nearer 0 than the margin stops at 0", flags: policyFlags{Margin: 5}, cfg: cfg(4, 2), high: 0, low: 0, highSource: "kubelet config /k.yaml, less --image-gc-margin 5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, prov, err := resolvePolicy(tt.flags, tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Image.HighThresholdPercent != tt.high || p.Image.LowThresholdPercent != tt.low {
+				t.Errorf("band %d/%d, want %d/%d", p.Image.HighThresholdPercent, p.Image.LowThresholdPercent, tt.high, tt.low)
+			}
+			if s := prov.source(flagHighThreshold); s.Source != tt.highSource || s.Value != strconv.Itoa(tt.high) {
+				t.Errorf("provenance %+v, want %d from %q", s, tt.high, tt.highSource)
+			}
+			if tt.flags.Margin > 0 && p.Image.PeriodicDisabled() {
+				t.Error("the agent's periodic image GC is off")
+			}
+		})
+	}
 }

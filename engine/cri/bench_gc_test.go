@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/critest"
 	"github.com/nodegc/nodegc/internal/simnode"
 )
 
@@ -28,55 +27,6 @@ const rawInFlight = 8
 // pods of 6 containers each (one running, 5 dead earlier attempts).
 func gcBenchNode(containers int) simnode.Options {
 	return simnode.Options{Seed: 14, Images: 2000, Pods: containers / 6, DeadPerContainer: 5, InitialUsagePercent: 95}
-}
-
-// rawRemove removes ids with rawInFlight generated CRI calls in flight and
-// returns how long it took; it fails b on any error.
-func rawRemove(b *testing.B, ep string, ids []string, call func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, im runtimeapi.ImageServiceClient, id string) error) time.Duration {
-	b.Helper()
-	conn, err := grpc.NewClient(ep, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	rt, im := runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn)
-	ctx := context.Background()
-	if _, err := rt.Version(ctx, &runtimeapi.VersionRequest{}); err != nil { // connect outside the timer
-		b.Fatal(err)
-	}
-	work := make(chan string)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	start := time.Now()
-	for range rawInFlight {
-		wg.Go(func() {
-			for id := range work {
-				if err := call(ctx, rt, im, id); err != nil {
-					mu.Lock()
-					first = cmpOr(first, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, id := range ids {
-		work <- id
-	}
-	close(work)
-	wg.Wait()
-	d := time.Since(start)
-	if first != nil {
-		b.Fatal(first)
-	}
-	return d
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // node serves a fresh simulated node for one measurement; stop ends it at
@@ -260,10 +210,7 @@ func BenchmarkGCPassVsRaw(b *testing.B) {
 					_, ep, stop := node(b, o)
 					imgList = append(imgList, listTime(b, ep, engine.PassImages))
 					runtime.GC() // the listing's garbage does not weigh on the raw loop
-					imgRaw = append(imgRaw, rawRemove(b, ep, ids, func(ctx context.Context, _ runtimeapi.RuntimeServiceClient, im runtimeapi.ImageServiceClient, id string) error {
-						_, err := im.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}})
-						return err
-					}))
+					imgRaw = append(imgRaw, critest.RawRemove(b, ep, ids, rawInFlight, critest.RemoveImage))
 					stop()
 					imgs = len(ids)
 
@@ -273,7 +220,7 @@ func BenchmarkGCPassVsRaw(b *testing.B) {
 					_, ep, stop = node(b, o)
 					ctrList = append(ctrList, listTime(b, ep, engine.PassContainers))
 					runtime.GC()
-					ctrRaw = append(ctrRaw, rawRemove(b, ep, ids, func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, _ runtimeapi.ImageServiceClient, id string) error {
+					ctrRaw = append(ctrRaw, critest.RawRemove(b, ep, ids, rawInFlight, func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, _ runtimeapi.ImageServiceClient, id string) error {
 						_, err := rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
 						return err
 					}))
@@ -414,7 +361,7 @@ func floorRun(b *testing.B, o simnode.Options, ids []string, events, journal boo
 		defer f.Close()
 		j = &floorJournal{f: f}
 	}
-	d := rawRemove(b, ep, ids, func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, _ runtimeapi.ImageServiceClient, id string) error {
+	d := critest.RawRemove(b, ep, ids, rawInFlight, func(ctx context.Context, rt runtimeapi.RuntimeServiceClient, _ runtimeapi.ImageServiceClient, id string) error {
 		en := engine.JournalEntry{Kind: engine.ItemContainer, ID: id, Pass: "floor", PassKind: engine.PassContainers}
 		if j != nil {
 			en.Op, en.Time = engine.JournalStarted, time.Now()
@@ -433,4 +380,12 @@ func floorRun(b *testing.B, o simnode.Options, ids []string, events, journal boo
 		}
 	}
 	return d
+}
+
+// cmpOr is a if it is an error, else b.
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
 }

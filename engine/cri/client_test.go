@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/critest"
 	"github.com/nodegc/nodegc/internal/simnode"
 )
 
@@ -650,24 +651,6 @@ func TestPermissionDenied(t *testing.T) {
 }
 
 // eventually retries f until it succeeds or ten seconds pass: reconnecting
-// takes the gRPC client a few attempts.
-func eventually(t *testing.T, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing: %v", err)
-		}
-		<-tick.C
-	}
-}
-
 func TestOutageAndReconnect(t *testing.T) {
 	n, ep := serve(t, small(9))
 	c := dial(t, ep, Options{ReadTimeout: 5 * time.Second})
@@ -686,7 +669,7 @@ func TestOutageAndReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("the client reconnects when it is back", func(t *testing.T) {
-		eventually(t, func() error { _, err := c.ListImages(ctx); return err })
+		critest.Eventually(t, func() error { _, err := c.ListImages(ctx); return err })
 	})
 }
 
@@ -697,7 +680,7 @@ func TestDroppedConnection(t *testing.T) {
 	n.SetLatency(time.Minute)
 	errc := make(chan error, 1)
 	go func() { _, err := c.ListContainers(ctx); errc <- err }()
-	eventually(t, func() error {
+	critest.Eventually(t, func() error {
 		for _, m := range n.Calls() {
 			if strings.HasSuffix(m, "/ListContainers") {
 				return nil
@@ -713,7 +696,7 @@ func TestDroppedConnection(t *testing.T) {
 	})
 	n.SetLatency(0)
 	t.Run("the next calls go through a new connection", func(t *testing.T) {
-		eventually(t, func() error { _, err := c.ListContainers(ctx); return err })
+		critest.Eventually(t, func() error { _, err := c.ListContainers(ctx); return err })
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -115,5 +116,14 @@ func timeout(opts metav1.ListOptions) time.Duration {
 func (c *Client) CreateEvent(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
 	out := &eventsv1.Event{}
 	err := c.events.Post().Namespace(ev.Namespace).Resource("events").Body(ev).Do(ctx).Into(out)
+	return out, err
+}
+
+// PatchEvent applies a strategic merge patch to the event
+// (events.k8s.io/v1) of that namespace and name: how client-go's events
+// recorder counts a repeat on the event's series.
+func (c *Client) PatchEvent(ctx context.Context, namespace, name string, patch []byte) (*eventsv1.Event, error) {
+	out := &eventsv1.Event{}
+	err := c.events.Patch(types.StrategicMergePatchType).Namespace(namespace).Resource("events").Name(name).Body(patch).Do(ctx).Into(out)
 	return out, err
 }

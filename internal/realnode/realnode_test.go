@@ -187,7 +187,7 @@ func testNode(t *testing.T, rt Runtime) {
 		// CRI learns of ctr's deletions through events: poll.
 		m.Ctr("images", "rm", "--sync", extra[0].Ref)
 		var img *runtimeapi.Image
-		untagged := eventually(func() bool {
+		untagged := Eventually(10*time.Second, func() bool {
 			resp, err := n.ImageClient().ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: extra[0].ID}})
 			img = resp.GetImage()
 			return err == nil && img != nil && len(img.GetRepoTags()) == 0
@@ -196,7 +196,7 @@ func testNode(t *testing.T, rt Runtime) {
 			t.Errorf("after ctr rm of the tag: image %v, want it listed without tags", img)
 		}
 		m.Ctr("images", "rm", "--sync", extra[0].ID)
-		if !eventually(func() bool { return !slices.Contains(m.State().Images, extra[0].ID) }) {
+		if !Eventually(10*time.Second, func() bool { return !slices.Contains(m.State().Images, extra[0].ID) }) {
 			t.Errorf("image %s still listed after ctr images rm of its ID", extra[0].Ref)
 		}
 	})
@@ -244,18 +244,6 @@ func testNode(t *testing.T, rt Runtime) {
 }
 
 // eventually reports whether cond becomes true within 10 seconds. The real
-// runtime updates some of its views asynchronously (through events).
-func eventually(cond func() bool) bool {
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
-}
-
 // podCgroupDirs lists the existing directories of a cgroup across the
 // mounted hierarchies.
 func podCgroupDirs(t *testing.T, cgroup string) []string {

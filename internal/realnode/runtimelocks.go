@@ -1,9 +1,14 @@
 package realnode
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodegc/nodegc/engine"
 )
@@ -35,4 +40,30 @@ func PrivateRuntimeLocks() (func(), error) {
 		os.Unsetenv(engine.RuntimeLockDirEnv)
 		os.RemoveAll(dir)
 	}, nil
+}
+
+// Main runs the tests of a package that starts real engines, as its
+// TestMain: m.Run with PrivateRuntimeLocks, then each cleanup in order
+// (the package's own temporary files), then it exits with m's code.
+func Main(m *testing.M, cleanup ...func()) {
+	unlock, err := PrivateRuntimeLocks()
+	code := 1
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+		unlock()
+	}
+	for _, c := range cleanup {
+		c()
+	}
+	os.Exit(code)
+}
+
+// Eventually reports whether cond becomes true within d, asking every 20
+// ms: a real runtime updates some of its views asynchronously (CRI learns
+// of what ctr does through events).
+func Eventually(d time.Duration, cond func() bool) bool {
+	poll := func(context.Context) (bool, error) { return cond(), nil }
+	return wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, d, true, poll) == nil
 }

@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/internal/critest"
 )
 
 // socketDir returns a short temporary directory (unix socket paths are
@@ -694,24 +696,6 @@ func TestListen(t *testing.T) {
 	})
 }
 
-// retry calls f until it succeeds or ten seconds pass.
-func retry(t *testing.T, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing: %v", err)
-		}
-		<-tick.C
-	}
-}
-
 func TestDownAndUp(t *testing.T) {
 	n := New(small(5))
 	c, ep := start(t, n)
@@ -733,7 +717,7 @@ func TestDownAndUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("up again, calls go through on the same socket", func(t *testing.T) {
-		retry(t, version)
+		critest.Eventually(t, version)
 	})
 	t.Run("down and up in quick succession keep serving", func(t *testing.T) {
 		for range 5 {
@@ -747,11 +731,11 @@ func TestDownAndUp(t *testing.T) {
 		if err := n.Up(); err != nil {
 			t.Fatal(err)
 		}
-		retry(t, version)
+		critest.Eventually(t, version)
 	})
 	t.Run("dropped connections are reopened", func(t *testing.T) {
 		n.DropConnections()
-		retry(t, version)
+		critest.Eventually(t, version)
 	})
 	t.Run("a stopped node does not serve again", func(t *testing.T) {
 		n.Stop()

@@ -460,17 +460,11 @@ func binary(t *testing.T) string {
 // test process's (realnode.PrivateRuntimeLocks) and removes it and the
 // built binary after.
 func TestMain(m *testing.M) {
-	unlock, err := realnode.PrivateRuntimeLocks()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	unlock()
-	if bin != "" {
-		os.RemoveAll(filepath.Dir(bin))
-	}
-	os.Exit(code)
+	realnode.Main(m, func() {
+		if bin != "" {
+			os.RemoveAll(filepath.Dir(bin))
+		}
+	})
 }
 
 // nodegc runs the binary with no terminal, bounded by a generous timeout

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
-// removeImageMethod is the CRI call criProxy can slow down.
+// removeImageMethod is the CRI call criProxy can slow down or fail.
 const removeImageMethod = "/runtime.v1.ImageService/RemoveImage"
 
 // criProxy is the node's CRI socket as the kubelet and the agent see it:
@@ -28,6 +30,7 @@ type criProxy struct {
 	upstream *grpc.ClientConn
 	srv      *grpc.Server
 	delay    atomic.Int64 // nanoseconds before each RemoveImage goes on
+	fail     atomic.Int32 // RemoveImage calls still to fail
 	done     chan struct{}
 }
 
@@ -68,11 +71,31 @@ func startCRIProxy(t testing.TB, socket, upstream string) *criProxy {
 // runtime (0: none).
 func (p *criProxy) SetRemoveImageDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
+// FailRemoveImage makes the next n RemoveImage calls fail (codes.Internal)
+// without reaching the runtime.
+func (p *criProxy) FailRemoveImage(n int32) { p.fail.Store(n) }
+
+// takeFailure reports whether this call is one of those to fail.
+func (p *criProxy) takeFailure() bool {
+	for {
+		n := p.fail.Load()
+		if n <= 0 {
+			return false
+		}
+		if p.fail.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
 // forward passes one call through: the client's messages up, the
 // runtime's down, and the runtime's status back as the call's own.
 func (p *criProxy) forward(_ any, ss grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(ss)
 	ctx := ss.Context()
+	if method == removeImageMethod && p.takeFailure() {
+		return status.Error(codes.Internal, "failed by the test's CRI proxy")
+	}
 	if d := time.Duration(p.delay.Load()); d > 0 && method == removeImageMethod {
 		select {
 		case <-time.After(d):

@@ -51,13 +51,15 @@ type cluster struct {
 	kubeletLog string
 }
 
-// The image GC band the agent reads from the kubelet's config file, and
-// the image filesystem's size: 1 GiB of tmpfs, so that a band of 5 % is
-// about 50 MiB (what a few dozen small images hold).
+// The agent's image GC band, and the image filesystem's size: 1 GiB of
+// tmpfs, so that a band of 5 % is about 50 MiB (what a few dozen small
+// images hold). The agent reads the kubelet config file's band and, as
+// deploy/ runs it (--image-gc-margin=5), acts margin points below it.
 const (
-	imageGCHigh = 50
-	imageGCLow  = 45
-	imageFsSize = 1 << 30
+	imageGCHigh   = 50
+	imageGCLow    = 45
+	imageGCMargin = 5
+	imageFsSize   = 1 << 30
 )
 
 // startCluster starts everything and waits until the Node is Ready.
@@ -119,8 +121,9 @@ func startCluster(t testing.TB) *cluster {
 		"--config="+c.kubeletConfig, "--root-dir="+rootDir,
 		"--kubeconfig="+c.cp.kubeconfig(t, "kubelet", kubeletToken),
 		"--hostname-override="+c.nodeName, "--v=2",
-		// Its own container GC's removals, to tell them from the agent's.
-		"--vmodule=kuberuntime_gc=4")
+		// Its own container GC's removals, to tell them from the agent's,
+		// and each of its image GCs that succeeded (kubelet.go).
+		"--vmodule=kuberuntime_gc=4,kubelet=4")
 	c.kubeletPID = kcmd.Process.Pid
 	if !kubetest.WaitFor(3*time.Minute, func() bool {
 		n, err := c.cs.CoreV1().Nodes().Get(t.Context(), c.nodeName, metav1.GetOptions{})
@@ -130,11 +133,13 @@ func startCluster(t testing.TB) *cluster {
 	}
 	// The kubelet has read its config (image GC at its defaults, 85 and
 	// 80 %, images at least 2 minutes old). The file now gets the band
-	// the agent reads when its pod starts, as it reads a node's: the
-	// kubelet's own image GC (at its start, then every 5 minutes) never
-	// reaches 85 % here, so every image that goes is the agent's doing
-	// and in its journal.
-	band := fmt.Sprintf("imageGCHighThresholdPercent: %d\nimageGCLowThresholdPercent: %d\nimageMinimumGCAge: 0s\n", imageGCHigh, imageGCLow)
+	// the agent reads when its pod starts, as it reads a node's, and
+	// acts imageGCMargin points below: the kubelet's own image GC (at its
+	// start, then every 5 minutes) reaches 85 % only in
+	// TestAgentActsBeforeTheKubeletsImageGC, where the agent has acted
+	// first, so every image that goes is the agent's doing and in its
+	// journal.
+	band := fmt.Sprintf("imageGCHighThresholdPercent: %d\nimageGCLowThresholdPercent: %d\nimageMinimumGCAge: 0s\n", imageGCHigh+imageGCMargin, imageGCLow+imageGCMargin)
 	if err := os.WriteFile(c.kubeletConfig, []byte(cfg+band), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegc/nodegc/control"
+	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/kubetest"
 )
 
@@ -259,4 +263,127 @@ func (p *prometheus) get(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return body
+}
+
+// readmeQueries are the PromQL queries of the README's metrics table:
+// every backticked expression of its PromQL column that names a metric.
+func readmeQueries(t testing.TB) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := regexp.MustCompile("`([^`]+)`")
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		cols := strings.SplitN(line, " | ", 2)
+		if !strings.HasPrefix(line, "| ") || len(cols) != 2 || !strings.Contains(cols[1], "nodegc_") {
+			continue
+		}
+		for _, m := range code.FindAllStringSubmatch(cols[1], -1) {
+			if strings.Contains(m[1], "nodegc_") {
+				out = append(out, strings.ReplaceAll(m[1], `\|`, "|"))
+			}
+		}
+	}
+	if len(out) < 15 {
+		t.Fatalf("found %d queries in the README's metrics table: the table moved?", len(out))
+	}
+	return out
+}
+
+// filters matches a query that filters (a comparison, and, unless): an
+// alert's expression, empty while its condition does not hold.
+var filters = regexp.MustCompile(`[<>]|==|!=|\band\b|\bunless\b`)
+
+// promSelector matches a metric selector in a query.
+var promSelector = regexp.MustCompile(`nodegc_[a-z_]+(\{[^}]*\})?`)
+
+// TestEveryReadmeQueryAnswers: after a scripted sequence on the real
+// cluster (a periodic pass past the high threshold, a no-op, a
+// reclaim-all, a reclaim-all whose first deletion fails), every PromQL
+// query of the README answers in the real Prometheus: a query that is a
+// value returns one that is a number, and in a query that filters (an
+// alert's), every metric selector has a series.
+func TestEveryReadmeQueryAnswers(t *testing.T) {
+	c := sharedCluster(t)
+	agent := c.waitAgentReady(t)
+	prom := c.startPrometheus(t)
+	if !kubetest.WaitFor(time.Minute, func() bool { return len(prom.query(t, fmt.Sprintf(`up{node=%q} == 1`, c.nodeName))) == 1 }) {
+		t.Fatalf("Prometheus does not scrape the agent; its targets:\n%s", prom.targets(t))
+	}
+	attempts := func(trigger, result, reason string) string {
+		return fmt.Sprintf(`nodegc_image_gc_attempts_total{reason=%q,result=%q,trigger=%q}`, reason, result, trigger)
+	}
+	waitMore := func(series string, before []byte) {
+		t.Helper()
+		if !kubetest.WaitFor(time.Minute, func() bool {
+			return metricValue(c.metrics(t, agent.Name), series) > metricValue(before, series)
+		}) {
+			t.Fatalf("%s did not go up within a minute; the agent's log:\n%s", series, c.agentLog())
+		}
+	}
+
+	// 1. A periodic pass past the high threshold, 2. then a no-op.
+	c.importImages(t, 16, 4<<20, "promql")
+	before := c.metrics(t, agent.Name)
+	c.fillPastHigh(t)
+	waitMore(attempts("periodic", "success", "threshold"), before)
+	waitMore(attempts("periodic", "noop", "below-threshold"), c.metrics(t, agent.Name))
+
+	// 3. A reclaim-all, 4. one whose first deletion fails, through the
+	// agent's control socket as `nodegc gc --reclaim-all` on the node.
+	ctl := control.NewClient(control.SocketPath(filepath.Join(c.dir, "state")), false)
+	defer ctl.Close()
+	for _, fail := range []int32{0, 1} {
+		c.importImages(t, 3, 1<<20, fmt.Sprintf("promql-reclaim%d", fail))
+		c.proxy.FailRemoveImage(fail)
+		r, err := ctl.Force(t.Context(), engine.PassReclaimAll)
+		c.proxy.FailRemoveImage(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Count(engine.OutcomeRemoved) == 0 || r.Count(engine.OutcomeFailed) != int(fail) {
+			t.Fatalf("reclaim-all removed %d and failed %d, want some and %d", r.Count(engine.OutcomeRemoved), r.Count(engine.OutcomeFailed), fail)
+		}
+	}
+	// Prometheus has scraped the failure.
+	last := strings.Replace(attempts("reclaim-all", "partial", "delete-error"), "}", fmt.Sprintf(",node=%q}", c.nodeName), 1)
+	if !kubetest.WaitFor(30*time.Second, func() bool {
+		s := prom.query(t, last)
+		return len(s) == 1 && s[0].value(t) >= 1
+	}) {
+		t.Fatalf("Prometheus has no %s", last)
+	}
+
+	for _, q := range readmeQueries(t) {
+		if strings.Contains(q, "nodegc_forecast_seconds") {
+			// Absent until the forecast has history enough, by its design
+			// (metrics/forecast.go); its status answers from the start.
+			if len(prom.query(t, `nodegc_forecast_status == 1`)) == 0 {
+				t.Errorf("for %s, nodegc_forecast_status has no current answer", q)
+			}
+			continue
+		}
+		if filters.MatchString(q) {
+			for _, sel := range promSelector.FindAllString(q, -1) {
+				if len(prom.query(t, sel)) == 0 {
+					t.Errorf("in %s, %s has no series", q, sel)
+				}
+			}
+			continue
+		}
+		got := prom.query(t, q)
+		numbers := 0
+		for _, s := range got {
+			if v := s.value(t); !math.IsNaN(v) {
+				numbers++
+			}
+		}
+		if numbers == 0 {
+			t.Errorf("%s answers %+v, want a number", q, got)
+		} else if testing.Verbose() {
+			t.Logf("%s: %d samples, %v", q, len(got), got[0].Value[1])
+		}
+	}
 }

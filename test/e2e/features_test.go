@@ -70,7 +70,7 @@ func TestDashboardFeaturesInTmux(t *testing.T) {
 				s.press(t, "Escape")
 				s.waitGone(t, "the pass details to close", `Pass #\d+`)
 				s.press(t, "1")
-				s.waitText(t, "a pass in the history", `FREED PER PASS\s+1 passes|freed/pass`)
+				s.waitText(t, "a pass in the history", `FREED PER PASS\s+1 pass this session|freed/pass`)
 			})
 			t.Run("the full help lists the new keys", func(t *testing.T) {
 				s.press(t, "2", "?")

@@ -225,13 +225,13 @@ func TestFleetAtScale(t *testing.T) {
 		// viewer may reach the agent through the proxy and look, not act.
 		grant(t, cs, "viewer", "viewer-proxy", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/proxy"}, Verbs: []string{"get", "create"}})
 		viewer := remoteClient(t, api, target, "viewer-token")
-		if _, err := viewer.Status(ctx); !isStatus(err, 403) {
+		if _, err := viewer.AgentStatus(ctx); !isStatus(err, 403) {
 			t.Fatalf("viewer without get on nodes.nodegc.io: status %v, want 403 from the agent", err)
 		}
 		grant(t, cs, "viewer", "viewer-get", rbacv1.PolicyRule{APIGroups: []string{"nodegc.io"}, Resources: []string{"nodes"}, Verbs: []string{"get"}})
 		var st control.Status
 		if !kubetest.WaitFor(30*time.Second, func() bool {
-			st, err = viewer.Status(ctx)
+			st, err = viewer.AgentStatus(ctx)
 			return err == nil
 		}) {
 			t.Fatalf("viewer with get: %v", err)
@@ -248,7 +248,7 @@ func TestFleetAtScale(t *testing.T) {
 		if err != nil || rep.ID == 0 {
 			t.Fatalf("admin's force through the API server: %+v, %v", rep.ID, err)
 		}
-		if st, err := admin.Status(ctx); err != nil || st.Scheduler.Passes != before+1 || st.ReadOnly {
+		if st, err := admin.AgentStatus(ctx); err != nil || st.Scheduler.Passes != before+1 || st.ReadOnly {
 			t.Errorf("after the forced pass: passes %d (was %d), read-only %v, %v", st.Scheduler.Passes, before, st.ReadOnly, err)
 		}
 	})

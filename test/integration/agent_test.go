@@ -388,7 +388,7 @@ func testAgentAttach(t *testing.T, rt realnode.Runtime) {
 		}
 		waitScreen("attached to agent (pid " + pid + ", up")
 		run("send-keys", "i")
-		waitScreen("y apply exactly this plan") // the agent's preview has come
+		waitScreen("y run the pass now") // the confirm lists the shown plan
 		run("send-keys", "y")
 		var reports []engine.PassReport
 		deadline := time.Now().Add(60 * time.Second)

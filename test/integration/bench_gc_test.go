@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/critest"
 	"github.com/nodegc/nodegc/internal/realnode"
 )
 
@@ -39,51 +39,6 @@ const poolBenchIdle = 3 * time.Second
 // runs: one run at -benchtime 1x gives the ranges (the harness runs a
 // benchmark once with b.N = 1 before any larger N).
 const poolBenchRounds = 3
-
-// rawRemoveImages removes the images with inFlight raw CRI RemoveImage
-// calls in flight, as fast as the runtime allows, and returns the time it
-// took.
-func rawRemoveImages(b *testing.B, n *realnode.Node, ids []string, inFlight int) time.Duration {
-	b.Helper()
-	conn, err := grpc.NewClient(n.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	im := runtimeapi.NewImageServiceClient(conn)
-	ctx := context.Background()
-	if _, err := im.ListImages(ctx, &runtimeapi.ListImagesRequest{}); err != nil { // connect outside the timer
-		b.Fatal(err)
-	}
-	work := make(chan string)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	start := time.Now()
-	for range inFlight {
-		wg.Go(func() {
-			for id := range work {
-				if _, err := im.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}}); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, id := range ids {
-		work <- id
-	}
-	close(work)
-	wg.Wait()
-	d := time.Since(start)
-	if first != nil {
-		b.Fatal(first)
-	}
-	return d
-}
 
 // timeGC runs `<bin> gc --reclaim-all --yes` as a whole process over the
 // images and returns its wall time.
@@ -296,7 +251,7 @@ func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 			case v.name == "idle":
 				time.Sleep(poolBenchIdle)
 			case v.raw > 0:
-				took = rawRemoveImages(b, n, ids(imgs), v.raw)
+				took = critest.RawRemove(b, n.Endpoint(), ids(imgs), v.raw, critest.RemoveImage)
 			default:
 				took = timeGC(b, n, v.bin, imgs, state, v.args...)
 			}

@@ -33,7 +33,7 @@ func benchSetup(b *testing.B, n *realnode.Node, c engine.Runtime) ([]realnode.Im
 // sandbox image is still there).
 func benchCheckGone(b *testing.B, n *realnode.Node, imgs []realnode.ImageRef) {
 	b.Helper()
-	if !eventually(func() bool {
+	if !realnode.Eventually(15*time.Second, func() bool {
 		st := n.Must(b).State()
 		return len(st.Images) == 1 && st.Images[0] == n.SandboxImage().ID
 	}) {

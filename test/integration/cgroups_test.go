@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
@@ -41,7 +42,7 @@ func testCgroups(t *testing.T, rt realnode.Runtime) {
 	// covers its children; the subtests below fail if it never does.
 	var pod, ct, pause *cgroupfs.Node
 	var tree *cgroupfs.Tree
-	eventually(func() bool {
+	realnode.Eventually(15*time.Second, func() bool {
 		tree, err = cgroupfs.Read(cgroupfs.Config{CgroupDriver: string(cgroupfs.DriverCgroupfs)}, names)
 		if err != nil || tree.Root == nil {
 			return false

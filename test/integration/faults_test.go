@@ -73,7 +73,7 @@ func testRacesAndFaults(t *testing.T, rt realnode.Runtime) {
 		imgs, p := plan(t, 3, "behind")
 		journaled := len(journalIDs(t, state, engine.ItemImage, 0))
 		m.Ctr("images", "rm", "--sync", imgs[0].Ref, imgs[0].ID)
-		if !eventually(func() bool { return !listed(t, n, imgs[0].ID) }) {
+		if !realnode.Eventually(15*time.Second, func() bool { return !listed(t, n, imgs[0].ID) }) {
 			t.Fatalf("CRI still lists %s after ctr images rm", imgs[0].Ref)
 		}
 		r, err := e.Apply(ctx, p)
@@ -134,7 +134,7 @@ func testRacesAndFaults(t *testing.T, rt realnode.Runtime) {
 		// The adapter's connection may still be in gRPC's reconnect
 		// backoff for a moment; the next pass is the one after it has
 		// reconnected, as the scheduler's next pass would be.
-		if !eventually(func() bool { _, err := c.Info(ctx); return err == nil }) {
+		if !realnode.Eventually(15*time.Second, func() bool { _, err := c.Info(ctx); return err == nil }) {
 			t.Fatal("the CRI adapter did not reconnect after the restart")
 		}
 		r2, err := e.Run(ctx, engine.PassReclaimAll)

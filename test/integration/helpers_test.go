@@ -40,16 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	buildDir = dir
-	unlock, err := realnode.PrivateRuntimeLocks()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	unlock()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	realnode.Main(m, func() { os.RemoveAll(dir) })
 }
 
 var (
@@ -355,18 +346,6 @@ func listed(tb testing.TB, n *realnode.Node, id string) bool {
 }
 
 // eventually reports whether cond becomes true within 15 seconds: CRI
-// learns of what ctr does through events, asynchronously.
-func eventually(cond func() bool) bool {
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
-}
-
 // removeContainer removes a container through CRI directly, as the
 // kubelet or an operator would, not through nodegc.
 func removeContainer(tb testing.TB, n *realnode.Node, id string) {

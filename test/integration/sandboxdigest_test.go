@@ -43,7 +43,7 @@ func testSandboxImageConfiguredByDigest(t *testing.T, rt realnode.Runtime) {
 	if err := n.ConfigureSandboxImage(realnode.SandboxImageRef + "@" + digest); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(func() bool {
+	if !realnode.Eventually(15*time.Second, func() bool {
 		st, err := n.ImageClient().ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: pause.ID}})
 		return err == nil && st.GetImage() != nil && len(st.GetImage().GetRepoTags()) == 0
 	}) {

@@ -41,16 +41,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	buildDir = dir
-	unlock, err := realnode.PrivateRuntimeLocks()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	unlock()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	realnode.Main(m, func() { os.RemoveAll(dir) })
 }
 
 // build builds a command of this module into buildDir once per name.

@@ -95,6 +95,7 @@ func (m *Model) TakeKey(k tea.KeyPressMsg) bool {
 	case key.Matches(k, m.Keys.CollapseAll):
 		m.allOpen = false
 		clear(m.expanded)
+		m.Grid.Top() // the selected group may be folded away: start at the root
 		m.Rebuild()
 	default:
 		return false

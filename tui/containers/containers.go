@@ -187,12 +187,14 @@ func (m *Model) setGroups(order []*group, removableUIDs []string) {
 }
 
 // summaryLine is the line above the table: how many dead containers and pods,
-// what the plan removes, and the container policy it follows.
+// the pod source's state, what the plan removes, and the container policy
+// it follows.
 func summaryLine(s engine.Snapshot, p engine.Plan, rows, groups int) string {
 	pol := p.Policy.Container
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d dead in %d pods · plan removes %d containers, %d sandboxes, %d logs",
-		rows, groups, len(p.ContainerGC.Remove), len(p.SandboxGC.Remove), len(p.LogGC.Remove))
+	// Most telling first: a narrow screen cuts the end, the policy.
+	fmt.Fprintf(&b, "%d dead in %d pods · pods: %s · plan removes %d containers, %d sandboxes, %d logs",
+		rows, groups, s.PodSource.Summary(), len(p.ContainerGC.Remove), len(p.SandboxGC.Remove), len(p.LogGC.Remove))
 	keep := fmt.Sprint(pol.MaxPerPodContainer)
 	if pol.MaxPerPodContainer < 0 {
 		keep = "all"
@@ -202,7 +204,6 @@ func summaryLine(s engine.Snapshot, p engine.Plan, rows, groups int) string {
 		maxAll = "∞"
 	}
 	fmt.Fprintf(&b, " · keep %s per container, max %s, min age %s", keep, maxAll, format.Duration(pol.MinAge))
-	b.WriteString(" · pods: " + s.PodSource.Summary())
 	return b.String()
 }
 

@@ -60,6 +60,7 @@ func New(k keys.KeyMap, st style.Styles) Model {
 	// Newest first, the one order.
 	m := Model{Pane: grid.NewPane(k, st, columns, 0, 0, grid.Order{Col: 0, Desc: true})}
 	m.SortArrow(0, true)
+	m.Legend = "* forced by an operator, not run by the schedule"
 	return m
 }
 
@@ -97,7 +98,7 @@ func (m Model) Events() []engine.Event { return m.events }
 
 // entry is one row of the pass history: a pass, and the earlier passes
 // folded into it. Periodic passes of one kind that removed nothing (had
-// nothing to do, or were skipped on an unchanged node), with no error,
+// nothing to do, or, apart from those, were skipped on an unchanged node), with no error,
 // failure or event, fold into the newest of them, as the API server
 // folds a repeated event into one with a count and a first time: on an
 // idle node they come every minute, and kept one a row they pushed the
@@ -124,8 +125,12 @@ func (e entry) holds(r engine.PassReport) bool {
 	if samePass(e.PassReport, r) {
 		return true
 	}
-	return e.folded > 0 && idle(r) && e.Kind == r.Kind && e.Run == r.Run && r.ID >= e.firstID && r.ID < e.ID
+	return e.folded > 0 && idle(r) && e.Kind == r.Kind && e.Run == r.Run && skipped(e.PassReport) == skipped(r) && r.ID >= e.firstID && r.ID < e.ID
 }
+
+// skipped reports whether p was skipped (the node unchanged), as opposed
+// to a pass that ran and found nothing to do: the two never fold together.
+func skipped(p engine.PassReport) bool { return p.Skipped != "" }
 
 // key identifies e's rows, and stays while passes fold into it: the key
 // of its first pass (passKey).
@@ -149,6 +154,9 @@ func (m *Model) fold(r engine.PassReport) bool {
 		}
 		if e.Kind != r.Kind || e.Run != r.Run {
 			continue
+		}
+		if skipped(e.PassReport) != skipped(r) {
+			return false // "skipped" and "nothing to do" are told apart
 		}
 		if e.folded == 0 {
 			e.firstID, e.since = e.ID, e.StartedAt

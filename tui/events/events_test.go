@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/tui/internal/feed"
 	"github.com/nodegc/nodegc/tui/keys"
@@ -73,9 +75,9 @@ func TestIdlePassesFoldIntoOneRow(t *testing.T) {
 		{"periodic passes with nothing to do fold into the newest, with a count and the first's start",
 			[]engine.PassReport{pass(1, c, nil), pass(2, c, nil), pass(3, c, nil)},
 			[]string{"3 nothing to do (×3 since 12:01:00)"}},
-		{"a skipped pass folds with one that had nothing to do",
-			[]engine.PassReport{pass(1, c, nil), pass(2, c, skipped), pass(3, c, skipped)},
-			[]string{"3 skipped: node unchanged (×3 since 12:01:00)"}},
+		{"skipped passes fold together, never with one that ran and had nothing to do (issue 41: the count hid a pass that ran)",
+			[]engine.PassReport{pass(1, c, nil), pass(2, c, skipped), pass(3, c, skipped), pass(4, c, nil)},
+			[]string{"4 nothing to do", "3 skipped: node unchanged (×2 since 12:02:00)", "1 nothing to do"}},
 		{"a pass that removed something ends the run",
 			[]engine.PassReport{pass(1, c, nil), pass(2, c, removed), pass(3, c, nil), pass(4, c, nil)},
 			[]string{"4 nothing to do (×2 since 12:03:00)", "2 ok", "1 nothing to do"}},
@@ -191,5 +193,18 @@ func TestDetailsSayWhyAPassHasNoItems(t *testing.T) {
 				t.Errorf("last line %q, want %q", last, tt.want)
 			}
 		})
+	}
+}
+
+// TestTheForcedMarkIsExplained pins issue 41: the * a forced pass's kind
+// bears is explained on the pane, at 80 columns too.
+func TestTheForcedMarkIsExplained(t *testing.T) {
+	m := New(keys.Default(false), style.Default(true))
+	m.SetSize(80, 20)
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	m.AddPass(engine.PassReport{ID: 1, Run: "r", Kind: engine.PassImages, Forced: true, StartedAt: at, FinishedAt: at})
+	v := ansi.Strip(m.View())
+	if !strings.Contains(v, "images*") || !strings.Contains(v, "* forced by an operator") {
+		t.Errorf("the forced mark is not explained at 80 columns:\n%s", v)
 	}
 }

@@ -67,7 +67,7 @@ type Model struct {
 
 var columns = []grid.Column{
 	{Title: "#", Width: 4, Right: true},
-	{Title: "IMAGE", Width: 5, Flex: true, Middle: true},
+	{Title: "IMAGE", Width: 10, Flex: true, Ref: true}, // the name wins the room: 2 to DETAIL's 1
 	{Title: "ID", Width: 12, MinTable: 140},
 	{Title: "SIZE", Width: 9, Right: true},
 	{Title: "LAST USED", Width: 9},

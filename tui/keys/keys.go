@@ -45,8 +45,8 @@ type KeyMap struct {
 	Reverse key.Binding
 	Refresh key.Binding
 	Freeze  key.Binding
-	// Faster and Slower shorten and lengthen the refresh interval (btop
-	// +/-); Faster carries the help of both.
+	// Faster and Slower shorten and lengthen the refresh interval, - and
+	// + as btop's update timer; Faster carries the help of both.
 	Faster key.Binding
 	Slower key.Binding
 	// Copy copies the selected row's ID to the clipboard (OSC 52).
@@ -125,8 +125,8 @@ func Default(readOnly bool) KeyMap {
 		Reverse:         key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "reverse sort")),
 		Refresh:         key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
 		Freeze:          key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "freeze")),
-		Faster:          key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+/-", "refresh interval")),
-		Slower:          key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "slower refresh")),
+		Faster:          key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("+/-", "refresh interval")),
+		Slower:          key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "slower refresh")),
 		Copy:            key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy ID")),
 		Drill:           key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
 		SearchNext:      key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next match")),

@@ -66,33 +66,35 @@ func last(xs []Sample, n int) []Sample {
 
 var blocks = []rune(" ▁▂▃▄▅▆▇█")
 
+// mark is a rule drawn across the chart at a value (a threshold).
+type mark struct {
+	value int64
+	ch    rune
+}
+
 // chart draws xs (the last w of them) as a chart h rows high scaled to
-// [0, top], btop style: each column is a bar of eighth blocks. mark, when
-// in (0, top), draws a rule character in empty cells of the row holding
-// it; the caller styles rows. It returns h strings, top row first.
-func chart(xs []Sample, w, h int, top int64, marks map[int64]rune) []string {
+// [bottom, top], btop style: each column is a bar of eighth blocks. Each
+// mark strictly inside the range draws its rule character in the empty
+// cells of the row holding it, a later mark over an earlier one on the
+// same row; the caller styles rows. It returns h strings, top row first.
+func chart(xs []Sample, w, h int, bottom, top int64, marks ...mark) []string {
 	xs = last(xs, w)
+	span := max(top-bottom, 1)
 	rows := make([][]rune, h)
 	for r := range rows {
 		rows[r] = []rune(strings.Repeat(" ", w))
 	}
-	markRow := map[int]rune{}
-	for v, ch := range marks {
-		if v > 0 && v < top {
-			markRow[h-1-int(int64(h)*v/top)] = ch
-		}
-	}
-	for r, ch := range markRow {
-		if r >= 0 && r < h {
+	for _, mk := range marks {
+		if r := markRow(mk.value, h, bottom, top); r >= 0 {
 			for c := range rows[r] {
-				rows[r][c] = ch
+				rows[r][c] = mk.ch
 			}
 		}
 	}
 	off := w - len(xs)
 	for i, s := range xs {
-		eighths := int(min(max(s.Value, 0), top) * int64(h*8) / max(top, 1))
-		if s.Value > 0 && eighths == 0 {
+		eighths := int((min(max(s.Value, bottom), top) - bottom) * int64(h*8) / span)
+		if s.Value > bottom && eighths == 0 {
 			eighths = 1
 		}
 		for r := h - 1; r >= 0 && eighths > 0; r-- {
@@ -108,9 +110,53 @@ func chart(xs []Sample, w, h int, top int64, marks map[int64]rune) []string {
 	return out
 }
 
-// maxValue is the largest value of xs, at least 1.
+// markRow is the row (0 the top) of a chart h rows high over [bottom,
+// top] that holds v, or -1 when v is not strictly inside the range.
+func markRow(v int64, h int, bottom, top int64) int {
+	if v <= bottom || v >= top {
+		return -1
+	}
+	return h - 1 - int(int64(h)*(v-bottom)/(top-bottom))
+}
+
+// usageScale is the range of percentages the usage chart spans: the GC
+// band [low, high] and every sample, with a margin of a quarter of that
+// (at least 5 points) on each side, within 0–100. A node that lives
+// around its band gets its rows there, not in the empty 0–60% (btop
+// scales its graphs to what they show).
+func usageScale(xs []Sample, low, high int) (bottom, top int64) {
+	lo, hi := int64(low), int64(high)
+	for _, s := range xs {
+		lo, hi = min(lo, s.Value), max(hi, s.Value)
+	}
+	pad := max((hi-lo)/4, 5)
+	return max(lo-pad, 0), min(hi+pad, 100)
+}
+
+// bars widens each sample of xs to a bar of up to 3 columns with a gap
+// after it, as many as fit in w: a few passes fill their chart instead of
+// its right-hand edge.
+func bars(xs []Sample, w int) []Sample {
+	if len(xs) == 0 {
+		return nil
+	}
+	bw := min(w/len(xs), 4) - 1
+	if bw < 1 {
+		return xs
+	}
+	out := make([]Sample, 0, len(xs)*(bw+1))
+	for _, s := range xs {
+		for range bw {
+			out = append(out, s)
+		}
+		out = append(out, Sample{At: s.At})
+	}
+	return out
+}
+
+// maxValue is the largest value of xs, 0 when there is none.
 func maxValue(xs []Sample) int64 {
-	m := int64(1)
+	m := int64(0)
 	for _, s := range xs {
 		m = max(m, s.Value)
 	}

@@ -382,17 +382,13 @@ func (m Model) history(rows int) []string {
 	usageNow := m.usageNow()
 	freedMax := maxValue(h.Freed)
 	uHead := m.usageHead()
-	fHead := st.Header.Render("FREED PER PASS") + "  " + st.Label.Render(fmt.Sprintf("%d passes this session · most %s", len(h.Freed), format.Bytes(freedMax)))
+	fHead := st.Header.Render("FREED PER PASS") + "  " + st.Label.Render(fmt.Sprintf("%s this session · most %s", passes(len(h.Freed)), format.Bytes(freedMax)))
 	if len(h.Freed) == 0 {
 		fHead = st.Header.Render("FREED PER PASS") + "  " + st.Label.Render("no pass this session yet")
 	}
-	var marks map[int64]rune
-	if rows >= 9 { // a chart tall enough to show the band apart
-		marks = map[int64]rune{int64(pol.HighThresholdPercent): '┄', int64(pol.LowThresholdPercent): '┈'}
-	}
 	if rows < 6 {
-		u := chart(h.Usage, w, 1, 100, nil)[0]
-		f := chart(h.Freed, w, 1, freedMax, nil)[0]
+		u := chart(h.Usage, w, 1, 0, 100)[0]
+		f := chart(h.Freed, w, 1, 0, max(freedMax, 1))[0]
 		return []string{
 			st.Label.Render(fmt.Sprintf("%-12s", "usage")) + m.usageStyle(h).Render(u) + " " + usageNow,
 			st.Label.Render(fmt.Sprintf("%-12s", "freed/pass")) + st.Accent.Render(f) + " " + format.Bytes(freedMax),
@@ -401,21 +397,22 @@ func (m Model) history(rows int) []string {
 	uh := max((rows-3)*2/3, 1)
 	fh := max(rows-3-uh, 1)
 	out := []string{uHead}
-	for i, r := range chart(h.Usage, w, uh, 100, marks) {
-		label := ""
-		switch i {
-		case 0:
-			label = "100%"
-		case uh - 1:
-			label = "0%"
-		}
-		out = append(out, st.Label.Render(fmt.Sprintf("%11s ", label))+m.usageStyle(h).Render(r))
+	bottom, top := usageScale(h.Usage, pol.LowThresholdPercent, pol.HighThresholdPercent)
+	high, low := int64(pol.HighThresholdPercent), int64(pol.LowThresholdPercent)
+	labels := map[int]string{0: fmt.Sprintf("%d%%", top), uh - 1: fmt.Sprintf("%d%%", bottom)}
+	labels[markRow(low, uh, bottom, top)] = fmt.Sprintf("low %d%%", low)
+	labels[markRow(high, uh, bottom, top)] = fmt.Sprintf("high %d%%", high)
+	for i, r := range chart(h.Usage, w, uh, bottom, top, mark{low, '┈'}, mark{high, '┄'}) {
+		out = append(out, st.Label.Render(fmt.Sprintf("%11s ", labels[i]))+m.usageStyle(h).Render(r))
 	}
 	out = append(out, "", fHead)
-	for i, r := range chart(h.Freed, w, fh, freedMax, nil) {
+	for i, r := range chart(bars(h.Freed, w), w, fh, 0, max(freedMax, 1)) {
 		label := ""
-		if i == 0 && len(h.Freed) > 0 {
+		switch {
+		case i == 0 && len(h.Freed) > 0:
 			label = format.Bytes(freedMax)
+		case i == fh-1 && fh > 1:
+			label = "0 B"
 		}
 		out = append(out, st.Label.Render(fmt.Sprintf("%11s ", label))+st.Accent.Render(r))
 	}
@@ -571,6 +568,14 @@ func (m Model) lastPassLine() string {
 	switch {
 	case r.Error != "":
 		return head + s + "  " + st.Bad.Render("failed: "+r.Error)
+	case r.Stopped != "":
+		// Stopped before its end (X, a signal): the items never tried
+		// are no failures, and no "ok" either.
+		msg := fmt.Sprintf("stopped, %d not run", r.Undone)
+		if f := r.Count(engine.OutcomeFailed); f > 0 {
+			msg = fmt.Sprintf("%d failed, %s", f, msg)
+		}
+		return head + s + "  " + st.Warn.Render(msg)
 	case !r.OK():
 		return head + s + "  " + st.Bad.Render(fmt.Sprintf("%d failed", r.Count(engine.OutcomeFailed)))
 	}
@@ -634,4 +639,12 @@ func (m Model) gauge(used, low, high int, evict float64) string {
 
 func sameStyle(a, b lipgloss.Style) bool {
 	return a.GetForeground() == b.GetForeground() && a.GetBold() == b.GetBold()
+}
+
+// passes counts passes in words: "1 pass", "7 passes".
+func passes(n int) string {
+	if n == 1 {
+		return "1 pass"
+	}
+	return fmt.Sprintf("%d passes", n)
 }

@@ -50,6 +50,10 @@ type Column struct {
 	// Middle cuts a value too long for the column in its middle, not at
 	// its end: a reference keeps its registry and its name and tag.
 	Middle bool
+	// Ref shortens an image reference too long for the column as Ref
+	// does: its digest, its registry and path, then its name, keeping
+	// its tag.
+	Ref bool
 	// MinTable hides the column when the table is narrower.
 	MinTable int
 }
@@ -98,7 +102,13 @@ type Model struct {
 	// moved says the user moved the cursor off the first row: refreshes
 	// then keep it on its row; otherwise the view stays at the top, where
 	// the newest or first-ranked rows are, as new rows arrive.
-	moved  bool
+	moved bool
+	// lost is the Key of the selected row when a refresh dropped it: no
+	// row is selected then, so that no action lands on the row that took
+	// its place, until it comes back or the user moves.
+	lost string
+	// gone is the dropped row, as it was last shown.
+	gone   Row
 	width  int
 	height int
 	// styles is shared by the copies of the table: replaced, never
@@ -164,9 +174,10 @@ func (m *Model) SetSize(w, h int) {
 }
 
 // SetRows replaces the rows. When the user has moved the cursor it stays on
-// the row with the same Key, if there is one; otherwise the view stays at
-// the top, so new rows at the top are seen rather than pushing the view
-// down.
+// the row with the same Key; if that row is gone, no row is selected (Lost
+// says which) until it comes back or the user moves. Otherwise the view
+// stays at the top, so new rows at the top are seen rather than pushing
+// the view down.
 func (m *Model) SetRows(rows []Row) {
 	if !m.moved {
 		m.rows, m.cursor, m.offset = rows, 0, 0
@@ -174,23 +185,28 @@ func (m *Model) SetRows(rows []Row) {
 		m.clamp()
 		return
 	}
-	var key string
-	if m.cursor >= 0 && m.cursor < len(m.rows) {
-		key = m.rows[m.cursor].Key
+	key := m.lost
+	if key == "" && m.cursor >= 0 && m.cursor < len(m.rows) {
+		key, m.gone = m.rows[m.cursor].Key, m.rows[m.cursor]
 	}
 	m.rows = rows
 	m.layout()
 	if key != "" {
+		m.lost = key
 		for i := range rows {
 			if rows[i].Key == key {
 				m.offset += i - m.cursor
-				m.cursor = i
+				m.cursor, m.lost = i, ""
 				break
 			}
 		}
 	}
 	m.clamp()
 }
+
+// Lost returns the selected row a refresh dropped, as it was last shown,
+// and false if the selection holds.
+func (m Model) Lost() (Row, bool) { return m.gone, m.lost != "" }
 
 // SetTitle renames column col: a header that says what the rows are
 // sorted by when the arrow alone cannot.
@@ -254,9 +270,9 @@ func (m Model) Cursor() int { return m.cursor }
 // Offset returns the index of the first visible row.
 func (m Model) Offset() int { return m.offset }
 
-// Selected returns the selected row, if any.
+// Selected returns the selected row, if any: none while Lost.
 func (m Model) Selected() (Row, bool) {
-	if m.cursor < 0 || m.cursor >= len(m.rows) {
+	if m.lost != "" || m.cursor < 0 || m.cursor >= len(m.rows) {
 		return Row{}, false
 	}
 	return m.rows[m.cursor], true
@@ -264,7 +280,7 @@ func (m Model) Selected() (Row, bool) {
 
 // SetCursor moves the cursor to row i, as the user would.
 func (m *Model) SetCursor(i int) {
-	m.cursor = i
+	m.cursor, m.lost = i, ""
 	m.moved = i > 0
 	m.clamp()
 }
@@ -292,14 +308,18 @@ func (m Model) Update(msg tea.KeyPressMsg, k *keys.KeyMap) (Model, bool) {
 		return m, false
 	}
 	m.clamp()
-	m.moved = m.cursor > 0
+	m.moved, m.lost = m.cursor > 0, ""
 	return m, true
 }
+
+// Pin keeps the selected row selected through refreshes, as a move of
+// the user's does, even when it is the first.
+func (m *Model) Pin() { m.moved = len(m.rows) > 0 }
 
 // Top puts the cursor on the first row and lets the view follow the top
 // again: a new sort order or filter starts from its first row.
 func (m *Model) Top() {
-	m.cursor, m.offset, m.moved = 0, 0, false
+	m.cursor, m.offset, m.moved, m.lost = 0, 0, false, ""
 }
 
 func (m Model) bodyHeight() int { return max(m.height-1, 0) }
@@ -361,8 +381,10 @@ func (m *Model) share(cols []int, rest int) {
 		return
 	}
 	want := make(map[int]int, len(cols))
+	full := make(map[int]int, len(cols)) // a Ref column's want with registries
 	for _, i := range cols {
 		want[i] = m.titleWidth(i)
+		full[i] = want[i]
 	}
 	for _, r := range m.rows {
 		if r.Span || r.Kind == Cut {
@@ -370,7 +392,12 @@ func (m *Model) share(cols []int, rest int) {
 		}
 		for _, i := range cols {
 			if i < len(r.Cells) {
-				want[i] = max(want[i], cellWidth(r.Cells[i]))
+				w := cellWidth(r.Cells[i])
+				full[i] = max(full[i], w)
+				if m.cols[i].Ref {
+					w = unhostedWidth(r.Cells[i])
+				}
+				want[i] = max(want[i], w)
 			}
 		}
 	}
@@ -406,7 +433,24 @@ func (m *Model) share(cols []int, rest int) {
 		}
 		open, rest = still, left
 	}
+	// What is left shows a Ref column's registries, then goes to the last.
+	for _, i := range cols {
+		more := min(max(full[i]-m.widths[i], 0), max(rest, 0))
+		m.widths[i] += more
+		rest -= more
+	}
 	m.widths[cols[len(cols)-1]] += max(rest, 0)
+}
+
+// unhostedWidth is the width of the image reference s without its first
+// component, as Ref shortens it first ("…/prometheus/node-exporter:v1"):
+// what a Ref column asks for before the rest of the row is served.
+func unhostedWidth(s string) int {
+	i := strings.Index(s, "/")
+	if i < 0 {
+		return cellWidth(s)
+	}
+	return 1 + cellWidth(s[i:])
 }
 
 // cellWidth is the width of a cell, fast for plain ASCII (most cells):
@@ -458,7 +502,7 @@ func (m Model) View() string {
 			s = m.line(r.Cells)
 		}
 		st, mark := m.styles.Kinds[r.Kind], " "
-		if i == m.cursor {
+		if i == m.cursor && m.lost == "" {
 			// The marker shows the cursor where colour cannot (NO_COLOR, a
 			// monochrome terminal): bold alone looks like the header.
 			st, mark = m.styles.Selected, "▌"
@@ -489,7 +533,9 @@ func (m Model) line(cells []string) string {
 		if i < len(cells) {
 			c = cells[i]
 		}
-		if m.cols[i].Middle {
+		if m.cols[i].Ref {
+			c = Ref(c, w)
+		} else if m.cols[i].Middle {
 			c = Middle(c, w)
 		}
 		b.WriteString(fit(c, w, m.cols[i].Right))
@@ -530,6 +576,41 @@ func Middle(s string, w int) string {
 	}
 	head := w - 1 - tail
 	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+// Ref shortens the image reference s to w cells, giving up first what
+// tells images apart least: the digest to its first 12 hex digits, then
+// the registry and the path, component by component from the left
+// ("…/node-exporter:v1.1.1"), then the middle of the name, keeping the
+// tag whole when it takes at most half the room. What is still too long
+// is cut in its middle (Middle).
+func Ref(s string, w int) string {
+	if cellWidth(s) <= w || w < 5 {
+		return s
+	}
+	if at := strings.Index(s, "@"); at >= 0 {
+		if c := strings.Index(s[at:], ":"); c >= 0 && len(s)-(at+c+1) > 12 {
+			s = s[:at+c+1+12] + "…"
+		}
+	}
+	parts := strings.Split(s, "/")
+	for i := 1; cellWidth(s) > w && i < len(parts); i++ {
+		s = "…/" + strings.Join(parts[i:], "/")
+	}
+	if cellWidth(s) <= w {
+		return s
+	}
+	last := parts[len(parts)-1]
+	if c := strings.LastIndex(last, ":"); c > 0 && !strings.Contains(last, "@") {
+		tag := last[c:]
+		if room := w - cellWidth(tag); cellWidth(tag) <= w/2 && room >= 3 {
+			name := []rune(last[:c])
+			keep := room - 1
+			head := (keep + 1) / 2
+			return string(name[:head]) + "…" + string(name[len(name)-(keep-head):]) + tag
+		}
+	}
+	return Middle(last, w)
 }
 
 func cutLine(label string, w int) string {

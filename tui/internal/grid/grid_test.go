@@ -2,6 +2,7 @@ package grid
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,5 +150,77 @@ func TestPositionDoesNotCountTheCutLine(t *testing.T) {
 	m.SetCursor(6) // the last row: the view scrolls to it
 	if got := m.Position(); got != "3-6 of 6" {
 		t.Errorf("at the bottom: %q, want %q", got, "3-6 of 6")
+	}
+}
+
+// TestASelectedRowThatGoesSelectsNoOther pins issue 41's first finding: a
+// refresh that drops the selected row leaves no row selected (the row in
+// its place is not the one the user chose, and ctrl+d on it would offer
+// another image), says which row went, and selects it again when it comes
+// back; a move of the cursor selects as usual.
+func TestASelectedRowThatGoesSelectsNoOther(t *testing.T) {
+	without := func(rs []Row, key string) []Row {
+		return slices.DeleteFunc(slices.Clone(rs), func(r Row) bool { return r.Key == key })
+	}
+	m := New([]Column{{Title: "N", Width: 8}}, Styles{})
+	m.SetSize(12, 8)
+	m.SetRows(rows(5))
+	m.SetCursor(2)
+	m.SetRows(without(rows(5), "2"))
+	if r, ok := m.Selected(); ok {
+		t.Errorf("after its row went, the selection is %q; want none", r.Key)
+	}
+	if r, ok := m.Lost(); !ok || r.Cells[0] != "row-0002" {
+		t.Errorf("Lost() = %v, %v; want row-0002, true", r.Cells, ok)
+	}
+	if v := m.View(); strings.Contains(v, "▌") {
+		t.Errorf("a row is marked as the cursor while none is selected:\n%s", v)
+	}
+	m.SetRows(without(without(rows(5), "2"), "3")) // a later refresh: still gone
+	if r, ok := m.Selected(); ok {
+		t.Errorf("a second refresh selected %q; want none while row 2 is gone", r.Key)
+	}
+	m.SetRows(rows(5))
+	if r, ok := m.Selected(); !ok || r.Key != "2" {
+		t.Errorf("row 2 came back; selection %q, %v; want 2", r.Key, ok)
+	}
+	m.SetRows(without(rows(5), "2"))
+	m, _ = m.Update(tea.KeyPressMsg{Code: tea.KeyDown}, defaultKeys())
+	if _, ok := m.Lost(); ok {
+		t.Error("still lost after the user moved the cursor")
+	}
+	if _, ok := m.Selected(); !ok {
+		t.Error("nothing selected after the user moved the cursor")
+	}
+}
+
+// TestRefKeepsWhatTellsImagesApart pins issue 41: at the width an 80-column
+// Images pane gives the IMAGE column, references shorten by their digest,
+// registry and path first, and keep their tag; node-exporter and
+// cert-manager stay apart.
+func TestRefKeepsWhatTellsImagesApart(t *testing.T) {
+	tests := []struct {
+		ref  string
+		w    int
+		want string
+	}{
+		{"quay.io/prometheus/node-exporter:v1.1.1", 40, "quay.io/prometheus/node-exporter:v1.1.1"},
+		{"quay.io/prometheus/node-exporter:v1.1.1", 25, "…/node-exporter:v1.1.1"},
+		{"quay.io/jetstack/cert-manager-controller:v1.1.1", 25, "cert-mana…ntroller:v1.1.1"},
+		{"quay.io/prometheus/node-exporter:v1.1.1", 17, "node-…rter:v1.1.1"},
+		{"registry.k8s.io/pause@sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097", 40, "…/pause@sha256:7031c1b28338…"},
+	}
+	for _, tt := range tests {
+		got := Ref(tt.ref, tt.w)
+		if got != tt.want {
+			t.Errorf("Ref(%q, %d) = %q, want %q", tt.ref, tt.w, got, tt.want)
+		}
+		if cellWidth(got) > tt.w {
+			t.Errorf("Ref(%q, %d) = %q: %d cells, more than %d", tt.ref, tt.w, got, cellWidth(got), tt.w)
+		}
+	}
+	a, b := Ref("quay.io/prometheus/node-exporter:v1.1.1", 17), Ref("quay.io/jetstack/cert-manager:v1.1.1", 17)
+	if a == b || !strings.HasSuffix(a, ":v1.1.1") || !strings.HasPrefix(b, "cert") {
+		t.Errorf("at 17 cells %q and %q do not tell node-exporter and cert-manager apart, tag kept", a, b)
 	}
 }

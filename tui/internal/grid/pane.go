@@ -47,6 +47,9 @@ type Pane struct {
 	// Order names the sort order for the info line ("" for a pane with
 	// one order): a summary too long for the row cannot cut it off.
 	Order string
+	// Legend explains the table's markers on the left of the info line
+	// while no filter is shown there.
+	Legend string
 }
 
 // Order is one sort order of a table pane: its name on the info line,
@@ -207,21 +210,18 @@ func (p *Pane) HandleKey(k tea.KeyPressMsg, rebuild, sort func(), own func(tea.K
 	switch {
 	case p.Filter.Editing:
 		if p.Filter.Key(k, p.Keys) {
-			p.Grid.Top() // a new filter starts from its first match
-			rebuild()
+			p.refilter(rebuild)
 		}
 	case key.Matches(k, p.Keys.Filter):
 		p.Filter.Start()
 	case key.Matches(k, p.Keys.ClearFilter) && p.Filter.Active():
 		p.Filter.Clear()
-		p.Grid.Top()
-		rebuild()
+		p.refilter(rebuild)
 	case sort != nil && key.Matches(k, p.Keys.Sort):
-		p.Grid.Top() // a new order starts from its first row
+		// The selected row stays selected in the new order.
 		p.Reversed = false
 		sort()
 	case sort != nil && key.Matches(k, p.Keys.Reverse):
-		p.Grid.Top()
 		p.Reversed = !p.Reversed
 		rebuild()
 	case own != nil && own(k):
@@ -230,11 +230,28 @@ func (p *Pane) HandleKey(k tea.KeyPressMsg, rebuild, sort func(), own func(tea.K
 	}
 }
 
+// refilter rebuilds the rows under a changed filter: the selected row
+// stays selected if it still matches, else the first match is.
+func (p *Pane) refilter(rebuild func()) {
+	rebuild()
+	if _, lost := p.Grid.Lost(); lost {
+		p.Grid.Top()
+		rebuild()
+		p.Grid.Pin()
+	}
+}
+
 // Info is the line over the table: the filter on the left, and on the
 // right how many items match it and which rows are on screen.
 func (p Pane) Info() string {
 	left := p.Filter.View(p.Styles.Label)
+	if left == "" && p.Legend != "" {
+		left = p.Styles.Faint.Render(p.Legend)
+	}
 	right := p.Grid.Position()
+	if r, ok := p.Grid.Lost(); ok && len(r.Cells) > 0 {
+		right = strings.TrimSpace(r.Cells[0]) + " is gone · ↑↓ to select · " + right
+	}
 	if p.Order != "" {
 		order := p.Order
 		if p.Reversed {
@@ -310,7 +327,6 @@ func (p *Pane) ClickSort(x, y int, cols []int, cur int) (int, bool) {
 	default:
 		p.Reversed = false
 	}
-	p.Grid.Top()
 	return next, true
 }
 

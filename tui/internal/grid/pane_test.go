@@ -1,6 +1,7 @@
 package grid
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -174,5 +175,58 @@ func TestTableSortsAndClicks(t *testing.T) {
 	Update(one, press("s"))
 	if one.rebuilds != 0 || one.Order != "" {
 		t.Errorf("a pane with one order has no sort key: rebuilds %d order %q", one.rebuilds, one.Order)
+	}
+}
+
+// TestSortAndFilterKeepTheSelectedRow pins issue 41: the selected row stays
+// selected through a new order, a reversal, and a filter it still matches;
+// a filter that hides it selects its first match instead, and the info line
+// names a row a refresh dropped.
+func TestSortAndFilterKeepTheSelectedRow(t *testing.T) {
+	p := NewPane(keys.Default(false), style.Styles{}, []Column{{Title: "N", Width: 12}}, 2, 1)
+	p.SetSize(40, 10)
+	all := rows(5)
+	desc := false
+	rebuild := func() {
+		var out []Row
+		for _, r := range all {
+			if p.Filter.Match(r.Cells[0]) {
+				out = append(out, r)
+			}
+		}
+		if desc != p.Reversed {
+			slices.Reverse(out)
+		}
+		p.Grid.SetRows(out)
+	}
+	sort := func() { desc = !desc; rebuild() }
+	rebuild()
+	p.Grid.SetCursor(1) // row-0001
+	selected := func() string { r, _ := p.Grid.Selected(); return r.Key }
+	for _, k := range []string{"s", "S"} {
+		p.HandleKey(press(k), rebuild, sort, nil)
+		if got := selected(); got != "1" {
+			t.Errorf("after %q the selection is %q; want row 1 still", k, got)
+		}
+	}
+	for _, k := range []string{"/", "0", "0"} {
+		p.HandleKey(press(k), rebuild, sort, nil)
+	}
+	if got := selected(); got != "1" {
+		t.Errorf("after a filter row 1 still matches, the selection is %q; want 1", got)
+	}
+	p.HandleKey(press("3"), rebuild, sort, nil) // "003": row 1 hidden
+	if got := selected(); got != "3" {
+		t.Errorf("after a filter that hides row 1, the selection is %q; want the match, 3", got)
+	}
+	p.HandleKey(press("enter"), rebuild, sort, nil)
+	p.HandleKey(press("esc"), rebuild, sort, nil)
+	if got := selected(); got != "3" {
+		t.Errorf("after the filter was cleared, the selection is %q; want 3 still", got)
+	}
+	all = slices.DeleteFunc(all, func(r Row) bool { return r.Key == "3" })
+	rebuild()
+	if info := p.Info(); !strings.Contains(info, "row-0003 is gone") {
+		t.Errorf("info line %q does not say the selected row went", info)
 	}
 }

@@ -1,0 +1,241 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/forecast"
+	"github.com/nodegc/nodegc/internal/safefile"
+	"github.com/nodegc/nodegc/metrics"
+	"github.com/nodegc/nodegc/nodeevents"
+)
+
+// forecastSaveEvery is how often the forecaster writes its history to
+// the state dir (and at the agent's stop): a crash loses at most this
+// much of it, and a node's disk sees one small write per period.
+const forecastSaveEvery = 5 * time.Minute
+
+// forecaster keeps the image filesystem's history from the engine's
+// snapshots and the passes' reports, forecasts both lines after each
+// reading, and serves them in the metrics. Snapshots reach it without
+// blocking the engine (the latest one wins); it plans the reclaim-all
+// pass on a goroutine of its own.
+type forecaster struct {
+	log    *slog.Logger
+	dir    string // "" keeps the history in memory
+	policy engine.Policy
+	out    *metrics.Forecasts
+	uptime func() time.Duration // Reading.Uptime: the monotonic clock
+	snaps  chan observed
+
+	// events, when set, takes the Warning event of DiskPressure that no
+	// GC prevents, forecast within warn's horizon.
+	events *nodeevents.Recorder
+	warn   forecast.Warner
+
+	mu        sync.Mutex
+	hist      *forecast.History
+	freed     int64 // by passes since the last reading
+	latest    []forecast.Forecast
+	lastSaved time.Time
+}
+
+// newForecaster loads the history from dir (a corrupt file is moved
+// aside with a warning, as the image records are) and returns the
+// forecaster, not yet running. uptime is the monotonic clock (nil: the
+// process's).
+func newForecaster(log *slog.Logger, dir string, p engine.Policy, now time.Time, uptime func() time.Duration) *forecaster {
+	if uptime == nil {
+		start := time.Now()
+		uptime = func() time.Duration { return time.Since(start) }
+	}
+	f := &forecaster{log: log, dir: dir, policy: p, out: &metrics.Forecasts{}, uptime: uptime, snaps: make(chan observed, 1), lastSaved: now}
+	rs, err := loadHistory(dir, now)
+	if err != nil {
+		log.Warn("forecast history", "err", err)
+	}
+	f.hist = forecast.NewHistory(rs, nil)
+	return f
+}
+
+// loadHistory reads the history file of dir without following a symlink
+// or waiting on a FIFO. A missing file is an empty history; a corrupt
+// one is moved to <file>.corrupt-<unix time>, and the error says so.
+func loadHistory(dir string, now time.Time) ([]forecast.Reading, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	path := filepath.Join(dir, forecast.FileName)
+	data, err := readRegular(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w; starting a fresh history in memory", path, err)
+	}
+	rs, derr := forecast.Decode(data)
+	if derr == nil {
+		return rs, nil
+	}
+	aside := fmt.Sprintf("%s.corrupt-%d", path, now.Unix())
+	if err := os.Rename(path, aside); err != nil {
+		return nil, fmt.Errorf("history %s is corrupt (%v) and could not be moved aside: %w", path, derr, err)
+	}
+	return nil, fmt.Errorf("history %s is corrupt (%v): moved to %s, starting fresh", path, derr, aside)
+}
+
+// readRegular reads path if it is a regular file, opened without
+// following a symlink or blocking on a FIFO (the state dir's rule).
+func readRegular(path string) ([]byte, error) {
+	file, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	return io.ReadAll(io.LimitReader(file, 8<<20))
+}
+
+// observe hands a snapshot to run without blocking: a snapshot not yet
+// read is replaced by the newer one. It fits engine.Options.OnSnapshot.
+func (f *forecaster) observe(s engine.Snapshot) {
+	engine.SendNewest(f.snaps, observed{s, f.uptime()})
+}
+
+// observed is a snapshot with the monotonic clock read as it was handed
+// over, not when run gets to it: a busy agent's lag between the two would
+// read as the wall clock jumping.
+type observed struct {
+	engine.Snapshot
+	uptime time.Duration
+}
+
+// observeReport counts what a real pass freed (forecast.FreedBy): the
+// next reading carries it, and the fit adds it back.
+func (f *forecaster) observeReport(r engine.PassReport) {
+	f.mu.Lock()
+	f.freed += forecast.FreedBy(r)
+	f.mu.Unlock()
+}
+
+// startForecast follows s's notices and the snapshots on a goroutine
+// in wg until the returned stop is called; the history is saved then.
+// events (nil: none) takes the forecast's Warning event.
+func (f *forecaster) startForecast(s *engine.Scheduler, wg *sync.WaitGroup, events *nodeevents.Recorder) (stop func()) {
+	f.events = events
+	notices, unsubscribe := s.Subscribe()
+	wg.Go(func() { f.run(notices) })
+	return unsubscribe
+}
+
+// run reads snapshots and the scheduler's notices until the notices
+// close, then saves the history. Its own subscription loses a pass's
+// report only when 64 notices follow it before it is read.
+func (f *forecaster) run(notices <-chan engine.Notice) {
+	for {
+		select {
+		case o := <-f.snaps:
+			f.add(o.Snapshot, o.uptime)
+		case n, ok := <-notices:
+			if !ok {
+				f.save(time.Now())
+				return
+			}
+			if n.Report != nil {
+				f.observeReport(*n.Report)
+			}
+		}
+	}
+}
+
+// add turns a snapshot into a reading, forecasts, and saves the history
+// when forecastSaveEvery has passed.
+func (f *forecaster) add(s engine.Snapshot, uptime time.Duration) {
+	if f.tooSoon(s.TakenAt) {
+		return // the history would drop it: spare the plan
+	}
+	r, plan := forecast.ReadingOf(s, f.policy)
+	f.mu.Lock()
+	r.Freed, r.Uptime = f.freed, uptime
+	f.freed = 0
+	if err := f.hist.Add(r); err != nil {
+		f.log.Warn("forecast history", "err", err)
+	}
+	f.latest = forecast.Predict(f.hist.Readings(), forecast.OptionsFor(f.policy, plan.DiskReserve, 0))
+	since := s.TakenAt.Sub(f.lastSaved)
+	due := since >= forecastSaveEvery || since < 0 // < 0: the clock went back
+	f.mu.Unlock()
+	f.out.Set(f.latest)
+	f.warnPressure(f.latest[1])
+	if due {
+		f.save(s.TakenAt)
+	}
+}
+
+// warnPressure logs, and sends as a Warning event on the Node, an
+// eviction forecast within the horizon, once (forecast.Warner).
+func (f *forecaster) warnPressure(ev forecast.Forecast) {
+	if !f.warn.Warn(ev) {
+		return
+	}
+	e := nodeevents.DiskPressureForecast(ev, f.policy.Disk.EvictionHard["imagefs.available"])
+	f.log.Warn(e.Note, "reason", e.Reason)
+	f.events.Queue(e)
+}
+
+// tooSoon reports whether t is within forecast.MinSpacing after the
+// latest reading (a clock that went back is not: the history restarts).
+func (f *forecaster) tooSoon(t time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rs := f.hist.Readings()
+	if len(rs) == 0 {
+		return false
+	}
+	d := t.Sub(rs[len(rs)-1].At)
+	return d >= 0 && d < forecast.MinSpacing
+}
+
+// save writes the history to the state dir atomically (safefile.Write);
+// a failure is logged, and the next save tries again.
+func (f *forecaster) save(now time.Time) {
+	if f.dir == "" {
+		return
+	}
+	f.mu.Lock()
+	data, err := forecast.Encode(f.hist, now)
+	f.lastSaved = now
+	f.mu.Unlock()
+	if err == nil {
+		path := filepath.Join(f.dir, forecast.FileName)
+		if err = safefile.Write(path, data, 0o600); err != nil {
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	if err != nil {
+		f.log.Warn("forecast history", "err", err)
+	}
+}
+
+// Forecasts returns the latest forecasts (gc_threshold, eviction); nil
+// before the first reading.
+func (f *forecaster) Forecasts() []forecast.Forecast {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.latest
+}
