@@ -72,7 +72,7 @@ func TestNodeGCObjectFollowsThePasses(t *testing.T) {
 		t.Errorf("owner references %+v, want the Node %s (%s)", refs, c.nodeName, node.UID)
 	}
 	st := obj.Status
-	if st.Band != (v1alpha1.Band{High: imageGCHigh - imageGCMargin, Low: imageGCLow - imageGCMargin}) || st.ImageFs == nil || st.ImageFs.CapacityBytes <= 0 ||
+	if st.Band != (v1alpha1.Band{High: imageGCHigh, Low: imageGCLow}) || st.ImageFs == nil || st.ImageFs.CapacityBytes <= 0 ||
 		st.Version != testVersion || st.StartedAt == nil {
 		t.Errorf("status %+v, image fs %+v", st, st.ImageFs)
 	}
