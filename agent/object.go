@@ -76,30 +76,37 @@ type objectWriter struct {
 	node    string
 	log     *slog.Logger
 	summary func() metrics.Summary
+	// sched is the scheduler's status: who paused, since and until when.
+	sched   func() engine.Status
 	started time.Time
 
 	mu         sync.Mutex
 	image, ctr *v1alpha1.Pass // the latest passes, from observe
 	// shownImage and shownCtr are the passes last written.
 	shownImage, shownCtr *v1alpha1.Pass
+	// command is the latest command's outcome; pauseCmd the object's
+	// pause the agent applied.
+	command  *v1alpha1.CommandOutcome
+	pauseCmd *v1alpha1.PauseCommand
+	// gone is set when the object was deleted.
+	gone bool
 
 	// The fields below belong to the goroutine that calls step.
-	obj         *v1alpha1.NodeGC // the object as last read or written
-	written     *v1alpha1.NodeGCStatus
-	writtenAt   time.Time
-	pausedSince time.Time
-	backoff     wait.Backoff
-	notBefore   time.Time
+	obj       *v1alpha1.NodeGC // the object as last read or written
+	written   *v1alpha1.NodeGCStatus
+	writtenAt time.Time
+	backoff   wait.Backoff
+	notBefore time.Time
 }
 
 // newObjectWriter returns the writer of node's object; nil without an
 // API client or a node name.
-func newObjectWriter(ps *Pods, log *slog.Logger, col *metrics.Collector, started time.Time) *objectWriter {
+func newObjectWriter(ps *Pods, log *slog.Logger, col *metrics.Collector, s *engine.Scheduler, started time.Time) *objectWriter {
 	if ps == nil || ps.Client == nil || ps.Node == "" {
 		return nil
 	}
 	return &objectWriter{store: kubeStore{ps.Client}, node: ps.Node, log: log, started: started,
-		summary: func() metrics.Summary { return col.Summary(ps.Node, started) }, backoff: objectBackoff}
+		summary: func() metrics.Summary { return col.Summary(ps.Node, started) }, sched: s.Status, backoff: objectBackoff}
 }
 
 // run writes the object until ctx ends.
@@ -122,32 +129,73 @@ func (w *objectWriter) observe(r engine.PassReport) {
 	if w == nil || r.DryRun {
 		return
 	}
-	trigger, result := metrics.PassLabels(r)
-	pass := func(images bool, result, reason string) *v1alpha1.Pass {
-		p := &v1alpha1.Pass{At: metav1.NewTime(r.FinishedAt), Kind: string(r.Kind), Trigger: trigger, Result: result, Reason: reason}
-		for _, it := range r.Items {
-			if (it.Kind == engine.ItemImage) != images {
-				continue
-			}
-			switch it.Outcome {
-			case engine.OutcomeRemoved:
-				p.Removed++
-			case engine.OutcomeFailed:
-				p.Failed++
-			}
-		}
-		return p
-	}
+	_, result := metrics.PassLabels(r)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if res, reason, ok := metrics.ImageAttempt(r); ok {
-		p := pass(true, res, reason)
+		p := passOf(r, func(k engine.ItemKind) bool { return k == engine.ItemImage }, res, reason)
 		p.TargetBytes, p.FreedBytes, p.MeasuredBytes = r.Plan.ImageGC.BytesToFree, r.EstimatedBytesFreed, r.MeasuredBytesFreed
 		w.image = later(w.image, w.shownImage, p)
 	}
 	if r.Kind != engine.PassImages && r.Skipped == "" {
-		w.ctr = later(w.ctr, w.shownCtr, pass(false, result, ""))
+		w.ctr = later(w.ctr, w.shownCtr, passOf(r, func(k engine.ItemKind) bool { return k != engine.ItemImage }, result, ""))
 	}
+}
+
+// reportPass is a whole pass (a commanded one, or its preview) as the
+// status shows it.
+func reportPass(r engine.PassReport) *v1alpha1.Pass {
+	_, result := metrics.PassLabels(r)
+	p := passOf(r, func(engine.ItemKind) bool { return true }, result, "")
+	if _, reason, ok := metrics.ImageAttempt(r); ok {
+		p.Reason = reason
+		p.TargetBytes, p.FreedBytes, p.MeasuredBytes = r.Plan.ImageGC.BytesToFree, r.EstimatedBytesFreed, r.MeasuredBytesFreed
+	}
+	if r.DryRun { // nothing removed: what the plan would remove
+		p.Result = "preview"
+		p.Removed = int32(r.Count(engine.OutcomePlanned))
+	}
+	return p
+}
+
+// passOf is r's outcome counted over the items whose kind is in.
+func passOf(r engine.PassReport, in func(engine.ItemKind) bool, result, reason string) *v1alpha1.Pass {
+	trigger, _ := metrics.PassLabels(r)
+	p := &v1alpha1.Pass{At: metav1.NewTime(r.FinishedAt), Kind: string(r.Kind), Trigger: trigger, Result: result, Reason: reason}
+	for _, it := range r.Items {
+		if !in(it.Kind) {
+			continue
+		}
+		switch it.Outcome {
+		case engine.OutcomeRemoved:
+			p.Removed++
+		case engine.OutcomeFailed:
+			p.Failed++
+		}
+	}
+	return p
+}
+
+// setCommand records a command's outcome for the next write.
+func (w *objectWriter) setCommand(c *v1alpha1.CommandOutcome) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.command = c
+}
+
+// setPauseCommand records the object's pause the agent applied; nil when
+// none.
+func (w *objectWriter) setPauseCommand(p *v1alpha1.PauseCommand) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pauseCmd = p
+}
+
+// objectGone makes the next step write the object again: it was deleted.
+func (w *objectWriter) objectGone() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.gone = true
 }
 
 // later returns the pass to show of cur (shown is the one last written)
@@ -172,6 +220,11 @@ func (w *objectWriter) step(ctx context.Context, now time.Time) time.Duration {
 	if now.Before(w.notBefore) {
 		return w.notBefore.Sub(now)
 	}
+	w.mu.Lock()
+	if w.gone {
+		w.gone, w.obj, w.written = false, nil, nil
+	}
+	w.mu.Unlock()
 	st := w.status(now)
 	if w.written != nil && !shownChanged(*w.written, st) && now.Sub(w.writtenAt) < ObjectHeartbeat {
 		return ObjectInterval
@@ -213,18 +266,18 @@ func (w *objectWriter) status(now time.Time) v1alpha1.NodeGCStatus {
 		}
 		st.Kept[string(k)] = int32(v)
 	}
-	switch {
-	case !s.Paused:
-		w.pausedSince = time.Time{}
-	case w.pausedSince.IsZero():
-		w.pausedSince = now
-	}
-	if s.Paused {
-		st.Paused = &v1alpha1.Pause{Since: metav1.NewTime(w.pausedSince)}
-	}
 	w.mu.Lock()
-	st.LastImagePass, st.LastContainerPass = w.image, w.ctr
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	if sch := w.sched(); sch.Paused {
+		st.Paused = &v1alpha1.Pause{Since: metav1.NewTime(sch.PausedSince), By: clip(sch.PausedBy, 128)}
+		if !sch.PausedUntil.IsZero() {
+			st.Paused.Until = &metav1.Time{Time: sch.PausedUntil}
+		}
+		if p := w.pauseCmd; p != nil && sch.PausedBy == pauseActor(p) {
+			st.Paused.ID, st.Paused.By = p.ID, p.By
+		}
+	}
+	st.LastImagePass, st.LastContainerPass, st.Command = w.image, w.ctr, w.command
 	return st
 }
 

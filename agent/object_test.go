@@ -99,7 +99,7 @@ func newTestWriter() (*objectWriter, *fakeStore, *metrics.Summary) {
 		ImageFs:   &engine.FsStats{CapacityBytes: 1000, AvailableBytes: 500},
 		PodSource: "synced", EventStream: "live"}
 	w := &objectWriter{store: st, node: "node-a", log: slog.New(slog.NewTextHandler(io.Discard, nil)), started: t0,
-		summary: func() metrics.Summary { return *sum }, backoff: objectBackoff}
+		summary: func() metrics.Summary { return *sum }, sched: func() engine.Status { return engine.Status{} }, backoff: objectBackoff}
 	return w, st, sum
 }
 
@@ -231,18 +231,21 @@ func TestObjectFailureBacksOff(t *testing.T) {
 	}
 }
 
-func TestObjectPauseSince(t *testing.T) {
-	w, st, sum := newTestWriter()
+// TestObjectPauseIsWrittenAtOnce: a pause and its end are changes.
+func TestObjectPauseIsWrittenAtOnce(t *testing.T) {
+	w, st, _ := newTestWriter()
 	ctx := t.Context()
 	w.step(ctx, t0)
-	sum.Paused = true
+	w.sched = func() engine.Status {
+		return engine.Status{Paused: true, PausedBy: "uid 0 pid 9", PausedSince: t0.Add(time.Second)}
+	}
 	w.step(ctx, t0.Add(ObjectInterval))
 	w.step(ctx, t0.Add(2*ObjectInterval))
 	p := st.obj.Status.Paused
-	if len(st.writes) != 2 || p == nil || !p.Since.Time.Equal(t0.Add(ObjectInterval)) {
-		t.Fatalf("%d writes, paused %+v: want one write, paused since it was seen", len(st.writes), p)
+	if len(st.writes) != 2 || p == nil || !p.Since.Time.Equal(t0.Add(time.Second)) || p.By != "uid 0 pid 9" || p.Until != nil {
+		t.Fatalf("%d writes, paused %+v: want one write, paused since the scheduler says", len(st.writes), p)
 	}
-	sum.Paused = false
+	w.sched = func() engine.Status { return engine.Status{} }
 	w.step(ctx, t0.Add(3*ObjectInterval))
 	if st.obj.Status.Paused != nil {
 		t.Errorf("paused %+v after a resume", st.obj.Status.Paused)

@@ -104,11 +104,12 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	}
 	events := startNodeEvents(o.Pods, log)
 	notices, unsubscribe := s.Subscribe()
-	obj := newObjectWriter(o.Pods, log, a.col, o.Started)
+	obj := newObjectWriter(o.Pods, log, a.col, s, o.Started)
 	var wg sync.WaitGroup
 	wg.Go(func() { followNotices(log, a.col, events, obj, notices, o.AfterPass) })
 	if obj != nil {
 		wg.Go(func() { obj.run(passCtx) })
+		wg.Go(func() { watchCommands(passCtx, o.Pods, s, obj, log) })
 	}
 	stopForecast := a.fc.startForecast(s, &wg, events)
 	srv, closeRemote := a.serveHTTP(passCtx, o, s, &wg)

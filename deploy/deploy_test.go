@@ -37,10 +37,11 @@ type objects struct {
 	// CRD is the NodeGC CustomResourceDefinition (crd_test.go checks it;
 	// apiextensions' Go types are not among nodegc's dependencies).
 	CRD map[string]any
-	// Policy and PolicyBinding keep each agent to its own node's object.
-	Policy        admissionregistrationv1.ValidatingAdmissionPolicy
-	PolicyBinding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	kinds         []string
+	// Policies and PolicyBindings keep each agent to its own node's
+	// object, and each command to its writer's name.
+	Policies       []admissionregistrationv1.ValidatingAdmissionPolicy
+	PolicyBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	kinds          []string
 }
 
 // decode splits a multi-document stream and decodes each document
@@ -73,9 +74,11 @@ func decode(t *testing.T, name string, data []byte, o *objects) {
 		case "apiextensions.k8s.io/v1 CustomResourceDefinition":
 			into = &o.CRD
 		case "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy":
-			into = &o.Policy
+			o.Policies = append(o.Policies, admissionregistrationv1.ValidatingAdmissionPolicy{})
+			into = &o.Policies[len(o.Policies)-1]
 		case "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding":
-			into = &o.PolicyBinding
+			o.PolicyBindings = append(o.PolicyBindings, admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
+			into = &o.PolicyBindings[len(o.PolicyBindings)-1]
 		default:
 			t.Fatalf("%s #%d: unexpected %s %s", name, i, meta.APIVersion, meta.Kind)
 		}
@@ -159,7 +162,7 @@ func checkObjects(t *testing.T, o *objects, ns string) {
 	t.Helper()
 	slices.Sort(o.kinds)
 	if want := []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "DaemonSet", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount",
-		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}; !slices.Equal(o.kinds, want) {
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding"}; !slices.Equal(o.kinds, want) {
 		t.Fatalf("kinds %v, want %v", o.kinds, want)
 	}
 	if o.Namespace.Name != ns {

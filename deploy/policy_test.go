@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -16,7 +17,8 @@ import (
 // test/cluster proves the policy on a real API server.
 func checkPolicy(t *testing.T, o *objects) {
 	t.Helper()
-	p := o.Policy.Spec
+	policy, binding := policyNamed(t, o, "nodegc-agent-own-node")
+	p := policy.Spec
 	if p.FailurePolicy == nil || *p.FailurePolicy != admissionregistrationv1.Fail {
 		t.Errorf("failurePolicy %v, want Fail", ptrString(p.FailurePolicy))
 	}
@@ -50,10 +52,62 @@ func checkPolicy(t *testing.T, o *objects) {
 	if !slices.Equal(exprs, []string{`variables.userNodeName != ""`, `variables.userNodeName == variables.objectNodeName`}) {
 		t.Errorf("validations %q", exprs)
 	}
-	b := o.PolicyBinding.Spec
-	if b.PolicyName != o.Policy.Name || !slices.Equal(b.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) ||
+	checkBinding(t, binding, policy.Name)
+	checkCommandPolicy(t, o)
+}
+
+// checkCommandPolicy: a command's By must be its writer's name, on every
+// write of the object (not its status, which is the agent's).
+func checkCommandPolicy(t *testing.T, o *objects) {
+	t.Helper()
+	policy, binding := policyNamed(t, o, "nodegc-command-by")
+	p := policy.Spec
+	if p.FailurePolicy == nil || *p.FailurePolicy != admissionregistrationv1.Fail || p.MatchConstraints == nil || len(p.MatchConstraints.ResourceRules) != 1 {
+		t.Fatalf("policy %s: %+v", policy.Name, p)
+	}
+	if r := p.MatchConstraints.ResourceRules[0]; !slices.Equal(r.Resources, []string{"nodegcs"}) ||
+		!slices.Equal(r.Operations, []admissionregistrationv1.OperationType{"CREATE", "UPDATE"}) {
+		t.Errorf("policy %s: rule %+v", policy.Name, r)
+	}
+	if len(p.Validations) != 2 {
+		t.Errorf("policy %s: %d validations, want one for spec.pass and one for spec.pause", policy.Name, len(p.Validations))
+	}
+	for _, v := range p.Validations {
+		if v.Reason == nil || *v.Reason != "Forbidden" || !strings.Contains(v.Expression, "request.userInfo.username") {
+			t.Errorf("policy %s: validation %q reason %v", policy.Name, v.Expression, ptrString(v.Reason))
+		}
+	}
+	checkBinding(t, binding, policy.Name)
+}
+
+// policyNamed returns the policy named name and its binding.
+func policyNamed(t *testing.T, o *objects, name string) (admissionregistrationv1.ValidatingAdmissionPolicy, admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	var p admissionregistrationv1.ValidatingAdmissionPolicy
+	var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, x := range o.Policies {
+		if x.Name == name {
+			p = x
+		}
+	}
+	for _, x := range o.PolicyBindings {
+		if x.Spec.PolicyName == name {
+			b = x
+		}
+	}
+	if p.Name == "" || b.Name == "" {
+		t.Fatalf("no policy %s with a binding", name)
+	}
+	return p, b
+}
+
+// checkBinding: the binding denies by its policy on every object.
+func checkBinding(t *testing.T, binding admissionregistrationv1.ValidatingAdmissionPolicyBinding, policy string) {
+	t.Helper()
+	b := binding.Spec
+	if b.PolicyName != policy || !slices.Equal(b.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) ||
 		b.ParamRef != nil || b.MatchResources != nil {
-		t.Errorf("binding %+v, want it to deny by policy %s on every object", b, o.Policy.Name)
+		t.Errorf("binding %+v, want it to deny by policy %s on every object", b, policy)
 	}
 }
 
