@@ -113,13 +113,30 @@ func fleetConfig(opts *fleetOptions) (*rest.Config, error) {
 	if opts.Global.Kubeconfig != "" {
 		rules.ExplicitPath = opts.Global.Kubeconfig
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: opts.Context}).ClientConfig()
-	if err != nil {
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: opts.Context})
+	cfg, err := loader.ClientConfig()
+	switch {
+	case clientcmd.IsEmptyConfig(err):
+		return nil, usageErrorf("--kubeconfig: no kubeconfig found (not given, $KUBECONFIG unset, no ~/.kube/config): pass --kubeconfig FILE")
+	case err != nil && opts.Context != "" && contextMissing(loader, opts.Context):
+		return nil, usageErrorf("--context: %q is not a context of the kubeconfig", opts.Context)
+	case err != nil:
 		return nil, usageErrorf("--kubeconfig: %s", oneLine(err.Error()))
 	}
 	cfg.UserAgent = "nodegc-fleet/" + version
 	return cfg, nil
+}
+
+// contextMissing reports whether the kubeconfig loads but has no context
+// named name: the fault is --context's, not the file's.
+func contextMissing(loader clientcmd.ClientConfig, name string) bool {
+	raw, err := loader.RawConfig()
+	if err != nil {
+		return false
+	}
+	_, ok := raw.Contexts[name]
+	return !ok
 }
 
 // runFleet runs the fleet view, or one node's view, or prints the rows.

@@ -33,6 +33,10 @@ func TestFleetBadInput(t *testing.T) {
 	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters: []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	ctxKC := filepath.Join(dir, "with-context")
+	if err := os.WriteFile(ctxKC, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -42,6 +46,9 @@ func TestFleetBadInput(t *testing.T) {
 		{"an unknown output", []string{"fleet", "-o", "yaml"}, "-o: must be json"},
 		{"a kubeconfig with no cluster", []string{"fleet", "--kubeconfig", kc}, "--kubeconfig"},
 		{"a missing kubeconfig", []string{"fleet", "--kubeconfig", filepath.Join(dir, "none")}, "--kubeconfig"},
+		// Issue 41: a context the kubeconfig lacks is --context's fault,
+		// not --kubeconfig's.
+		{"a context the kubeconfig lacks", []string{"fleet", "--kubeconfig", ctxKC, "--context", "nope"}, `--context: "nope" is not a context`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCLI("")
@@ -52,5 +59,19 @@ func TestFleetBadInput(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit 2 and one line naming %s", code, stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestFleetWithNoKubeconfigSaysSo pins issue 41: with no kubeconfig at
+// all, one line says so and names --kubeconfig, not client-go's
+// "try setting KUBERNETES_MASTER environment variable".
+func TestFleetWithNoKubeconfigSaysSo(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBECONFIG", "")
+	c := newCLI("")
+	code := c.run("fleet", "-o", "json")
+	stderr := strings.TrimSpace(c.err.String())
+	if code != exitUsage || strings.Contains(stderr, "\n") || !strings.Contains(stderr, "no kubeconfig found") || strings.Contains(stderr, "KUBERNETES_MASTER") {
+		t.Errorf("exit %d, stderr %q; want exit 2 and one line saying no kubeconfig was found", code, stderr)
 	}
 }
