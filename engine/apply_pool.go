@@ -268,13 +268,6 @@ func (x *executor) stoppingLocked() bool {
 	return x.r.Stopped != ""
 }
 
-// halted is stoppingLocked for callers without x.mu.
-func (x *executor) halted() bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.stoppingLocked()
-}
-
 // halt stops the pass; failed makes it a pass-level failure too.
 func (x *executor) halt(why string, failed bool) {
 	x.mu.Lock()
@@ -292,16 +285,6 @@ func (x *executor) haltLocked(why string, failed bool) {
 		x.r.Error = why
 	}
 	x.d.log.Warn("pass stopped", "pass", x.passID, "why", why)
-}
-
-// notRun reports every planned item that has no result as never
-// started.
-func (x *executor) notRun() {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for i := range x.plan {
-		x.notRunLocked(i)
-	}
 }
 
 // notRunLocked reports the planned item idx as never started; x.mu is held.

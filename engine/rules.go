@@ -18,11 +18,6 @@ func AddBytes(a int64, b int64) int64 {
 	return rules.AddBytes(a, b)
 }
 
-// CompareLastUsed is [rules.CompareLastUsed].
-func CompareLastUsed(a *time.Time, b *time.Time) int {
-	return rules.CompareLastUsed(a, b)
-}
-
 // Explain is [rules.Explain].
 func Explain(s Snapshot, p Plan) Explanation {
 	return rules.Explain(s, p)
@@ -41,11 +36,6 @@ func ExplainImages(s Snapshot, p Plan) ([]ImageRow, CutLine) {
 // ExplainSandboxes is [rules.ExplainSandboxes].
 func ExplainSandboxes(s Snapshot, p Plan) []SandboxRow {
 	return rules.ExplainSandboxes(s, p)
-}
-
-// ImagesInUse is [rules.ImagesInUse].
-func ImagesInUse(images []Image, containers []Container) map[string][]Container {
-	return rules.ImagesInUse(images, containers)
 }
 
 // ParseThreshold is [rules.ParseThreshold].
