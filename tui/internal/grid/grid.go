@@ -103,12 +103,11 @@ type Model struct {
 	// then keep it on its row; otherwise the view stays at the top, where
 	// the newest or first-ranked rows are, as new rows arrive.
 	moved bool
-	// lost is the Key of the selected row when a refresh dropped it: no
-	// row is selected then, so that no action lands on the row that took
-	// its place, until it comes back or the user moves.
-	lost string
-	// gone is the dropped row, as it was last shown.
-	gone   Row
+	// lost is the selected row, as last shown, when a refresh dropped it
+	// (nil while the selection holds): no row is selected then, so that
+	// no action lands on the row that took its place, until it comes back
+	// or the user moves. Never written in place: copies share it.
+	lost   *Row
 	width  int
 	height int
 	// styles is shared by the copies of the table: replaced, never
@@ -185,18 +184,19 @@ func (m *Model) SetRows(rows []Row) {
 		m.clamp()
 		return
 	}
-	key := m.lost
-	if key == "" && m.cursor >= 0 && m.cursor < len(m.rows) {
-		key, m.gone = m.rows[m.cursor].Key, m.rows[m.cursor]
+	sel := m.lost
+	if sel == nil && m.cursor >= 0 && m.cursor < len(m.rows) {
+		r := m.rows[m.cursor]
+		sel = &r
 	}
-	m.rows = rows
+	m.rows, m.lost = rows, nil
 	m.layout()
-	if key != "" {
-		m.lost = key
+	if sel != nil && sel.Key != "" {
+		m.lost = sel
 		for i := range rows {
-			if rows[i].Key == key {
+			if rows[i].Key == sel.Key {
 				m.offset += i - m.cursor
-				m.cursor, m.lost = i, ""
+				m.cursor, m.lost = i, nil
 				break
 			}
 		}
@@ -206,7 +206,12 @@ func (m *Model) SetRows(rows []Row) {
 
 // Lost returns the selected row a refresh dropped, as it was last shown,
 // and false if the selection holds.
-func (m Model) Lost() (Row, bool) { return m.gone, m.lost != "" }
+func (m Model) Lost() (Row, bool) {
+	if m.lost == nil {
+		return Row{}, false
+	}
+	return *m.lost, true
+}
 
 // SetTitle renames column col: a header that says what the rows are
 // sorted by when the arrow alone cannot.
@@ -272,7 +277,7 @@ func (m Model) Offset() int { return m.offset }
 
 // Selected returns the selected row, if any: none while Lost.
 func (m Model) Selected() (Row, bool) {
-	if m.lost != "" || m.cursor < 0 || m.cursor >= len(m.rows) {
+	if m.lost != nil || m.cursor < 0 || m.cursor >= len(m.rows) {
 		return Row{}, false
 	}
 	return m.rows[m.cursor], true
@@ -280,7 +285,7 @@ func (m Model) Selected() (Row, bool) {
 
 // SetCursor moves the cursor to row i, as the user would.
 func (m *Model) SetCursor(i int) {
-	m.cursor, m.lost = i, ""
+	m.cursor, m.lost = i, nil
 	m.moved = i > 0
 	m.clamp()
 }
@@ -308,7 +313,7 @@ func (m Model) Update(msg tea.KeyPressMsg, k *keys.KeyMap) (Model, bool) {
 		return m, false
 	}
 	m.clamp()
-	m.moved, m.lost = m.cursor > 0, ""
+	m.moved, m.lost = m.cursor > 0, nil
 	return m, true
 }
 
@@ -319,7 +324,7 @@ func (m *Model) Pin() { m.moved = len(m.rows) > 0 }
 // Top puts the cursor on the first row and lets the view follow the top
 // again: a new sort order or filter starts from its first row.
 func (m *Model) Top() {
-	m.cursor, m.offset, m.moved, m.lost = 0, 0, false, ""
+	m.cursor, m.offset, m.moved, m.lost = 0, 0, false, nil
 }
 
 func (m Model) bodyHeight() int { return max(m.height-1, 0) }
@@ -502,7 +507,7 @@ func (m Model) View() string {
 			s = m.line(r.Cells)
 		}
 		st, mark := m.styles.Kinds[r.Kind], " "
-		if i == m.cursor && m.lost == "" {
+		if i == m.cursor && m.lost == nil {
 			// The marker shows the cursor where colour cannot (NO_COLOR, a
 			// monochrome terminal): bold alone looks like the header.
 			st, mark = m.styles.Selected, "▌"
