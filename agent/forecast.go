@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodegc/nodegc/api/v1alpha1"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/forecast"
 	"github.com/nodegc/nodegc/internal/safefile"
@@ -238,4 +241,62 @@ func (f *forecaster) Forecasts() []forecast.Forecast {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.latest
+}
+
+// objectSteps are the steps a forecast's times are rounded to in the
+// NodeGC object, the largest at most a tenth of their distance: a
+// forecast 3 hours away moves in steps of 10 minutes, one a day away in
+// steps of an hour.
+var objectSteps = []time.Duration{24 * time.Hour, 6 * time.Hour, time.Hour, 30 * time.Minute, 10 * time.Minute, 5 * time.Minute, time.Minute}
+
+// objectStep is the step of a time d away.
+func objectStep(d time.Duration) time.Duration {
+	for _, s := range objectSteps {
+		if s <= d/10 {
+			return s
+		}
+	}
+	return time.Minute
+}
+
+// objectForecast is the eviction forecast ev as the NodeGC object shows
+// it: its times rounded (objectStep), and shown, the one last written,
+// kept while ev says the same within a step of its estimate, so that a
+// steady forecast, made again at each reading, is not a write each time.
+// nil when there is no forecast yet.
+func objectForecast(ev *forecast.Forecast, shown *v1alpha1.Forecast) *v1alpha1.Forecast {
+	if ev == nil {
+		return nil
+	}
+	out := &v1alpha1.Forecast{Status: string(ev.Status)}
+	if ev.Status != forecast.StatusFilling {
+		return out
+	}
+	at := func(secs float64) *metav1.Time {
+		if math.IsInf(secs, 0) || math.IsNaN(secs) {
+			return nil
+		}
+		d := time.Duration(secs * float64(time.Second))
+		return &metav1.Time{Time: ev.At.Add(d).Round(objectStep(d)).UTC()}
+	}
+	est := ev.At.Add(time.Duration(ev.Estimate * float64(time.Second)))
+	if shown != nil && shown.Status == out.Status && shown.At != nil {
+		if diff := est.Sub(shown.At.Time).Abs(); diff <= objectStep(est.Sub(ev.At)) {
+			return shown
+		}
+	}
+	out.At, out.Earliest, out.Latest = at(ev.Estimate), at(ev.Lower), at(ev.Upper)
+	return out
+}
+
+// evictionForecast is the latest eviction forecast; nil before the
+// first reading.
+func (f *forecaster) evictionForecast() *forecast.Forecast {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.latest) < 2 {
+		return nil
+	}
+	ev := f.latest[1]
+	return &ev
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodegc/nodegc/api/v1alpha1"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/forecast"
 	"github.com/nodegc/nodegc/internal/kubeclient"
 	"github.com/nodegc/nodegc/metrics"
 )
@@ -77,8 +78,11 @@ type objectWriter struct {
 	log     *slog.Logger
 	summary func() metrics.Summary
 	// sched is the scheduler's status: who paused, since and until when.
-	sched   func() engine.Status
-	started time.Time
+	sched func() engine.Status
+	// forecast is the latest eviction forecast (nil: none yet); nil
+	// without a forecaster.
+	forecast func() *forecast.Forecast
+	started  time.Time
 
 	mu         sync.Mutex
 	image, ctr *v1alpha1.Pass // the latest passes, from observe
@@ -278,6 +282,13 @@ func (w *objectWriter) status(now time.Time) v1alpha1.NodeGCStatus {
 		}
 	}
 	st.LastImagePass, st.LastContainerPass, st.Command = w.image, w.ctr, w.command
+	if w.forecast != nil {
+		var shown *v1alpha1.Forecast
+		if w.written != nil {
+			shown = w.written.Forecast
+		}
+		st.Forecast = objectForecast(w.forecast(), shown)
+	}
 	return st
 }
 

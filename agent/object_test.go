@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/nodegc/nodegc/api/v1alpha1"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/forecast"
 	"github.com/nodegc/nodegc/metrics"
 )
 
@@ -279,5 +281,45 @@ func TestObjectPassThatRemovedIsShown(t *testing.T) {
 	w.step(ctx, t0.Add(ObjectInterval+ObjectHeartbeat))
 	if p := st.obj.Status.LastContainerPass; p == nil || p.Removed != 0 || p.Result != "ok" || !p.At.Time.Equal(t0.Add(6*time.Second)) {
 		t.Errorf("last container pass %+v, want the latest that ran, once the one that removed was written", p)
+	}
+}
+
+// TestObjectForecastWrittenWhenItMoves: the eviction forecast goes into
+// the status with its times rounded; made again every 10 s on a steady
+// fill it is no write, and one that moves by more than its step, or
+// stops filling, is.
+func TestObjectForecastWrittenWhenItMoves(t *testing.T) {
+	w, st, _ := newTestWriter()
+	ctx := t.Context()
+	ev := &forecast.Forecast{Line: forecast.LineEviction, Status: forecast.StatusFilling, At: t0,
+		Estimate: 3 * 3600, Lower: 2.5 * 3600, Upper: math.Inf(1)}
+	w.forecast = func() *forecast.Forecast { c := *ev; return &c }
+	w.step(ctx, t0)
+	got := st.obj.Status.Forecast
+	// 3 h away: steps of 10 minutes (a tenth of the distance at most).
+	if got == nil || got.Status != "filling" || got.At == nil || !got.At.Time.Equal(t0.Add(3*time.Hour)) ||
+		got.Earliest == nil || !got.Earliest.Time.Equal(t0.Add(2*time.Hour+30*time.Minute)) || got.Latest != nil {
+		t.Fatalf("forecast %+v, want filling at t0+3h, earliest t0+2h30m, no latest", got)
+	}
+	// A steady fill: each reading 10 s later, its estimate 10 s shorter,
+	// give or take two minutes around a step's midpoint (t0+3h05m), where
+	// rounding alone would flip between two steps.
+	for i := 1; i <= 25; i++ { // until the heartbeat is due
+		ev.At = t0.Add(time.Duration(i) * 10 * time.Second)
+		ev.Estimate = 3*3600 + 300 - float64(i)*10 + float64(i%3-1)*120
+		w.step(ctx, ev.At.Add(ObjectInterval))
+	}
+	if len(st.writes) != 1 {
+		t.Fatalf("%d writes of a steady forecast in 4 minutes, want 1: %+v", len(st.writes), st.obj.Status.Forecast)
+	}
+	ev.Estimate = 2 * 3600 // an hour sooner
+	w.step(ctx, ev.At.Add(time.Minute))
+	if len(st.writes) != 2 || !st.obj.Status.Forecast.At.Time.Equal(ev.At.Add(2*time.Hour).Round(10*time.Minute)) {
+		t.Fatalf("%d writes, forecast %+v: want the forecast an hour sooner written", len(st.writes), st.obj.Status.Forecast)
+	}
+	ev.Status, ev.Estimate = forecast.StatusNotFilling, math.Inf(1)
+	w.step(ctx, ev.At.Add(2*time.Minute))
+	if f := st.obj.Status.Forecast; len(st.writes) != 3 || f.Status != "not-filling" || f.At != nil || f.Earliest != nil {
+		t.Fatalf("%d writes, forecast %+v: want not-filling written, without times", len(st.writes), f)
 	}
 }

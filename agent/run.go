@@ -105,6 +105,9 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	events := startNodeEvents(o.Pods, log)
 	notices, unsubscribe := s.Subscribe()
 	obj := newObjectWriter(o.Pods, log, a.col, s, o.Started)
+	if obj != nil {
+		obj.forecast = a.fc.evictionForecast
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { followNotices(log, a.col, events, obj, notices, o.AfterPass) })
 	if obj != nil {

@@ -30,6 +30,8 @@ func full() *NodeGC {
 			DeadContainers: &dead, PodSource: "syncing", EventStream: "unknown",
 			Paused:  &Pause{ID: strings.Repeat("i", 64), Since: at, By: strings.Repeat("u", 128), Until: &at},
 			Command: &CommandOutcome{ID: strings.Repeat("i", 64), Result: "refused", Message: strings.Repeat("m", 128), At: at, Pass: pass("full")},
+			// Times with "filling" alone (the schema's rule).
+			Forecast: &Forecast{Status: "filling", At: &at, Earliest: &at, Latest: &at},
 		},
 	}
 }

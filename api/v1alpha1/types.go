@@ -141,6 +141,30 @@ type NodeGCStatus struct {
 	Paused *Pause `json:"paused,omitempty"`
 	// Command is the outcome of the latest PassCommand.
 	Command *CommandOutcome `json:"command,omitempty"`
+	// Forecast is when DiskPressure that no GC prevents is forecast;
+	// nil before the agent's first reading.
+	Forecast *Forecast `json:"forecast,omitempty"`
+}
+
+// Forecast is the forecast of the eviction line (docs/forecast.md): when
+// the bytes available once every unused image is gone fall below
+// imagefs.available's eviction threshold, which is DiskPressure that no
+// GC prevents. The image GC high threshold's forecast, crossed routinely
+// on a busy node, is in the agent's metrics alone: the status stays
+// under MaxStatusBytes. The times are rounded to a step that grows with
+// their distance (about a tenth of it, from a minute to a day), so that
+// a steady forecast is not a write at every reading.
+type Forecast struct {
+	// Status is crossed, filling, not-filling, not-enough-history or
+	// no-line (the metric nodegc_forecast_status's).
+	Status string `json:"status"`
+	// At is when the line is forecast to be crossed; set while filling
+	// alone.
+	At *metav1.Time `json:"at,omitempty"`
+	// Earliest and Latest bound At (a 90% interval); Latest is nil when
+	// the fill may stop.
+	Earliest *metav1.Time `json:"earliest,omitempty"`
+	Latest   *metav1.Time `json:"latest,omitempty"`
 }
 
 // ImageFs is the image filesystem's size and the kubelet's usage of it.
