@@ -24,8 +24,10 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/nodegc/nodegc/api/v1alpha1"
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/fleet"
+	"github.com/nodegc/nodegc/forecast"
 	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/internal/texttable"
 	"github.com/nodegc/nodegc/tui/internal/grid"
@@ -77,20 +79,25 @@ const (
 	ByUsage
 	ByLastGC
 	ByDead
+	// ByPressure puts first the nodes forecast soonest to reach
+	// DiskPressure that no GC prevents (crossed, then filling by time);
+	// not filling, not enough history and no forecast last.
+	ByPressure
 	numSorts
 )
 
 func (s Sort) String() string {
-	return [...]string{"attention", "name", "image fs", "last GC", "dead"}[s]
+	return [...]string{"attention", "name", "image fs", "last GC", "dead", "pressure"}[s]
 }
 
 // sortColumn is the column each order sorts by.
-var sortColumn = [numSorts]int{ByState: colAgent, ByName: colNode, ByUsage: colUsage, ByLastGC: colLastGC, ByDead: colDead}
+var sortColumn = [numSorts]int{ByState: colAgent, ByName: colNode, ByUsage: colUsage, ByLastGC: colLastGC, ByDead: colDead, ByPressure: colPressure}
 
 var columns = []grid.Column{
 	{Title: "NODE", Width: 24, Flex: true},
 	{Title: "AGENT", Width: 11},
 	{Title: "IMAGE FS", Width: 16},
+	{Title: "PRESSURE", Width: 9, Right: true},
 	{Title: "LAST GC", Width: 8, Right: true},
 	{Title: "RESULT", Width: 26},
 	{Title: "FREED", Width: 9, Right: true},
@@ -107,6 +114,7 @@ const (
 	colNode = iota
 	colAgent
 	colUsage
+	colPressure
 	colLastGC
 	colResult
 	colFreed
@@ -314,6 +322,8 @@ func (m *Model) rebuild() {
 			return cmp.Or(lastGC(b).Compare(lastGC(a)), byName)
 		case ByDead:
 			return cmp.Or(cmp.Compare(dead(b), dead(a)), byName)
+		case ByPressure:
+			return cmp.Or(comparePressure(a, b), byName)
 		}
 		return byName
 	})
@@ -368,6 +378,10 @@ func (m *Model) rawCells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
 	if fs := s.ImageFs; fs != nil {
 		c[colUsage] = fmt.Sprintf("%3d%% %s %d/%d", fs.UsagePercent, bar(int(fs.UsagePercent)), s.Band.High, s.Band.Low)
 	}
+	c[colPressure] = pressure(s.Forecast, now)
+	if pressureSoon(s.Forecast, now) {
+		kind = max(kind, grid.Warn)
+	}
 	c[colLastGC], c[colResult] = "never", "–"
 	if p := s.LastImagePass; p != nil {
 		c[colLastGC] = format.Ago(p.At.Time, now)
@@ -395,6 +409,73 @@ func (m *Model) rawCells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
 		kind = grid.Remove
 	}
 	return c, kind
+}
+
+// pressureClass orders the eviction forecasts for ByPressure: crossed,
+// filling, then the answers that say no time.
+func pressureClass(f *v1alpha1.Forecast) int {
+	if f == nil {
+		return 4
+	}
+	switch forecast.Status(f.Status) {
+	case forecast.StatusCrossed:
+		return 0
+	case forecast.StatusFilling:
+		if f.At != nil {
+			return 1
+		}
+	case forecast.StatusNotFilling:
+		return 2
+	case forecast.StatusNotEnoughHistory:
+		return 3
+	}
+	return 4
+}
+
+// comparePressure orders two nodes soonest DiskPressure first.
+func comparePressure(a, b fleet.Node) int {
+	fa, fb := forecastOf(a), forecastOf(b)
+	ca, cb := pressureClass(fa), pressureClass(fb)
+	if ca != cb || ca != 1 {
+		return cmp.Compare(ca, cb)
+	}
+	return fa.At.Compare(fb.At.Time)
+}
+
+func forecastOf(n fleet.Node) *v1alpha1.Forecast {
+	if n.Status == nil {
+		return nil
+	}
+	return n.Status.Forecast
+}
+
+// pressure is the PRESSURE cell: how soon the eviction line is forecast
+// to be crossed by what GC cannot remove.
+func pressure(f *v1alpha1.Forecast, now time.Time) string {
+	switch pressureClass(f) {
+	case 0:
+		return "now"
+	case 1:
+		return format.RoughIn(f.At.Time, now)
+	case 2:
+		return "no fill"
+	case 3:
+		return "learning" // less than forecast.MinHistory
+	}
+	return ""
+}
+
+// pressureSoon reports whether DiskPressure that no GC prevents is
+// crossed, or forecast within the agent's warning horizon (the Node's
+// event, the critical alert's 4 hours).
+func pressureSoon(f *v1alpha1.Forecast, now time.Time) bool {
+	switch pressureClass(f) {
+	case 0:
+		return true
+	case 1:
+		return f.At.Sub(now) <= forecast.DefaultWarnWithin
+	}
+	return false
 }
 
 // bar is a 5-cell gauge of the usage.
@@ -433,13 +514,16 @@ func short(r string) string {
 
 // counts sums the nodes by state.
 func (m Model) counts() string {
-	var ok, stale, failed, none, above int
+	var ok, stale, failed, none, above, soon int
 	for _, n := range m.nodes {
 		switch n.State {
 		case fleet.OK:
 			ok++
 			if aboveHigh(n) {
 				above++
+			}
+			if pressureSoon(n.Status.Forecast, m.at) {
+				soon++
 			}
 		case fleet.Stale:
 			stale++
@@ -453,7 +537,7 @@ func (m Model) counts() string {
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{above, "above high"}, {stale, "stale"}, {failed, "error"}, {none, "no agent"}} {
+	}{{above, "above high"}, {soon, "DiskPressure within " + format.Rough(forecast.DefaultWarnWithin)}, {stale, "stale"}, {failed, "error"}, {none, "no agent"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 		}

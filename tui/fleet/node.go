@@ -103,6 +103,7 @@ func statusFields(s *v1alpha1.NodeGCStatus, now time.Time, add func(label, value
 	}
 	add("Image filesystem", fs)
 	add("GC band", fmt.Sprintf("high %d%% · low %d%%", s.Band.High, s.Band.Low))
+	add("DiskPressure forecast", pressureLine(s.Forecast, now))
 	add("Last image pass", pass(s.LastImagePass, now))
 	add("Last container pass", pass(s.LastContainerPass, now))
 	add("Images kept", kept(s.Kept))
@@ -153,4 +154,31 @@ func ago(t *metav1.Time, now time.Time) string {
 		return "unknown"
 	}
 	return format.Ago(t.Time, now)
+}
+
+// pressureLine is the node view's eviction forecast: when what GC cannot
+// remove is forecast to reach the eviction line, with its 90% interval.
+func pressureLine(f *v1alpha1.Forecast, now time.Time) string {
+	const what = " (what image GC cannot remove reaches the eviction line)"
+	switch pressureClass(f) {
+	case 0:
+		return "crossed: GC cannot keep the node out of DiskPressure"
+	case 1:
+		const day = "Jan 2 15:04"
+		s := format.RoughIn(f.At.Time, now) + " (" + f.At.UTC().Format(day+" MST")
+		if f.Earliest != nil {
+			s += "; 90%: " + f.Earliest.UTC().Format(day) + " to "
+			if f.Latest != nil {
+				s += f.Latest.UTC().Format(day)
+			} else {
+				s += "never"
+			}
+		}
+		return s + ")" + what
+	case 2:
+		return "not filling"
+	case 3:
+		return "not enough history yet (20 minutes)"
+	}
+	return "none"
 }
