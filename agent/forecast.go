@@ -70,10 +70,38 @@ func newForecaster(log *slog.Logger, dir string, p engine.Policy, now time.Time,
 	return f
 }
 
-// loadHistory reads the history file of dir without following a symlink
-// or waiting on a FIFO. A missing file is an empty history; a corrupt
-// one is moved to <file>.corrupt-<unix time>, and the error says so.
+// loadHistory reads the history file of dir (ReadForecastHistory). A
+// missing file is an empty history; a corrupt one is moved to
+// <file>.corrupt-<unix time>, and the error says so.
 func loadHistory(dir string, now time.Time) ([]forecast.Reading, error) {
+	rs, err := ReadForecastHistory(dir)
+	var corrupt *corruptHistoryError
+	if !errors.As(err, &corrupt) {
+		return rs, err
+	}
+	path := filepath.Join(dir, forecast.FileName)
+	aside := fmt.Sprintf("%s.corrupt-%d", path, now.Unix())
+	if err := os.Rename(path, aside); err != nil {
+		return nil, fmt.Errorf("%w, and could not be moved aside: %w", corrupt, err)
+	}
+	return nil, fmt.Errorf("%w: moved to %s, starting fresh", corrupt, aside)
+}
+
+// corruptHistoryError is a history file that does not decode.
+type corruptHistoryError struct {
+	path string
+	err  error
+}
+
+func (e *corruptHistoryError) Error() string {
+	return fmt.Sprintf("history %s is corrupt (%v)", e.path, e.err)
+}
+
+// ReadForecastHistory returns the readings of the forecast history the
+// agent keeps in the state dir dir, oldest first, reading the file
+// without following a symlink or waiting on a FIFO: the dashboard starts
+// its forecast from them. A missing file, or dir "", is no reading.
+func ReadForecastHistory(dir string) ([]forecast.Reading, error) {
 	if dir == "" {
 		return nil, nil
 	}
@@ -85,15 +113,11 @@ func loadHistory(dir string, now time.Time) ([]forecast.Reading, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w; starting a fresh history in memory", path, err)
 	}
-	rs, derr := forecast.Decode(data)
-	if derr == nil {
-		return rs, nil
+	rs, err := forecast.Decode(data)
+	if err != nil {
+		return nil, &corruptHistoryError{path, err}
 	}
-	aside := fmt.Sprintf("%s.corrupt-%d", path, now.Unix())
-	if err := os.Rename(path, aside); err != nil {
-		return nil, fmt.Errorf("history %s is corrupt (%v) and could not be moved aside: %w", path, derr, err)
-	}
-	return nil, fmt.Errorf("history %s is corrupt (%v): moved to %s, starting fresh", path, derr, aside)
+	return rs, nil
 }
 
 // readRegular reads path if it is a regular file, opened without

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/forecast"
 )
 
 // Controller is what the dashboard asks of the scheduler: the engine's
@@ -95,6 +96,11 @@ type Options struct {
 	Self func() (SelfSample, error)
 	// HideSelf leaves nodegc's own usage off the Overview (golden tests).
 	HideSelf bool
+	// ForecastHistory is the image fs readings of the state dir's
+	// forecast history (the agent's, agent.ReadForecastHistory), oldest
+	// first: the Overview's forecast starts from them rather than after
+	// forecast.MinHistory of its own readings. nil starts it empty.
+	ForecastHistory []forecast.Reading
 	// ReadOnly disables the destructive keys (g, c, G and applying a
 	// preview); the help says "read-only" where they would be.
 	ReadOnly bool

@@ -190,7 +190,7 @@ const (
 // defaultPanes registers the dashboard's panes, in tab order.
 func defaultPanes(o Options, k keys.KeyMap, st style.Styles) []pane {
 	return []pane{
-		adapt(overview.New(k, st)),
+		adapt(overview.New(k, st).WithForecastHistory(o.ForecastHistory)),
 		adapt(images.New(k, st)),
 		adapt(containers.New(k, st)),
 		adapt(cgroups.New(k, st, o.Cgroups != nil)),

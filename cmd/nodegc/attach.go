@@ -156,6 +156,7 @@ func runAttachedDashboard(ctx context.Context, opts *rootOptions, c *control.Cli
 	}
 	o := attachedOptions(c, st, opts.ReadOnly)
 	o.Cgroups, o.JournalPath, o.RefreshInterval, o.Opening = tui.CgroupsFrom(cg), journal, opts.Refresh, opts.opening
+	o.ForecastHistory = forecastHistory(opts.Global.StateDir)
 	err = opts.runTUI(ctx, o)
 	opts.guard.arm(shutdownDeadline)
 	if opts.opened != nil {

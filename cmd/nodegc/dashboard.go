@@ -14,8 +14,10 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/nodegc/nodegc/agent"
 	"github.com/nodegc/nodegc/cgroupfs"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/forecast"
 	"github.com/nodegc/nodegc/internal/proctune"
 	"github.com/nodegc/nodegc/internal/simfs"
 	"github.com/nodegc/nodegc/tui"
@@ -253,6 +255,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		ReadOnly:        e.ReadOnly(),
 		JournalPath:     journal,
 		Journal:         journalReader(opts.stateDir),
+		ForecastHistory: forecastHistory(opts.stateDir),
 		RefreshInterval: opts.Refresh,
 		Listings:        opts.listings,
 		AfterRefresh:    mem.Release,
@@ -307,6 +310,15 @@ func journalReader(stateDir string) func(context.Context) ([]engine.JournalEntry
 		return nil
 	}
 	return func(context.Context) ([]engine.JournalEntry, error) { return engine.ReadJournalLines(stateDir) }
+}
+
+// forecastHistory is the state dir's forecast history (an agent's), from
+// which the Overview's forecast starts; none when the file is missing,
+// unreadable to this user or corrupt: the forecast then starts afresh
+// (the agent moves a corrupt file aside, not a dashboard).
+func forecastHistory(stateDir string) []forecast.Reading {
+	rs, _ := agent.ReadForecastHistory(stateDir)
+	return rs
 }
 
 // stoppedLine tells the operator who quit during a pass what it did and

@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/forecast"
 	"github.com/nodegc/nodegc/internal/firstseen"
 	"github.com/nodegc/nodegc/internal/format"
 	"github.com/nodegc/nodegc/tui/internal/feed"
@@ -59,6 +60,8 @@ type Model struct {
 	// hold is firstseen.Hold of the data, worked out once per state, not
 	// at every render (it indexes every image record).
 	hold hold
+	// fc is the image fs forecast, made at the refreshes.
+	fc *forecaster
 }
 
 // hold is when every image counts as first seen, for want of earlier
@@ -78,7 +81,17 @@ type memo struct {
 }
 
 // New returns an empty pane.
-func New(k keys.KeyMap, st style.Styles) Model { return Model{keys: &k, st: &st} }
+func New(k keys.KeyMap, st style.Styles) Model {
+	return Model{keys: &k, st: &st, fc: newForecaster(nil)}
+}
+
+// WithForecastHistory starts the pane's forecast from readings, oldest
+// first: the state dir's history (the agent's), so that a dashboard
+// forecasts at once rather than after forecast.MinHistory.
+func (m Model) WithForecastHistory(readings []forecast.Reading) Model {
+	m.fc = newForecaster(readings)
+	return m
+}
 
 // SetStyles switches the palette.
 func (m *Model) SetStyles(st style.Styles) { m.st, m.memo = &st, &memo{} }
@@ -94,6 +107,7 @@ func (m Model) History() History { return m.hist }
 func (m *Model) setState(st feed.State) {
 	if st.Refreshes != m.d.Refreshes {
 		m.hist.AddUsage(st.At, st.Plan.ImageGC.UsagePercent)
+		m.fc.add(st.Snapshot, st.Policy)
 	}
 	m.d = Data{State: st, History: m.hist}
 	m.hold.since, m.hold.eligible, m.hold.ok = firstseen.Hold(st.Snapshot, st.Policy.Image.MinAge, st.Now)
@@ -113,7 +127,11 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	case feed.Pass:
 		if !msg.Earlier {
 			// Shown with the state that follows every pass.
+			prev := m.hist.lastPass
 			m.hist.AddPass(msg.Report)
+			if m.hist.lastPass != prev { // a pass seen twice counts once
+				m.fc.freed += forecast.FreedBy(msg.Report)
+			}
 		}
 	case feed.Clock:
 		if m.hold.shown(m.d.Now) && !m.hold.shown(msg.Now) {
@@ -386,17 +404,23 @@ func (m Model) history(rows int) []string {
 	if len(h.Freed) == 0 {
 		fHead = st.Header.Render("FREED PER PASS") + "  " + st.Label.Render("no pass this session yet")
 	}
+	fc := m.forecastLine()
 	if rows < 6 {
 		u := chart(h.Usage, w, 1, 0, 100)[0]
 		f := chart(h.Freed, w, 1, 0, max(freedMax, 1))[0]
-		return []string{
-			st.Label.Render(fmt.Sprintf("%-12s", "usage")) + m.usageStyle(h).Render(u) + " " + usageNow,
-			st.Label.Render(fmt.Sprintf("%-12s", "freed/pass")) + st.Accent.Render(f) + " " + format.Bytes(freedMax),
+		out := []string{st.Label.Render(fmt.Sprintf("%-12s", "usage")) + m.usageStyle(h).Render(u) + " " + usageNow}
+		if fc != "" && rows >= 3 {
+			out = append(out, fc)
 		}
+		return append(out, st.Label.Render(fmt.Sprintf("%-12s", "freed/pass"))+st.Accent.Render(f)+" "+format.Bytes(freedMax))
 	}
-	uh := max((rows-3)*2/3, 1)
-	fh := max(rows-3-uh, 1)
 	out := []string{uHead}
+	heads := 3
+	if fc != "" {
+		out, heads = append(out, fc), 4
+	}
+	uh := max((rows-heads)*2/3, 1)
+	fh := max(rows-heads-uh, 1)
 	bottom, top := usageScale(h.Usage, pol.LowThresholdPercent, pol.HighThresholdPercent)
 	high, low := int64(pol.HighThresholdPercent), int64(pol.LowThresholdPercent)
 	labels := map[int]string{0: fmt.Sprintf("%d%%", top), uh - 1: fmt.Sprintf("%d%%", bottom)}
