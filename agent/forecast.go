@@ -273,6 +273,11 @@ func (f *forecaster) Forecasts() []forecast.Forecast {
 // steps of an hour.
 var objectSteps = []time.Duration{24 * time.Hour, 6 * time.Hour, time.Hour, 30 * time.Minute, 10 * time.Minute, 5 * time.Minute, time.Minute}
 
+// objectHorizon is the farthest time the object gives: a fill slower
+// than that is "filling" without a time (and a time.Duration holds no
+// more than 292 years).
+const objectHorizon = 365 * 24 * time.Hour
+
 // objectStep is the step of a time d away.
 func objectStep(d time.Duration) time.Duration {
 	for _, s := range objectSteps {
@@ -297,11 +302,14 @@ func objectForecast(ev *forecast.Forecast, shown *v1alpha1.Forecast) *v1alpha1.F
 		return out
 	}
 	at := func(secs float64) *metav1.Time {
-		if math.IsInf(secs, 0) || math.IsNaN(secs) {
-			return nil
+		if math.IsNaN(secs) || secs > objectHorizon.Seconds() {
+			return nil // never, or too far to say
 		}
 		d := time.Duration(secs * float64(time.Second))
 		return &metav1.Time{Time: ev.At.Add(d).Round(objectStep(d)).UTC()}
+	}
+	if ev.Estimate > objectHorizon.Seconds() {
+		return out // filling, too slowly to say when
 	}
 	est := ev.At.Add(time.Duration(ev.Estimate * float64(time.Second)))
 	if shown != nil && shown.Status == out.Status && shown.At != nil {

@@ -317,9 +317,14 @@ func TestObjectForecastWrittenWhenItMoves(t *testing.T) {
 	if len(st.writes) != 2 || !st.obj.Status.Forecast.At.Time.Equal(ev.At.Add(2*time.Hour).Round(10*time.Minute)) {
 		t.Fatalf("%d writes, forecast %+v: want the forecast an hour sooner written", len(st.writes), st.obj.Status.Forecast)
 	}
-	ev.Status, ev.Estimate = forecast.StatusNotFilling, math.Inf(1)
+	ev.Estimate, ev.Lower = 500*365*24*3600, 400*365*24*3600 // past what a time.Duration holds
 	w.step(ctx, ev.At.Add(2*time.Minute))
-	if f := st.obj.Status.Forecast; len(st.writes) != 3 || f.Status != "not-filling" || f.At != nil || f.Earliest != nil {
+	if f := st.obj.Status.Forecast; len(st.writes) != 3 || f.Status != "filling" || f.At != nil || f.Earliest != nil {
+		t.Fatalf("%d writes, forecast %+v: want filling written without times, centuries away", len(st.writes), f)
+	}
+	ev.Status, ev.Estimate = forecast.StatusNotFilling, math.Inf(1)
+	w.step(ctx, ev.At.Add(3*time.Minute))
+	if f := st.obj.Status.Forecast; len(st.writes) != 4 || f.Status != "not-filling" || f.At != nil || f.Earliest != nil {
 		t.Fatalf("%d writes, forecast %+v: want not-filling written, without times", len(st.writes), f)
 	}
 }

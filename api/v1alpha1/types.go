@@ -159,7 +159,7 @@ type Forecast struct {
 	// no-line (the metric nodegc_forecast_status's).
 	Status string `json:"status"`
 	// At is when the line is forecast to be crossed; set while filling
-	// alone.
+	// alone, and not when that is more than a year away.
 	At *metav1.Time `json:"at,omitempty"`
 	// Earliest and Latest bound At (a 90% interval); Latest is nil when
 	// the fill may stop.

@@ -411,32 +411,43 @@ func (m *Model) rawCells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
 	return c, kind
 }
 
-// pressureClass orders the eviction forecasts for ByPressure: crossed,
-// filling, then the answers that say no time.
+// The eviction forecasts' classes, in ByPressure's order: crossed,
+// filling by time, then the answers that say no time.
+const (
+	pressureNow = iota
+	pressureAt
+	pressureFar // filling, more than a year away
+	pressureNoFill
+	pressureLearning
+	pressureNone
+)
+
+// pressureClass is an eviction forecast's class.
 func pressureClass(f *v1alpha1.Forecast) int {
 	if f == nil {
-		return 4
+		return pressureNone
 	}
 	switch forecast.Status(f.Status) {
 	case forecast.StatusCrossed:
-		return 0
+		return pressureNow
 	case forecast.StatusFilling:
 		if f.At != nil {
-			return 1
+			return pressureAt
 		}
+		return pressureFar
 	case forecast.StatusNotFilling:
-		return 2
+		return pressureNoFill
 	case forecast.StatusNotEnoughHistory:
-		return 3
+		return pressureLearning
 	}
-	return 4
+	return pressureNone
 }
 
 // comparePressure orders two nodes soonest DiskPressure first.
 func comparePressure(a, b fleet.Node) int {
 	fa, fb := forecastOf(a), forecastOf(b)
 	ca, cb := pressureClass(fa), pressureClass(fb)
-	if ca != cb || ca != 1 {
+	if ca != cb || ca != pressureAt {
 		return cmp.Compare(ca, cb)
 	}
 	return fa.At.Compare(fb.At.Time)
@@ -453,13 +464,15 @@ func forecastOf(n fleet.Node) *v1alpha1.Forecast {
 // to be crossed by what GC cannot remove.
 func pressure(f *v1alpha1.Forecast, now time.Time) string {
 	switch pressureClass(f) {
-	case 0:
+	case pressureNow:
 		return "now"
-	case 1:
+	case pressureAt:
 		return format.RoughIn(f.At.Time, now)
-	case 2:
+	case pressureFar:
+		return "> 1y"
+	case pressureNoFill:
 		return "no fill"
-	case 3:
+	case pressureLearning:
 		return "learning" // less than forecast.MinHistory
 	}
 	return ""
@@ -470,9 +483,9 @@ func pressure(f *v1alpha1.Forecast, now time.Time) string {
 // event, the critical alert's 4 hours).
 func pressureSoon(f *v1alpha1.Forecast, now time.Time) bool {
 	switch pressureClass(f) {
-	case 0:
+	case pressureNow:
 		return true
-	case 1:
+	case pressureAt:
 		return f.At.Sub(now) <= forecast.DefaultWarnWithin
 	}
 	return false

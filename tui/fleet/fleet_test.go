@@ -246,13 +246,15 @@ func TestFleetPressureColumn(t *testing.T) {
 	nodes[1].Status.Forecast = &v1alpha1.Forecast{Status: "filling", At: at(26 * time.Hour), Earliest: at(20 * time.Hour)}
 	nodes[3].Status.Forecast = &v1alpha1.Forecast{Status: "filling", At: at(3*time.Hour + 10*time.Minute), Earliest: at(2*time.Hour + 50*time.Minute), Latest: at(3*time.Hour + 40*time.Minute)}
 	nodes = append(nodes, fleet.Node{Name: "node-e", State: fleet.OK, Status: &v1alpha1.NodeGCStatus{HeartbeatTime: nodes[0].Status.HeartbeatTime,
-		Forecast: &v1alpha1.Forecast{Status: "not-enough-history"}}})
+		Forecast: &v1alpha1.Forecast{Status: "not-enough-history"}}},
+		fleet.Node{Name: "node-f", State: fleet.OK, Status: &v1alpha1.NodeGCStatus{HeartbeatTime: nodes[0].Status.HeartbeatTime,
+			Forecast: &v1alpha1.Forecast{Status: "filling"}}}) // more than a year away
 	var tm tea.Model = New(Options{Now: func() time.Time { return now }})
 	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 200, Height: 20})
 	tm, _ = tm.Update(ReadMsg{Nodes: nodes, At: now})
 	m := tm.(Model)
 	screen := m.Screen()
-	for _, want := range []string{"PRESSURE", "in 3h10m", "in 1d2h", "no fill", "learning", "1 DiskPressure within 4h"} {
+	for _, want := range []string{"PRESSURE", "in 3h10m", "in 1d2h", "> 1y", "no fill", "learning", "1 DiskPressure within 4h"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
@@ -263,8 +265,8 @@ func TestFleetPressureColumn(t *testing.T) {
 	if m.sort != ByPressure {
 		t.Fatalf("sort %v after %d presses", m.sort, ByPressure)
 	}
-	if got := strings.Join(rowOrder(m), " "); got != "node-d node-b node-a node-e node-c" {
-		t.Errorf("by pressure: %s, want soonest first, then not filling, not enough history, none", got)
+	if got := strings.Join(rowOrder(m), " "); got != "node-d node-b node-f node-a node-e node-c" {
+		t.Errorf("by pressure: %s, want soonest first, then over a year, not filling, not enough history, none", got)
 	}
 	m, _ = press(m, "enter")
 	if screen := m.Screen(); !strings.Contains(screen, "in 3h10m (Nov 25 15:10 UTC; 90%: Nov 25 14:50 to Nov 25 15:40)") {

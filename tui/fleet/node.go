@@ -161,9 +161,9 @@ func ago(t *metav1.Time, now time.Time) string {
 func pressureLine(f *v1alpha1.Forecast, now time.Time) string {
 	const what = " (what image GC cannot remove reaches the eviction line)"
 	switch pressureClass(f) {
-	case 0:
+	case pressureNow:
 		return "crossed: GC cannot keep the node out of DiskPressure"
-	case 1:
+	case pressureAt:
 		const day = "Jan 2 15:04"
 		s := format.RoughIn(f.At.Time, now) + " (" + f.At.UTC().Format(day+" MST")
 		if f.Earliest != nil {
@@ -175,9 +175,11 @@ func pressureLine(f *v1alpha1.Forecast, now time.Time) string {
 			}
 		}
 		return s + ")" + what
-	case 2:
+	case pressureFar:
+		return "filling, more than a year away"
+	case pressureNoFill:
 		return "not filling"
-	case 3:
+	case pressureLearning:
 		return "not enough history yet (20 minutes)"
 	}
 	return "none"

@@ -78,6 +78,10 @@ func (m Model) forecastLine() string {
 		"  " + m.label("· DiskPressure despite GC:") + " " + evWords
 }
 
+// farAway is the farthest forecast said as a time (a time.Duration
+// holds no more than 292 years).
+const farAway = 365 * 24 * time.Hour
+
 // lineWords says one line's forecast: "in 2h10m (15:10, 90%: 1h50m to
 // 2h40m)", crossed (a line's own word), "not filling", "needs 20m of
 // readings".
@@ -93,10 +97,16 @@ func lineWords(f forecast.Forecast, crossed string) string {
 		return fmt.Sprintf("needs %s of readings", format.Rough(forecast.MinHistory))
 	}
 	secs := func(s float64) string {
-		if math.IsInf(s, 1) {
+		switch {
+		case math.IsInf(s, 1):
 			return "never"
+		case s > farAway.Seconds():
+			return "over a year"
 		}
 		return format.Rough(time.Duration(s * float64(time.Second)))
+	}
+	if f.Estimate > farAway.Seconds() {
+		return "in " + secs(f.Estimate)
 	}
 	at := f.At.Add(time.Duration(f.Estimate * float64(time.Second)))
 	return fmt.Sprintf("in %s (%s, 90%%: %s to %s)", secs(f.Estimate), at.Format("15:04"), secs(f.Lower), secs(f.Upper))

@@ -2,6 +2,7 @@ package overview
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,19 @@ func TestOverviewForecastFromTheStateDir(t *testing.T) {
 	m, _ = m.Update(f.state(180, 10*time.Second))
 	if s := ansi.Strip(m.View()); !strings.Contains(s, "FORECAST  high 85%: in 9h") {
 		t.Errorf("the Overview started on 30 minutes of history does not forecast:\n%s", s)
+	}
+}
+
+// TestForecastWordsFarAway: a fill too slow to say when (past what a
+// time.Duration holds) reads "over a year", not a wrapped duration.
+func TestForecastWordsFarAway(t *testing.T) {
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	f := forecast.Forecast{Status: forecast.StatusFilling, At: at, Estimate: 1e12, Lower: 1e11, Upper: math.Inf(1)}
+	if got := lineWords(f, "now"); got != "in over a year" {
+		t.Errorf("lineWords = %q, want %q", got, "in over a year")
+	}
+	f.Estimate, f.Lower, f.Upper = 3600, 1800, 1e11
+	if got := lineWords(f, "now"); got != "in 1h0m (11:00, 90%: 30m to over a year)" {
+		t.Errorf("lineWords = %q", got)
 	}
 }
