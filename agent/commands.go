@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -157,10 +158,15 @@ func (c *commander) applyPause(p *v1alpha1.PauseCommand) {
 // stop waits for the commanded passes.
 func (c *commander) stop() { c.running.Wait() }
 
-// clip cuts s to at most n bytes.
+// clip cuts s to at most n bytes, on a rune boundary: the status
+// fields it fills are bounded by the CRD, and a rune cut in two would
+// reach the reader as a replacement character.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }

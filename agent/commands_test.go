@@ -6,9 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -185,5 +187,31 @@ func TestCommandPause(t *testing.T) {
 	c.handle(withSpec(v1alpha1.NodeGCSpec{Pause: &v1alpha1.PauseCommand{ID: "p3", Until: metav1.NewTime(t0.Add(-time.Second)), By: "bob"}}, ""))
 	if got := r.got(); len(got) != 3 {
 		t.Errorf("calls %v: an expired pause paused", got)
+	}
+}
+
+// TestClipCutsOnARuneBoundary: a status string cut to the CRD's bound
+// keeps whole runes, so what a reader sees is valid UTF-8 and no longer
+// than the bound.
+func TestClipCutsOnARuneBoundary(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		n    int
+		want string
+	}{
+		{"short enough is kept", "alice", 128, "alice"},
+		{"ASCII is cut at the bound", "abcdef", 4, "abcd"},
+		{"a two-byte rune across the bound is left out", "abcé", 4, "abc"},
+		{"a four-byte rune across the bound is left out", "ab\U0001F600", 4, "ab"},
+		{"a rune ending at the bound is kept", "abé", 4, "abé"},
+		{"a name of 100 é cut to 127 bytes is 63 of them", strings.Repeat("é", 100), 127, strings.Repeat("é", 63)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := clip(tc.in, tc.n)
+			if got != tc.want || !utf8.ValidString(got) || len(got) > tc.n {
+				t.Errorf("clip(%q, %d) = %q, want %q (valid UTF-8, at most %d bytes)", tc.in, tc.n, got, tc.want, tc.n)
+			}
+		})
 	}
 }

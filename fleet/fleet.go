@@ -10,6 +10,7 @@ package fleet
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -33,11 +34,15 @@ func (e *ForbiddenError) Error() string {
 }
 func (e *ForbiddenError) Unwrap() error { return e.Err }
 
-// oneLine is s on one line, at most 200 bytes.
+// oneLine is s on one line, at most 200 bytes and a mark, cut on a rune
+// boundary (a rune cut in two would show as its bytes' escapes).
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	if n := 200; len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
 	return s
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -94,5 +95,14 @@ func TestAListDecodesEachItemAlone(t *testing.T) {
 	}
 	if b.Name != "node-b" || !strings.Contains(b.bad, "read NodeGC node-b") || b.Status != nil {
 		t.Errorf("the bad item: %+v, want an error naming it", b)
+	}
+}
+
+// TestAnErrorIsCutOnARuneBoundary: an object's error, made one line of
+// at most 200 bytes for its row, keeps whole runes.
+func TestAnErrorIsCutOnARuneBoundary(t *testing.T) {
+	got := oneLine("x" + strings.Repeat("é", 150))
+	if !utf8.ValidString(got) || got != "x"+strings.Repeat("é", 99)+"…" {
+		t.Errorf("oneLine cut to %q", got)
 	}
 }

@@ -212,6 +212,21 @@ func TestStringsFromTheClusterReachTheTerminalEscaped(t *testing.T) {
 			tm, _ = tm.Update(ReadMsg{Nodes: nodes[:1], At: now, Health: []fleet.Health{{Resource: "nodes", Err: errors.New("list nodes:" + evil), BrokeAt: now}}})
 			return tm.(Model)
 		}},
+		{"in the node view (kubectl nodegc NODE), every string of the object", func() Model {
+			dead := int32(2)
+			st := *nodes[1].Status
+			st.Version = "v1" + evil
+			st.Paused = &v1alpha1.Pause{Since: beat, By: "alice" + evil}
+			st.Command = &v1alpha1.CommandOutcome{ID: "c1" + evil, Result: "done" + evil, Message: "ok" + evil, At: beat}
+			st.LastContainerPass = &v1alpha1.Pass{At: beat, Kind: "containers" + evil, Trigger: "periodic" + evil, Result: "success" + evil}
+			st.DeadContainers = &dead
+			open := fleet.Node{Name: "node" + evil, State: fleet.OK, Status: &st}
+			m := New(Options{Now: func() time.Time { return now }, Node: open.Name})
+			var tm tea.Model = m
+			tm, _ = tm.Update(tea.WindowSizeMsg{Width: 2000, Height: 40})
+			tm, _ = tm.Update(ReadMsg{Nodes: []fleet.Node{open}, At: now})
+			return tm.(Model)
+		}},
 		{"in the flash", func() Model {
 			m := New(Options{Now: func() time.Time { return now }, Flash: "nodegc: node x:" + evil})
 			var tm tea.Model = m
