@@ -61,6 +61,12 @@ type Options struct {
 	// Flash is a message to show until the first key (why a node's
 	// dashboard could not open).
 	Flash string
+	// Commands sends the node view's commands (a *fleet.Commands); nil
+	// makes the view read-only.
+	Commands Commander
+	// PauseFor is how long a pause from the node view lasts unless the
+	// operator changes it; 0 is DefaultPauseFor.
+	PauseFor time.Duration
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -140,6 +146,15 @@ type Model struct {
 	loaded bool
 	// open is the node whose view is open; "" for the table.
 	open string
+	// confirm is the command asked about in the node view; nil when none.
+	confirm *confirmation
+	// last is the latest command sent from the node view.
+	last *sentCommand
+	// note is the node view's message line (a refusal when noteBad).
+	note    string
+	noteBad bool
+	// pauseFor is a pause's length as p first proposes it.
+	pauseFor time.Duration
 }
 
 // New returns the fleet view.
@@ -151,10 +166,10 @@ func New(o Options) Model {
 		o.Context = context.Background()
 	}
 	o.Refresh = cmp.Or(o.Refresh, 2*time.Second)
-	k := keys.Default(true)
+	k := keys.Default(o.Commands == nil)
 	k.Drill.SetHelp("enter", "node view")
 	st := style.Default(true)
-	m := Model{Pane: grid.NewPane(k, st, columns, 2, 1), o: o, help: help.New(), open: o.Node}
+	m := Model{Pane: grid.NewPane(k, st, columns, 2, 1), o: o, help: help.New(), open: o.Node, pauseFor: cmp.Or(o.PauseFor, DefaultPauseFor)}
 	if o.Cursor == "" {
 		m.o.Cursor = o.Node
 	}
@@ -213,6 +228,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.help.Styles = help.DefaultStyles(st.Dark)
 	case ReadMsg:
 		m.nodes, m.health, m.at, m.loaded = msg.Nodes, msg.Health, msg.At, true
+		m = m.follow()
 		m.rebuild()
 		if m.o.Cursor != "" {
 			m.Find(m.o.Cursor)
@@ -221,14 +237,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.Wait {
 			return m, m.waitCmd()
 		}
+	case sentMsg:
+		return m.sent(msg), nil
 	case tea.KeyPressMsg:
 		m.o.Flash = ""
 		if m.open != "" {
-			var quit bool
-			if m, quit = m.nodeUpdate(msg.String()); quit {
-				return m, tea.Quit
-			}
-			return m, nil
+			return m.nodeUpdate(msg)
 		}
 		if !m.Capturing() {
 			switch {
