@@ -29,7 +29,9 @@ func TestFleetNodeViewCommands(t *testing.T) {
 	c.waitNodeGC(t, "the object", func(o *v1alpha1.NodeGC) bool { return o.Status.HeartbeatTime != nil })
 	bin := fleetBinary(t)
 	s := newFleetSession(t, 220, 45, []string{"KUBECONFIG=" + c.cp.Admin, "TERM=xterm-256color"}, bin, c.nodeName, "--pause-for", "20s")
-	s.waitFor(t, "the node's view", func(sc string) bool { return strings.Contains(sc, "nodegc fleet › "+c.nodeName) && strings.Contains(sc, "Agent") })
+	s.waitFor(t, "the node's view", func(sc string) bool {
+		return strings.Contains(sc, "nodegc fleet › "+c.nodeName) && strings.Contains(sc, "Agent")
+	})
 
 	s.press(t, "x")
 	s.waitFor(t, "the confirm naming the node and the action", func(sc string) bool {
