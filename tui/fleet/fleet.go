@@ -95,6 +95,7 @@ var sortColumn = [numSorts]int{ByState: colAgent, ByName: colNode, ByUsage: colU
 
 var columns = []grid.Column{
 	{Title: "NODE", Width: 24, Flex: true},
+	{Title: "READY", Width: 8},
 	{Title: "AGENT", Width: 11},
 	{Title: "IMAGE FS", Width: 16},
 	{Title: "LAST GC", Width: 8, Right: true},
@@ -111,6 +112,7 @@ var columns = []grid.Column{
 // Column indexes.
 const (
 	colNode = iota
+	colReady
 	colAgent
 	colUsage
 	colLastGC
@@ -277,6 +279,11 @@ func rank(n fleet.Node) int {
 		return 0
 	case fleet.Stale:
 		return 1
+	}
+	if n.NotReady() {
+		return 1
+	}
+	switch n.State {
 	case fleet.OK:
 		if p := n.Status.LastImagePass; p != nil && p.Result == "error" {
 			return 2
@@ -366,11 +373,12 @@ func (m *Model) cells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
 func (m *Model) rawCells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
 	c := make([]string, len(columns))
 	c[colNode], c[colAgent], c[colErr] = n.Name, string(n.State), n.Err
+	c[colReady], _, _ = strings.Cut(n.Ready, ",") // cordoned: the node view says
 	kind := grid.Normal
-	switch n.State {
-	case fleet.Failed, fleet.Stale:
+	switch {
+	case n.State == fleet.Failed, n.State == fleet.Stale, n.NotReady():
 		kind = grid.Warn
-	case fleet.NoAgent:
+	case n.State == fleet.NoAgent:
 		kind = grid.Dim
 	}
 	s := n.Status
@@ -447,8 +455,11 @@ func short(r string) string {
 
 // counts sums the nodes by state.
 func (m Model) counts() string {
-	var ok, stale, failed, none, above int
+	var ok, stale, failed, none, above, notReady int
 	for _, n := range m.nodes {
+		if n.NotReady() {
+			notReady++
+		}
 		switch n.State {
 		case fleet.OK:
 			ok++
@@ -467,7 +478,7 @@ func (m Model) counts() string {
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{above, "above high"}, {stale, "stale"}, {failed, "error"}, {none, "no agent"}} {
+	}{{notReady, "not ready"}, {above, "above high"}, {stale, "stale"}, {failed, "error"}, {none, "no agent"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 		}

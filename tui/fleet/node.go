@@ -100,6 +100,9 @@ func (m Model) nodeScreen() string {
 func (m Model) fields(n fleet.Node, now time.Time) []string {
 	var rows [][2]string
 	add := func(label, value string) { rows = append(rows, [2]string{label, value}) }
+	if n.Ready != "" {
+		add("Node", strings.Replace(n.Ready, ",SchedulingDisabled", ", cordoned (scheduling disabled)", 1))
+	}
 	add("Agent", string(n.State))
 	if n.Err != "" {
 		add("Error", n.Err)
