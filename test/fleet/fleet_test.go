@@ -75,7 +75,7 @@ func TestFleetWatch(t *testing.T) {
 		kc := kubetest.TokenKubeconfig(t, t.TempDir(), "https://"+p.addr, api.CAFile, "viaproxy", kubetest.AdminToken)
 		s := newScreen(t, 200, 20, []string{"TERM=xterm-256color", "KUBECONFIG=" + kc}, bin, "fleet", "--refresh", "1h")
 		s.waitFor(t, "the four rows", time.Minute, func(sc string) bool {
-			return strings.Contains(sc, "4 nodes · 1 agents ok · 1 stale · 1 error · 1 no agent")
+			return strings.Contains(sc, "4 nodes · 1 agents ok · 3 not ready · 1 stale · 1 error · 1 no agent")
 		})
 		// The refresh is an hour: what changes on the screen came by the
 		// watch.
