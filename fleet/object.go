@@ -43,7 +43,10 @@ const StaleAfter = 3 * HeartbeatPeriod
 // Node is one row of the fleet view: a Node and its NodeGC object.
 type Node struct {
 	// Name is the Node's name (and its object's).
-	Name  string `json:"name"`
+	Name string `json:"name"`
+	// Ready is the Node's Ready condition as kubectl shows it: Ready,
+	// NotReady or Unknown, with ",SchedulingDisabled" when cordoned.
+	Ready string `json:"ready,omitempty"`
 	State State  `json:"state"`
 	// Err says why State is not OK.
 	Err string `json:"error,omitempty"`
@@ -53,6 +56,10 @@ type Node struct {
 	// bad is why the object could not be read ("" when it could).
 	bad string
 }
+
+// NotReady reports whether the Node's Ready condition is not True
+// (NotReady, or Unknown when its kubelet stopped reporting).
+func (n Node) NotReady() bool { return notReady(n.Ready) }
 
 // Heartbeat is when the agent last wrote its object; zero when unknown.
 func (n Node) Heartbeat() time.Time {

@@ -18,16 +18,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
 // The resources the Watcher lists and watches.
 var (
-	// NodesResource is the cluster's Nodes, read as metadata only: the
-	// fleet needs their names, not their status (a Node lists up to 50
-	// images and is tens of KB; its metadata is about 1 KB).
+	// NodesResource is the cluster's Nodes, read as the API server's
+	// table rows (nodes.go): their names and Ready condition, not their
+	// status in full (a Node lists up to 50 images and is tens of KB; its
+	// row is its metadata, about 1 KB, and a few words).
 	NodesResource = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	// ObjectsResource is the agents' NodeGC objects (deploy/crd.yaml).
 	ObjectsResource = schema.GroupVersionResource{Group: "nodegc.io", Version: "v1alpha1", Resource: "nodegcs"}
@@ -143,9 +143,9 @@ func Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 	cfg := rest.CopyConfig(o.Config)
 	cfg.QPS, cfg.Burst = -1, 0
 	o.Config = cfg
-	meta, err := metadata.NewForConfig(o.Config)
+	nc, err := newNodesClient(o.Config)
 	if err != nil {
-		return nil, fmt.Errorf("metadata client: %w", err)
+		return nil, err
 	}
 	dyn, err := dynamic.NewForConfig(o.Config)
 	if err != nil {
@@ -156,8 +156,7 @@ func Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 		return nil, err
 	}
 	w := &Watcher{changed: make(chan struct{}, 1), now: o.Now, done: make(chan struct{})}
-	nodes := meta.Resource(NodesResource)
-	w.nodes, err = w.stream(NodesResource, listFunc(nodes.List), nodes.Watch, &metav1.PartialObjectMetadata{}, slimNode)
+	w.nodes, err = w.stream(NodesResource, nc.list, nc.watch, &nodeMeta{}, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -181,11 +180,6 @@ type (
 	listFn  func(context.Context, metav1.ListOptions) (runtime.Object, error)
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
 )
-
-// listFunc is a typed list function as a listFn.
-func listFunc[L runtime.Object](f func(context.Context, metav1.ListOptions) (L, error)) listFn {
-	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return f(ctx, o) }
-}
 
 // objectsClient lists the NodeGC objects as raw JSON.
 type objectsClient struct{ rc *rest.RESTClient }
@@ -343,26 +337,25 @@ func (w *Watcher) Done() <-chan struct{} { return w.done }
 // StaleAfter at now is stale. An object whose Node is gone is not listed
 // (it goes with its owner).
 func (w *Watcher) Rows(now time.Time) []Node {
-	names := w.nodes.informer.GetStore().ListKeys()
+	nodes := w.nodes.informer.GetStore().List()
 	objs := w.objects.informer.GetStore()
-	rows := make([]Node, 0, len(names))
-	for _, name := range names {
-		row := Node{Name: name, State: NoAgent}
-		if o, ok, _ := objs.GetByKey(name); ok {
+	rows := make([]Node, 0, len(nodes))
+	for _, n := range nodes {
+		node, ok := n.(*nodeMeta)
+		if !ok {
+			continue
+		}
+		row := Node{Name: node.Name, State: NoAgent}
+		if o, ok, _ := objs.GetByKey(node.Name); ok {
 			row = o.(*object).row
 			row.State, row.Err = judge(row, now)
 		}
+		row.Ready = node.Ready
 		rows = append(rows, row)
 	}
 	slices.SortFunc(rows, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
 	return rows
 }
 
-// slimNode keeps of a Node's metadata its name and version, all the
-// fleet needs.
-func slimNode(obj any) (any, error) {
-	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, ResourceVersion: m.ResourceVersion}}, nil
-	}
-	return obj, nil
-}
+// keep is the Nodes' informer's transform: a nodeMeta is slim already.
+func keep(obj any) (any, error) { return obj, nil }

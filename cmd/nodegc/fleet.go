@@ -44,6 +44,8 @@ type fleetOptions struct {
 	Refresh time.Duration
 	// Output is -o: "" for the screen, json for one read printed.
 	Output string
+	// PauseFor is how long p in a node's view proposes to pause.
+	PauseFor time.Duration
 	// runTUI is the screen; tests replace it.
 	runTUI func(context.Context, tuifleet.Options) (tuifleet.Model, error)
 }
@@ -69,14 +71,21 @@ breaks is resumed, and the screen says so.
 Keys as in the dashboard: / filters, s and S sort, r draws again, enter
 opens the selected node's view: its object in full (both last passes,
 the pause and who asked, the latest command's outcome), following the
-watch; q there comes back here. Nothing is sent to the node: no
+watch; q there comes back here. In a node's view the node dashboard's
+keys send commands through its NodeGC object, each after a confirm
+naming the node and the action: i, x and R force an image, container or
+reclaim-all pass, d previews a full pass (y then runs it), p pauses the
+periodic passes until an expiry (--pause-for, + and - change it) or
+resumes a pause sent this way. The agent acknowledges each in the
+object's status, which the view shows. Nothing is sent to the node: no
 credential and no command goes to a port on it.
 
 With NODE it opens that node's view at once (with -o json, prints its
 row). Installed (or linked) as kubectl-nodegc it is a kubectl plugin:
 kubectl nodegc, kubectl nodegc NODE.
 
-Rights: list and watch nodes and nodegcs.nodegc.io.
+Rights: list and watch nodes and nodegcs.nodegc.io; patch nodegcs.nodegc.io
+to send commands (the API server's audit log records who did).
 
 Exit status: 0 ok; 1 the API server cannot be reached; 2 bad input (a
 flag, the kubeconfig, a right the kubeconfig lacks, the NodeGC resource
@@ -103,6 +112,7 @@ not installed, named in one line).`,
 	fl.StringVar(&opts.Context, "context", "", "the kubeconfig context (default: the current one)")
 	fl.DurationVar(&opts.Refresh, "refresh", 2*time.Second, "the longest time between two frames when nothing changes (changes show at once)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "json: list once and print the rows as JSON, instead of the screen")
+	fl.DurationVar(&opts.PauseFor, "pause-for", tuifleet.DefaultPauseFor, "how long p in a node's view proposes to pause its periodic passes (every pause from the fleet ends by itself)")
 	return cmd
 }
 
@@ -146,6 +156,8 @@ func runFleet(ctx context.Context, opts *fleetOptions, node string) error {
 		return usageErrorf("--refresh: must be greater than 0")
 	case opts.Output != "" && opts.Output != "json":
 		return usageErrorf("-o: must be json, got %q", opts.Output)
+	case opts.PauseFor <= 0:
+		return usageErrorf("--pause-for: must be greater than 0")
 	}
 	cfg, err := fleetConfig(opts)
 	if err != nil {
@@ -170,9 +182,13 @@ func runFleet(ctx context.Context, opts *fleetOptions, node string) error {
 	if opts.Output == "json" || !opts.IO.OutIsTerminal() {
 		return printRows(opts, w.Rows(time.Now()), node)
 	}
+	cmds, err := fleet.NewCommands(cfg)
+	if err != nil {
+		return usageErrorf("--kubeconfig: %v", err)
+	}
 	restore := quietLibraryLogs(nil)
 	defer restore()
-	_, err = opts.runTUI(ctx, tuifleet.Options{Source: w, Refresh: opts.Refresh, Node: node})
+	_, err = opts.runTUI(ctx, tuifleet.Options{Source: w, Refresh: opts.Refresh, Node: node, Commands: cmds, PauseFor: opts.PauseFor})
 	return err
 }
 

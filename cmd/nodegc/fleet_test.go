@@ -44,6 +44,7 @@ func TestFleetBadInput(t *testing.T) {
 	}{
 		{"a zero refresh", []string{"fleet", "--refresh", "0"}, "--refresh: must be greater than 0"},
 		{"an unknown output", []string{"fleet", "-o", "yaml"}, "-o: must be json"},
+		{"a zero pause", []string{"fleet", "--pause-for", "0s"}, "--pause-for: must be greater than 0"},
 		{"a kubeconfig with no cluster", []string{"fleet", "--kubeconfig", kc}, "--kubeconfig"},
 		{"a missing kubeconfig", []string{"fleet", "--kubeconfig", filepath.Join(dir, "none")}, "--kubeconfig"},
 		// Issue 41: a context the kubeconfig lacks is --context's fault,

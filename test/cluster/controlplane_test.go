@@ -30,7 +30,23 @@ type controlPlane struct {
 	CAFile string
 	// Admin is a kubeconfig of system:masters.
 	Admin string
+	// AuditLog is the API server's audit log (auditPolicy).
+	AuditLog string
 }
+
+// auditPolicy logs who writes the NodeGC objects, with the body of each
+// write: a command's holds its ID, so a test ties each command to its
+// event and its user; a status write's size is what the agent sends.
+// Nothing else is logged.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["create", "update", "patch", "delete"]
+  resources: [{group: "nodegc.io", resources: ["nodegcs", "nodegcs/status"]}]
+- level: None
+`
 
 const adminToken = "nodegc-cluster-admin"
 
@@ -46,7 +62,7 @@ func startControlPlane(t testing.TB, nodeName string) *controlPlane {
 		kubetest.SkipOrFail(t, "etcd not installed (make deps installs Debian's etcd-server)")
 	}
 	dir := t.TempDir()
-	cp := &controlPlane{dir: dir, CAFile: filepath.Join(dir, "ca.crt")}
+	cp := &controlPlane{dir: dir, CAFile: filepath.Join(dir, "ca.crt"), AuditLog: filepath.Join(dir, "audit.log")}
 	client, peer := kubetest.FreePort(t), kubetest.FreePort(t)
 	cp.Port = kubetest.FreePort(t)
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", client)
@@ -66,8 +82,9 @@ func startControlPlane(t testing.TB, nodeName string) *controlPlane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := filepath.Join(dir, "tokens.csv")
+	tokens, audit := filepath.Join(dir, "tokens.csv"), filepath.Join(dir, "audit-policy.yaml")
 	for file, data := range map[string][]byte{
+		audit: []byte(auditPolicy),
 		saKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		tokens: []byte(adminToken + ",admin,admin,system:masters\n" +
 			kubeletToken + ",system:node:" + nodeName + ",kubelet,system:nodes\n"),
@@ -85,7 +102,8 @@ func startControlPlane(t testing.TB, nodeName string) *controlPlane {
 		"--service-account-key-file="+saKey, "--service-account-signing-key-file="+saKey,
 		"--token-auth-file="+tokens, "--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
-		"--service-cluster-ip-range=10.96.0.0/24")
+		"--service-cluster-ip-range=10.96.0.0/24",
+		"--audit-policy-file="+audit, "--audit-log-path="+cp.AuditLog)
 	cp.Admin = cp.kubeconfig(t, "admin", adminToken)
 	cs := cp.client(t)
 	if !kubetest.WaitFor(2*time.Minute, func() bool {

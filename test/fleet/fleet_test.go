@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/nodegc/nodegc/fleet"
@@ -36,6 +37,8 @@ func TestFleetWatch(t *testing.T) {
 	writeObject(t, dyn, "node-stale", createNode(t, cs, "node-stale"), status(now.Add(-fleet.StaleAfter-time.Minute), 60, 2))
 	writeObject(t, dyn, "node-bad", createNode(t, cs, "node-bad"), bad)
 	createNode(t, cs, "node-none")
+	setReady(t, cs, "node-fresh", corev1.ConditionTrue, false)
+	setReady(t, cs, "node-stale", corev1.ConditionFalse, true)
 
 	t.Run("-o json: ok, stale, no agent, and an error on the bad object's row alone", func(t *testing.T) {
 		rows := fleetJSON(t, bin, api.Admin)
@@ -56,6 +59,12 @@ func TestFleetWatch(t *testing.T) {
 		if len(rows) != 4 {
 			t.Errorf("%d rows, want 4", len(rows))
 		}
+		// The Ready condition, as kubectl get nodes prints it.
+		for name, want := range map[string]string{"node-fresh": "Ready", "node-stale": "NotReady,SchedulingDisabled", "node-none": "Unknown"} {
+			if got := rows[name].Ready; got != want {
+				t.Errorf("%s: ready %q, want %q", name, got, want)
+			}
+		}
 		if s := rows["node-fresh"].Status; s == nil || s.ImageFs == nil || s.ImageFs.UsagePercent != 42 || *s.DeadContainers != 3 {
 			t.Errorf("node-fresh's status %+v, want the one written", s)
 		}
@@ -66,7 +75,7 @@ func TestFleetWatch(t *testing.T) {
 		kc := kubetest.TokenKubeconfig(t, t.TempDir(), "https://"+p.addr, api.CAFile, "viaproxy", kubetest.AdminToken)
 		s := newScreen(t, 200, 20, []string{"TERM=xterm-256color", "KUBECONFIG=" + kc}, bin, "fleet", "--refresh", "1h")
 		s.waitFor(t, "the four rows", time.Minute, func(sc string) bool {
-			return strings.Contains(sc, "4 nodes · 1 agents ok · 1 stale · 1 error · 1 no agent")
+			return strings.Contains(sc, "4 nodes · 1 agents ok · 3 not ready · 1 stale · 1 error · 1 no agent")
 		})
 		// The refresh is an hour: what changes on the screen came by the
 		// watch.
@@ -78,6 +87,14 @@ func TestFleetWatch(t *testing.T) {
 			})
 		}
 		write(4242)
+		// A Node's Ready condition reaches its row by the nodes' watch
+		// (its events after the first carry no column definitions).
+		setReady(t, cs, "node-fresh", corev1.ConditionFalse, false)
+		s.waitFor(t, "node-fresh not ready", time.Minute, func(sc string) bool { return rowHas(sc, "node-fresh", "NotReady") })
+		setReady(t, cs, "node-fresh", corev1.ConditionTrue, false)
+		s.waitFor(t, "node-fresh ready again", time.Minute, func(sc string) bool {
+			return rowHas(sc, "node-fresh", "Ready") && !rowHas(sc, "node-fresh", "NotReady")
+		})
 		p.cut()
 		s.waitFor(t, "the broken watch", 2*time.Minute, func(sc string) bool {
 			return strings.Contains(sc, "broken since") && strings.Contains(sc, "resuming")

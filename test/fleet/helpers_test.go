@@ -91,6 +91,28 @@ func createNode(t testing.TB, cs *kubernetes.Clientset, name string) types.UID {
 	return node.UID
 }
 
+// setReady writes the Node's Ready condition (as its kubelet does) and
+// cordons it or not.
+func setReady(t testing.TB, cs *kubernetes.Clientset, name string, ready corev1.ConditionStatus, cordon bool) {
+	t.Helper()
+	nodes := cs.CoreV1().Nodes()
+	n, err := nodes.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Spec.Unschedulable != cordon {
+		n.Spec.Unschedulable = cordon
+		if n, err = nodes.Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "Test",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := nodes.UpdateStatus(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // status is an agent's status with a heartbeat at beat, its image fs at
 // usage percent and dead containers.
 func status(beat time.Time, usage, dead int32) v1alpha1.NodeGCStatus {

@@ -63,6 +63,12 @@ type Options struct {
 	// Flash is a message to show until the first key (why a node's
 	// dashboard could not open).
 	Flash string
+	// Commands sends the node view's commands (a *fleet.Commands); nil
+	// makes the view read-only.
+	Commands Commander
+	// PauseFor is how long a pause from the node view lasts unless the
+	// operator changes it; 0 is DefaultPauseFor.
+	PauseFor time.Duration
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -95,6 +101,7 @@ var sortColumn = [numSorts]int{ByState: colAgent, ByName: colNode, ByUsage: colU
 
 var columns = []grid.Column{
 	{Title: "NODE", Width: 24, Flex: true},
+	{Title: "READY", Width: 8},
 	{Title: "AGENT", Width: 11},
 	{Title: "IMAGE FS", Width: 16},
 	{Title: "PRESSURE", Width: 9, Right: true},
@@ -112,6 +119,7 @@ var columns = []grid.Column{
 // Column indexes.
 const (
 	colNode = iota
+	colReady
 	colAgent
 	colUsage
 	colPressure
@@ -148,6 +156,15 @@ type Model struct {
 	loaded bool
 	// open is the node whose view is open; "" for the table.
 	open string
+	// confirm is the command asked about in the node view; nil when none.
+	confirm *confirmation
+	// last is the latest command sent from the node view.
+	last *sentCommand
+	// note is the node view's message line (a refusal when noteBad).
+	note    string
+	noteBad bool
+	// pauseFor is a pause's length as p first proposes it.
+	pauseFor time.Duration
 }
 
 // New returns the fleet view.
@@ -159,10 +176,10 @@ func New(o Options) Model {
 		o.Context = context.Background()
 	}
 	o.Refresh = cmp.Or(o.Refresh, 2*time.Second)
-	k := keys.Default(true)
+	k := keys.Default(o.Commands == nil)
 	k.Drill.SetHelp("enter", "node view")
 	st := style.Default(true)
-	m := Model{Pane: grid.NewPane(k, st, columns, 2, 1), o: o, help: help.New(), open: o.Node}
+	m := Model{Pane: grid.NewPane(k, st, columns, 2, 1), o: o, help: help.New(), open: o.Node, pauseFor: cmp.Or(o.PauseFor, DefaultPauseFor)}
 	if o.Cursor == "" {
 		m.o.Cursor = o.Node
 	}
@@ -221,6 +238,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.help.Styles = help.DefaultStyles(st.Dark)
 	case ReadMsg:
 		m.nodes, m.health, m.at, m.loaded = msg.Nodes, msg.Health, msg.At, true
+		m = m.follow()
 		m.rebuild()
 		if m.o.Cursor != "" {
 			m.Find(m.o.Cursor)
@@ -229,14 +247,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.Wait {
 			return m, m.waitCmd()
 		}
+	case sentMsg:
+		return m.sent(msg), nil
 	case tea.KeyPressMsg:
 		m.o.Flash = ""
 		if m.open != "" {
-			var quit bool
-			if m, quit = m.nodeUpdate(msg.String()); quit {
-				return m, tea.Quit
-			}
-			return m, nil
+			return m.nodeUpdate(msg)
 		}
 		if !m.Capturing() {
 			switch {
@@ -271,6 +287,11 @@ func rank(n fleet.Node) int {
 		return 0
 	case fleet.Stale:
 		return 1
+	}
+	if n.NotReady() {
+		return 1
+	}
+	switch n.State {
 	case fleet.OK:
 		if p := n.Status.LastImagePass; p != nil && p.Result == "error" {
 			return 2
@@ -362,11 +383,12 @@ func (m *Model) cells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
 func (m *Model) rawCells(n fleet.Node, now time.Time) ([]string, grid.Kind) {
 	c := make([]string, len(columns))
 	c[colNode], c[colAgent], c[colErr] = n.Name, string(n.State), n.Err
+	c[colReady], _, _ = strings.Cut(n.Ready, ",") // cordoned: the node view says
 	kind := grid.Normal
-	switch n.State {
-	case fleet.Failed, fleet.Stale:
+	switch {
+	case n.State == fleet.Failed, n.State == fleet.Stale, n.NotReady():
 		kind = grid.Warn
-	case fleet.NoAgent:
+	case n.State == fleet.NoAgent:
 		kind = grid.Dim
 	}
 	s := n.Status
@@ -527,8 +549,11 @@ func short(r string) string {
 
 // counts sums the nodes by state.
 func (m Model) counts() string {
-	var ok, stale, failed, none, above, soon int
+	var ok, stale, failed, none, above, soon, notReady int
 	for _, n := range m.nodes {
+		if n.NotReady() {
+			notReady++
+		}
 		switch n.State {
 		case fleet.OK:
 			ok++
@@ -550,7 +575,7 @@ func (m Model) counts() string {
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{above, "above high"}, {soon, "DiskPressure within " + format.Rough(forecast.DefaultWarnWithin)}, {stale, "stale"}, {failed, "error"}, {none, "no agent"}} {
+	}{{notReady, "not ready"}, {above, "above high"}, {soon, "DiskPressure within " + format.Rough(forecast.DefaultWarnWithin)}, {stale, "stale"}, {failed, "error"}, {none, "no agent"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 		}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func loaded(t *testing.T) Model {
 	t.Helper()
 	m := New(Options{Now: func() time.Time { return now }, Source: newSource(fixture())})
 	var tm tea.Model = m
-	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 170, Height: 20})
+	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 190, Height: 20})
 	tm, _ = tm.Update(ReadMsg{Nodes: fixture(), At: now})
 	return tm.(Model)
 }
@@ -287,4 +288,36 @@ func TestFleetPressureColumn(t *testing.T) {
 	if screen := m.Screen(); !strings.Contains(screen, "in 3h10m (Nov 25 15:10 UTC; 90%: Nov 25 14:50 to Nov 25 15:40)") {
 		t.Errorf("node view:\n%s", screen)
 	}
+}
+
+// The Node's Ready condition (the API server's Node table's STATUS) is
+// on its row, counted in the status line and ranked with the stale rows;
+// the node view says when it is cordoned.
+func TestReadyOnTheRow(t *testing.T) {
+	nodes := fixture()
+	nodes[0].Ready, nodes[3].Ready = "Ready", "NotReady,SchedulingDisabled"
+	var tm tea.Model = New(Options{Now: func() time.Time { return now }})
+	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 170, Height: 20})
+	tm, _ = tm.Update(ReadMsg{Nodes: nodes, At: now})
+	m := tm.(Model)
+	if !rowHasCell(m.Screen(), "node-d", "NotReady") || !rowHasCell(m.Screen(), "node-a", "Ready") || !strings.Contains(m.Screen(), "1 not ready") {
+		t.Errorf("screen:\n%s", m.Screen())
+	}
+	if got := strings.Join(rowOrder(m), " "); got != "node-d node-b node-a node-c" {
+		t.Errorf("order %s: a node not ready comes with the stale ones", got)
+	}
+	tm, _ = New(Options{Now: func() time.Time { return now }, Node: "node-d"}).Update(tea.WindowSizeMsg{Width: 170, Height: 30})
+	tm, _ = tm.Update(ReadMsg{Nodes: nodes, At: now})
+	if s := tm.(Model).Screen(); !strings.Contains(s, "NotReady, cordoned (scheduling disabled)") {
+		t.Errorf("node view:\n%s", s)
+	}
+}
+
+func rowHasCell(screen, node, cell string) bool {
+	for line := range strings.Lines(screen) {
+		if f := strings.Fields(line); strings.Contains(line, node+" ") && len(f) > 1 && slices.Contains(f, cell) {
+			return true
+		}
+	}
+	return false
 }

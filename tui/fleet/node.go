@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,24 +20,33 @@ import (
 // The node view is one node's NodeGC object in full, as the watch keeps
 // it: everything its row sums up, and the outcome of the latest command.
 // It is built from the object alone: nothing is asked of the node, so no
-// credential and no command goes to any port on it.
+// credential and no command goes to any port on it; the commands it
+// sends go into the object's spec (command.go).
 
 // backKeys leave the node view for the table.
 var backKeys = key.NewBinding(key.WithKeys("q", "esc", "backspace"), key.WithHelp("q/esc", "back"))
 
-// nodeUpdate handles a key in the node view: back to the table, help,
-// or ctrl+c.
-func (m Model) nodeUpdate(k string) (Model, bool) {
-	switch k {
-	case "q", "esc", "backspace":
-		m.open = ""
-		return m, false
-	case "?":
-		m.help.ShowAll = !m.help.ShowAll
-	case "ctrl+c":
-		return m, true
+// nodeUpdate handles a key in the node view: the open confirm's, a
+// command's (command.go), back to the table, help, or ctrl+c.
+func (m Model) nodeUpdate(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	if key.Matches(msg, m.Keys.Interrupt) {
+		return m, tea.Quit
 	}
-	return m, false
+	if m.confirm != nil {
+		return m.confirmKey(msg)
+	}
+	if n, ok := m.openRow(); ok {
+		if m, cmd, handled := m.commandKey(msg, n); handled {
+			return m, cmd
+		}
+	}
+	switch {
+	case key.Matches(msg, backKeys):
+		m.open, m.note = "", ""
+	case key.Matches(msg, m.Keys.Help):
+		m.help.ShowAll = !m.help.ShowAll
+	}
+	return m, nil
 }
 
 // openRow is the row of the open node; ok false when the node is gone.
@@ -61,13 +71,27 @@ func (m Model) nodeScreen() string {
 		lines = []string{m.Styles.Bad.Render("no such node (it may have been removed)")}
 	default:
 		lines = m.fields(n, m.o.Now())
+		if s := m.sentLine(n, m.o.Now()); s != "" {
+			lines = append(lines, m.Styles.Label.Render(fmt.Sprintf("%-20s", "Sent from here"))+" "+texttable.PrintableLine(s))
+		}
+	}
+	if c := m.confirmLines(); c != nil {
+		lines = append(append(lines, ""), c...)
+	}
+	if m.note != "" {
+		st := m.Styles.Faint
+		if m.noteBad {
+			st = m.Styles.FlashError
+		}
+		lines = append(lines, "", st.Render(texttable.PrintableLine(m.note)))
 	}
 	w := max(m.Width, 1)
 	out := []string{ansi.Truncate(title+"  "+m.Styles.Label.Render("from its NodeGC object · "+m.at.Format("15:04:05")), w, "…"), ""}
 	for _, l := range lines {
 		out = append(out, ansi.Truncate(l, w, "…"))
 	}
-	out = append(out, "", m.help.ShortHelpView([]key.Binding{backKeys, m.Keys.Help, m.Keys.Interrupt}))
+	help := append(append([]key.Binding{backKeys}, m.commandHelp()...), m.Keys.Help, m.Keys.Interrupt)
+	out = append(out, "", m.help.ShortHelpView(help))
 	return lipgloss.JoinVertical(lipgloss.Left, out...)
 }
 
@@ -76,6 +100,9 @@ func (m Model) nodeScreen() string {
 func (m Model) fields(n fleet.Node, now time.Time) []string {
 	var rows [][2]string
 	add := func(label, value string) { rows = append(rows, [2]string{label, value}) }
+	if n.Ready != "" {
+		add("Node", strings.Replace(n.Ready, ",SchedulingDisabled", ", cordoned (scheduling disabled)", 1))
+	}
 	add("Agent", string(n.State))
 	if n.Err != "" {
 		add("Error", n.Err)
