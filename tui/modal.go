@@ -160,7 +160,7 @@ func planLines(s engine.Snapshot, p engine.Plan, inner int) (lines []string, ite
 	if items == 0 {
 		lines = append(lines, "nothing to remove")
 	} else {
-		lines = append(lines, fmt.Sprintf("TOTAL %d items, frees ≈ %s (runtime-reported image sizes)", items, format.Bytes(g.BytesFreed)))
+		lines = append(lines, fmt.Sprintf("TOTAL %s, frees ≈ %s (runtime-reported image sizes)", format.Plural(items, "item"), format.Bytes(g.BytesFreed)))
 	}
 	return lines, items
 }

@@ -62,7 +62,7 @@ func TestNoCutBesideBlankSpace(t *testing.T) {
 		{"cgroups", []string{"4", "down", "down", "down", "down", "enter"}},
 		{"cgroups sorted", []string{"4", "s"}},
 		{"events", []string{"i", "y", "5"}},
-		{"dry-run preview", []string{"d"}},
+		{"dry-run preview", []string{"D"}},
 		{"reclaim preview", []string{"R"}},
 		{"full help", []string{"2", "?"}},
 		{"image detail", []string{"2", "j", "enter"}},
