@@ -269,8 +269,7 @@ func (m Model) firstRun() string {
 	if !s.ImageGCDisabled {
 		when += fmt.Sprintf(", image GC %s", format.In(s.NextImagePass, now))
 	}
-	p := m.keys.Pause.Help().Key
-	return fmt.Sprintf("periodic passes are on and will delete: %s · %s pauses them · d previews", when, p)
+	return fmt.Sprintf("periodic passes are on and will delete: %s · %s pauses them · %s previews", when, m.keys.Pause.Help().Key, m.keys.DryRun.Help().Key)
 }
 
 // View renders the screen in the alternate screen. An update that

@@ -157,7 +157,7 @@ func TestFirstFrameSaysWhenDeletingStarts(t *testing.T) {
 	now := fixedNow
 	m := send(New(fixtureOptions(c, &now)), windowSize(120, 30)) // no snapshot yet
 	line := lineWith(screen(m), "will delete")
-	for _, want := range []string{"container GC in 40s", "image GC in 3m10s", "p pauses"} {
+	for _, want := range []string{"container GC in 40s", "image GC in 3m10s", "p pauses", "D previews"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("first frame's warning %q lacks %q:\n%s", line, want, screen(m))
 		}
