@@ -73,7 +73,8 @@ func (m Model) dialogKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		cmd := c.Start()
 		m.cmd = &c
 		return m, cmd, true
-	case key.Matches(msg, k.Help):
+	case key.Matches(msg, k.Help), m.help.ShowAll && key.Matches(msg, k.ClearFilter):
+		// esc closes the help too, as it closes k9s's.
 		h := *m.help
 		h.ShowAll = !h.ShowAll
 		m.help = &h

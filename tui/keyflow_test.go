@@ -439,6 +439,13 @@ func TestKeysAsK9s(t *testing.T) {
 			t.Errorf("y in the preview applied %d plans, want the previewed one", len(got))
 		}
 	})
+	t.Run("esc closes the help, as k9s's", func(t *testing.T) {
+		m, _ := fixtureModel(t, 100, 30)
+		m = press(m, "2", "?", "esc")
+		if s := ansi.Strip(m.Screen()); strings.Contains(s, "NAVIGATION") || !strings.Contains(s, "postgres:16") {
+			t.Errorf("esc did not close the help:\n%s", s)
+		}
+	})
 	t.Run("the help says d describes, D is the dry run and y is a preview's yes", func(t *testing.T) {
 		m, _ := fixtureModel(t, 120, 36)
 		s := ansi.Strip(press(m, "2", "?").Screen())

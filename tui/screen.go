@@ -244,7 +244,9 @@ func (m Model) helpLine() string {
 		k := m.keys
 		helpView = ansi.Truncate(st.Faint.Render("typing a filter: ")+m.help.ShortHelpView([]key.Binding{k.FilterDone, k.ClearFilter, k.FilterBackspace, k.FilterErase}), m.width, "…")
 	case m.help.ShowAll:
-		helpView = m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
+		closeHelp := m.keys.Help
+		closeHelp.SetHelp("?/esc", "close help")
+		helpView = m.help.ShortHelpView([]key.Binding{closeHelp, m.keys.Quit})
 	default:
 		// The help and quit keys always show; the rest fit before them.
 		sb := m.ShortHelp()
