@@ -41,7 +41,7 @@ func (m Model) helpSections() []helpSection {
 	return out
 }
 
-// block renders a section: its title, then one line a key that is
+// helpBlock renders a section: its title, then one line a key that is
 // enabled, the keys aligned; nil when none is.
 func (m Model) helpBlock(s helpSection) []string {
 	var ks, ds []string
