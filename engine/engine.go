@@ -34,6 +34,10 @@ type Options struct {
 	StateDir string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Started is when the run started, which names it (the run ID of its
+	// passes); zero means Now at New. The demo's clock reads a warm-up
+	// before the wall clock at New, and its run is named by the launch.
+	Started time.Time
 	// Statfs measures a filesystem by path; nil means the real statfs.
 	Statfs func(path string) (FsStats, error)
 	// RootFsPath is the root filesystem to report; "" means "/".
@@ -243,7 +247,11 @@ func newEngine(o Options) *Engine {
 		e.o.Policy.PodLogsDir = DefaultPodLogsDir
 	}
 	e.started = e.now()
-	e.run = runID(e.started)
+	named := e.started
+	if !o.Started.IsZero() {
+		named = o.Started
+	}
+	e.run = runID(named)
 	e.boot = state.BootID()
 	e.fresh = true
 	return e

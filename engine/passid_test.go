@@ -92,3 +92,25 @@ func TestJournalPassReadsOldNumbers(t *testing.T) {
 		}
 	})
 }
+
+// TestRunNamedByStarted: Options.Started names the run when the clock
+// reads another time at New (the demo's warm-up clock, issue 41).
+func TestRunNamedByStarted(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.images["i1"] = Image{ID: "i1", SizeBytes: 10}
+	launch := execNow.Add(5 * time.Minute)
+	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(),
+		Now: func() time.Time { return execNow }, Started: launch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r, err := e.Apply(context.Background(), Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{
+		Remove: []ImageRemoval{{ID: "i1", SizeBytes: 10, Reason: RemoveForAge}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := launch.UTC().Format("20060102T150405Z") + "-"; !strings.HasPrefix(r.Run, want) {
+		t.Errorf("run %q, want it named by Started (%s…)", r.Run, want)
+	}
+}

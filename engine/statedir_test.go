@@ -259,3 +259,37 @@ func TestAStateDirIsNotCreatedWithItsParents(t *testing.T) {
 		t.Errorf("state dir %v, %v; want it created 0700", fi, err)
 	}
 }
+
+// TestCheckStateDirLeavesNothing pins issue 41: the check before a command
+// connects made a missing state dir and a lock in it, left behind when the
+// runtime then could not be reached. It leaves what it found: no dir it
+// made, no lock it made, and a lock that was there stays.
+func TestCheckStateDirLeavesNothing(t *testing.T) {
+	fresh := filepath.Join(t.TempDir(), "new")
+	if err := CheckStateDir(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(fresh); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the new dir %s was left behind (%v)", fresh, err)
+	}
+	empty := t.TempDir()
+	if err := os.Chmod(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckStateDir(empty); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Errorf("the check wrote %v in an empty state dir", entries)
+	}
+	lock := filepath.Join(empty, "lock")
+	if err := os.WriteFile(lock, []byte("1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckStateDir(empty); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(lock); err != nil {
+		t.Errorf("the lock that was there is gone: %v", err)
+	}
+}

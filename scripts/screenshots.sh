@@ -157,7 +157,7 @@ shot cgroups
 
 press 1
 wait_for 'IMAGE FILESYSTEM'
-press d
+press D
 wait_for 'Dry-run'
 shot preview
 
@@ -209,7 +209,7 @@ if [ "${FLEET:-1}" = 1 ]; then
 	else
 		log "fleet: ${FLEET_NODES:-24} simulated nodes behind a kube-apiserver"
 		NODEGC_FLEET_NODES=${FLEET_NODES:-24} NODEGC_FLEET_SHOT="$work/fleet.raw" \
-			flock /tmp/nodegc-kube.lock $go test -count=1 -timeout 15m -run 'TestFleetAtScale$' ./test/fleet >"$work/fleet.log" 2>&1 ||
+			flock /tmp/nodegc-real.lock $go test -count=1 -timeout 15m -run 'TestFleetAtScale$' ./test/fleet >"$work/fleet.log" 2>&1 ||
 			{ tail -40 "$work/fleet.log" >&2; die "test/fleet failed"; }
 		carry_sgr <"$work/fleet.raw" >"$work/fleet.ansi"
 		"$work/freeze" --language ansi --window --theme dracula \

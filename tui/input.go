@@ -73,7 +73,8 @@ func (m Model) dialogKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 		cmd := c.Start()
 		m.cmd = &c
 		return m, cmd, true
-	case key.Matches(msg, k.Help):
+	case key.Matches(msg, k.Help), m.help.ShowAll && key.Matches(msg, k.ClearFilter):
+		// esc closes the help too, as it closes k9s's.
 		h := *m.help
 		h.ShowAll = !h.ShowAll
 		m.help = &h
@@ -84,7 +85,8 @@ func (m Model) dialogKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 }
 
 // navKey moves between the panes, and copies or opens the active pane's
-// selected row. A pane with nothing to open takes the drill key itself.
+// selected row (enter or d, as k9s's describe; y or v as its raw object,
+// as k9s's YAML). A pane with nothing to open takes the drill key itself.
 func (m Model) navKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	k := m.keys
 	switch {
@@ -107,10 +109,25 @@ func (m Model) navKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 			return nm, cmd, true
 		}
 		m.modal = openDetail(d, m.st)
+	case key.Matches(msg, k.Raw):
+		m.openRaw()
 	default:
 		return m, nil, false
 	}
 	return m, nil, true
+}
+
+// openRaw opens the selected row's details showing its raw object, or
+// says the row has none.
+func (m *Model) openRaw() {
+	d, ok := m.activePane().Detail()
+	if !ok || d.Raw == nil {
+		m.setFlash("no raw object on this row", true)
+		return
+	}
+	md := openDetail(d, m.st)
+	md.search.rawOn = md.search.raw != nil
+	m.modal = md
 }
 
 // passKey controls the passes: stop the one in flight, force a pass
@@ -133,7 +150,7 @@ func (m Model) passKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd, bool) {
 	case key.Matches(msg, k.ReclaimAll):
 		nm, cmd = m.openForce(engine.PassReclaimAll)
 	case key.Matches(msg, k.ReadOnly):
-		m.setFlash("read-only: i, x and R are disabled (d still previews)", true)
+		m.setFlash("read-only: i, x and R are disabled (D still previews)", true)
 		nm = m
 	case key.Matches(msg, k.DryRun):
 		nm, cmd = m.openPreview(engine.PassFull, true)

@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/internal/format"
@@ -180,6 +181,10 @@ type journalView struct {
 	err   string
 	// follow keeps the view at the bottom as lines come.
 	follow bool
+	// text is the lines as read; fitW is the width the viewport's lines
+	// were cut to (with an ellipsis, as the tables cut), 0 before.
+	text []string
+	fitW int
 }
 
 func newJournalView() journalView {
@@ -207,7 +212,21 @@ func (j *journalView) set(msg journalMsg) {
 	if msg.err != nil {
 		j.err = msg.err.Error()
 	}
-	j.vp.SetContentLines(out)
+	j.text, j.fitW = out, 0
+}
+
+// fit cuts the lines to w cells, marking a cut line with an ellipsis
+// (the viewport would cut it bare), when w or the lines changed.
+func (j *journalView) fit(w int) {
+	if j.fitW == w {
+		return
+	}
+	cut := make([]string, len(j.text))
+	for i, l := range j.text {
+		cut[i] = ansi.Truncate(l, w, "…")
+	}
+	j.vp.SetContentLines(cut)
+	j.fitW = w
 }
 
 // scroll moves the view on the dashboard's navigation keys.
@@ -233,6 +252,7 @@ func (j *journalView) scroll(msg tea.KeyPressMsg, m Model) {
 // view draws the lines in a box inner cells wide on a screen h high.
 func (j *journalView) view(inner, h int) []string {
 	j.vp.SetWidth(inner)
+	j.fit(inner)
 	j.vp.SetHeight(max(min(j.vp.TotalLineCount(), h-9), 1))
 	if j.follow {
 		j.vp.GotoBottom()
@@ -241,7 +261,7 @@ func (j *journalView) view(inner, h int) []string {
 	if !j.follow {
 		follow = "G follows new lines"
 	}
-	foot := fmt.Sprintf("last %d lines · %.0f%% · %s · ↑/↓ pgup/pgdn scroll · esc back", j.lines, j.vp.ScrollPercent()*100, follow)
+	foot := fmt.Sprintf("last %d lines · %.0f%% · %s · ↑/↓ pgup/pgdn · esc back", j.lines, j.vp.ScrollPercent()*100, follow)
 	out := []string{j.vp.View(), ""}
 	if j.err != "" {
 		out = append(out, "journal: "+j.err)

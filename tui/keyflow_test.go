@@ -36,11 +36,11 @@ func TestPreviewAndApply(t *testing.T) {
 		// wantOpen: the modal is still shown after the keys.
 		wantOpen bool
 	}{
-		{"dry-run then y applies exactly the previewed plan", []string{"d", "y"}, engine.PassFull, true, false},
-		{"dry-run then enter applies nothing and closes the preview", []string{"d", "enter"}, engine.PassFull, false, false},
-		{"dry-run then enter then y applies nothing: enter closed the preview", []string{"d", "enter", "y"}, engine.PassFull, false, false},
-		{"dry-run then esc removes nothing", []string{"d", "esc"}, engine.PassFull, false, false},
-		{"scrolling the preview applies nothing", []string{"d", "down", "down"}, engine.PassFull, false, true},
+		{"dry-run then y applies exactly the previewed plan", []string{"D", "y"}, engine.PassFull, true, false},
+		{"dry-run then enter applies nothing and closes the preview", []string{"D", "enter"}, engine.PassFull, false, false},
+		{"dry-run then enter then y applies nothing: enter closed the preview", []string{"D", "enter", "y"}, engine.PassFull, false, false},
+		{"dry-run then esc removes nothing", []string{"D", "esc"}, engine.PassFull, false, false},
+		{"scrolling the preview applies nothing", []string{"D", "down", "down"}, engine.PassFull, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,7 +153,7 @@ func TestViewOnlyModalsCloseOnEnter(t *testing.T) {
 			now := fixedNow
 			m := send(New(fixtureOptions(c, &now)), tea.WindowSizeMsg{Width: 100, Height: 30})
 			m = refreshNow(t, m)
-			m = press(m, "d")
+			m = press(m, "D")
 			s := ansi.Strip(m.Screen())
 			if !strings.Contains(s, tt.wantText) || !strings.Contains(s, "esc/enter close") {
 				t.Fatalf("modal lacks %q and its close keys:\n%s", tt.wantText, s)
@@ -172,7 +172,7 @@ func TestViewOnlyModalsCloseOnEnter(t *testing.T) {
 // TestConfirmFooterNamesOnlyY checks that the footer of an applicable plan
 // offers y, not enter, to apply it.
 func TestConfirmFooterNamesOnlyY(t *testing.T) {
-	for k, want := range map[string]string{"d": "y apply exactly this plan · esc cancel",
+	for k, want := range map[string]string{"D": "y apply exactly this plan · esc cancel",
 		"i": "y run the pass now (it plans again as it starts) · esc cancel",
 		"x": "y run the pass now (it plans again as it starts) · esc cancel",
 		"R": "y run the pass now (it plans again as it starts) · esc cancel"} {
@@ -191,7 +191,7 @@ func TestConfirmFooterNamesOnlyY(t *testing.T) {
 
 func TestPreviewListsEveryItem(t *testing.T) {
 	m, c := fixtureModel(t, 100, 60)
-	m = press(m, "d")
+	m = press(m, "D")
 	p := c.previewedPlans()[0]
 	screen := ansi.Strip(m.Screen())
 	for _, r := range p.ImageGC.Remove {
@@ -211,7 +211,7 @@ func TestPreviewListsEveryItem(t *testing.T) {
 
 func TestLatePreviewAfterCancelIsDropped(t *testing.T) {
 	m, c := fixtureModel(t, 100, 30)
-	nm, cmd := m.Update(keyMsg("d"))
+	nm, cmd := m.Update(keyMsg("D"))
 	m = nm.(Model)
 	m = press(m, "esc")
 	m = runCmd(m, cmd) // the preview arrives after esc
@@ -258,7 +258,7 @@ func TestReadOnly(t *testing.T) {
 		}
 	})
 	t.Run("a dry-run shows the plan but cannot apply it", func(t *testing.T) {
-		m := press(m, "d")
+		m := press(m, "D")
 		if s := ansi.Strip(m.Screen()); !strings.Contains(s, "read-only: this plan cannot be applied") {
 			t.Errorf("preview does not say read-only:\n%s", s)
 		}
@@ -302,7 +302,7 @@ func TestFreezeStopsRefresh(t *testing.T) {
 
 func TestQuitAsksWhileAPassIsInFlight(t *testing.T) {
 	m, c := fixtureModel(t, 100, 30)
-	m = press(m, "d")
+	m = press(m, "D")
 	nm, cmd := m.Update(keyMsg("y")) // apply starts; its result is not fed back
 	m = nm.(Model)
 	if cmd == nil {
@@ -323,7 +323,7 @@ func TestQuitAsksWhileAPassIsInFlight(t *testing.T) {
 func TestWindowSizes(t *testing.T) {
 	for _, sz := range [][2]int{{80, 24}, {100, 30}, {200, 60}} {
 		m, _ := fixtureModel(t, sz[0], sz[1])
-		for _, p := range []string{"1", "2", "3", "4", "5", "d"} {
+		for _, p := range []string{"1", "2", "3", "4", "5", "D"} {
 			m = press(m, p)
 			lines := strings.Split(ansi.Strip(m.Screen()), "\n")
 			if len(lines) != sz[1] {
@@ -348,7 +348,7 @@ func TestProgramDryRunApply(t *testing.T) {
 	tm := teatest.NewTestModel(t, New(o), teatest.WithInitialTermSize(100, 30),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
 	waitFor(t, tm.Output(), "IMAGE FILESYSTEM")
-	tm.Type("d")
+	tm.Type("D")
 	waitFor(t, tm.Output(), "apply exactly this plan")
 	tm.Type("y")
 	waitFor(t, tm.Output(), "pass #1")
@@ -398,4 +398,61 @@ func TestImageStatusReasons(t *testing.T) {
 	if strings.Index(s, "remove #3 space") > strings.Index(s, "cut line") {
 		t.Errorf("the last removal is drawn below the cut line:\n%s", s)
 	}
+}
+
+// TestKeysAsK9s pins the keys a k9s user presses without reading the help:
+// d describes the selected row (k9s d, enter here too), y shows its raw
+// object (k9s y, YAML), and neither previews nor removes anything; the dry
+// run is D, and inside its preview y is the yes of its y/n question.
+func TestKeysAsK9s(t *testing.T) {
+	t.Run("d on an Images row opens that image's details and previews nothing", func(t *testing.T) {
+		m, c := fixtureModel(t, 100, 30)
+		m = press(m, "2", "j", "d")
+		if m.modal == nil || m.modal.kind != modalDetail || !strings.Contains(m.modal.title, "postgres:16") {
+			t.Fatalf("d did not describe the selected image:\n%s", ansi.Strip(m.Screen()))
+		}
+		if n := len(c.previewedPlans()); n != 0 {
+			t.Errorf("d previewed %d plans, want none", n)
+		}
+	})
+	t.Run("y on a row opens its raw object, applies nothing", func(t *testing.T) {
+		m, c := fixtureModel(t, 100, 30)
+		m = press(m, "2", "j", "y")
+		if m.modal == nil || m.modal.kind != modalDetail || !m.modal.search.rawOn {
+			t.Fatalf("y did not open the raw object:\n%s", ansi.Strip(m.Screen()))
+		}
+		if s := ansi.Strip(m.Screen()); !strings.Contains(s, "postgres:16") || !strings.Contains(s, "{") {
+			t.Errorf("raw view lacks the image:\n%s", s)
+		}
+		if n := len(c.appliedPlans()); n != 0 {
+			t.Errorf("y on a row applied %d plans", n)
+		}
+	})
+	t.Run("D previews a full pass and y there applies exactly it", func(t *testing.T) {
+		m, c := fixtureModel(t, 100, 30)
+		m = press(m, "D")
+		if m.modal == nil || m.modal.kind != modalPreview {
+			t.Fatalf("D did not open the dry-run preview:\n%s", ansi.Strip(m.Screen()))
+		}
+		m = press(m, "y")
+		if got := c.appliedPlans(); len(got) != 1 || len(got[0].ImageGC.Remove) != len(c.previewedPlans()[0].ImageGC.Remove) {
+			t.Errorf("y in the preview applied %d plans, want the previewed one", len(got))
+		}
+	})
+	t.Run("esc closes the help, as k9s's", func(t *testing.T) {
+		m, _ := fixtureModel(t, 100, 30)
+		m = press(m, "2", "?", "esc")
+		if s := ansi.Strip(m.Screen()); strings.Contains(s, "NAVIGATION") || !strings.Contains(s, "postgres:16") {
+			t.Errorf("esc did not close the help:\n%s", s)
+		}
+	})
+	t.Run("the help says d describes, D is the dry run and y is a preview's yes", func(t *testing.T) {
+		m, _ := fixtureModel(t, 120, 36)
+		s := ansi.Strip(press(m, "2", "?").Screen())
+		for _, want := range []string{"enter/d", "D", "dry-run", "v/y", "raw JSON", "yes, apply", "k9s habits"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("help lacks %q:\n%s", want, s)
+			}
+		}
+	})
 }

@@ -101,7 +101,7 @@ func TestLabelsSayWhatIsSo(t *testing.T) {
 // ends, and says so.
 func TestQuitQuestionGoesWithItsPass(t *testing.T) {
 	m, _ := fixtureModel(t, 100, 30)
-	m = press(m, "d")
+	m = press(m, "D")
 	nm, _ := m.Update(keyMsg("y")) // apply starts; its result comes below
 	m = nm.(Model)
 	nm, _ = m.Update(keyMsg("q"))
@@ -159,7 +159,7 @@ func TestQuitAsksOnlyWhenItStopsAPass(t *testing.T) {
 		o.Agent = &Agent{PID: 42, StartedAt: fixedNow.Add(-time.Hour)}
 		m := send(New(o), windowSize(100, 30))
 		m = refreshNow(t, m)
-		m = press(m, "d")
+		m = press(m, "D")
 		nm, _ := m.Update(keyMsg("y")) // apply starts; its result is not fed back
 		m = nm.(Model)
 		nm, _ = m.Update(keyMsg("q"))

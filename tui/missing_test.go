@@ -230,7 +230,7 @@ func TestRemoveOneItem(t *testing.T) {
 	}
 	m = openRemoveOne(press(m, "esc", "j")) // postgres, a candidate
 	s := ansi.Strip(m.Screen())
-	if !strings.Contains(s, "Remove image postgres:16 alone") || !strings.Contains(s, "IMAGES (1") || !strings.Contains(s, "TOTAL 1 items") {
+	if !strings.Contains(s, "Remove image postgres:16 alone") || !strings.Contains(s, "IMAGES (1") || !strings.Contains(s, "TOTAL 1 item,") {
 		t.Fatalf("ctrl+d does not preview the one image:\n%s", s)
 	}
 	m = press(m, "y")

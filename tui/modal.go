@@ -37,7 +37,20 @@ const (
 	// modalLeave says what quitting leaves on the agent (a pause) and
 	// asks before quitting.
 	modalLeave
+	// modalStart asks, on a state dir just created, whether to start the
+	// periodic passes; they stay paused unless the answer is y.
+	modalStart
 )
+
+// startModal is the question a dashboard asks on a state dir its engine
+// has just created (Options.NewStateDir).
+func startModal(dir string) *modal {
+	return &modal{kind: modalStart, title: "Start periodic passes on a new state dir?", lines: []string{
+		"nodegc has just created " + dir + ": no image records and no journal yet, so every image counts as first seen now, and the dir may be a mistyped --state-dir.",
+		"",
+		"The periodic passes are paused until you start them; forced passes and previews work either way.",
+	}}
+}
 
 // modal is the overlay: a previewed plan to confirm, or the quit question.
 type modal struct {
@@ -160,7 +173,7 @@ func planLines(s engine.Snapshot, p engine.Plan, inner int) (lines []string, ite
 	if items == 0 {
 		lines = append(lines, "nothing to remove")
 	} else {
-		lines = append(lines, fmt.Sprintf("TOTAL %d items, frees ≈ %s (runtime-reported image sizes)", items, format.Bytes(g.BytesFreed)))
+		lines = append(lines, fmt.Sprintf("TOTAL %s, frees ≈ %s (runtime-reported image sizes)", format.Plural(items, "item"), format.Bytes(g.BytesFreed)))
 	}
 	return lines, items
 }
@@ -277,6 +290,9 @@ func (d *modal) render(st *style.Styles, w, h int, readOnly bool) string {
 	case d.kind == modalLeave:
 		b = append(b, d.lines...)
 		b = append(b, "", st.Label.Render("y/q quit · n/esc stay"))
+	case d.kind == modalStart:
+		b = append(b, d.lines...)
+		b = append(b, "", st.Label.Render("y start them · n/esc keep them paused (p starts them later)"))
 	case d.kind == modalQuit:
 		b = append(b, "Quit anyway? The pass stops after the item in flight (which is journalled), nothing more is removed, and nodegc says how many items were left undone as it exits.", "",
 			st.Label.Render("y quit · n/esc stay"))
@@ -374,12 +390,33 @@ func (m Model) openPreview(kind engine.PassKind, dryRun bool) (tea.Model, tea.Cm
 	return m, previewCmd(m.ctx, m.o.Controller, kind, m.previewSeq)
 }
 
+// startKey answers the question asked on a new state dir: y starts the
+// periodic passes; n, esc, enter and q keep them paused; ctrl+c quits.
+func (m Model) startKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Interrupt):
+		m.modal = nil
+		return m.quit()
+	case key.Matches(msg, k.Confirm):
+		m.modal = nil
+		return m.setPause(false, engine.Pause{})
+	case key.Matches(msg, k.Cancel):
+		m.modal = nil
+		m.setFlash("periodic passes stay paused: p starts them", false)
+	}
+	return m, nil
+}
+
 // modalKey handles a key while a modal is open. Only y (keys.Confirm)
 // applies a previewed plan; enter, esc, n and q close the modal and remove
 // nothing, whatever the modal shows.
 func (m Model) modalKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	d := *m.modal
 	k := m.keys
+	if d.kind == modalStart {
+		return m.startKey(msg)
+	}
 	if d.kind == modalQuit || d.kind == modalLeave {
 		switch {
 		case key.Matches(msg, k.QuitAnyway):

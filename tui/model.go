@@ -157,6 +157,9 @@ func newModel(o Options, k keys.KeyMap, panes ...pane) Model {
 		if r := m.status.LastReport; r != nil {
 			m.broadcast(feed.Pass{Report: *r})
 		}
+		if o.NewStateDir != "" && !o.ReadOnly {
+			m.modal = startModal(o.NewStateDir)
+		}
 	}
 	return m
 }

@@ -48,7 +48,7 @@ func (m Model) click(msg tea.MouseClickMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
-	if y := msg.Y - bodyTop; y >= 0 && y < max(m.height-m.chrome(), 1) {
+	if y := msg.Y - bodyTop; y >= 0 && y < max(m.height-m.chrome(), 1) && !m.help.ShowAll {
 		m.setPane(m.active, m.activePane().Click(msg.X, y))
 	}
 	return m, nil

@@ -125,6 +125,13 @@ type Options struct {
 	// Controller and the readers go through its control socket, and the
 	// engine line says "attached to agent (pid N, up 3h)".
 	Agent *Agent
+	// NewStateDir is the state dir this dashboard's engine has just
+	// created, "" when it was there: the scheduler starts paused, and the
+	// first frame asks whether to start the periodic passes; the answer
+	// that is not y keeps them paused (p starts them later). A new dir
+	// holds no records (every image counts as first seen now) and may be
+	// a mistyped --state-dir.
+	NewStateDir string
 	// Opening, when set, is the opening frame already on the terminal
 	// (Open): Run draws over it, and writes through it so that its Close
 	// knows whether the dashboard has left the alternate screen.

@@ -11,7 +11,6 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/nodegc/nodegc/engine"
@@ -79,16 +78,9 @@ func pausedBadge(st engine.Status) string {
 }
 
 // chrome is the lines around the body: the tab bar and its rule, the
-// status line and the help.
-func (m Model) chrome() int {
-	n := 3
-	if m.help.ShowAll {
-		n += len(strings.Split(m.fullHelpView(), "\n"))
-	} else {
-		n++
-	}
-	return n
-}
+// status line and the help line. The full help (?) takes the body's
+// place, not more lines.
+func (m Model) chrome() int { return 4 }
 
 // ShortHelp merges the active pane's keys with the global ones.
 func (m Model) ShortHelp() []key.Binding {
@@ -98,57 +90,17 @@ func (m Model) ShortHelp() []key.Binding {
 	return append(b, k.Help, k.Quit)
 }
 
-// FullHelp groups every key: panes, GC actions, view, and the active
-// pane's own.
+// FullHelp groups every key: panes, GC actions, view, a preview's
+// question, and the active pane's own (helpSections titles them).
 func (m Model) FullHelp() [][]key.Binding {
 	k := m.keys
 	g := [][]key.Binding{
 		{k.NextPane, k.PrevPane, k.Panes[0], k.Command, k.Help, k.Quit},
-		{k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.Pause, k.StopPass},
-		{k.Refresh, k.Faster, k.Freeze, k.Journal, k.RemoveOne, k.Confirm, k.Cancel},
+		{k.ForceImages, k.ForceContainers, k.ReclaimAll, k.ReadOnly, k.DryRun, k.RemoveOne, k.Pause, k.StopPass},
+		{k.Refresh, k.Faster, k.Freeze, k.Journal, k.Raw},
+		{k.Confirm, k.Cancel},
 	}
 	return append(g, m.activePane().FullHelp()...)
-}
-
-// fullHelpView lays out every group of FullHelp: as many columns side by
-// side as the width holds, then the next row. bubbles/help drops the groups
-// that do not fit on one row, so at 80×24 the navigation, filter and sort
-// keys went missing; here no key is dropped, and when the rows do not fit
-// the height either, the last line says so.
-func (m Model) fullHelpView() string {
-	var rows, row []string
-	used := 0
-	sep := "   "
-	for _, g := range m.FullHelp() {
-		col := m.help.FullHelpView([][]key.Binding{g})
-		if col == "" {
-			continue
-		}
-		w := lipgloss.Width(col)
-		if len(row) > 0 && used+len(sep)+w > m.width {
-			rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, row...))
-			row, used = nil, 0
-		}
-		if len(row) > 0 {
-			row = append(row, sep)
-			used += len(sep)
-		}
-		row = append(row, col)
-		used += w
-	}
-	if len(row) > 0 {
-		rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, row...))
-	}
-	lines := strings.Split(strings.Join(rows, "\n"), "\n")
-	if room := max(m.height-6, 3); len(lines) > room {
-		lines = append(lines[:room-1], m.st.Faint.Render(fmt.Sprintf("… %d more lines of keys: a taller terminal shows them all (docs/dashboard.md lists every key)", len(lines)-room+1)))
-	}
-	// The last line always says how to close the help and quit.
-	lines = append(lines, m.help.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit}))
-	for i, l := range lines {
-		lines[i] = ansi.Truncate(strings.TrimRight(l, " "), m.width, "…")
-	}
-	return strings.Join(lines, "\n")
 }
 
 func (m Model) paneHelp() []key.Binding { return m.activePane().ShortHelp() }
@@ -165,6 +117,9 @@ func (m Model) Screen() string {
 
 	bodyH := max(m.height-m.chrome(), 1)
 	body := m.activePane().View()
+	if m.help.ShowAll {
+		body = m.helpGrid(m.width, bodyH)
+	}
 	bl := strings.Split(body, "\n")
 	if len(bl) > bodyH {
 		bl = bl[:bodyH]
@@ -289,7 +244,9 @@ func (m Model) helpLine() string {
 		k := m.keys
 		helpView = ansi.Truncate(st.Faint.Render("typing a filter: ")+m.help.ShortHelpView([]key.Binding{k.FilterDone, k.ClearFilter, k.FilterBackspace, k.FilterErase}), m.width, "…")
 	case m.help.ShowAll:
-		helpView = m.fullHelpView()
+		closeHelp := m.keys.Help
+		closeHelp.SetHelp("?/esc", "close help")
+		helpView = m.help.ShortHelpView([]key.Binding{closeHelp, m.keys.Quit})
 	default:
 		// The help and quit keys always show; the rest fit before them.
 		sb := m.ShortHelp()
@@ -314,8 +271,7 @@ func (m Model) firstRun() string {
 	if !s.ImageGCDisabled {
 		when += fmt.Sprintf(", image GC %s", format.In(s.NextImagePass, now))
 	}
-	p := m.keys.Pause.Help().Key
-	return fmt.Sprintf("periodic passes are on and will delete: %s · %s pauses them · d previews", when, p)
+	return fmt.Sprintf("periodic passes are on and will delete: %s · %s pauses them · %s previews", when, m.keys.Pause.Help().Key, m.keys.DryRun.Help().Key)
 }
 
 // View renders the screen in the alternate screen. An update that

@@ -85,8 +85,8 @@ func TestSimnodeDryRun(t *testing.T) {
 		keys  []string
 		apply bool
 	}{
-		{"dry-run then y removes exactly the previewed items", []string{"d", "y"}, true},
-		{"dry-run then esc removes nothing", []string{"d", "esc"}, false},
+		{"dry-run then y removes exactly the previewed items", []string{"D", "y"}, true},
+		{"dry-run then esc removes nothing", []string{"D", "esc"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -113,3 +113,39 @@ func TestPassSummaryPutsWhatWasFreedFirst(t *testing.T) {
 		t.Errorf("at 100 cells the summary reads %q: what was freed is cut", got)
 	}
 }
+
+// TestHelpFitsEveryPaneAt80x24 pins issue 41: the full help (?) on
+// Cgroups spilled its fourth column below the grid of the others at
+// 80×24. On every pane every enabled key shows, no line passes 80
+// columns, the screen keeps its 24 lines, and nothing says keys are left
+// out.
+func TestHelpFitsEveryPaneAt80x24(t *testing.T) {
+	for _, pane := range []string{"1", "2", "3", "4", "5"} {
+		m, _ := fixtureModel(t, 80, 24)
+		m = press(m, pane, "?")
+		s := ansi.Strip(m.Screen())
+		if strings.Contains(s, "more lines of keys") {
+			t.Errorf("pane %s: the help leaves keys out at 80x24:\n%s", pane, s)
+		}
+		if n := len(strings.Split(s, "\n")); n > 24 {
+			t.Errorf("pane %s: %d lines", pane, n)
+		}
+		for _, g := range m.FullHelp() {
+			for _, b := range g {
+				if h := b.Help(); b.Enabled() && !strings.Contains(s, h.Key+" ") {
+					t.Errorf("pane %s: key %q (%s) missing from the help:\n%s", pane, h.Key, h.Desc, s)
+				}
+			}
+		}
+		for i, l := range strings.Split(s, "\n") {
+			if w := ansi.StringWidth(l); w > 80 {
+				t.Errorf("pane %s: line %d is %d wide", pane, i+1, w)
+			}
+			// No column goes below the others: the pane's navigation
+			// starts on the first line, beside the global keys.
+			if pane != "1" && strings.Contains(l, "next pane") && !strings.Contains(l, "↑/k") {
+				t.Errorf("pane %s: the pane's keys are not beside the global ones:\n%s", pane, s)
+			}
+		}
+	}
+}

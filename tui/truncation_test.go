@@ -62,7 +62,7 @@ func TestNoCutBesideBlankSpace(t *testing.T) {
 		{"cgroups", []string{"4", "down", "down", "down", "down", "enter"}},
 		{"cgroups sorted", []string{"4", "s"}},
 		{"events", []string{"i", "y", "5"}},
-		{"dry-run preview", []string{"d"}},
+		{"dry-run preview", []string{"D"}},
 		{"reclaim preview", []string{"R"}},
 		{"full help", []string{"2", "?"}},
 		{"image detail", []string{"2", "j", "enter"}},
@@ -157,7 +157,7 @@ func TestFirstFrameSaysWhenDeletingStarts(t *testing.T) {
 	now := fixedNow
 	m := send(New(fixtureOptions(c, &now)), windowSize(120, 30)) // no snapshot yet
 	line := lineWith(screen(m), "will delete")
-	for _, want := range []string{"container GC in 40s", "image GC in 3m10s", "p pauses"} {
+	for _, want := range []string{"container GC in 40s", "image GC in 3m10s", "p pauses", "D previews"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("first frame's warning %q lacks %q:\n%s", line, want, screen(m))
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -66,6 +67,11 @@ type rootOptions struct {
 	// stateDir is the engine's state dir, whose journal the dashboard
 	// names.
 	stateDir string
+	// newStateDir is the state dir when this run created it (it was
+	// missing before the engine opened it); "" otherwise. The periodic
+	// passes then start paused and the dashboard asks before starting
+	// them (tui.Options.NewStateDir).
+	newStateDir string
 	// opening is the dashboard's first frame, drawn before the agent or
 	// the engine is reached (openDashboard): the dashboard draws over it.
 	// nil when none was drawn.
@@ -202,6 +208,11 @@ func runLiveDashboard(ctx context.Context, opts *rootOptions) error {
 	}
 	note, listings := listingFeed()
 	opts.listings = listings
+	if dir := opts.Global.StateDir; !opts.ReadOnly && !opts.Paused && dir != "" {
+		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+			opts.newStateDir = dir
+		}
+	}
 	n, err := openLiveNode(ctx, opts.IO, opts.Global, liveNodeOptions{Policy: opts.Policy, ReadOnly: opts.ReadOnly, Parallel: opts.Parallel, LogToStateDir: true, OnSnapshot: note})
 	if err != nil {
 		return err
@@ -228,6 +239,10 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 	proctune.Dashboard()
 	defer proctune.Profile(opts.IO.Err)()
 	so.Paused, so.PausedBy = opts.Paused, "--paused"
+	if opts.newStateDir != "" {
+		// Asked on the first frame (tui.Options.NewStateDir).
+		so.Paused, so.PausedBy = true, "new state dir"
+	}
 	// The passes follow the runtime's event stream whatever --events says
 	// of the display: a container created on an image is seen at once. The
 	// display refreshes on the scheduler's notices of that one stream; a
@@ -262,6 +277,7 @@ func dashboard(ctx context.Context, opts *rootOptions, e *engine.Engine, cgroups
 		Version:         version,
 		Now:             now,
 		Opening:         opts.opening,
+		NewStateDir:     opts.newStateDir,
 	}))
 	// Quitting (q, a signal, the terminal gone) cancels ctx: a pass in
 	// flight stops after its item in flight, and the process waits for it,
@@ -417,11 +433,14 @@ func newDemoEngine(ctx context.Context, opts *rootOptions, d *demoNode, dir stri
 		return nil, err
 	}
 	eo := engine.Options{
-		Reader:    d.client.ReadOnly(),
-		Statfs:    simfs.Local(d.node),
-		Policy:    policy,
-		StateDir:  filepath.Join(dir, "state"),
-		Now:       d.node.Now,
+		Reader:   d.client.ReadOnly(),
+		Statfs:   simfs.Local(d.node),
+		Policy:   policy,
+		StateDir: filepath.Join(dir, "state"),
+		Now:      d.node.Now,
+		// The run is named by the launch, not by the simulated clock,
+		// which reads a warm-up earlier until the warm-up is done.
+		Started:   start.Add(opts.Warmup),
 		PodSource: d.podSource,
 		Parallel:  opts.Parallel,
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +101,74 @@ func TestRootOpensTheDashboardOnATerminal(t *testing.T) {
 			t.Errorf("no plan table:\n%s", c.out.String())
 		}
 	})
+}
+
+// TestDemoRunIsNamedByItsLaunch pins issue 41: the demo's run ID said
+// 05:48:41 for a launch at 05:53:41, the simulated clock's reading at
+// start, a warm-up before the wall clock. A pass of the demo's run is
+// named by the launch.
+func TestDemoRunIsNamedByItsLaunch(t *testing.T) {
+	c := newCLI("")
+	c.tty = true
+	var run string
+	g := &globalOptions{}
+	cmd := newCmdDashboard(c.f, g, func(ctx context.Context, o *rootOptions) error {
+		o.runTUI = func(ctx context.Context, to tui.Options) error {
+			r, err := to.Controller.Force(ctx, engine.PassContainers)
+			run = r.Run
+			return err
+		}
+		return runRoot(ctx, o)
+	})
+	addGlobalFlags(cmd.PersistentFlags(), g)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetArgs([]string{"--demo"})
+	cmd.SetOut(c.out)
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := fixedNow.UTC().Format("20060102T150405Z") + "-"; !strings.HasPrefix(run, want) {
+		t.Errorf("the demo's run is %q, want it named by its launch, %s…", run, want)
+	}
+}
+
+// TestNewStateDirStartsPaused pins issue 41: a dashboard given a state dir
+// that did not exist started its own periodic passes. Its scheduler starts
+// paused in the new dir's name and the dashboard is told to ask; a dir
+// that was there, or --paused, asks nothing.
+func TestNewStateDirStartsPaused(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		fresh bool
+		extra []string
+		ask   bool
+	}{
+		{"a new dir starts paused and asks", true, nil, true},
+		{"a dir that was there runs its passes", false, nil, false},
+		{"--paused on a new dir is the operator's answer already", true, []string{"--paused"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ep := startSimnode(t, testNode())
+			dir := t.TempDir()
+			if tt.fresh {
+				dir = filepath.Join(dir, "new")
+			}
+			c := newCLI("")
+			c.tty = true
+			o, _, err := runRootWithTUI(t, c, append([]string{"--simulated", "--runtime-endpoint", ep, "--state-dir", dir}, tt.extra...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := o.Controller.Status()
+			if asked := o.NewStateDir == dir; asked != tt.ask {
+				t.Errorf("NewStateDir %q, want asked %v", o.NewStateDir, tt.ask)
+			}
+			if tt.ask && (!st.Paused || st.PausedBy != "new state dir") {
+				t.Errorf("status paused %v by %q, want paused by the new state dir", st.Paused, st.PausedBy)
+			}
+			if !tt.fresh && st.Paused {
+				t.Errorf("a dir that was there started paused (by %q)", st.PausedBy)
+			}
+		})
+	}
 }

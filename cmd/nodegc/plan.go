@@ -188,6 +188,14 @@ func newEngine(f *factory, g *globalOptions, o engine.Options) (*engine.Engine, 
 		if err := checkStateDir(o.StateDir); err != nil {
 			return nil, err
 		}
+		// The dashboard's log is in the state dir, which the checks leave
+		// as they found it: the runtime has answered, so it is made now
+		// (alone, as the engine makes it), before the log opens in it.
+		if g.logDefault {
+			if err := os.Mkdir(o.StateDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+				return nil, usageErrorf("--state-dir: %s cannot be created (%v)", o.StateDir, ioCause(err))
+			}
+		}
 	}
 	log, err := g.logger()
 	if err != nil {

@@ -141,9 +141,8 @@ func (g *globalOptions) dashboardLogFile(stateDir string, writable bool) {
 	if g.LogFile != "" || stateDir == "" || !writable {
 		return
 	}
-	if err := os.Mkdir(stateDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return // the engine says why (a missing parent is not created)
-	}
+	// The dir is not made here: newEngine makes it once the runtime has
+	// answered, so a run that cannot start writes nothing.
 	g.LogFile = filepath.Join(stateDir, "nodegc.log")
 	g.logDefault = true
 }
@@ -368,7 +367,8 @@ func loadConfigFile(f *factory, g *globalOptions, live bool, proc *kubeletProces
 }
 
 // checkStateDir returns nil when dir can hold the deletion journal: it is
-// not "", it exists or is created (0700), and a file can be written in it.
+// not "", it exists or can be created (0700), and a file can be written in
+// it; a dir it had to create to check is gone again.
 // Otherwise it returns a usage error naming --state-dir and why. Every
 // command that can remove checks it before it connects: a removal that is
 // not journalled leaves no trace of what was deleted, so it is refused
@@ -377,8 +377,16 @@ func checkStateDir(dir string) error {
 	if dir == "" {
 		return usageErrorf("--state-dir: must not be empty when nodegc can remove: every removal is journalled there")
 	}
+	_, err := os.Lstat(dir)
+	fresh := errors.Is(err, os.ErrNotExist)
 	if err := engine.CheckStateDir(dir); err != nil {
 		return err
+	}
+	if fresh {
+		// CheckStateDir made it, wrote its lock in it and took both away
+		// again: it is writable, and nothing is left in a dir nothing may
+		// run in yet (the runtime may be down).
+		return nil
 	}
 	return probeStateDir(dir)
 }

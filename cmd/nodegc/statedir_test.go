@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,6 +106,63 @@ func TestDashboardNeedsAJournalToRemove(t *testing.T) {
 		}
 		if !strings.Contains(c.err.String(), "image records are kept in memory only") {
 			t.Errorf("stderr %q lacks the in-memory warning", c.err.String())
+		}
+	})
+}
+
+// TestNothingWrittenWhenNothingCanRun pins issue 41: with the runtime
+// down, gc --yes, the agent and the dashboard given a --state-dir that did
+// not exist left it behind, with a lock in it (the dashboard an empty dir
+// for its log). A run that cannot reach its runtime writes nothing; one
+// that can still makes its dir (alone), journal and log.
+func TestNothingWrittenWhenNothingCanRun(t *testing.T) {
+	down := "unix://" + filepath.Join(t.TempDir(), "none.sock")
+	runs := []struct {
+		name string
+		run  func(c *cli, dir string) error
+	}{
+		{"gc --yes", func(c *cli, dir string) error {
+			if code := c.run("gc", "--yes", "--state-dir", dir, "--runtime-endpoint", down); code != 1 {
+				return fmt.Errorf("exit %d, want 1 (stderr %q)", code, c.err.String())
+			}
+			return nil
+		}},
+		{"agent", func(c *cli, dir string) error {
+			if code := c.run("agent", "--state-dir", dir, "--runtime-endpoint", down, "--metrics-bind-address", "127.0.0.1:0"); code != 1 {
+				return fmt.Errorf("exit %d, want 1 (stderr %q)", code, c.err.String())
+			}
+			return nil
+		}},
+		{"the dashboard", func(c *cli, dir string) error {
+			c.tty = true
+			if _, _, err := runRootWithTUI(t, c, "--state-dir", dir, "--runtime-endpoint", down); err == nil {
+				return errors.New("the dashboard opened on a runtime that is down")
+			}
+			return nil
+		}},
+	}
+	for _, r := range runs {
+		t.Run(r.name+" on a runtime that is down", func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "new")
+			if err := r.run(newCLI(""), dir); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+				entries, _ := os.ReadDir(dir)
+				t.Errorf("%s was left behind (%v), holding %v", dir, err, entries)
+			}
+		})
+	}
+	t.Run("the dashboard on a runtime that answers makes its dir and log", func(t *testing.T) {
+		_, ep := startSimnode(t, testNode())
+		dir := filepath.Join(t.TempDir(), "new")
+		c := newCLI("")
+		c.tty = true
+		if _, _, err := runRootWithTUI(t, c, "--simulated", "--runtime-endpoint", ep, "--state-dir", dir, "--paused"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "nodegc.log")); err != nil {
+			t.Errorf("no log in the new state dir: %v", err)
 		}
 	})
 }

@@ -102,12 +102,31 @@ func OpenDir(dir, endpoint string) (*Dir, error) {
 // its state dir, by opening it exactly as such an engine does (creating it
 // 0700 when missing, never changing an existing one) and releasing it
 // again. Commands call it before they connect, so bad input fails first.
+// It leaves nothing behind: a lock file it created goes while it still
+// holds the lock (no other process can hold that file), and a dir it
+// created goes when empty, so a run that then cannot reach its runtime
+// has written nothing.
 func CheckStateDir(dir string) error {
+	newDir := missing(dir)
+	newLock := newDir || missing(filepath.Join(dir, LockFile))
 	d, err := OpenDir(dir, "")
 	if err != nil {
 		return err
 	}
-	return d.Close()
+	if newLock {
+		os.Remove(filepath.Join(dir, LockFile))
+	}
+	err = d.Close()
+	if newDir {
+		os.Remove(dir) // fails, and so keeps it, once anything is in it
+	}
+	return err
+}
+
+// missing reports whether nothing is at path.
+func missing(path string) bool {
+	_, err := os.Lstat(path)
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // CheckParents refuses a state dir below a directory that a user

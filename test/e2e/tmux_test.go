@@ -337,15 +337,15 @@ func TestDashboardDrivenInTmux(t *testing.T) {
 	t.Run("? opens the full help listing the keys and closes it", func(t *testing.T) {
 		s.press(t, "?")
 		s.waitText(t, "the full help",
-			`shift\+tab\s+prev pane`, `d\s+dry-run`, `p\s+pause/resume`,
+			`shift\+tab\s+prev pane`, `D\s+dry-run`, `p\s+pause/resume`,
 			`i\s+image GC`, `x\s+container GC`, `R\s+reclaim all`,
-			`r\s+refresh`, `f\s+freeze`, `y\s+apply`, `esc/enter\s+cancel`, `q\s+quit`)
+			`r\s+refresh`, `f\s+freeze`, `y\s+yes, apply`, `esc/enter\s+cancel`, `q\s+quit`)
 		s.press(t, "?")
 		s.waitGone(t, "the full help to close", `shift\+tab\s+prev pane`)
 	})
 
-	t.Run("d opens the dry-run preview with totals and esc removes nothing", func(t *testing.T) {
-		s.press(t, "d")
+	t.Run("D opens the dry-run preview with totals and esc removes nothing", func(t *testing.T) {
+		s.press(t, "D")
 		rows := s.waitText(t, "the dry-run preview",
 			`Dry-run`, `IMAGES \(\d+, [0-9.]+ [KMGT]?i?B\)`, `CONTAINERS \(\d+`, `esc`)
 		// An image row: rank, reference, size, reason.
@@ -387,7 +387,7 @@ func TestDashboardFitsSmallTerminalAndReflows(t *testing.T) {
 	}
 
 	t.Run("the preview fits 80x24", func(t *testing.T) {
-		s.press(t, "d")
+		s.press(t, "D")
 		s.waitText(t, "the dry-run preview", `Dry-run`, `esc`)
 		checkFrame(t, s, 80)
 		s.press(t, "Escape")

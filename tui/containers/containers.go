@@ -193,8 +193,9 @@ func summaryLine(s engine.Snapshot, p engine.Plan, rows, groups int) string {
 	pol := p.Policy.Container
 	var b strings.Builder
 	// Most telling first: a narrow screen cuts the end, the policy.
-	fmt.Fprintf(&b, "%d dead in %d pods · pods: %s · plan removes %d containers, %d sandboxes, %d logs",
-		rows, groups, s.PodSource.Summary(), len(p.ContainerGC.Remove), len(p.SandboxGC.Remove), len(p.LogGC.Remove))
+	fmt.Fprintf(&b, "%d dead in %s · pods: %s · plan removes %s, %s, %s",
+		rows, format.Plural(groups, "pod"), s.PodSource.Summary(), format.Plural(len(p.ContainerGC.Remove), "container"),
+		format.Plural(len(p.SandboxGC.Remove), "sandbox"), format.Plural(len(p.LogGC.Remove), "log"))
 	keep := fmt.Sprint(pol.MaxPerPodContainer)
 	if pol.MaxPerPodContainer < 0 {
 		keep = "all"

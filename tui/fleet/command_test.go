@@ -138,7 +138,7 @@ func TestNodeViewSendsCommands(t *testing.T) {
 	})
 	t.Run("d previews a full pass; its outcome offers the full pass, y runs it", func(t *testing.T) {
 		m, dyn := commandView(t)
-		m = hit(t, hit(t, m, "d"), "y")
+		m = hit(t, hit(t, m, "D"), "y")
 		p := specOf(t, dyn, "node-d").Pass
 		if p == nil || p.Kind != "full" || !p.Preview {
 			t.Fatalf("spec.pass %+v, want a preview of a full pass", p)
@@ -219,6 +219,6 @@ func TestNodeViewCommandRefused(t *testing.T) {
 	ro := New(Options{Now: func() time.Time { return now }, Node: "node-d"})
 	tm, _ = ro.Update(tea.WindowSizeMsg{Width: 220, Height: 40})
 	tm, _ = tm.Update(ReadMsg{Nodes: fixture(), At: now})
-	m = hit(t, tm.(Model), "d")
+	m = hit(t, tm.(Model), "D")
 	wantScreen(t, m, "without commands", "no commands from this view")
 }

@@ -100,18 +100,18 @@ func (s Sort) String() string {
 var sortColumn = [numSorts]int{ByState: colAgent, ByName: colNode, ByUsage: colUsage, ByLastGC: colLastGC, ByDead: colDead, ByPressure: colPressure}
 
 var columns = []grid.Column{
-	{Title: "NODE", Width: 24, Flex: true},
+	{Title: "NODE", Width: 60, Flex: true}, // the name wins the room: 3 to ERROR's 1
 	{Title: "READY", Width: 8},
 	{Title: "AGENT", Width: 11},
 	{Title: "IMAGE FS", Width: 16},
 	{Title: "PRESSURE", Width: 9, Right: true},
-	{Title: "LAST GC", Width: 8, Right: true},
-	{Title: "RESULT", Width: 26},
-	{Title: "FREED", Width: 9, Right: true},
-	{Title: "DEAD", Width: 5, Right: true},
-	{Title: "KEPT", Width: 22, MinTable: 120},
-	{Title: "PODS", Width: 7, MinTable: 100},
-	{Title: "EVENTS", Width: 7, MinTable: 100},
+	{Title: "LAST GC", Width: 9, Right: true, MinTable: 100},
+	{Title: "RESULT", Width: 26, MinTable: 140}, // below, NODE needs the room; the node view has it
+	{Title: "FREED", Width: 9, Right: true, MinTable: 100}, // below, READY and PRESSURE say more; the node view has both
+	{Title: "DEAD", Width: 5, Right: true, MinTable: 100},
+	{Title: "KEPT", Width: 22, MinTable: 150},
+	{Title: "PODS", Width: 7, MinTable: 140},
+	{Title: "EVENTS", Width: 7, MinTable: 140},
 	{Title: "HEARTBEAT", Width: 9, Right: true, MinTable: 110},
 	{Title: "ERROR", Width: 20, Flex: true},
 }
@@ -639,7 +639,13 @@ func (m Model) Screen() string {
 	head := ansi.Truncate(title+"  "+status, max(m.Width, 1), "…")
 	parts := []string{head}
 	parts = m.WithFilter(parts)
-	parts = append(parts, m.Grid.View(), m.help.View(m))
+	// bubbles/help lets a line that exactly fills the width take one more
+	// key past it.
+	foot := m.help.View(m)
+	if !m.help.ShowAll {
+		foot = ansi.Truncate(foot, max(m.Width, 1), "…")
+	}
+	parts = append(parts, m.Grid.View(), foot)
 	return lipgloss.JoinVertical(lipgloss.Left, parts...)
 }
 

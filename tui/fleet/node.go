@@ -110,9 +110,19 @@ func (m Model) fields(n fleet.Node, now time.Time) []string {
 	if s := n.Status; s != nil {
 		statusFields(s, now, add)
 	}
+	// A value too long for the line goes on under itself, as it reads
+	// left to right: what a pass removed and freed comes last, and a cut
+	// line lost it at 80 columns.
+	room := max(m.Width-21, 20)
 	out := make([]string, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, m.Styles.Label.Render(fmt.Sprintf("%-20s", r[0]))+" "+texttable.PrintableLine(r[1]))
+		for i, v := range strings.Split(ansi.Wrap(texttable.PrintableLine(r[1]), room, ""), "\n") {
+			label := ""
+			if i == 0 {
+				label = r[0]
+			}
+			out = append(out, m.Styles.Label.Render(fmt.Sprintf("%-20s", label))+" "+v)
+		}
 	}
 	return out
 }
@@ -130,7 +140,7 @@ func statusFields(s *v1alpha1.NodeGCStatus, now time.Time, add func(label, value
 	}
 	add("Image filesystem", fs)
 	add("GC band", fmt.Sprintf("high %d%% · low %d%%", s.Band.High, s.Band.Low))
-	add("DiskPressure forecast", pressureLine(s.Forecast, now))
+	add("Pressure forecast", pressureLine(s.Forecast, now))
 	add("Last image pass", pass(s.LastImagePass, now))
 	add("Last container pass", pass(s.LastContainerPass, now))
 	add("Images kept", kept(s.Kept))

@@ -33,7 +33,9 @@ type KeyMap struct {
 	// they are disabled.
 	ReadOnly key.Binding
 	Pause    key.Binding
-	DryRun   key.Binding
+	// DryRun previews a full pass: D, since d is describe (Drill) as in
+	// k9s.
+	DryRun key.Binding
 	// StopPass stops the pass this dashboard applied after the item in
 	// flight.
 	StopPass key.Binding
@@ -51,10 +53,12 @@ type KeyMap struct {
 	Slower key.Binding
 	// Copy copies the selected row's ID to the clipboard (OSC 52).
 	Copy key.Binding
-	// Drill opens the selected row's details.
+	// Drill opens the selected row's details: enter, and d as k9s's
+	// describe.
 	Drill key.Binding
 	// SearchNext shows the next match of a search in the details; Raw
-	// switches the details to the raw object as JSON (k9s y).
+	// switches the details to the raw object as JSON, and on a row opens
+	// them so (y as k9s's YAML; inside a preview y is its yes instead).
 	SearchNext key.Binding
 	Raw        key.Binding
 	// RemoveOne previews the removal of the selected image or dead
@@ -87,8 +91,9 @@ type KeyMap struct {
 	FilterBackspace key.Binding
 	FilterErase     key.Binding
 
-	// Confirm applies a destructive modal's plan. It is y alone, never
-	// enter: enter closes the view-only modals (nothing to remove, an
+	// Confirm applies a destructive modal's plan: the y of the y/n
+	// question the modal asks (k9s's y, YAML, is Raw on a row). It is y
+	// alone, never enter: enter closes the view-only modals (nothing to remove, an
 	// error, read-only), and a key that sometimes closes and sometimes
 	// deletes teaches operators to delete.
 	Confirm key.Binding
@@ -117,7 +122,7 @@ func Default(readOnly bool) KeyMap {
 		ReclaimAll:      key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "reclaim all")),
 		ReadOnly:        key.NewBinding(key.WithKeys("i", "x", "R"), key.WithHelp("i/x/R", "read-only")),
 		Pause:           key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause/resume")),
-		DryRun:          key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "dry-run")),
+		DryRun:          key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "dry-run")),
 		StopPass:        key.NewBinding(key.WithKeys("X"), key.WithHelp("X", "stop pass")),
 		Filter:          key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		ClearFilter:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
@@ -128,9 +133,9 @@ func Default(readOnly bool) KeyMap {
 		Faster:          key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("+/-", "refresh interval")),
 		Slower:          key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "slower refresh")),
 		Copy:            key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy ID")),
-		Drill:           key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
+		Drill:           key.NewBinding(key.WithKeys("enter", "d"), key.WithHelp("enter/d", "details")),
 		SearchNext:      key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next match")),
-		Raw:             key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "raw JSON")),
+		Raw:             key.NewBinding(key.WithKeys("v", "y"), key.WithHelp("v/y", "raw JSON")),
 		RemoveOne:       key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "rm item")),
 		Journal:         key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "journal")),
 		Command:         key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "go to")),
@@ -148,7 +153,7 @@ func Default(readOnly bool) KeyMap {
 		FilterDone:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
 		FilterBackspace: key.NewBinding(key.WithKeys("backspace"), key.WithHelp("backspace", "delete")),
 		FilterErase:     key.NewBinding(key.WithKeys("ctrl+u"), key.WithHelp("ctrl+u", "erase filter")),
-		Confirm:         key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "apply")),
+		Confirm:         key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes, apply")),
 		Cancel:          key.NewBinding(key.WithKeys("esc", "n", "enter", "q"), key.WithHelp("esc/enter", "cancel")),
 		QuitAnyway:      key.NewBinding(key.WithKeys("y", "q", "ctrl+c"), key.WithHelp("y", "quit anyway")),
 		Stay:            key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n/esc", "stay")),

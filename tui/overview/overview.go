@@ -415,9 +415,12 @@ func (m Model) history(rows int) []string {
 		return append(out, st.Label.Render(fmt.Sprintf("%-12s", "freed/pass"))+st.Accent.Render(f)+" "+format.Bytes(freedMax))
 	}
 	out := []string{uHead}
-	heads := 3
+	heads, gap := 3, true // the two headings and the blank line between the charts
 	if fc != "" {
 		out, heads = append(out, fc), 4
+		if rows-heads < 3 { // the forecast takes the blank line, so the usage chart keeps both band lines
+			heads, gap = 3, false
+		}
 	}
 	uh := max((rows-heads)*2/3, 1)
 	fh := max(rows-heads-uh, 1)
@@ -429,7 +432,10 @@ func (m Model) history(rows int) []string {
 	for i, r := range chart(h.Usage, w, uh, bottom, top, mark{low, '┈'}, mark{high, '┄'}) {
 		out = append(out, st.Label.Render(fmt.Sprintf("%11s ", labels[i]))+m.usageStyle(h).Render(r))
 	}
-	out = append(out, "", fHead)
+	if gap {
+		out = append(out, "")
+	}
+	out = append(out, fHead)
 	for i, r := range chart(bars(h.Freed, w), w, fh, 0, max(freedMax, 1)) {
 		label := ""
 		switch {
