@@ -106,7 +106,7 @@ var columns = []grid.Column{
 	{Title: "IMAGE FS", Width: 16},
 	{Title: "PRESSURE", Width: 9, Right: true},
 	{Title: "LAST GC", Width: 9, Right: true, MinTable: 100},
-	{Title: "RESULT", Width: 26, MinTable: 140}, // below, NODE needs the room; the node view has it
+	{Title: "RESULT", Width: 26, MinTable: 140},            // below, NODE needs the room; the node view has it
 	{Title: "FREED", Width: 9, Right: true, MinTable: 100}, // below, READY and PRESSURE say more; the node view has both
 	{Title: "DEAD", Width: 5, Right: true, MinTable: 100},
 	{Title: "KEPT", Width: 22, MinTable: 150},
