@@ -2,24 +2,19 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/nodegc/nodegc/control"
 )
 
 // The agent's TCP listener serves the kubelet's probes (/healthz,
-// /readyz), Prometheus (/metrics), the fleet's row and the remote control
-// protocol (/v1/...) to anyone who can reach its port. Whoever that is
-// may open many connections and send as slowly as they like; the probes
-// must be answered all the same, or the kubelet restarts the agent (and,
-// on a port anyone may bind, someone else may take it meanwhile). So:
+// /readyz) and Prometheus (/metrics), and nothing else, to anyone who can
+// reach its port. Whoever that is may open many connections and send as
+// slowly as they like; the probes must be answered all the same, or the
+// kubelet restarts the agent (and, on a port anyone may bind, someone
+// else may take it meanwhile). So:
 //
 //   - a request's head must arrive within metricsHeaderTimeout, its head
 //     and body within metricsReadTimeout (a large declared body gets
@@ -28,8 +23,7 @@ import (
 //     closed, whatever it sent;
 //   - at most metricsRequests requests other than probes are in the
 //     agent's handlers at once (one more is answered 503 and its
-//     connection closed), and of them at most metricsStreams are
-//     authorised notices streams (one more is answered 429);
+//     connection closed);
 //   - the listener holds at most metricsConnections connections,
 //     metricsProbeConnections more than metricsRequests, and never leaves
 //     a new one in the kernel's backlog: at the bound it closes one that
@@ -41,7 +35,6 @@ const (
 	metricsRequests         = 128
 	metricsProbeConnections = 64
 	metricsConnections      = metricsRequests + metricsProbeConnections
-	metricsStreams          = 16
 
 	metricsHeaderTimeout = 5 * time.Second
 	metricsReadTimeout   = 15 * time.Second
@@ -55,14 +48,11 @@ const (
 	metricsWriteChunk = 64 << 10
 )
 
-// metricsIdleTimeout closes a keep-alive connection of the metrics and
-// remote listener that has been idle this long, so that idle connections
+// metricsIdleTimeout closes a keep-alive connection of the metrics
+// listener that has been idle this long, so that idle connections
 // do not keep the slots of metricsConnections. A Prometheus scrape every
 // minute keeps its connection.
 const metricsIdleTimeout = 90 * time.Second
-
-// noticesPath is the remote protocol's long-lived stream.
-const noticesPath = "/v1/notices"
 
 // isProbe reports whether r is for the kubelet's probes' paths, whatever
 // its method.
@@ -101,18 +91,17 @@ type guardedConn struct {
 // ConnContext connContext, and its Handler wrapped by handler.
 type connGuard struct {
 	net.Listener
-	maxOpen, maxBusy, maxStreams int
+	maxOpen, maxBusy int
 
-	mu      sync.Mutex
-	tick    uint64
-	open    map[net.Conn]*guardedConn
-	busy    int // request slots taken
-	streams int // stream slots taken
+	mu   sync.Mutex
+	tick uint64
+	open map[net.Conn]*guardedConn
+	busy int // request slots taken
 }
 
 // newConnGuard wraps l with the agent's bounds.
 func newConnGuard(l net.Listener) *connGuard {
-	return &connGuard{Listener: l, maxOpen: metricsConnections, maxBusy: metricsRequests, maxStreams: metricsStreams,
+	return &connGuard{Listener: l, maxOpen: metricsConnections, maxBusy: metricsRequests,
 		open: make(map[net.Conn]*guardedConn)}
 }
 
@@ -215,25 +204,8 @@ func (g *connGuard) leave(c net.Conn, p connPhase) {
 	g.setPhase(c, phaseWaiting)
 }
 
-// openStream takes a stream slot; false when all are taken.
-func (g *connGuard) openStream() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.streams >= g.maxStreams {
-		return false
-	}
-	g.streams++
-	return true
-}
-
-func (g *connGuard) closeStream() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.streams--
-}
-
 // handler wraps h with the bounds on requests: the body's deadline, the
-// response's write deadlines, the request slots and the stream slots.
+// response's write deadlines and the request slots.
 func (g *connGuard) handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Context().Value(guardConnKey{}).(net.Conn)
@@ -257,81 +229,22 @@ func (g *connGuard) handler(h http.Handler) http.Handler {
 		if !g.enter(c, phase) {
 			w.Header().Set("Connection", "close")
 			w.Header().Set("Retry-After", "1")
-			refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("the agent is serving %d requests, its most at once; try again", g.maxBusy))
+			http.Error(w, fmt.Sprintf("the agent is serving %d requests, its most at once; try again", g.maxBusy), http.StatusServiceUnavailable)
 			return
 		}
 		defer g.leave(c, phase)
-		if r.Method == http.MethodGet && r.URL.Path == noticesPath {
-			gw.streams = g
-			defer gw.endStream()
-		}
 		h.ServeHTTP(gw, r)
 	})
 }
 
-// refuse answers a request the bounds turn away: the control protocol's
-// error for /v1/, one line of text for the rest.
-func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	if !strings.HasPrefix(r.URL.Path, "/v1/") {
-		http.Error(w, msg, code)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(control.Error{Error: msg, Code: control.CodeFailed})
-}
-
-// errStreamRefused is what a notices stream over metricsStreams gets from
-// its writes, so that its handler ends.
-var errStreamRefused = errors.New("too many notices streams")
-
 // guardedWriter gives each write of a response a deadline, metricsWriteChunk
-// bytes at a time, and, for GET /v1/notices, takes a stream slot when the
-// handler answers 200 (the request was authorised and the stream starts),
-// or answers 429 in its place when none is free.
+// bytes at a time.
 type guardedWriter struct {
 	http.ResponseWriter
 	rc *http.ResponseController
-	// streams is set for GET /v1/notices.
-	streams              *connGuard
-	wroteHeader, refused bool
-	streaming            bool
-}
-
-func (w *guardedWriter) WriteHeader(code int) {
-	if w.wroteHeader || code < http.StatusOK {
-		// Superfluous (the server says so), or informational (1xx).
-		w.ResponseWriter.WriteHeader(code)
-		return
-	}
-	w.wroteHeader = true
-	if w.streams != nil && code == http.StatusOK {
-		if !w.streams.openStream() {
-			w.refused = true
-			w.Header().Set("Retry-After", "1")
-			w.refuse()
-			return
-		}
-		w.streaming = true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-// refuse answers 429 in place of a stream.
-func (w *guardedWriter) refuse() {
-	w.Header().Set("Content-Type", "application/json")
-	w.ResponseWriter.WriteHeader(http.StatusTooManyRequests)
-	_ = json.NewEncoder(w.ResponseWriter).Encode(control.Error{Code: control.CodeFailed,
-		Error: fmt.Sprintf("this agent serves at most %d notices streams at once; try again later", metricsStreams)})
 }
 
 func (w *guardedWriter) Write(p []byte) (int, error) {
-	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
-	}
-	if w.refused {
-		return 0, errStreamRefused
-	}
 	n := 0
 	for len(p) > 0 {
 		chunk := p[:min(len(p), metricsWriteChunk)]
@@ -348,12 +261,6 @@ func (w *guardedWriter) Write(p []byte) (int, error) {
 
 // FlushError flushes what is buffered, under a fresh write deadline.
 func (w *guardedWriter) FlushError() error {
-	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
-	}
-	if w.refused {
-		return errStreamRefused
-	}
 	_ = w.rc.SetWriteDeadline(time.Now().Add(metricsWriteTimeout))
 	return w.rc.Flush()
 }
@@ -364,18 +271,10 @@ func (w *guardedWriter) Flush() { _ = w.FlushError() }
 // Unwrap lets http.ResponseController reach the server's writer.
 func (w *guardedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// endStream gives back the stream slot, if the handler took one.
-func (w *guardedWriter) endStream() {
-	if w.streaming {
-		w.streams.closeStream()
-	}
-}
-
-// metricsServer is the HTTP server of the metrics and remote listener l
-// (from listenMetrics), with the bounds above when l is a
-// *metricsListener. It sets no WriteTimeout: a remote dashboard's notices
-// stream lasts as long as the dashboard, and so may a pass a command
-// started; each write has its deadline instead (guardedWriter).
+// metricsServer is the HTTP server of the metrics listener l (from
+// listenMetrics), with the bounds above when l is a *metricsListener. It
+// sets no WriteTimeout: a large scrape may take long in all, so each
+// write has its deadline instead (guardedWriter).
 func metricsServer(l net.Listener, h http.Handler) *http.Server {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: metricsHeaderTimeout, ReadTimeout: metricsReadTimeout, IdleTimeout: metricsIdleTimeout}
 	if ml, ok := l.(*metricsListener); ok {

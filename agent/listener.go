@@ -21,16 +21,14 @@ import (
 // below 1024 (net.ipv4.ip_unprivileged_port_start's default), so that
 // only root with CAP_NET_BIND_SERVICE can bind it, on any address of any
 // family: while the agent restarts, no other user's program can take its
-// place and answer the kubelet's probes, Prometheus or a dashboard that
-// sends its token. 1017 is in IANA's unassigned 1011-1020 (1021 and 1022
+// place and answer the kubelet's probes or Prometheus. 1017 is in IANA's unassigned 1011-1020 (1021 and 1022
 // are for experiments), rarely found open, and taken by no Kubernetes
 // component (the kubelet's and the control plane's ports are 10248 to
 // 10259) nor a CNI's (Calico's and kube-router's BGP is 179).
 const DefaultPort = "1017"
 
-// DefaultAddress is where the agent serves /metrics, /healthz, /readyz,
-// the fleet's row and the remote protocol: both loopbacks (listenMetrics),
-// on DefaultPort. It is --metrics-bind-address's default.
+// DefaultAddress is where the agent serves /metrics, /healthz and
+// /readyz: both loopbacks (listenMetrics), on DefaultPort. It is --metrics-bind-address's default.
 const DefaultAddress = "localhost:" + DefaultPort
 
 // AddressError is an address the agent may not listen on: malformed, or
@@ -94,7 +92,7 @@ type metricsListener struct {
 	pending []string
 }
 
-// listenMetrics binds the metrics and remote listener; nil for "0".
+// listenMetrics binds the metrics listener; nil for "0".
 // "localhost:PORT" is both loopbacks, 127.0.0.1 and [::1] (when the
 // machine has IPv6), so that `curl localhost:PORT` reaches the agent
 // whichever the name resolves to first, and neither loopback is left for
@@ -232,7 +230,7 @@ func metricsPortWarning(addr string, start int) string {
 	if err != nil || port == 0 || port < start {
 		return ""
 	}
-	return fmt.Sprintf("--metrics-bind-address: any user may bind port %d (net.ipv4.ip_unprivileged_port_start=%d): while the agent is not listening (restarting, say), another user's program can take it and answer the kubelet's probes, Prometheus and the dashboards (their tokens included); use a port below %d, as the default %s is",
+	return fmt.Sprintf("--metrics-bind-address: any user may bind port %d (net.ipv4.ip_unprivileged_port_start=%d): while the agent is not listening (restarting, say), another user's program can take it and answer the kubelet's probes and Prometheus; use a port below %d, as the default %s is",
 		port, start, start, DefaultPort)
 }
 

@@ -153,42 +153,32 @@ func probe(addr string) error {
 }
 
 // agentLikeHandler stands for the agent's handler: the probes and
-// /metrics answer at once without reading a body, /v1/notices streams
-// until its client goes, /v1/read reads the whole body, /v1/hold holds
-// the request until its client goes.
+// /metrics answer at once without reading a body; /read (a handler that
+// reads the whole body) and /hold (a slow scrape: it holds the request
+// until its client goes) stand for the worst a handler can do.
 func agentLikeHandler() http.Handler {
 	mux := http.NewServeMux()
 	ok := func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }
 	mux.HandleFunc("/healthz", ok)
 	mux.HandleFunc("/readyz", ok)
 	mux.HandleFunc("/metrics", ok)
-	mux.HandleFunc("GET /v1/notices", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.WriteHeader(http.StatusOK)
-		rc := http.NewResponseController(w)
-		if _, err := fmt.Fprintln(w, `{"status":{}}`); err != nil || rc.Flush() != nil {
-			return
-		}
-		<-r.Context().Done()
-	})
-	mux.HandleFunc("/v1/read", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/read", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		ok(w, r)
 	})
-	mux.HandleFunc("/v1/hold", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	mux.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	return mux
 }
 
 // TestMetricsListenerProbesAnswerWhateverOthersHold holds more
 // connections than the listener's bound, each doing what an attacker on
-// the node did (a slow body, a slow head) or what an authorised client
-// may (notices streams, long requests), and probes /healthz as the
-// kubelet does: it is answered each time. Stalled connections are closed
-// by their deadlines; streams and requests beyond their slots are
-// refused at once.
+// the node did (a slow body, a slow head) or holding a request in a
+// handler, and probes /healthz as the kubelet does: it is answered each
+// time. Stalled connections are closed by their deadlines; requests
+// beyond their slots are refused at once.
 func TestMetricsListenerProbesAnswerWhateverOthersHold(t *testing.T) {
 	const slowBody = "Content-Length: 100000\r\n\r\nx" // one byte of 100,000, then nothing
 	rows := []struct {
@@ -203,11 +193,9 @@ func TestMetricsListenerProbesAnswerWhateverOthersHold(t *testing.T) {
 		refused int
 	}{
 		{name: "slow bodies to /healthz", held: metricsConnections + 8, send: "POST /healthz HTTP/1.1\r\nHost: agent\r\n" + slowBody, closed: true},
-		{name: "slow bodies a handler reads", held: metricsRequests + 12, send: "POST /v1/read HTTP/1.1\r\nHost: agent\r\n" + slowBody, closed: true},
+		{name: "slow bodies a handler reads", held: metricsRequests + 12, send: "POST /read HTTP/1.1\r\nHost: agent\r\n" + slowBody, closed: true},
 		{name: "slow heads", held: metricsConnections + 8, send: "GET /healthz HTTP/1.1\r\nHost: agent\r\n", closed: true},
-		{name: "notices streams", held: 130, send: "GET /v1/notices HTTP/1.1\r\nHost: agent\r\n\r\n",
-			served: metricsStreams, refused: http.StatusTooManyRequests},
-		{name: "requests held in handlers", held: 130, send: "GET /v1/hold HTTP/1.1\r\nHost: agent\r\n\r\n",
+		{name: "requests held in handlers", held: 130, send: "GET /hold HTTP/1.1\r\nHost: agent\r\n\r\n",
 			served: metricsRequests, refused: http.StatusServiceUnavailable},
 	}
 	for _, row := range rows {

@@ -13,7 +13,7 @@ import (
 
 // Pods is the node's pod source as the agent reports it: in /readyz, in
 // the metrics, on its start line, and the API client its Node's events
-// and remote requests' reviews go through.
+// and its NodeGC object go through.
 type Pods struct {
 	// Source is the API server's pods bound to this node; nil without
 	// one (turned off, or no API server found).

@@ -115,8 +115,7 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 		wg.Go(func() { watchCommands(passCtx, o.Pods, s, obj, log) })
 	}
 	stopForecast := a.fc.startForecast(s, &wg, events)
-	srv, closeRemote := a.serveHTTP(passCtx, o, s, &wg)
-	defer closeRemote()
+	srv := a.serveHTTP(o, &wg)
 	logStarted(o)
 
 	<-passCtx.Done()
@@ -136,22 +135,22 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	return nil
 }
 
-// serveHTTP serves the agent's handler on o.Listener, in wg, until
-// shutdown; nil and a no-op without a listener. The returned func stops
-// the remote control server.
-func (a *Agent) serveHTTP(ctx context.Context, o Options, s *engine.Scheduler, wg *sync.WaitGroup) (*http.Server, func()) {
+// serveHTTP serves /metrics, /healthz and /readyz on o.Listener, in wg,
+// until shutdown; nil without a listener. Nothing else is served there:
+// the agent takes no command and reviews no credential on its port (the
+// control socket and the NodeGC object carry commands).
+func (a *Agent) serveHTTP(o Options, wg *sync.WaitGroup) *http.Server {
 	l := o.Listener
 	if l == nil {
-		return nil, func() {}
+		return nil
 	}
-	h, closeRemote := agentHandler(ctx, o, metrics.NewHandler(a.col, readyChecks(o)...), a.col, s)
-	srv := metricsServer(l.ml, h)
+	srv := metricsServer(l.ml, metrics.NewHandler(a.col, readyChecks(o)...))
 	wg.Go(func() {
 		if err := srv.Serve(l.ml); !errors.Is(err, http.ErrServerClosed) {
 			o.Log.Error("metrics listener", "err", err)
 		}
 	})
-	return srv, closeRemote
+	return srv
 }
 
 // shutdown ends srv's requests, waiting at most 2 s for those in flight;
@@ -163,7 +162,7 @@ func shutdown(ctx context.Context, srv *http.Server) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
-	srv.Close() // a remote dashboard's notices stream never ends by itself
+	srv.Close() // whatever outlasted the wait
 }
 
 // logStarted logs the agent's start line: what it runs on and serves.

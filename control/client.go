@@ -19,8 +19,8 @@ import (
 	"github.com/nodegc/nodegc/internal/texttable"
 )
 
-// Bounds of the agent's replies. Whatever an agent (or anything that holds
-// its port) answers is read no further than the bound of its kind, so a
+// Bounds of the agent's replies. Whatever the process serving the socket
+// answers is read no further than the bound of its kind, so a
 // reply that never ends costs the client that bound, not its memory; one
 // past it is a *TooLargeError naming the request. The large ones derive
 // from LargeNodeSnapshot.
@@ -93,8 +93,8 @@ func (l *limitedReply) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Client talks to an agent's control socket, or to an agent through the
-// API server (NewRemoteClient). It is the agent's engine.Controller
+// Client talks to an agent's control socket. It is the agent's
+// engine.Controller
 // (controller.go): its commands are the protocol's, its status and
 // notices those the agent sends (Watch).
 type Client struct {

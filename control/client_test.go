@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -29,18 +29,21 @@ func TestAStalePlanReplyIsErrStalePlan(t *testing.T) {
 	}
 }
 
-// agentServing is a client of an HTTP agent that answers every request
-// with answer; read counts the bytes of the replies the client read.
+// agentServing is a read-only client of an agent that answers every
+// request with answer, on TCP rather than a root-only socket (the client
+// checks the socket's peer, not what it answers); read counts the bytes
+// of the replies the client read.
 func agentServing(t *testing.T, answer http.HandlerFunc) (c *Client, read *atomic.Int64) {
 	t.Helper()
 	srv := httptest.NewServer(answer)
 	t.Cleanup(srv.Close)
-	base, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", srv.Listener.Addr().String())
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
 	read = new(atomic.Int64)
-	return NewRemoteClient(readcount.Transport{RT: http.DefaultTransport, N: read}, base, true), read
+	return &Client{hc: &http.Client{Transport: readcount.Transport{RT: tr, N: read}}, readOnly: true}, read
 }
 
 // endless writes an endless JSON string, or until the client goes.
@@ -108,7 +111,7 @@ func TestAnAgentsStringsReachTheClientPrintable(t *testing.T) {
 	c, _ := agentServing(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/pause" {
 			w.WriteHeader(http.StatusForbidden)
-			_ = json.NewEncoder(w).Encode(Error{Error: "user " + sgr + " may not", Code: CodeForbidden})
+			_ = json.NewEncoder(w).Encode(Error{Error: "user " + sgr + " may not", Code: CodeReadOnly})
 			return
 		}
 		_ = json.NewEncoder(w).Encode(snap)

@@ -1,9 +1,8 @@
 // Package control is the agent's control protocol: HTTP and JSON over a
 // unix socket in the state dir, so that the dashboard, plan and gc on the
-// node use the running agent instead of starting a second engine; the
-// same handler serves a remote dashboard on the agent's TCP listener
-// (through the API server's pods proxy), each request's token reviewed
-// by the API server (RemoteHandler).
+// node use the running agent instead of starting a second engine. Only
+// the socket serves it: the agent's TCP port answers /metrics, /healthz
+// and /readyz alone, and a dashboard off the node reads the NodeGC object.
 //
 // Endpoints (all under /v1, JSON bodies, errors as {"error","code"}):
 //

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -21,16 +19,9 @@ import (
 
 // simAgent serves a real scheduler over a real engine on a simulated
 // node on a control socket of the test's own, as an agent does, with
-// the periodic passes an hour off; it returns the scheduler and the
-// agent's log. t.Cleanup ends it all.
+// the periodic passes an hour off; it returns the scheduler, the socket's
+// path and the agent's log. t.Cleanup ends it all.
 func simAgent(t *testing.T) (*engine.Scheduler, string, *proctest.Log) {
-	t.Helper()
-	s, _, path, log := simServer(t)
-	return s, path, log
-}
-
-// simServer is simAgent with its control server, for its remote handler.
-func simServer(t *testing.T) (*engine.Scheduler, *Server, string, *proctest.Log) {
 	t.Helper()
 	n, ep := simnode.ServeTemp(t, simnode.Options{Seed: 1, Images: 4, Pods: 2, DeadPerContainer: 2})
 	c, err := cri.Dial(context.Background(), ep, cri.Options{})
@@ -64,7 +55,7 @@ func simServer(t *testing.T) (*engine.Scheduler, *Server, string, *proctest.Log)
 		<-done
 		e.Close()
 	})
-	return s, srv, path, log
+	return s, path, log
 }
 
 // untilStatus waits for a notice of s whose status satisfies ok.
@@ -135,29 +126,5 @@ func TestAPauseWithAnExpiryOutlivesItsClient(t *testing.T) {
 	c.Close()
 	if st := s.Status(); !st.Paused || !st.PausedUntil.Equal(until) || st.PauseHeld {
 		t.Fatalf("the agent's status after a pause until %s: %+v", until, st)
-	}
-}
-
-func TestAHeldPauseThroughTheAPIServerIsTheUsers(t *testing.T) {
-	s, srv, _, log := simServer(t)
-	hs := httptest.NewServer(srv.RemoteHandler(&KubeAuthorizer{Post: newReviewAPI().post, Node: "node-a"}))
-	defer hs.Close()
-	base, _ := url.Parse(hs.URL)
-	c := NewRemoteClient(headerRT("Bearer operator"), base, false)
-	defer c.Close()
-	dashboard, leave := context.WithCancel(context.Background())
-	defer leave()
-	if err := c.Pause(dashboard, engine.Pause{Held: true}); err != nil {
-		t.Fatal(err)
-	}
-	if st := s.Status(); !st.Paused || st.PausedBy != "user operator" || !st.PauseHeld {
-		t.Fatalf("the agent's status after a remote held pause: %+v", st)
-	}
-	notices, unsubscribe := s.Subscribe()
-	defer unsubscribe()
-	leave()
-	untilStatus(t, notices, func(st engine.Status) bool { return !st.Paused })
-	if out := log.String(); !strings.Contains(out, `pausedBy="user operator"`) || !strings.Contains(out, `endedBy="user operator" reason="its holder left"`) {
-		t.Errorf("the agent's log:\n%s", out)
 	}
 }

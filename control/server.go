@@ -53,8 +53,7 @@ type Options struct {
 	// own, which ends when it stops. nil is context.Background.
 	Context context.Context
 	// Log gets a line for every command the server runs, naming who sent
-	// it: the socket peer's uid and pid, or the remote client's reviewed
-	// user. nil discards.
+	// it: the socket peer's uid and pid. nil discards.
 	Log *slog.Logger
 	// Journal reads the agent's deletion journal (engine.ReadJournalLines
 	// over its state dir) for GET /v1/journal; nil serves an empty one.

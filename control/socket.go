@@ -127,13 +127,10 @@ func peerCred(c net.Conn) (*unix.Ucred, error) {
 	return cred, nil
 }
 
-// sender names who sent r, as log attributes: the reviewed user and the
-// address of a remote request (the API server's, for one through its
-// pods proxy), or the uid and pid of a socket peer.
+// sender names who sent r, as log attributes: the uid and pid of a
+// socket peer, or the address of a request on any other listener (a
+// test's).
 func sender(r *http.Request) []any {
-	if user, ok := remoteUser(r.Context()); ok {
-		return []any{"user", user, "remoteAddr", r.RemoteAddr}
-	}
 	if c, ok := r.Context().Value(connKey{}).(*connState); ok {
 		return []any{"uid", c.uid, "pid", c.pid}
 	}
@@ -141,12 +138,8 @@ func sender(r *http.Request) []any {
 }
 
 // who names who sent r, for the scheduler's record of a pause
-// (engine.WithActor): the reviewed user of a remote request, or the uid
-// and pid of a socket peer.
+// (engine.WithActor): the uid and pid of a socket peer.
 func who(r *http.Request) string {
-	if user, ok := remoteUser(r.Context()); ok {
-		return "user " + user
-	}
 	if c, ok := r.Context().Value(connKey{}).(*connState); ok {
 		return fmt.Sprintf("uid %d pid %d", c.uid, c.pid)
 	}

@@ -9,10 +9,6 @@ import (
 	"github.com/nodegc/nodegc/engine"
 )
 
-// SummaryPath is where the agent serves its Summary, on its metrics
-// listener, for `nodegc fleet` through the API server's pods proxy.
-const SummaryPath = "/fleet/v1/summary"
-
 // Summary is one node's row of `nodegc fleet`: what the agent's passes
 // left in the collector, as JSON. It holds counts and times only (no
 // image, pod or container names), the same class of data as /metrics,

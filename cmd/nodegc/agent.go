@@ -66,11 +66,9 @@ It serves, on --metrics-bind-address (default localhost:1017, both
   /healthz   200 while the agent runs.
   /readyz    200 when the runtime answers, the state dir is usable, and the
              pod source has synced (or is off); else 503 naming what is not.
-  /fleet/v1/summary  the node's row of nodegc fleet: counts only, as /metrics.
-  /v1/...    the control protocol for a dashboard through the API server's
-             pods proxy (nodegc fleet, kubectl nodegc NODE); every request
-             carries the user's token, which the agent has the API server
-             review, with the user's get or update on nodes.nodegc.io.
+Nothing else: it takes no command and no credential on its port. The
+fleet and kubectl nodegc NODE read its NodeGC object and send it commands
+there, through the API server.
 
 It serves a control socket, <state-dir>/control.sock (root only, HTTP and
 JSON): while it runs, the dashboard, plan and gc on the node attach to it
@@ -121,7 +119,7 @@ func newCmdAgent(f *factory, g *globalOptions, runF func(context.Context, *agent
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.MetricsAddress, "metrics-bind-address", defaultMetricsAddress, "host:port to serve /metrics, /healthz, /readyz and the remote protocol on (localhost: both 127.0.0.1 and [::1]); 0 serves nothing")
+	fl.StringVar(&opts.MetricsAddress, "metrics-bind-address", defaultMetricsAddress, "host:port to serve /metrics, /healthz and /readyz on (localhost: both 127.0.0.1 and [::1]); 0 serves nothing")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines written on stderr: debug, info, warn or error")
 	fl.DurationVar(&opts.ImagePeriod, "image-gc-period", engine.ImageGCPeriod, "period of image GC (the kubelet's is 5m)")
 	fl.DurationVar(&opts.ContainerPeriod, "container-gc-period", engine.ContainerGCPeriod, "period of container GC (the kubelet's is 1m); a periodic pass on a node unchanged since the last full one is skipped, for 5m at most")

@@ -21,10 +21,9 @@ import (
 	"github.com/nodegc/nodegc/internal/simnode"
 )
 
-// applyAgent is an agent's control server (as on its socket and, behind
-// the review of the user's token, its TCP port) over a simulated node
-// whose image fs is above the high threshold, with MinAge 24h: every
-// image is too young, so no pass of any kind removes one.
+// applyAgent is an agent's control server (as on its socket) over a
+// simulated node whose image fs is above the high threshold, with MinAge
+// 24h: every image is too young, so no pass of any kind removes one.
 type applyAgent struct {
 	node     *simnode.Node
 	engine   *engine.Engine

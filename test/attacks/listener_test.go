@@ -7,10 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,14 +20,16 @@ import (
 	"time"
 
 	"github.com/nodegc/nodegc/internal/proctest"
+	"github.com/nodegc/nodegc/internal/simnode"
 )
 
 // TestListener holds issue 36's findings about the agent's TCP listener
-// (metrics, the kubelet's probes, the remote protocol): a user on the
-// node, not root, starved the probes with slow requests until the
-// kubelet restarted the agent, took its port in the gap, and the agent
-// never came back; and took the loopback address the agent did not
-// bind. Each row failed on main at 0beeab1.
+// (metrics, the kubelet's probes): a user on the node, not root, starved
+// the probes with slow requests until the kubelet restarted the agent,
+// took its port in the gap, and the agent never came back; took the
+// loopback address the agent did not bind; and, holding the port, would
+// have collected the operators' tokens the remote protocol relayed
+// (issue 38: that protocol is gone). Each row failed on main at 0beeab1.
 //
 // The rows that bind as another user need root (setpriv to nobody).
 func TestListener(t *testing.T) {
@@ -132,6 +136,41 @@ var listenerAttacks = []attack{
 		agent.Stop(t)
 		return nil
 	}},
+	{1, "the agent's port takes no credential: every /v1/ path (and the old fleet row) is 404 with a bearer token in Authorization or Nodegc-Authorization, no token or access review reaches the API server, and the probes answer", func(t *testing.T) error {
+		api := startReviewAPI(t)
+		addr := "127.0.0.1:" + freePort(t)
+		agent := startAgentWithAPI(t, addr, api.kubeconfig(t))
+		agent.WaitLine(t, time.Minute, proctest.Contains(`"msg":"agent started"`))
+		var wrong []string
+		for _, req := range []string{"GET /v1/status", "GET /v1/status?brief=true", "GET /v1/notices", "GET /v1/snapshot", "GET /v1/plan",
+			"GET /v1/reports", "GET /v1/journal", "POST /v1/force", "POST /v1/preview", "POST /v1/apply", "POST /v1/pause", "POST /v1/stop",
+			"GET /fleet/v1/summary"} {
+			for _, header := range []string{"Nodegc-Authorization", "Authorization"} {
+				method, path, _ := strings.Cut(req, " ")
+				code, err := sendWithToken(addr, method, path, header)
+				if err != nil {
+					return fmt.Errorf("%s with %s: %w", req, header, err)
+				}
+				if code != http.StatusNotFound {
+					wrong = append(wrong, fmt.Sprintf("%s with a token in %s: %d", req, header, code))
+				}
+			}
+		}
+		var errs []error
+		if len(wrong) > 0 {
+			errs = append(errs, fmt.Errorf("the agent's port serves only /metrics, /healthz and /readyz; want 404 for every other path, got %d others:\n%s", len(wrong), strings.Join(wrong, "\n")))
+		}
+		if reviews := api.reviews(); len(reviews) > 0 {
+			errs = append(errs, fmt.Errorf("the agent sent the API server %d reviews of the tokens it was sent (%v): it must take no one's credential", len(reviews), reviews))
+		}
+		for _, probe := range []string{"/healthz", "/metrics"} {
+			if code, err := sendWithToken(addr, http.MethodGet, probe, ""); err != nil || code != http.StatusOK {
+				errs = append(errs, fmt.Errorf("GET %s: %d, %v", probe, code, err))
+			}
+		}
+		agent.Stop(t)
+		return errors.Join(errs...)
+	}},
 	{1, "an address another program holds: the agent says so in an error line, keeps collecting, and serves there once it is free", func(t *testing.T) error {
 		squat, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -160,6 +199,97 @@ func startAgent(t *testing.T, addr string) *proctest.Process {
 	return proctest.Start(t, binary(t), "agent", "--simulated", "--runtime-endpoint", ep,
 		"--state-dir", filepath.Join(t.TempDir(), "state"), "--kubelet-config", os.DevNull, "--kubelet-pid", "-1",
 		"--metrics-bind-address", addr, "--container-gc-period", "1s", "--image-gc-period", "1h")
+}
+
+// startAgentWithAPI runs `nodegc agent` with a pod source, its API
+// server the one kubeconfig names, on a simulated node taken for a real
+// runtime (a simulated one has no pod source), below its high threshold,
+// serving on addr, until the test ends (or Stop).
+func startAgentWithAPI(t *testing.T, addr, kubeconfig string) *proctest.Process {
+	t.Helper()
+	_, ep := simnode.ServeTemp(t, simnode.Options{Seed: 7, Images: 8, Pods: 3, MinImageBytes: 50 << 20, MaxImageBytes: 200 << 20,
+		InitialUsagePercent: 50, Start: time.Now().Add(-24 * time.Hour), Mountpoint: t.TempDir()})
+	return proctest.Start(t, binary(t), "agent", "--runtime-endpoint", asRealRuntime(t, ep), "--kubeconfig", kubeconfig, "--node-name", "node-a",
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--kubelet-config", os.DevNull, "--kubelet-pid", "-1",
+		"--metrics-bind-address", addr, "--image-gc-period", "1h")
+}
+
+// reviewAPI is a stand-in API server that accepts every token
+// (TokenReview) and allows every user everything (SubjectAccessReview),
+// as an agent that relayed a token would have been answered, and refuses
+// anything else (403). It records the reviews it is sent.
+type reviewAPI struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []string
+}
+
+func startReviewAPI(t *testing.T) *reviewAPI {
+	t.Helper()
+	a := &reviewAPI{}
+	a.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/tokenreviews"):
+			a.record(r)
+			io.WriteString(w, `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","status":{"authenticated":true,"user":{"username":"operator"}}}`)
+		case strings.HasSuffix(r.URL.Path, "/subjectaccessreviews"):
+			a.record(r)
+			io.WriteString(w, `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":true}}`)
+		default:
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`)
+		}
+	}))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *reviewAPI) record(r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.got = append(a.got, r.Method+" "+r.URL.Path)
+}
+
+// reviews are the token and access reviews the API server was sent.
+func (a *reviewAPI) reviews() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.got)
+}
+
+// kubeconfig writes a root-owned kubeconfig for the API server, with the
+// agent's own token, and returns its path.
+func (a *reviewAPI) kubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agent.conf")
+	conf := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + a.srv.URL + "\n    insecure-skip-tls-verify: true\n" +
+		"users:\n- name: u\n  user:\n    token: the-agents-own\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// sendWithToken sends method path to the agent at addr, with an
+// operator's bearer token in header (none when header is ""), and
+// returns the reply's status. The body is not read: a stream's never
+// ends.
+func sendWithToken(addr, method, path, header string) (int, error) {
+	req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(`{"kind":"images"}`))
+	if err != nil {
+		return 0, err
+	}
+	if header != "" {
+		req.Header.Set(header, "Bearer an-operators-token")
+	}
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // defaultMetricsAddress is --metrics-bind-address's default, as the
