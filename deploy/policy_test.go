@@ -49,8 +49,9 @@ func checkPolicy(t *testing.T, o *objects) {
 			t.Errorf("validation %q: reason %v, want Forbidden (403, not the default 422 Invalid)", v.Expression, ptrString(v.Reason))
 		}
 	}
-	if !slices.Equal(exprs, []string{`variables.userNodeName != ""`, `variables.userNodeName == variables.objectNodeName`}) {
-		t.Errorf("validations %q", exprs)
+	if len(exprs) != 3 || !slices.Equal(exprs[:2], []string{`variables.userNodeName != ""`, `variables.userNodeName == variables.objectNodeName`}) ||
+		!strings.Contains(exprs[2], "object.metadata.?labels") || !strings.Contains(exprs[2], "object.metadata.?annotations") {
+		t.Errorf("validations %q, want its own node's, and no labels or annotations of its own", exprs)
 	}
 	checkBinding(t, binding, policy.Name)
 	checkCommandPolicy(t, o)

@@ -166,6 +166,15 @@ func TestNodeGCOnlyItsOwnNode(t *testing.T) {
 		_, err = bound.UpdateStatus(ctx, got)
 		allowed("update its own status", err)
 	}
+	if fresh, err := bound.Get(ctx, c.nodeName); err == nil {
+		mine, err := v1alpha1.ToUnstructured(fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine.SetAnnotations(map[string]string{"padding": strings.Repeat("x", 100<<10)})
+		_, err = bound.Resource().Update(ctx, mine, metav1.UpdateOptions{})
+		denied("annotate its own", "labels or annotations", err)
+	}
 	allowed("delete its own", bound.Resource().Delete(ctx, c.nodeName, metav1.DeleteOptions{}))
 	_, err = bound.Create(ctx, &v1alpha1.NodeGC{ObjectMeta: metav1.ObjectMeta{Name: c.nodeName, OwnerReferences: own.OwnerReferences}})
 	if !apierrors.IsAlreadyExists(err) { // the agent may have made it again first
