@@ -3,8 +3,11 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +18,12 @@ import (
 	"github.com/nodegc/nodegc/internal/realnode"
 )
 
+// kubeletDeleteUnused is what the kubelet v1.36.3 logs when its eviction
+// manager reclaims every unused image (image_gc_manager.go
+// DeleteUnusedImages), unlike its image GC, which frees down to the low
+// threshold.
+const kubeletDeleteUnused = "Attempting to delete unused images"
+
 // shadowSeries is the agent's judgment of the shadow passes' images.
 func shadowSeries(outcome string) string {
 	return fmt.Sprintf(`nodegc_shadow_items_total{kind="image",outcome="%s"}`, outcome)
@@ -24,12 +33,16 @@ func shadowSeries(outcome string) string {
 // DaemonSet's one setting turned on (--shadow=true) and the agent's band
 // made the kubelet's (85/80, its defaults here), the agent plans every
 // pass and removes nothing while the kubelet's own image GC does the
-// work. Images imported and first seen by the kubelet more than its
+// work. Four images imported and first seen by the kubelet more than its
 // minimum age before its next image GC, and the image filesystem filled
-// past its high threshold between two of its image GCs, the kubelet's GC
-// removes them; the agent's would-have-removed set equals what the
-// kubelet removed: every image that vanished is agreed (none
-// other_only), and nothing the agent planned stayed (none nodegc_only).
+// to 85 % between two of its image GCs (15.5 % available: not past the
+// eviction manager's imagefs.available<15 %, which would reclaim every
+// unused image instead), the kubelet's image GC finds usage over its
+// threshold and removes them (its target, down to 80 %, is more than
+// they hold, so which go does not hang on its order among equals); the
+// agent's would-have-removed set equals what the kubelet removed: every
+// image that vanished is agreed (none other_only), and nothing the agent
+// planned stayed (none nodegc_only).
 func TestShadowAgreesWithTheKubeletsImageGC(t *testing.T) {
 	c := sharedCluster(t)
 	old := c.waitAgentReady(t)
@@ -43,23 +56,21 @@ func TestShadowAgreesWithTheKubeletsImageGC(t *testing.T) {
 		t.Fatalf("the agent is not in shadow mode at the kubelet's band:\n%s", grepLines(m, "nodegc_gc_shadow", "threshold_ratio"))
 	}
 
-	imgs := c.importImages(t, 24, 8<<20, "shadow")
+	imgs := c.importImages(t, 4, 8<<20, "shadow")
 	// The kubelet first sees images at an image GC (its detectImages);
 	// they may go at the one after (its minimum age is 2 minutes). The
 	// fill comes 90 s before that one.
 	sleep(t, kubeletImageGCPeriod-time.Since(c.kubeletStarted)%kubeletImageGCPeriod+10*time.Second, "for the kubelet's next image GC to see the images")
 	c.waitKubeletImageGCPhase(t, kubeletImageGCPeriod-90*time.Second)
 	before := c.metrics(t, pod.Name)
-	gcs := c.kubeletLogCount(t, kubeletOverHigh)
-	c.fillPast(t, kubeletImageGCHigh)
+	gcs, evictions := c.kubeletLogCount(t, kubeletOverHigh), c.kubeletLogCount(t, kubeletDeleteUnused)
+	c.fillToAvailable(t, 155) // 15.5 % available: usage 85 %
 	// A shadow image pass after the fill plans the imported images.
 	if !kubetest.WaitFor(30*time.Second, func() bool {
 		return metricValue(c.metrics(t, pod.Name), "nodegc_shadow_passes_total")-metricValue(before, "nodegc_shadow_passes_total") >= 4
 	}) {
 		t.Fatalf("no shadow pass within 30 s of the fill; agent log:\n%s", c.agentLog())
 	}
-	// The kubelet removes them at its next image GC (or its eviction
-	// manager first: imagefs.available is under its 15 % too).
 	wait := kubeletImageGCPeriod - time.Since(c.kubeletStarted)%kubeletImageGCPeriod + 30*time.Second
 	t.Logf("waiting at most %s for the kubelet to remove the imported images", wait.Round(time.Second))
 	if !kubetest.WaitFor(wait, func() bool {
@@ -69,7 +80,13 @@ func TestShadowAgreesWithTheKubeletsImageGC(t *testing.T) {
 		t.Fatalf("the kubelet did not remove the imported images by its next image GC (over-threshold lines %d before, %d now); agent log:\n%s",
 			gcs, c.kubeletLogCount(t, kubeletOverHigh), c.agentLog())
 	}
-	t.Logf("the kubelet removed the imported images; its image GC logged usage over its threshold %d times meanwhile", c.kubeletLogCount(t, kubeletOverHigh)-gcs)
+	if n := c.kubeletLogCount(t, kubeletOverHigh); n <= gcs {
+		t.Fatalf("the imported images went, but not by the kubelet's image GC: it never logged usage over its threshold (%d lines before, %d after); its eviction manager's reclaims: %d before, %d after",
+			gcs, n, evictions, c.kubeletLogCount(t, kubeletDeleteUnused))
+	}
+	if n := c.kubeletLogCount(t, kubeletDeleteUnused); n > evictions {
+		t.Errorf("the kubelet's eviction manager reclaimed unused images too (%d times): the fill crossed imagefs.available", n-evictions)
+	}
 	// Two snapshots later (passes every 2 s) the vanished are settled.
 	var after []byte
 	delta := func(series string) float64 { return metricValue(after, series) - metricValue(before, series) }
@@ -133,6 +150,33 @@ func (c *cluster) setAgentArgs(t *testing.T, old corev1.Pod, flags ...string) co
 		}
 	})
 	return pod
+}
+
+// fillToAvailable writes a file on the image filesystem, no image's,
+// that leaves permille thousandths of its capacity available; t.Cleanup
+// removes it.
+func (c *cluster) fillToAvailable(t *testing.T, permille int64) {
+	t.Helper()
+	_, fs := c.usage(t)
+	size := fs.AvailableBytes - fs.CapacityBytes*permille/1000
+	if size <= 0 {
+		t.Fatalf("the image filesystem has less than %d‰ available already (%d of %d bytes)", permille, fs.AvailableBytes, fs.CapacityBytes)
+	}
+	p := filepath.Join(c.node.ImageFsMount(), fmt.Sprintf("nodegc-cluster-fill-%d", time.Now().UnixNano()))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(p) })
+	err = syscall.Fallocate(int(f.Fd()), 0, 0, size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("fill %s with %d bytes: %v", p, size, err)
+	}
+	u, fs := c.usage(t)
+	t.Logf("image filesystem filled: usage %d%%, %d of %d bytes available", u, fs.AvailableBytes, fs.CapacityBytes)
 }
 
 // podReady reports whether the pod's Ready condition is true.
