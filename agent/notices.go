@@ -30,6 +30,12 @@ func followNotices(log *slog.Logger, col *metrics.Collector, events *nodeevents.
 			if afterPass != nil {
 				afterPass()
 			}
+		case n.Report != nil && n.Report.Shadow:
+			col.ObserveReport(*n.Report)
+			logShadow(log, col, *n.Report)
+			if afterPass != nil {
+				afterPass()
+			}
 		case n.Event != nil:
 			level := slog.LevelInfo
 			if n.Event.Warning {
@@ -49,6 +55,29 @@ func logReport(log *slog.Logger, r engine.PassReport) {
 	if r.Error != "" {
 		log.Error("pass failed", "pass", r.PassID(), "kind", r.Kind, "err", r.Error)
 	}
+}
+
+// logShadow logs a shadow pass: what it would have removed, and the
+// comparison so far with what others removed.
+func logShadow(log *slog.Logger, col *metrics.Collector, r engine.PassReport) {
+	if r.Error != "" {
+		log.Error("shadow pass failed", "kind", r.Kind, "err", r.Error)
+		return
+	}
+	images, containers := 0, 0
+	for _, it := range r.Items {
+		switch it.Kind {
+		case engine.ItemImage:
+			images++
+		case engine.ItemContainer:
+			containers++
+		}
+	}
+	others, t := col.Shadow()
+	total := t.Total()
+	log.Info("shadow pass: removed nothing", "kind", r.Kind, "wouldRemoveImages", images, "wouldRemoveContainers", containers,
+		"wouldHaveRemoved", total.WouldRemove(), "othersRemoved", total.OthersRemoved(), "agreed", total.Agreed,
+		"nodegcOnly", total.NodegcOnly, "otherOnly", total.OtherOnly, "removedByOthersImages", others.Images, "removedByOthersContainers", others.Containers)
 }
 
 // startNodeEvents starts the recorder of the Node's events on the pod

@@ -82,7 +82,7 @@ func (a *Agent) Run(ctx context.Context, o Options) error {
 	log := o.Log
 	a.fc = newForecaster(log, o.StateDir, o.Engine.Policy(), o.Engine.Now(), a.uptime)
 	a.col = metrics.New(metrics.Options{Policy: o.Engine.Policy(), Version: o.Version, Journal: o.Engine.JournalStats, PodSource: podSourceState(o.Pods),
-		Extra: []prometheus.Collector{a.fc.out}, Started: o.Started})
+		Extra: []prometheus.Collector{a.fc.out}, Started: o.Started, ImagePeriod: o.Scheduler.ImagePeriod, ContainerPeriod: o.Scheduler.ContainerPeriod})
 	if w := o.Engine.Warning(); w != nil {
 		log.Warn("state dir", "err", w)
 	}
@@ -174,5 +174,5 @@ func logStarted(o Options) {
 	o.Log.Info("agent started", "pid", os.Getpid(), "version", o.Version,
 		"runtime", o.RuntimeEndpoint, "stateDir", o.StateDir, "metrics", o.Address, "listening", listening, "control", control.SocketPath(o.StateDir),
 		"podSource", describePods(o.Pods), "imageGCPeriod", o.Scheduler.ImagePeriod, "containerGCPeriod", o.Scheduler.ContainerPeriod,
-		"imageGCHighThreshold", o.Engine.Policy().Image.HighThresholdPercent, "imageGCLowThreshold", o.Engine.Policy().Image.LowThresholdPercent)
+		"imageGCHighThreshold", o.Engine.Policy().Image.HighThresholdPercent, "imageGCLowThreshold", o.Engine.Policy().Image.LowThresholdPercent, "shadow", o.Scheduler.Shadow)
 }

@@ -125,6 +125,8 @@ type Engine struct {
 
 	progress   listeners[Progress]
 	containers listeners[EventStream]
+	// snapshots are told of every snapshot, after Options.OnSnapshot.
+	snapshots listeners[Snapshot]
 	// issued remembers the plans this engine handed out, which
 	// ApplyIssued alone applies.
 	issued issuedPlans
@@ -173,6 +175,12 @@ func (e *Engine) Following() bool { return e.following.Load() }
 // item; it returns a func that unregisters it. fn runs on the pass's
 // goroutines and must not block.
 func (e *Engine) OnProgress(fn func(Progress)) (cancel func()) { return e.progress.add(fn) }
+
+// OnSnapshots registers fn to receive every snapshot the engine takes
+// (as Options.OnSnapshot does); it returns a func that unregisters it.
+// fn runs with the engine's lock held and must not block or call the
+// engine.
+func (e *Engine) OnSnapshots(fn func(Snapshot)) (cancel func()) { return e.snapshots.add(fn) }
 
 // publishProgress calls every progress listener.
 func (e *Engine) publishProgress(p Progress) { e.progress.publish(p) }
@@ -377,6 +385,7 @@ func (e *Engine) snapshotLocked(ctx context.Context) (Snapshot, error) {
 	if e.o.OnSnapshot != nil {
 		e.o.OnSnapshot(s)
 	}
+	e.snapshots.publish(s)
 	return s, nil
 }
 

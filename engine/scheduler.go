@@ -50,7 +50,17 @@ type SchedulerOptions struct {
 	// Log gets a line for every pause and its end, naming who set it and
 	// who or what ended it; nil discards.
 	Log *slog.Logger
+	// Shadow runs every periodic pass as a dry run that removes nothing
+	// (its report is marked PassReport.Shadow) and refuses forced passes
+	// and applies, so that what the passes would have removed can be
+	// compared with what the kubelet's GC removes (Status.ShadowTally)
+	// before nodegc is let remove anything.
+	Shadow bool
 }
+
+// ErrShadow is returned by Force and Apply on a scheduler in shadow
+// mode; it is an ErrReadOnly.
+var ErrShadow = fmt.Errorf("shadow mode: this scheduler plans every pass and removes nothing: %w", ErrReadOnly)
 
 // Pause says how long a pause of the periodic passes lasts, besides
 // Resume.
@@ -100,6 +110,15 @@ type Status struct {
 	LastReport        *PassReport `json:"lastReport,omitempty"`
 	Passes            int64       `json:"passes"`
 	ReadOnly          bool        `json:"readOnly"`
+	// Shadow is set in shadow mode (SchedulerOptions.Shadow): the
+	// periodic passes are planned, nothing is removed, and ReadOnly is
+	// set too.
+	Shadow bool `json:"shadow,omitempty"`
+	// RemovedByOthers counts what vanished that no pass removed, since
+	// the scheduler started (OthersTracker); ShadowTally judges the
+	// shadow passes against it.
+	RemovedByOthers RemovedByOthers `json:"removedByOthers"`
+	ShadowTally     ShadowTally     `json:"shadowTally"`
 	// Events is the engine's follower of the runtime's container event
 	// stream (Engine.EventStream).
 	Events EventStream `json:"events"`
@@ -160,6 +179,11 @@ type Scheduler struct {
 	// pauseGen numbers the pauses: a held pause's end or an expiry ends
 	// only the pause it was armed for, never a later one.
 	pauseGen uint64
+
+	// othersMu guards others, which the engine's snapshots reach with
+	// the engine's lock held; it is taken after mu, never before.
+	othersMu sync.Mutex
+	others   *OthersTracker
 }
 
 // NewScheduler returns a scheduler for the engine.
@@ -179,8 +203,13 @@ func NewScheduler(e *Engine, o SchedulerOptions) *Scheduler {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Scheduler{e: e, o: o, wake: make(chan struct{}, 1)}
+	s := &Scheduler{e: e, o: o, wake: make(chan struct{}, 1), others: NewOthersTracker(o.ImagePeriod, o.ContainerPeriod)}
 	e.OnProgress(func(p Progress) { s.publish(Notice{Progress: &p}) })
+	e.OnSnapshots(func(snap Snapshot) {
+		s.othersMu.Lock()
+		s.others.Snapshot(snap)
+		s.othersMu.Unlock()
+	})
 	e.OnContainers(func(EventStream) { s.publish(Notice{Containers: true}) })
 	now := o.Now()
 	s.st = Status{
@@ -190,7 +219,8 @@ func NewScheduler(e *Engine, o SchedulerOptions) *Scheduler {
 		NextImagePass:     now.Add(o.ImagePeriod),
 		NextContainerPass: now.Add(o.ContainerPeriod),
 		ImageGCDisabled:   e.Policy().Image.PeriodicDisabled(),
-		ReadOnly:          e.ReadOnly(),
+		ReadOnly:          e.ReadOnly() || o.Shadow,
+		Shadow:            o.Shadow,
 	}
 	return s
 }
@@ -223,7 +253,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if dueI {
 			s.st.NextImagePass = now.Add(s.o.ImagePeriod)
 		}
-		run := !s.st.Paused && !s.st.ReadOnly
+		run := !s.st.Paused && (!s.st.ReadOnly || s.o.Shadow)
 		s.mu.Unlock()
 		if run && dueC {
 			s.pass(ctx, PassContainers, false)
@@ -249,6 +279,9 @@ func (s *Scheduler) Wait() {
 // Force runs a pass of the kind now, paused or not. Cancelling ctx stops
 // the pass after the items in flight (Engine.Apply's stop contract).
 func (s *Scheduler) Force(ctx context.Context, kind PassKind) (PassReport, error) {
+	if s.o.Shadow {
+		return PassReport{}, ErrShadow
+	}
 	if s.e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
 	}
@@ -260,6 +293,17 @@ func (s *Scheduler) Force(ctx context.Context, kind PassKind) (PassReport, error
 // periodic one may be skipped on a node that has not changed
 // (Engine.RunPeriodic); a forced one always lists the node.
 func (s *Scheduler) pass(ctx context.Context, kind PassKind, forced bool) (PassReport, error) {
+	if s.o.Shadow {
+		return s.do(ctx, kind, func(ctx context.Context) (PassReport, error) {
+			r, err := s.e.DryRun(ctx, kind)
+			r.Kind, r.DryRun, r.Shadow = kind, true, true
+			if err != nil {
+				// Planned nothing: no prediction (OthersTracker).
+				r.Error, r.FinishedAt = err.Error(), s.o.Now()
+			}
+			return r, err
+		}, false)
+	}
 	run := s.e.RunPeriodic
 	if forced {
 		run = s.e.Run
@@ -301,12 +345,19 @@ func (s *Scheduler) do(ctx context.Context, kind PassKind, fn func(context.Conte
 	if r.Kind == "" {
 		r.Kind = kind
 	}
+	s.othersMu.Lock()
+	s.others.Report(r)
+	s.othersMu.Unlock()
 	s.mu.Lock()
 	s.st.Running = ""
 	s.stopPass = nil
 	if !r.DryRun {
-		s.st.Passes++
 		r.Events = append(r.Events, s.failureEvents(r, err)...)
+	}
+	if !r.DryRun || r.Shadow {
+		// A shadow pass is a periodic pass that removes nothing: the
+		// status counts and shows it; it records no events.
+		s.st.Passes++
 		s.st.LastReport = statusReport(r)
 	}
 	s.mu.Unlock()
@@ -390,6 +441,9 @@ func (s *Scheduler) Preview(ctx context.Context, kind PassKind) (PassReport, err
 // (Engine.ApplyIssued). Cancelling ctx stops the pass after the items in
 // flight (Engine.Apply's stop contract).
 func (s *Scheduler) Apply(ctx context.Context, p Plan) (PassReport, error) {
+	if s.o.Shadow {
+		return PassReport{}, ErrShadow
+	}
 	if s.e.ReadOnly() {
 		return PassReport{}, ErrReadOnly
 	}
@@ -516,7 +570,16 @@ func (s *Scheduler) Status() Status {
 	defer s.mu.Unlock()
 	st := s.st
 	st.Events = s.e.EventStream()
+	s.countOthers(&st)
 	return st
+}
+
+// countOthers sets st's counts of what others removed and the shadow
+// tally. s.mu is held.
+func (s *Scheduler) countOthers(st *Status) {
+	s.othersMu.Lock()
+	st.RemovedByOthers, st.ShadowTally = s.others.Counts()
+	s.othersMu.Unlock()
 }
 
 // Subscribe returns a channel of notices and a func that unsubscribes. A
@@ -533,6 +596,7 @@ func (s *Scheduler) publish(n Notice) {
 	s.st.Seq++
 	n.Status = s.st
 	n.Status.Events = s.e.EventStream()
+	s.countOthers(&n.Status)
 	s.subs.Publish(n)
 }
 

@@ -154,6 +154,10 @@ type Options struct {
 	// "how long since the last pass" answers from the start (zero means
 	// now).
 	Started time.Time
+	// ImagePeriod and ContainerPeriod are the agent's pass periods: with
+	// the kubelet's, the windows of the shadow comparison
+	// (engine.ShadowWindows); zero is the kubelet's.
+	ImagePeriod, ContainerPeriod time.Duration
 	// Extra are more collectors NewHandler serves beside this one (the
 	// agent's forecasts).
 	Extra []prometheus.Collector
@@ -183,8 +187,11 @@ type Collector struct {
 	paused      bool
 	streamKnown bool
 	stream      bool
-	// others tells nodegc's removals from those of others.
-	others others
+	// others tells nodegc's removals from those of others, and judges
+	// the shadow passes; tally is its shadow tally as last counted.
+	others *engine.OthersTracker
+	tally  engine.ShadowTally
+	shadow bool
 }
 
 // attempt is the latest image GC attempt's figures.
@@ -202,7 +209,7 @@ func New(o Options) *Collector {
 	if o.Started.IsZero() {
 		o.Started = time.Now()
 	}
-	c := &Collector{o: o, vec: newVectors(), kept: map[engine.ImageKeepReason]int{}, others: newOthers()}
+	c := &Collector{o: o, vec: newVectors(), kept: map[engine.ImageKeepReason]int{}, others: engine.NewOthersTracker(o.ImagePeriod, o.ContainerPeriod)}
 	c.vec.buildInfo.WithLabelValues(o.Version, runtime.Version()).Set(1)
 	for _, kind := range []engine.PassKind{engine.PassContainers, engine.PassImages, engine.PassFull, engine.PassReclaimAll} {
 		c.vec.lastPass.WithLabelValues(string(kind)).Set(unixSeconds(o.Started))
@@ -227,10 +234,7 @@ func (c *Collector) ObserveSnapshot(s engine.Snapshot) {
 	c.fs = &fs
 	c.images, c.haveImages = len(s.Images), true
 	c.dead, c.haveDead = dead, true
-	for _, v := range c.others.observe(s) {
-		c.vec.othersTotal.WithLabelValues(v.kind).Inc()
-		c.vec.othersBytes.Add(float64(max(v.size, 0)))
-	}
+	c.countOthers(c.others.Snapshot(s))
 }
 
 // ObserveStatus records the scheduler's status: the pass in flight and
@@ -240,6 +244,7 @@ func (c *Collector) ObserveStatus(st engine.Status) {
 	defer c.mu.Unlock()
 	c.inFlight = st.Running != ""
 	c.paused = st.Paused
+	c.shadow = st.Shadow
 }
 
 // ObserveEventStream records whether the runtime's container event stream
@@ -251,16 +256,23 @@ func (c *Collector) ObserveEventStream(connected bool) {
 }
 
 // ObserveReport records a finished real pass: its image GC attempt, its
-// items, its duration and the image fs after it. Dry runs are ignored.
+// items, its duration and the image fs after it. A shadow pass's plan is
+// what the shadow tally judges; other dry runs are ignored.
 func (c *Collector) ObserveReport(r engine.PassReport) {
 	if r.DryRun {
+		if r.Shadow {
+			c.mu.Lock()
+			c.others.Report(r)
+			c.countOthers(nil)
+			c.mu.Unlock()
+		}
 		return
 	}
 	trigger := passTrigger(r)
 	secs := max(r.FinishedAt.Sub(r.StartedAt).Seconds(), 0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.others.claim(r)
+	c.others.Report(r)
 	c.vec.passes.WithLabelValues(string(r.Kind), trigger, passResult(r)).Inc()
 	if r.Skipped == "" {
 		// A skipped pass ran nothing: its no time is no pass's duration.
@@ -483,6 +495,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descDeadContainers, float64(c.dead))
 	gauge(descInFlight, boolValue(c.inFlight))
 	gauge(descPaused, boolValue(c.paused))
+	gauge(descShadow, boolValue(c.shadow))
 
 	// The machinery.
 	if c.o.Journal != nil {

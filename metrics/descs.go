@@ -46,6 +46,8 @@ var (
 		"1 while a pass is running.")
 	descPaused = desc("gc", "paused",
 		"1 while the periodic passes are paused.")
+	descShadow = desc("gc", "shadow",
+		"1 in shadow mode (agent --shadow): every periodic pass is planned, nothing is removed, and nodegc_shadow_items_total compares the plans with what others removed.")
 
 	descJournalLines = desc("journal", "lines_written_total",
 		"Lines written to the deletion journal, by op (intent, removed, already-gone, failed, not-removed, skipped, not-run).", "op")
@@ -69,7 +71,7 @@ var (
 // itself.
 var stateDescs = []*prometheus.Desc{
 	descImageTarget, descImageFreed, descImageLastAttempt, descImagesKept, descImages,
-	descFsCapacity, descFsAvailable, descFsUsage, descDeadContainers, descInFlight, descPaused,
+	descFsCapacity, descFsAvailable, descFsUsage, descDeadContainers, descInFlight, descPaused, descShadow,
 	descJournalLines, descJournalFailures, descReconciled,
 	descPodSourceEnabled, descPodSourceSynced, descPodSourcePods, descPodSourceLastError, descEventStream,
 }
@@ -90,6 +92,9 @@ type vectors struct {
 	// that no pass of nodegc removed.
 	othersTotal *prometheus.CounterVec
 	othersBytes prometheus.Counter
+	// shadowItems and shadowPasses judge the shadow passes.
+	shadowItems  *prometheus.CounterVec
+	shadowPasses prometheus.Counter
 
 	// items is the counter of each item kind.
 	items map[engine.ItemKind]*prometheus.CounterVec
@@ -130,6 +135,11 @@ func newVectors() vectors {
 			[]string{"kind"}),
 		othersBytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "image_gc", Name: "removed_by_others_bytes_total",
 			Help: "Runtime sizes of the images counted in nodegc_gc_removed_by_others_total{kind=\"image\"}."}),
+		shadowItems: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "shadow", Name: "items_total",
+			Help: "In shadow mode (agent --shadow), images and dead containers judged, by kind (image, container) and outcome: agreed (a shadow pass would have removed it and another removed it before the next shadow pass of its kind), nodegc_only (a shadow pass would have removed it and it was still there at the next), other_only (another removed it and the latest shadow pass would have kept it)."},
+			[]string{"kind", "outcome"}),
+		shadowPasses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "shadow", Name: "passes_total",
+			Help: "Shadow passes planned (agent --shadow): periodic passes that removed nothing."}),
 
 		items: map[engine.ItemKind]*prometheus.CounterVec{
 			engine.ItemImage: removals("image_gc", "deletions_total",
@@ -186,13 +196,16 @@ func (v *vectors) zero() {
 	}
 	for _, kind := range []string{OtherImage, OtherContainer} {
 		v.othersTotal.WithLabelValues(kind)
+		for _, o := range []string{ShadowAgreed, ShadowNodegcOnly, ShadowOtherOnly} {
+			v.shadowItems.WithLabelValues(kind, o)
+		}
 	}
 }
 
 // collectors lists the vectors, for Describe and Collect.
 func (v *vectors) collectors() []prometheus.Collector {
 	cs := []prometheus.Collector{v.buildInfo, v.highThreshold, v.lowThreshold,
-		v.attempts, v.imageDuration, v.targetTotal, v.freedTotal, v.othersTotal, v.othersBytes,
+		v.attempts, v.imageDuration, v.targetTotal, v.freedTotal, v.othersTotal, v.othersBytes, v.shadowItems, v.shadowPasses,
 		v.passes, v.passDuration, v.lastPass}
 	for _, kind := range []engine.ItemKind{engine.ItemImage, engine.ItemContainer, engine.ItemSandbox, engine.ItemLog} {
 		cs = append(cs, v.items[kind])

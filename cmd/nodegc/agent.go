@@ -31,6 +31,9 @@ type agentOptions struct {
 	ImagePeriod     time.Duration
 	ContainerPeriod time.Duration
 	Policy          policyFlags
+	// Shadow is --shadow: plan every pass, remove nothing, and compare
+	// with what others remove.
+	Shadow bool
 }
 
 // agentLong is `nodegc agent --help`'s text: what the agent runs, what it
@@ -51,6 +54,13 @@ kubelet whose image GC is off does not turn the agent's off (the agent
 takes the kubelet's default band, less the margin). What vanishes
 otherwise (the kubelet's GC, crictl, a person) is counted apart, as
 removed by others.
+
+--shadow plans every pass and removes nothing (forced passes and applies
+are refused too): pass by pass it records what it would have removed and
+compares it with what others removed before its next pass
+(nodegc_shadow_items_total: agreed, nodegc_only, other_only; a log line
+per shadow pass; the dashboard's Overview). Roll out in shadow, watch
+agreement, then drop --shadow to let it remove.
 
 It logs JSON lines on stderr (log/slog): one per pass, one per deletion,
 one per kubelet-style event; --log-level debug adds every item evaluated.
@@ -95,6 +105,9 @@ const agentExample = `  # On a node, as root: the kubelet's cadence, metrics on 
   # Metrics for a Prometheus on the pod network, debug logs
   sudo nodegc agent --metrics-bind-address :1017 --log-level debug
 
+  # Shadow mode: plan every pass beside the kubelet's GC, remove nothing
+  sudo nodegc agent --shadow --image-gc-margin 0
+
   # Without the API server (container GC keeps to the limits), no metrics
   sudo nodegc agent --pod-source off --metrics-bind-address 0
 
@@ -123,6 +136,7 @@ func newCmdAgent(f *factory, g *globalOptions, runF func(context.Context, *agent
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "the least severe log lines written on stderr: debug, info, warn or error")
 	fl.DurationVar(&opts.ImagePeriod, "image-gc-period", engine.ImageGCPeriod, "period of image GC (the kubelet's is 5m)")
 	fl.DurationVar(&opts.ContainerPeriod, "container-gc-period", engine.ContainerGCPeriod, "period of container GC (the kubelet's is 1m); a periodic pass on a node unchanged since the last full one is skipped, for 5m at most")
+	fl.BoolVar(&opts.Shadow, "shadow", false, "plan every pass and remove nothing; compare what it would have removed with what others (the kubelet's GC) removed")
 	_ = fl.MarkHidden("image-gc-period")
 	_ = fl.MarkHidden("container-gc-period")
 	addParallelFlag(fl, &opts.Parallel)
@@ -198,7 +212,7 @@ func runAgent(ctx context.Context, opts *agentOptions) error {
 	defer n.Close()
 	return a.Run(ctx, agent.Options{Log: log, Listener: l, Address: opts.MetricsAddress, StateDir: g.StateDir,
 		Engine: n.Engine, Events: n.Events, Pods: agentPods(n.Conn.pods, g), RuntimeEndpoint: n.Conn.Endpoint,
-		Scheduler:      engine.SchedulerOptions{ImagePeriod: opts.ImagePeriod, ContainerPeriod: opts.ContainerPeriod},
+		Scheduler:      engine.SchedulerOptions{ImagePeriod: opts.ImagePeriod, ContainerPeriod: opts.ContainerPeriod, Shadow: opts.Shadow},
 		StartScheduler: startScheduler, ProbeStateDir: probeStateDir, StoppedLine: stoppedLine, AfterPass: proctune.Release,
 		Version: version, Started: started})
 }

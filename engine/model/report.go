@@ -58,9 +58,13 @@ type PassReport struct {
 	// Run names the engine's run (its start time and a random suffix);
 	// with ID it makes the pass ID the journal records (PassID). Empty
 	// for a dry run.
-	Run        string       `json:"run,omitempty"`
-	Kind       PassKind     `json:"kind"`
-	DryRun     bool         `json:"dryRun"`
+	Run    string   `json:"run,omitempty"`
+	Kind   PassKind `json:"kind"`
+	DryRun bool     `json:"dryRun"`
+	// Shadow marks a periodic pass of a scheduler in shadow mode: a dry
+	// run (DryRun is set, nothing was removed) whose items are what the
+	// pass would have removed, compared with what others remove.
+	Shadow     bool         `json:"shadow,omitempty"`
 	Forced     bool         `json:"forced"`
 	StartedAt  time.Time    `json:"startedAt"`
 	FinishedAt time.Time    `json:"finishedAt"`

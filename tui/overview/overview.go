@@ -260,7 +260,9 @@ func (m Model) render() ([]string, [3]int) {
 	lines = append(lines, m.imageFsLines()...)
 	lines = append(lines, m.rootFsLines()...)
 	lines = append(lines, m.reserveLines()...)
-	lines = append(lines, m.engineLine(), m.lastPassLine(), "")
+	lines = append(lines, m.engineLine(), m.lastPassLine())
+	lines = append(lines, m.othersLines()...)
+	lines = append(lines, "")
 	lines = m.withHistory(lines, m.tailLines())
 	return m.fit(lines)
 }
@@ -545,6 +547,13 @@ func (m Model) engineLine() string {
 		return head + st.Faint.Render("no scheduler: display only")
 	}
 	s := d.Status
+	if s.Shadow {
+		state := st.Accent.Render("shadow: plans every pass, removes nothing")
+		if s.Paused {
+			state = st.Warn.Render("paused") + "  " + state
+		}
+		return head + state + fmt.Sprintf("  %s passes %d", st.Label.Render("·"), s.Passes)
+	}
 	if d.ReadOnly || s.ReadOnly {
 		return head + st.Warn.Render("read-only: no passes") + fmt.Sprintf("  %s previews (d) only", st.Label.Render("·"))
 	}
@@ -584,6 +593,9 @@ func (m Model) lastPassLine() string {
 	if r == nil {
 		return head + st.Faint.Render("none yet")
 	}
+	if r.Shadow {
+		return head + shadowPass(r, d.Now)
+	}
 	pass := fmt.Sprintf("#%d %s %s (%s)", r.ID, r.Kind, format.RoughAgo(r.FinishedAt, d.Now), r.FinishedAt.Format(time.TimeOnly))
 	if r.Skipped != "" {
 		// A periodic container pass on a node unchanged since the last
@@ -615,6 +627,54 @@ func (m Model) lastPassLine() string {
 		}
 	}
 	return head + s + "  " + st.OK.Render("ok")
+}
+
+// shadowPass is a shadow pass's line: what it would have removed.
+func shadowPass(r *engine.PassReport, now time.Time) string {
+	s := fmt.Sprintf("shadow %s %s (%s): ", r.Kind, format.RoughAgo(r.FinishedAt, now), r.FinishedAt.Format(time.TimeOnly))
+	if r.Error != "" {
+		return s + "failed: " + r.Error
+	}
+	images, containers := 0, 0
+	for _, it := range r.Items {
+		switch it.Kind {
+		case engine.ItemImage:
+			images++
+		case engine.ItemContainer:
+			containers++
+		}
+	}
+	return s + fmt.Sprintf("would remove %d images (%s), %d containers; removed nothing", images, format.Bytes(r.EstimatedBytesFreed), containers)
+}
+
+// othersLines say what others (the kubelet's GC, crictl, a person)
+// removed, from the scheduler's record: since it started and since the
+// last pass; in shadow mode, how the shadow passes compare with it.
+func (m Model) othersLines() []string {
+	d, st := m.d, m.st
+	if !d.Controlled {
+		return nil
+	}
+	o := d.Status.RemovedByOthers
+	var lines []string
+	if o.Images+o.Containers > 0 || d.Status.Shadow {
+		// Nothing removed by others, outside shadow mode, is no news.
+		lines = append(lines, st.Header.Render("BY OTHERS")+"  "+fmt.Sprintf("removed %d images (%s), %d dead containers since start  %s %d images, %d containers since the last pass",
+			o.Images, format.Bytes(o.ImageBytes), o.Containers, st.Label.Render("·"), o.LastPassImages, o.LastPassContainers))
+	}
+	if !d.Status.Shadow {
+		return lines
+	}
+	t := d.Status.ShadowTally
+	all := t.Total()
+	shadow := fmt.Sprintf("would have removed %d, others removed %d, agreed %d", all.WouldRemove(), all.OthersRemoved(), all.Agreed)
+	detail := fmt.Sprintf("  %s images %d/%d/%d, containers %d/%d/%d (agreed/nodegc only/others only) over %d passes", st.Label.Render("·"),
+		t.Images.Agreed, t.Images.NodegcOnly, t.Images.OtherOnly, t.Containers.Agreed, t.Containers.NodegcOnly, t.Containers.OtherOnly, t.Passes)
+	style := st.OK
+	if all.NodegcOnly+all.OtherOnly > 0 {
+		style = st.Warn
+	}
+	return append(lines, st.Header.Render("SHADOW")+"  "+style.Render(shadow)+detail)
 }
 
 // gauge draws a bar of the used percentage with markers at the low and
