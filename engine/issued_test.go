@@ -16,9 +16,9 @@ func issuedNode(t *testing.T) (*fakeRuntime, *Engine, *time.Time) {
 	t.Helper()
 	rt := newFakeRuntime()
 	deadContainers(rt)
-	rt.images["old"] = Image{ID: "old", SizeBytes: 10}
+	rt.Images["old"] = Image{ID: "old", SizeBytes: 10}
 	now := execNow.Add(-time.Hour)
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(),
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(),
 		Now: func() time.Time { return now }, Parallel: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func issuedNode(t *testing.T) (*fakeRuntime, *Engine, *time.Time) {
 		t.Fatal(err)
 	}
 	now = execNow
-	rt.images["young"] = Image{ID: "young", SizeBytes: 10}
+	rt.Images["young"] = Image{ID: "young", SizeBytes: 10}
 	return rt, e, &now
 }
 
@@ -128,7 +128,7 @@ func TestApplyIssuedAppliesOnlyWhatTheEngineIssued(t *testing.T) {
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("err = %v, want %v", err, tc.err)
 			}
-			if got := rt.mutatingCalls(); !slices.Equal(got, tc.removed) {
+			if got := rt.MutatingCalls(); !slices.Equal(got, tc.removed) {
 				t.Errorf("mutating calls %v, want %v", got, tc.removed)
 			}
 			lines, err := ReadJournalLines(e.o.StateDir)
@@ -149,7 +149,7 @@ func TestApplyIssuedRefusesAPlanNeverIssued(t *testing.T) {
 	if _, err := e.ApplyIssued(context.Background(), forged); !errors.Is(err, ErrUnknownPlan) {
 		t.Fatalf("err = %v, want ErrUnknownPlan", err)
 	}
-	if got := rt.mutatingCalls(); len(got) != 0 {
+	if got := rt.MutatingCalls(); len(got) != 0 {
 		t.Errorf("mutating calls %v, want none", got)
 	}
 }

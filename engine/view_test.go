@@ -115,7 +115,7 @@ func TestApplyContainerRecheck(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := newFakeRuntime()
-			rt.containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "u1", State: tc.state}
+			rt.Containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "u1", State: tc.state}
 			e := newPoolEngine(t, rt, 1)
 			podLogs := filepath.Join(t.TempDir(), "pods")
 			e.o.Policy.PodLogsDir = podLogs
@@ -133,9 +133,9 @@ func TestApplyContainerRecheck(t *testing.T) {
 			if got := outcomes(r)["c1"]; got != tc.want {
 				t.Errorf("outcome %s, want %s", got, tc.want)
 			}
-			rt.mu.Lock()
-			asked := slices.Contains(rt.calls, "ContainerStatus c1")
-			rt.mu.Unlock()
+			rt.Mu.Lock()
+			asked := slices.Contains(rt.Calls, "ContainerStatus c1")
+			rt.Mu.Unlock()
 			if asked != tc.wantStatus {
 				t.Errorf("ContainerStatus asked: %v, want %v", asked, tc.wantStatus)
 			}
@@ -148,7 +148,7 @@ func TestSnapshotDoesNotWaitForAPass(t *testing.T) {
 	addImages(rt, "i1", "i2")
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	rt.before = func(method, id string) {
+	rt.Before = func(method, id string) {
 		if method == "RemoveImage" {
 			once.Do(func() { close(entered) })
 			<-release
@@ -183,8 +183,8 @@ func TestSnapshotDoesNotWaitForAPass(t *testing.T) {
 
 func TestContainersChanged(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.containers["c1"] = Container{ID: "c1", State: ContainerRunning}
-	rt.containers["c2"] = Container{ID: "c2", State: ContainerExited}
+	rt.Containers["c1"] = Container{ID: "c1", State: ContainerRunning}
+	rt.Containers["c2"] = Container{ID: "c2", State: ContainerExited}
 	e := newTestEngine(t, rt, true)
 	ctx := context.Background()
 	s, err := e.Snapshot(ctx)
@@ -207,13 +207,13 @@ func TestContainersChanged(t *testing.T) {
 		name string
 		do   func()
 	}{
-		{"a container dies", func() { rt.containers["c1"] = Container{ID: "c1", State: ContainerExited} }},
-		{"a container is created", func() { rt.containers["c3"] = Container{ID: "c3", State: ContainerCreated} }},
-		{"a container is removed", func() { delete(rt.containers, "c2") }},
+		{"a container dies", func() { rt.Containers["c1"] = Container{ID: "c1", State: ContainerExited} }},
+		{"a container is created", func() { rt.Containers["c3"] = Container{ID: "c3", State: ContainerCreated} }},
+		{"a container is removed", func() { delete(rt.Containers, "c2") }},
 	} {
-		rt.mu.Lock()
+		rt.Mu.Lock()
 		st.do()
-		rt.mu.Unlock()
+		rt.Mu.Unlock()
 		if !changed() {
 			t.Errorf("%s: not changed", st.name)
 		}
@@ -470,12 +470,12 @@ func TestTheImageRecheckWindowDoesNotGrowWithASlowListing(t *testing.T) {
 			slow := &slowListRuntime{fakeRuntime: rt, took: 300 * time.Millisecond}
 			e := newTestEngine(t, rt, false)
 			e.o.Reader, e.o.Parallel = slow, 1
-			rt.before = func(method, id string) {
+			rt.Before = func(method, id string) {
 				if id == "i1" {
 					// Well inside twice the listing's duration, past ViewWindow.
-					rt.mu.Lock()
-					rt.containers["c"] = Container{ID: "c", Name: "new", ImageID: "i2", State: tc.state}
-					rt.mu.Unlock()
+					rt.Mu.Lock()
+					rt.Containers["c"] = Container{ID: "c", Name: "new", ImageID: "i2", State: tc.state}
+					rt.Mu.Unlock()
 					time.Sleep(ViewWindow + 50*time.Millisecond)
 				}
 			}
@@ -483,7 +483,7 @@ func TestTheImageRecheckWindowDoesNotGrowWithASlowListing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := rt.mutatingCalls(); !slices.Equal(got, []string{"RemoveImage i1"}) || r.Items[1].Outcome != OutcomeSkipped {
+			if got := rt.MutatingCalls(); !slices.Equal(got, []string{"RemoveImage i1"}) || r.Items[1].Outcome != OutcomeSkipped {
 				t.Errorf("calls %v, i2 %s: the image a new container uses must be kept", got, r.Items[1].Outcome)
 			}
 		})
