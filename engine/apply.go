@@ -2,121 +2,60 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
+	"github.com/nodegc/nodegc/engine/executor"
 	"github.com/nodegc/nodegc/engine/rules"
-
 	"github.com/nodegc/nodegc/engine/state"
 )
 
-// StopTimeout is how long an UNKNOWN container is given to stop before it is
-// removed.
-const StopTimeout = 10 * time.Second
+// The executor's names, under the engine's, so that callers keep writing
+// engine.AutoParallel and engine.ActiveLister.
 
-// DefaultParallel is the pool of a pass that names none: four removals in
-// flight (issue 14). 1 is the kubelet's strict one at a time.
-const DefaultParallel = 4
+// StopTimeout is [executor.StopTimeout].
+const StopTimeout = executor.StopTimeout
 
-// AutoParallel is the Options.Parallel of the adaptive pool (`--parallel
-// auto`), which finds how many removals to keep in flight from the
-// runtime (see knee). It is opt-in: measured beside the pinned pool on a
-// loaded machine it neither reached the best raw speed nor kept the
-// kubelet's listings as fast as a serial pass, and its probes list the
-// node during the pass, which a node in trouble pays for.
-const AutoParallel = -1
+// DefaultParallel is [executor.DefaultParallel].
+const DefaultParallel = executor.DefaultParallel
 
-// CallTimeout bounds each runtime call of a pass. The calls do not inherit
-// the pass's cancellation (a stop lets the items in flight finish), so this
-// is what bounds a stop's wait on a runtime that hangs.
-const CallTimeout = 2 * time.Minute
+// AutoParallel is [executor.AutoParallel].
+const AutoParallel = executor.AutoParallel
 
-// executor applies one plan. It re-checks every item against the runtime
-// just before it removes it, so a plan that went stale between planning
-// and applying can only remove less, never more. A pass is a chain of
-// steps: the pass's set-up (newExecutor: its tasks from apply_tasks.go,
-// its journal readied in state.go, its views from view.go), the pool
-// (apply_pool.go) running each task's re-check and removal
-// (apply_image.go, apply_container.go, apply_sandbox.go, apply_log.go)
-// with its journal lines (apply_journal.go), the pass journal's end, and
-// the report (below).
-type executor struct {
-	d passDeps
-	// stop is the pass's context: once done, no new item starts.
-	stop context.Context
-	// calls is stop without its cancellation, for the runtime calls of
-	// the items in flight.
-	calls context.Context
-	r     *PassReport
-	// passID is the report's, copied once: the workers read it while
-	// the report's other fields change under mu.
-	passID  string
-	journal *passJournal
-	// views are the node's containers (and images) the re-checks read.
-	views passViews
-	// sandboxRefs are the runtime's sandbox image references, read once
-	// per pass; infoErr is set when they could not be read, and then no
-	// image is removed (the sandbox-image guard must not fail open).
-	sandboxRefs []string
-	infoErr     error
-	parallel    int   // the pinned pool's width; 0: adaptive
-	knee        *knee // the adaptive pool's controller for this phase
-	// target is the space pass's bytesToFree when the plan's space pass
-	// runs (targeted): no space removal starts once the bytes removed
-	// plus the bytes in flight reach it.
-	target int64
+// CallTimeout is [executor.CallTimeout].
+const CallTimeout = executor.CallTimeout
 
-	mu         sync.Mutex
-	cond       *sync.Cond
-	inflight   int
-	spaceN     int   // space removals in flight
-	spaceBytes int64 // their planned bytes
-	spaceOK    int   // space removals done
-	freed      int64 // planned bytes of the images removed so far
-	results    [][]ItemResult
-	prog       Progress
-	// plan is the plan's items in execution order, indexed as the tasks.
-	plan []ItemResult
-	// written marks the tasks whose intent is on disk, closed those whose
-	// outcome line is written too; writingAhead is set while the next
-	// group's intents are written in the background.
-	written, closed []bool
-	writingAhead    bool
-	ahead           sync.WaitGroup // the write-ahead goroutine
-	// work sends the feeder's tasks to the pool's workers.
-	work chan task
-	// links is the pass's handle on the container log links directory
-	// (linksDir), under linksMu.
-	linksMu sync.Mutex
-	links   *logDir
-}
+// MaxParallel is [executor.MaxParallel].
+const MaxParallel = executor.MaxParallel
 
-// passDeps is what a pass reads of its engine, copied once at its
-// set-up, so that the executor depends on these and not on the Engine.
-type passDeps struct {
-	reader  Reader
-	remover Remover
-	// podLogsDir and linksDir are the pod log directories and the
-	// container log links' directory.
-	podLogsDir, linksDir string
-	now                  func() time.Time
-	log                  *slog.Logger
-	// kneeFor makes the adaptive pool's controller of a phase.
-	kneeFor func(widest int) *knee
-	// following reports whether the engine follows the runtime's
-	// container events (Engine.Following).
-	following func() bool
-	// publish hands the pass's progress to its listeners.
-	publish func(Progress)
-}
+// ViewWindow is [executor.ViewWindow].
+const ViewWindow = executor.ViewWindow
+
+// ActiveLister is [executor.ActiveLister].
+type ActiveLister = executor.ActiveLister
+
+// RunningLister is [executor.RunningLister].
+type RunningLister = executor.RunningLister
+
+// ReasonContainerRemoved is [executor.ReasonContainerRemoved].
+const ReasonContainerRemoved = executor.ReasonContainerRemoved
+
+// CheckPodLogsDirOnDisk is [executor.CheckPodLogsDirOnDisk].
+func CheckPodLogsDirOnDisk(dir string) error { return executor.CheckPodLogsDirOnDisk(dir) }
 
 // passDeps returns what a pass of the engine reads of it.
-func (e *Engine) passDeps() passDeps {
-	return passDeps{reader: e.o.Reader, remover: e.o.Remover, podLogsDir: e.o.Policy.PodLogsDir, linksDir: e.containerLogsDir(),
-		now: e.now, log: e.log, kneeFor: e.phaseKnee, following: e.Following, publish: e.publishProgress}
+func (e *Engine) passDeps() executor.Deps {
+	return executor.Deps{Reader: e.o.Reader, Remover: e.o.Remover, Journal: e.journal, Boot: e.boot, PodLogsDir: e.o.Policy.PodLogsDir,
+		LinksDir: e.containerLogsDir(), Parallel: e.o.Parallel, Now: e.now, Log: e.log, KneeFor: e.phaseKnee,
+		ContainerGen: &e.containerGen, Following: e.Following, Publish: e.publishProgress}
+}
+
+// phaseKnee makes the adaptive pool's controller of a phase.
+func (e *Engine) phaseKnee(widest int) *executor.Knee {
+	if e.kneeFor != nil {
+		return e.kneeFor(widest)
+	}
+	return executor.NewKnee(widest, time.Now)
 }
 
 // applyLocked performs p; e.passMu is held, and e.mu is taken only around
@@ -135,14 +74,9 @@ func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time, liste
 		return e.emptyReport(p, start, listed), nil
 	}
 	defer e.markPassing()()
-	x, phases := e.newExecutor(ctx, p, start)
-	stopWake := context.AfterFunc(ctx, x.wake)
-	x.runPhases(phases)
-	x.closeLinksDir()
-	stopWake()
-	x.views.close() // a background listing does not outlive the pass
-	x.endJournal()
-	return e.finishReport(x, p), nil
+	r := new(e.newReport(p, start))
+	journalFailed := executor.Run(ctx, e.passDeps(), passHost{e}, r, p)
+	return e.finishReport(ctx, r, p, journalFailed), nil
 }
 
 // journalSettled reports whether the journal has nothing for a pass to
@@ -195,101 +129,29 @@ func (e *Engine) markPassing() (done func()) {
 	}
 }
 
-// newExecutor sets up the pass of p: its report and tasks, its journal
-// readied (a journal that cannot be readied halts the pass) and the
-// intents an earlier pass left settled, its views (the first phase's
-// listed meanwhile), the image filesystem measured and, for a pass that
-// removes images, the sandbox images read.
-func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*executor, [][]task) {
-	r := new(e.newReport(p, start))
-	parallel := e.o.Parallel
-	if parallel == 0 {
-		parallel = DefaultParallel
-	}
-	x := &executor{d: e.passDeps(), stop: ctx, calls: context.WithoutCancel(ctx), r: r, passID: r.PassID(), parallel: parallel, target: p.ImageGC.BytesToFree}
-	x.cond = sync.NewCond(&x.mu)
-	phases, planned := passTasks(p, p.ImageGC.Triggered && spacePassPlanned(p.ImageGC))
-	x.plan, x.results = planned, make([][]ItemResult, len(planned))
-	x.written, x.closed = make([]bool, len(planned)), make([]bool, len(planned))
-	x.prog = Progress{Pass: r.ID, Kind: p.Pass, Items: len(planned)}
-	for _, it := range planned {
-		x.prog.Bytes += max(it.SizeBytes, 0)
-	}
-	notes, clean, err := e.readyJournal(ctx, len(planned), len(p.ContainerGC.Remove))
-	r.Notes = append(r.Notes, notes...)
-	if err != nil {
-		x.halt(err.Error(), true)
-	}
-	var first ItemKind
-	if len(phases) > 0 && err == nil && ctx.Err() == nil {
-		first = phases[0][0].item.Kind
-	}
-	x.views = newPassViews(x.calls, e.o.Reader, &e.containerGen, first, e.Following())
-	x.journal = newPassJournal(e.journal, x.d, e.boot, x.passID, p.Pass, clean)
-	// The sandbox images are read only for a pass that removes images
-	// (no other re-check reads them), beside the image filesystem.
-	var reading sync.WaitGroup
-	if len(p.ImageGC.Remove) > 0 {
-		reading.Go(func() {
-			if info, err := e.o.Reader.Info(x.calls); err == nil {
-				x.sandboxRefs = info.SandboxImages
-			} else {
-				x.infoErr = fmt.Errorf("runtime info (for the sandbox images): %w", err)
-			}
-		})
-	}
-	if before, err := e.imageFs(x.calls); err == nil {
-		r.ImageFsBefore = &before
-	}
-	reading.Wait()
-	e.publishProgress(x.prog)
-	return x, phases
-}
-
-// wake wakes the feeder (the pass was stopped).
-func (x *executor) wake() {
-	x.mu.Lock()
-	x.cond.Broadcast()
-	x.mu.Unlock()
-}
-
-// endJournal makes the pass's lines durable (passJournal.end); a failed
-// sync fails the pass.
-func (x *executor) endJournal() {
-	notes, err := x.journal.end()
-	if err != nil {
-		x.halt(fmt.Sprintf("journal write failed (%v)", err), true)
-	}
-	x.r.Notes = append(x.r.Notes, notes...)
-}
-
-// finishReport fills the report from the results: the items in plan
-// order, the bytes freed (estimated and measured), the records of the
-// images removed, and the kubelet's image events.
-func (e *Engine) finishReport(x *executor, p Plan) PassReport {
-	r := x.r
+// finishReport fills the report from the pass's items: the bytes freed
+// (estimated and measured), the records of the images removed, and the
+// kubelet's image events. A pass whose journal write failed leaves its
+// open intents to the next pass.
+func (e *Engine) finishReport(ctx context.Context, r *PassReport, p Plan, journalFailed bool) PassReport {
 	removedImages := map[string]bool{}
-	for _, its := range x.results {
-		for _, it := range its {
-			r.Items = append(r.Items, it)
-			if it.Kind != ItemImage {
-				continue
-			}
-			if it.Outcome == OutcomeRemoved {
-				r.EstimatedBytesFreed = AddBytes(r.EstimatedBytesFreed, it.SizeBytes)
-			}
-			if it.Outcome == OutcomeRemoved || it.Outcome == OutcomeGone {
-				removedImages[it.ID] = true
-			}
+	for _, it := range r.Items {
+		if it.Kind != ItemImage {
+			continue
+		}
+		if it.Outcome == OutcomeRemoved {
+			r.EstimatedBytesFreed = AddBytes(r.EstimatedBytesFreed, it.SizeBytes)
+		}
+		if it.Outcome == OutcomeRemoved || it.Outcome == OutcomeGone {
+			removedImages[it.ID] = true
 		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if x.journal.failed() != nil {
-		// Its open intents are settled at the next pass.
+	if journalFailed {
 		e.rec.Invalidate()
 	}
-	if after, err := e.imageFs(x.calls); err == nil {
+	if after, err := e.ImageFs(context.WithoutCancel(ctx)); err == nil {
 		r.ImageFsAfter = &after
 		if r.ImageFsBefore != nil {
 			m := after.AvailableBytes - r.ImageFsBefore.AvailableBytes
@@ -331,7 +193,7 @@ func passEvents(r PassReport, p Plan, now time.Time) []Event {
 		// FreeDiskSpaceFailed (image_gc_manager.go v1.36): the failure is
 		// the pass's failed items, and ImageGCFailed's message.
 		return slices.DeleteFunc(r.Events, func(ev Event) bool { return ev.Reason == EventFreeDiskSpaceFailed })
-	case spacePassPlanned(p.ImageGC) && r.Stopped == "" && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed):
+	case rules.SpacePassPlanned(p.ImageGC) && r.Stopped == "" && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed):
 		// The space pass expected to free enough, but removals were
 		// skipped at the re-check: the kubelet would not have counted
 		// those images either and reports the event. (When the MaxAge
@@ -353,16 +215,6 @@ func planEvents(p Plan) []Event {
 		out = append(out, ev)
 	}
 	return out
-}
-
-// spacePassPlanned reports whether the image plan runs the space pass.
-func spacePassPlanned(p ImagePlan) bool {
-	for _, rm := range p.Remove {
-		if rm.Reason == RemoveForSpace {
-			return true
-		}
-	}
-	return false
 }
 
 // hasEvent reports whether evs holds an event with the reason.

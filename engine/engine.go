@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nodegc/nodegc/engine/executor"
 	"github.com/nodegc/nodegc/engine/rules"
-
 	"github.com/nodegc/nodegc/engine/state"
 )
 
@@ -125,8 +125,8 @@ type Engine struct {
 	// ApplyIssued alone applies.
 	issued issuedPlans
 	// kneeFor makes the adaptive pool's controller of a phase; nil means
-	// newKnee on the wall clock (tests script it).
-	kneeFor func(widest int) *knee
+	// executor.NewKnee on the wall clock (tests script it).
+	kneeFor func(widest int) *executor.Knee
 
 	// passMu serialises passes. A pass holds it throughout, and e.mu only
 	// while it touches the records, the notes and the journal's
@@ -448,8 +448,7 @@ func (e *Engine) DryRun(ctx context.Context, kind PassKind) (PassReport, error) 
 // removals are expected to free.
 func DryRunReport(p Plan) PassReport {
 	r := PassReport{Kind: p.Pass, DryRun: true, StartedAt: p.EvaluatedAt, FinishedAt: p.EvaluatedAt, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
-	_, items := passTasks(p, false)
-	for _, it := range items {
+	for _, it := range executor.PlannedItems(p) {
 		it.Outcome, it.Time = OutcomePlanned, p.EvaluatedAt
 		r.Items = append(r.Items, it)
 		if it.Kind == ItemImage {

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegc/nodegc/internal/proctest"
-
+	"github.com/nodegc/nodegc/engine/executor"
 	"github.com/nodegc/nodegc/engine/state"
+	"github.com/nodegc/nodegc/internal/proctest"
 )
 
 // newPoolEngine is newTestEngine with a chosen pool width.
@@ -250,16 +250,14 @@ func TestApplyNeverRemovesMoreThanTheSerialPass(t *testing.T) {
 			}
 			e := newPoolEngine(t, rt, parallel)
 			if parallel == AutoParallel {
-				e.kneeFor = func(n int) *knee {
+				e.kneeFor = func(n int) *executor.Knee {
 					now := execNow
-					k := newKnee(n, func() time.Time {
+					return executor.ScriptedKnee(n, func() time.Time {
 						mu.Lock()
 						defer mu.Unlock()
 						now = now.Add(time.Duration(jitter.IntN(20)) * time.Millisecond)
 						return now
-					})
-					k.serial, k.serialN = time.Hour, kneeSerialSamples // no probe backs it off
-					return k
+					}, time.Hour) // no probe backs it off
 				}
 			}
 			r, err := e.Apply(context.Background(), p)

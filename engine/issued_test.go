@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/executor"
 )
 
 // issuedNode is a node at 90% image fs usage with an old unused image, a
@@ -208,7 +210,7 @@ func TestValidItemsRefusesWhatNoRuntimeNames(t *testing.T) {
 
 // removalIDs lists a plan's removals' IDs in execution order.
 func removalIDs(p Plan) []string {
-	_, items := passTasks(p, false)
+	items := executor.PlannedItems(p)
 	out := make([]string, 0, len(items))
 	for _, it := range items {
 		out = append(out, it.ID)
