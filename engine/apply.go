@@ -2,12 +2,10 @@ package engine
 
 import (
 	"context"
-	"slices"
+	"fmt"
 	"time"
 
 	"github.com/nodegc/nodegc/engine/executor"
-	"github.com/nodegc/nodegc/engine/rules"
-	"github.com/nodegc/nodegc/engine/state"
 )
 
 // The executor's names, under the engine's, so that callers keep writing
@@ -43,6 +41,72 @@ const ReasonContainerRemoved = executor.ReasonContainerRemoved
 // CheckPodLogsDirOnDisk is [executor.CheckPodLogsDirOnDisk].
 func CheckPodLogsDirOnDisk(dir string) error { return executor.CheckPodLogsDirOnDisk(dir) }
 
+// Apply performs the plan: each item is re-checked just before it is
+// removed (against a view of the node within the window ViewWindow
+// describes), up to
+// Options.Parallel removals run at once, fed in plan order and never past
+// the space pass's target, a removal error is recorded and the pass goes
+// on, and every removal is journalled ahead (an intent line on disk before
+// the runtime call, its outcome after). It returns ErrReadOnly without a
+// Remover. A journal whose filesystem has no room for the pass's lines
+// stops the pass before its first removal and fails it.
+//
+// Stop contract: cancelling ctx means "stop after the items in flight".
+// The items in flight finish (their runtime calls use a context detached
+// from ctx, bounded by CallTimeout) and are journalled, no new item
+// starts, and the report has Stopped set, the items never started as
+// OutcomeNotRun and Undone counting them. Apply returns only after every
+// started item's outcome line is written, so a caller that exits when
+// Apply returns never exits between a removal and its journal line. A
+// failed journal write stops the pass the same way and sets its Error.
+func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
+	if err := e.checkPlan(p); err != nil {
+		return PassReport{}, err
+	}
+	e.passMu.Lock()
+	defer e.passMu.Unlock()
+	if p.Pass != PassImages {
+		e.quiet = nil
+	}
+	return e.applyLocked(ctx, p, e.now(), nil)
+}
+
+// ApplyIssued is Apply for a plan from outside the process (a
+// dashboard's, gc's through the agent): it applies only a plan this
+// engine issued (Plan, PlanAt, DryRun) within MaxPlanAge, or a part of
+// one, each removal as issued, so a forged plan cannot remove what a
+// pass of its kind would keep. Any other is ErrUnknownPlan, and nothing
+// is written or removed.
+func (e *Engine) ApplyIssued(ctx context.Context, p Plan) (PassReport, error) {
+	if err := e.checkPlan(p); err != nil {
+		return PassReport{}, err
+	}
+	if err := e.issued.check(p, e.now()); err != nil {
+		return PassReport{}, err
+	}
+	return e.Apply(ctx, p)
+}
+
+// checkPlan refuses a plan Apply must not begin: on a read-only engine,
+// with no, a future or a stale evaluation time, or with an item no
+// runtime could name (validItems).
+func (e *Engine) checkPlan(p Plan) error {
+	if e.ReadOnly() {
+		return ErrReadOnly
+	}
+	now := e.now()
+	switch {
+	case p.EvaluatedAt.IsZero():
+		return fmt.Errorf("%w: it has no evaluation time", ErrStalePlan)
+	case p.EvaluatedAt.After(now):
+		return fmt.Errorf("%w: evaluated at %s, after now (%s): preview it again", ErrStalePlan, p.EvaluatedAt.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	if age := now.Sub(p.EvaluatedAt); age > MaxPlanAge {
+		return fmt.Errorf("%w: made %s ago, more than %s: preview it again", ErrStalePlan, age.Round(time.Second), MaxPlanAge)
+	}
+	return validItems(p)
+}
+
 // passDeps returns what a pass of the engine reads of it.
 func (e *Engine) passDeps() executor.Deps {
 	return executor.Deps{Reader: e.o.Reader, Remover: e.o.Remover, Journal: e.journal, Boot: e.boot, PodLogsDir: e.o.Policy.PodLogsDir,
@@ -61,8 +125,9 @@ func (e *Engine) phaseKnee(widest int) *executor.Knee {
 // applyLocked performs p; e.passMu is held, and e.mu is taken only around
 // the engine's shared state. A failure is in the report: a journal without
 // room or a failed journal write stops the pass and sets its Error. The
-// pass is set up (newExecutor), run in the pool (runPhases), its views
-// closed and its journal made durable, and reported (finishReport).
+// pass is run by the executor (executor.Run: its set-up, the pool, its
+// views closed and its journal made durable), its report finished
+// (finishReport) and closed with its events (closeReport).
 //
 // A plan that removes nothing builds no executor: the pass reads no usage
 // of its own (listed, the usage its listing read; nil for an applied
@@ -70,13 +135,37 @@ func (e *Engine) phaseKnee(widest int) *executor.Knee {
 // the journal has something to settle: a failed write to repair or an
 // earlier pass's intents open, which the executor's set-up settles.
 func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time, listed *FsStats) (PassReport, error) {
-	if planEmpty(p) && e.journalSettled() {
-		return e.emptyReport(p, start, listed), nil
+	r := e.newReport(p, start)
+	empty := planEmpty(p) && e.journalSettled()
+	if empty {
+		e.emptyReport(&r, listed)
+	} else {
+		defer e.markPassing()()
+		journalFailed := executor.Run(ctx, e.passDeps(), passHost{e}, &r, p)
+		e.finishReport(ctx, &r, journalFailed)
 	}
-	defer e.markPassing()()
-	r := new(e.newReport(p, start))
-	journalFailed := executor.Run(ctx, e.passDeps(), passHost{e}, r, p)
-	return e.finishReport(ctx, r, p, journalFailed), nil
+	return e.closeReport(r, p, empty), nil
+}
+
+// planEmpty reports whether the plan removes nothing.
+func planEmpty(p Plan) bool {
+	return len(p.ImageGC.Remove) == 0 && len(p.ContainerGC.Remove) == 0 &&
+		len(p.SandboxGC.Remove) == 0 && len(p.LogGC.Remove) == 0
+}
+
+// emptyReport fills the report of a pass whose plan removes nothing: the
+// notes left for the next pass, and the image filesystem as its listing
+// read it (UsageFromListing) when listed is set. Its events are its
+// plan's (an image pass that cannot free enough still reports
+// FreeDiskSpaceFailed).
+func (e *Engine) emptyReport(r *PassReport, listed *FsStats) {
+	if listed != nil {
+		fs := *listed
+		r.ImageFsBefore, r.ImageFsAfter, r.UsageFrom = &fs, &fs, UsageFromListing
+	}
+	e.mu.Lock()
+	r.Notes, e.notes = e.notes, nil
+	e.mu.Unlock()
 }
 
 // journalSettled reports whether the journal has nothing for a pass to
@@ -89,26 +178,6 @@ func (e *Engine) journalSettled() bool {
 	reconciled := e.rec.Done()
 	e.mu.Unlock()
 	return reconciled && e.journal.Healthy()
-}
-
-// emptyReport is the report of a pass whose plan removes nothing: its
-// plan's events (an image pass that cannot free enough still reports
-// FreeDiskSpaceFailed), the notes left for the next pass, and the image
-// filesystem as its listing read it (UsageFromListing) when listed is
-// set.
-func (e *Engine) emptyReport(p Plan, start time.Time, listed *FsStats) PassReport {
-	r := e.newReport(p, start)
-	if listed != nil {
-		fs := *listed
-		r.ImageFsBefore, r.ImageFsAfter, r.UsageFrom = &fs, &fs, UsageFromListing
-	}
-	e.mu.Lock()
-	r.Notes, e.notes = e.notes, nil
-	e.mu.Unlock()
-	r.Events = passEvents(r, p, e.now())
-	r.FinishedAt = e.now()
-	e.log.Info("pass done", "pass", r.PassID(), "kind", r.Kind, "removed", 0, "nothing planned", true)
-	return r
 }
 
 // newReport starts the report of a pass of p begun at start: its number,
@@ -129,82 +198,6 @@ func (e *Engine) markPassing() (done func()) {
 	}
 }
 
-// finishReport fills the report from the pass's items: the bytes freed
-// (estimated and measured), the records of the images removed, and the
-// kubelet's image events. A pass whose journal write failed leaves its
-// open intents to the next pass.
-func (e *Engine) finishReport(ctx context.Context, r *PassReport, p Plan, journalFailed bool) PassReport {
-	removedImages := map[string]bool{}
-	for _, it := range r.Items {
-		if it.Kind != ItemImage {
-			continue
-		}
-		if it.Outcome == OutcomeRemoved {
-			r.EstimatedBytesFreed = AddBytes(r.EstimatedBytesFreed, it.SizeBytes)
-		}
-		if it.Outcome == OutcomeRemoved || it.Outcome == OutcomeGone {
-			removedImages[it.ID] = true
-		}
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if journalFailed {
-		e.rec.Invalidate()
-	}
-	if after, err := e.ImageFs(context.WithoutCancel(ctx)); err == nil {
-		r.ImageFsAfter = &after
-		if r.ImageFsBefore != nil {
-			m := after.AvailableBytes - r.ImageFsBefore.AvailableBytes
-			r.MeasuredBytesFreed = &m
-		}
-	}
-	e.forgetImagesLocked(removedImages)
-	r.Events = passEvents(*r, p, e.now())
-	r.FinishedAt = e.now()
-	e.log.Info("pass done", "pass", r.PassID(), "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed),
-		"skipped", r.Count(OutcomeSkipped), "stopped", r.Stopped != "", "undone", r.Undone)
-	return *r
-}
-
-// forgetImagesLocked drops the records of the images a pass removed and
-// saves the rest; e.mu is held.
-func (e *Engine) forgetImagesLocked(removed map[string]bool) {
-	if len(removed) == 0 {
-		return
-	}
-	for id := range removed {
-		delete(e.records, id)
-	}
-	if e.persists() {
-		if err := state.SaveRecords(e.o.StateDir, e.records, e.now()); err != nil {
-			e.log.Error("save image records", "err", err)
-		} else {
-			e.savedAt = e.now()
-		}
-	}
-}
-
-// passEvents are the report's events once the pass is done.
-func passEvents(r PassReport, p Plan, now time.Time) []Event {
-	switch {
-	case imageDeletionFailed(r):
-		// The kubelet's freeOldImages and freeSpace return their deletion
-		// errors, and GarbageCollect returns before it would record
-		// FreeDiskSpaceFailed (image_gc_manager.go v1.36): the failure is
-		// the pass's failed items, and ImageGCFailed's message.
-		return slices.DeleteFunc(r.Events, func(ev Event) bool { return ev.Reason == EventFreeDiskSpaceFailed })
-	case rules.SpacePassPlanned(p.ImageGC) && r.Stopped == "" && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed):
-		// The space pass expected to free enough, but removals were
-		// skipped at the re-check: the kubelet would not have counted
-		// those images either and reports the event. (When the MaxAge
-		// pass alone brought usage under the high threshold, no space
-		// pass ran, and the kubelet reports nothing.)
-		return append(r.Events, Event{Time: now, Reason: EventFreeDiskSpaceFailed, Warning: true,
-			Message: rules.FreeDiskSpaceFailedMessage(p.ImageGC.UsagePercent, p.ImageGC.CapacityBytes, spaceFreed(r))})
-	}
-	return r.Events
-}
-
 // planEvents copies the plan's events, stamped with its evaluation time.
 func planEvents(p Plan) []Event {
 	out := make([]Event, 0, len(p.ImageGC.Events))
@@ -215,14 +208,4 @@ func planEvents(p Plan) []Event {
 		out = append(out, ev)
 	}
 	return out
-}
-
-// hasEvent reports whether evs holds an event with the reason.
-func hasEvent(evs []Event, reason string) bool {
-	for _, ev := range evs {
-		if ev.Reason == reason {
-			return true
-		}
-	}
-	return false
 }

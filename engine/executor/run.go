@@ -135,9 +135,10 @@ type Host interface {
 // Run performs the plan p on the node for the pass whose report r holds
 // its number and plan: set up (newExecutor), run in the pool
 // (runPhases), its views closed and its journal made durable. It fills
-// r's items in plan order, the image filesystem before, its notes and
-// why it stopped, and returns whether a journal write failed (the
-// pass's open intents are then the next pass's to settle).
+// in r's items in plan order, the bytes its image removals were planned
+// to free, the image filesystem before it, its notes and why it
+// stopped, and returns whether a journal write failed (the pass's open
+// intents are then the next pass's to settle).
 func Run(ctx context.Context, d Deps, h Host, r *model.PassReport, p model.Plan) (journalFailed bool) {
 	x, phases := newExecutor(ctx, d, h, r, p)
 	stopWake := context.AfterFunc(ctx, x.wake)
@@ -147,7 +148,12 @@ func Run(ctx context.Context, d Deps, h Host, r *model.PassReport, p model.Plan)
 	x.views.close() // a background listing does not outlive the pass
 	x.endJournal()
 	for _, its := range x.results {
-		r.Items = append(r.Items, its...)
+		for _, it := range its {
+			r.Items = append(r.Items, it)
+			if it.Kind == model.ItemImage && it.Outcome == model.OutcomeRemoved {
+				r.EstimatedBytesFreed = rules.AddBytes(r.EstimatedBytesFreed, it.SizeBytes)
+			}
+		}
 	}
 	return x.journal.failed() != nil
 }
