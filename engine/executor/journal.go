@@ -135,21 +135,12 @@ func (pj *passJournal) close(t task, its []model.ItemResult) error {
 	return pj.note(pj.j.WriteLazy(pj.stamp(op, en)))
 }
 
-// perform removes a re-checked item: its started line is handed to the
+// send removes a re-checked item: its started line is handed to the
 // kernel first (without it reconciliation may take the call for never
 // sent, so nothing is done when that write fails), then the stop, what
 // goes first and the call are sent, each within CallTimeout of calls, and
-// classified. The item's result comes first, then what went before it.
-func (pj *passJournal) perform(calls context.Context, c checked) []model.ItemResult {
-	if c.remove == nil {
-		return []model.ItemResult{c.it}
-	}
-	it, before := pj.send(calls, c.it, c.remove)
-	return append([]model.ItemResult{it}, before...)
-}
-
-// send is perform for one item; it also returns the results of what
-// went first.
+// classified. It returns the item's result and the results of what went
+// first.
 func (pj *passJournal) send(calls context.Context, it model.ItemResult, rm *removal) (model.ItemResult, []model.ItemResult) {
 	if err := pj.note(pj.j.WriteOut(pj.stamp(model.JournalStarted, model.JournalEntry{Kind: it.Kind, ID: it.ID}))); err != nil {
 		it.Outcome, it.Error = model.OutcomeFailed, fmt.Sprintf("not removed: %v", err)

@@ -312,10 +312,17 @@ func (x *executor) startWorkers(n int) (stop func()) {
 	}
 }
 
-// run re-checks and removes one task's item and writes its outcome line
-// (outside x.mu: the other workers and the feeder do not wait for it).
+// run re-checks one task's item (its kind's recheck), removes it when it
+// is still to go (passJournal.send) and writes its outcome line (outside
+// x.mu: the other workers and the feeder do not wait for it). The item's
+// result comes first, then what went before it.
 func (x *executor) run(t task) []model.ItemResult {
-	its := x.journal.perform(x.calls, t.check.recheck(x, t.intent))
+	c := t.check.recheck(x, t.intent)
+	its := []model.ItemResult{c.it}
+	if c.remove != nil {
+		it, before := x.journal.send(x.calls, c.it, c.remove)
+		its = append([]model.ItemResult{it}, before...)
+	}
 	now := x.d.Now()
 	for i := range its {
 		its[i].Time = now
@@ -348,9 +355,6 @@ func (x *executor) done(t task, its []model.ItemResult) {
 	}
 	x.prog.ItemsDone++
 	x.prog.BytesDone += t.size
-	x.publish()
+	x.d.Publish(x.prog)
 	x.cond.Broadcast()
 }
-
-// publish sends the progress to the engine's progress listeners.
-func (x *executor) publish() { x.d.Publish(x.prog) }
