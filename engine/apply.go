@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nodegc/nodegc/engine/executor"
 )
@@ -40,6 +43,16 @@ const ReasonContainerRemoved = executor.ReasonContainerRemoved
 
 // CheckPodLogsDirOnDisk is [executor.CheckPodLogsDirOnDisk].
 func CheckPodLogsDirOnDisk(dir string) error { return executor.CheckPodLogsDirOnDisk(dir) }
+
+// ErrBadPlan is returned by Apply for a plan whose items cannot be
+// journalled or removed (an empty or malformed ID or path); nothing of
+// it is written or removed.
+var ErrBadPlan = errors.New("malformed plan")
+
+// maxIDBytes bounds an item's ID or path: a runtime's IDs are 64 hex
+// digits (an image's with a "sha256:" prefix), a log path is a kubelet
+// path under the pod logs dir.
+const maxIDBytes = 4096
 
 // Apply performs the plan: each item is re-checked just before it is
 // removed (against a view of the node within the window ViewWindow
@@ -105,6 +118,45 @@ func (e *Engine) checkPlan(p Plan) error {
 		return fmt.Errorf("%w: made %s ago, more than %s: preview it again", ErrStalePlan, age.Round(time.Second), MaxPlanAge)
 	}
 	return validItems(p)
+}
+
+// validItems refuses a plan with an image, container or sandbox ID no
+// runtime could name: empty, longer than maxIDBytes, or holding a
+// control character or space. (A log path outside the kubelet's layout,
+// empty and relative ones included, is kept by its re-check.)
+func validItems(p Plan) error {
+	var bad error
+	removals(p, func(kind ItemKind, id string, _ any) {
+		if bad != nil || kind == ItemLog {
+			return
+		}
+		switch {
+		case id == "":
+			bad = fmt.Errorf("%w: a %s removal has an empty ID", ErrBadPlan, kind)
+		case len(id) > maxIDBytes:
+			bad = fmt.Errorf("%w: a %s removal's ID is longer than %d bytes", ErrBadPlan, kind, maxIDBytes)
+		case strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || r == unicode.ReplacementChar }):
+			bad = fmt.Errorf("%w: %s ID %q holds a control character or space", ErrBadPlan, kind, id)
+		}
+	})
+	return bad
+}
+
+// removals calls fn for each removal of p with its kind, ID and the
+// removal itself.
+func removals(p Plan, fn func(kind ItemKind, id string, item any)) {
+	for _, r := range p.ImageGC.Remove {
+		fn(ItemImage, r.ID, r)
+	}
+	for _, r := range p.ContainerGC.Remove {
+		fn(ItemContainer, r.ID, r)
+	}
+	for _, r := range p.SandboxGC.Remove {
+		fn(ItemSandbox, r.ID, r)
+	}
+	for _, r := range p.LogGC.Remove {
+		fn(ItemLog, r.Path, r)
+	}
 }
 
 // passDeps returns what a pass of the engine reads of it.
