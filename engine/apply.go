@@ -2,128 +2,184 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
-	"slices"
-	"sync"
+	"strings"
 	"time"
+	"unicode"
 
-	"github.com/nodegc/nodegc/engine/rules"
-
-	"github.com/nodegc/nodegc/engine/state"
+	"github.com/nodegc/nodegc/engine/executor"
 )
 
-// StopTimeout is how long an UNKNOWN container is given to stop before it is
-// removed.
-const StopTimeout = 10 * time.Second
+// The executor's names, under the engine's, so that callers keep writing
+// engine.AutoParallel and engine.ActiveLister.
 
-// DefaultParallel is the pool of a pass that names none: four removals in
-// flight (issue 14). 1 is the kubelet's strict one at a time.
-const DefaultParallel = 4
+// StopTimeout is [executor.StopTimeout].
+const StopTimeout = executor.StopTimeout
 
-// AutoParallel is the Options.Parallel of the adaptive pool (`--parallel
-// auto`), which finds how many removals to keep in flight from the
-// runtime (see knee). It is opt-in: measured beside the pinned pool on a
-// loaded machine it neither reached the best raw speed nor kept the
-// kubelet's listings as fast as a serial pass, and its probes list the
-// node during the pass, which a node in trouble pays for.
-const AutoParallel = -1
+// DefaultParallel is [executor.DefaultParallel].
+const DefaultParallel = executor.DefaultParallel
 
-// CallTimeout bounds each runtime call of a pass. The calls do not inherit
-// the pass's cancellation (a stop lets the items in flight finish), so this
-// is what bounds a stop's wait on a runtime that hangs.
-const CallTimeout = 2 * time.Minute
+// AutoParallel is [executor.AutoParallel].
+const AutoParallel = executor.AutoParallel
 
-// executor applies one plan. It re-checks every item against the runtime
-// just before it removes it, so a plan that went stale between planning
-// and applying can only remove less, never more. A pass is a chain of
-// steps: the pass's set-up (newExecutor: its tasks from apply_tasks.go,
-// its journal readied in state.go, its views from view.go), the pool
-// (apply_pool.go) running each task's re-check and removal
-// (apply_image.go, apply_container.go, apply_sandbox.go, apply_log.go)
-// with its journal lines (apply_journal.go), the pass journal's end, and
-// the report (below).
-type executor struct {
-	d passDeps
-	// stop is the pass's context: once done, no new item starts.
-	stop context.Context
-	// calls is stop without its cancellation, for the runtime calls of
-	// the items in flight.
-	calls context.Context
-	r     *PassReport
-	// passID is the report's, copied once: the workers read it while
-	// the report's other fields change under mu.
-	passID  string
-	journal *passJournal
-	// views are the node's containers (and images) the re-checks read.
-	views passViews
-	// sandboxRefs are the runtime's sandbox image references, read once
-	// per pass; infoErr is set when they could not be read, and then no
-	// image is removed (the sandbox-image guard must not fail open).
-	sandboxRefs []string
-	infoErr     error
-	parallel    int   // the pinned pool's width; 0: adaptive
-	knee        *knee // the adaptive pool's controller for this phase
-	// target is the space pass's bytesToFree when the plan's space pass
-	// runs (targeted): no space removal starts once the bytes removed
-	// plus the bytes in flight reach it.
-	target int64
+// CallTimeout is [executor.CallTimeout].
+const CallTimeout = executor.CallTimeout
 
-	mu         sync.Mutex
-	cond       *sync.Cond
-	inflight   int
-	spaceN     int   // space removals in flight
-	spaceBytes int64 // their planned bytes
-	spaceOK    int   // space removals done
-	freed      int64 // planned bytes of the images removed so far
-	results    [][]ItemResult
-	prog       Progress
-	// plan is the plan's items in execution order, indexed as the tasks.
-	plan []ItemResult
-	// written marks the tasks whose intent is on disk, closed those whose
-	// outcome line is written too; writingAhead is set while the next
-	// group's intents are written in the background.
-	written, closed []bool
-	writingAhead    bool
-	ahead           sync.WaitGroup // the write-ahead goroutine
-	// work sends the feeder's tasks to the pool's workers.
-	work chan task
-	// links is the pass's handle on the container log links directory
-	// (linksDir), under linksMu.
-	linksMu sync.Mutex
-	links   *logDir
+// MaxParallel is [executor.MaxParallel].
+const MaxParallel = executor.MaxParallel
+
+// ViewWindow is [executor.ViewWindow].
+const ViewWindow = executor.ViewWindow
+
+// ActiveLister is [executor.ActiveLister].
+type ActiveLister = executor.ActiveLister
+
+// RunningLister is [executor.RunningLister].
+type RunningLister = executor.RunningLister
+
+// ReasonContainerRemoved is [executor.ReasonContainerRemoved].
+const ReasonContainerRemoved = executor.ReasonContainerRemoved
+
+// CheckPodLogsDirOnDisk is [executor.CheckPodLogsDirOnDisk].
+func CheckPodLogsDirOnDisk(dir string) error { return executor.CheckPodLogsDirOnDisk(dir) }
+
+// ErrBadPlan is returned by Apply for a plan whose items cannot be
+// journalled or removed (an empty or malformed ID or path); nothing of
+// it is written or removed.
+var ErrBadPlan = errors.New("malformed plan")
+
+// maxIDBytes bounds an item's ID or path: a runtime's IDs are 64 hex
+// digits (an image's with a "sha256:" prefix), a log path is a kubelet
+// path under the pod logs dir.
+const maxIDBytes = 4096
+
+// Apply performs the plan: each item is re-checked just before it is
+// removed (against a view of the node within the window ViewWindow
+// describes), up to
+// Options.Parallel removals run at once, fed in plan order and never past
+// the space pass's target, a removal error is recorded and the pass goes
+// on, and every removal is journalled ahead (an intent line on disk before
+// the runtime call, its outcome after). It returns ErrReadOnly without a
+// Remover. A journal whose filesystem has no room for the pass's lines
+// stops the pass before its first removal and fails it.
+//
+// Stop contract: cancelling ctx means "stop after the items in flight".
+// The items in flight finish (their runtime calls use a context detached
+// from ctx, bounded by CallTimeout) and are journalled, no new item
+// starts, and the report has Stopped set, the items never started as
+// OutcomeNotRun and Undone counting them. Apply returns only after every
+// started item's outcome line is written, so a caller that exits when
+// Apply returns never exits between a removal and its journal line. A
+// failed journal write stops the pass the same way and sets its Error.
+func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
+	if err := e.checkPlan(p); err != nil {
+		return PassReport{}, err
+	}
+	e.passMu.Lock()
+	defer e.passMu.Unlock()
+	if p.Pass != PassImages {
+		e.quiet = nil
+	}
+	return e.applyLocked(ctx, p, e.now(), nil)
 }
 
-// passDeps is what a pass reads of its engine, copied once at its
-// set-up, so that the executor depends on these and not on the Engine.
-type passDeps struct {
-	reader  Reader
-	remover Remover
-	// podLogsDir and linksDir are the pod log directories and the
-	// container log links' directory.
-	podLogsDir, linksDir string
-	now                  func() time.Time
-	log                  *slog.Logger
-	// kneeFor makes the adaptive pool's controller of a phase.
-	kneeFor func(widest int) *knee
-	// following reports whether the engine follows the runtime's
-	// container events (Engine.Following).
-	following func() bool
-	// publish hands the pass's progress to its listeners.
-	publish func(Progress)
+// ApplyIssued is Apply for a plan from outside the process (a
+// dashboard's, gc's through the agent): it applies only a plan this
+// engine issued (Plan, PlanAt, DryRun) within MaxPlanAge, or a part of
+// one, each removal as issued, so a forged plan cannot remove what a
+// pass of its kind would keep. Any other is ErrUnknownPlan, and nothing
+// is written or removed.
+func (e *Engine) ApplyIssued(ctx context.Context, p Plan) (PassReport, error) {
+	if err := e.checkPlan(p); err != nil {
+		return PassReport{}, err
+	}
+	if err := e.issued.check(p, e.now()); err != nil {
+		return PassReport{}, err
+	}
+	return e.Apply(ctx, p)
+}
+
+// checkPlan refuses a plan Apply must not begin: on a read-only engine,
+// with no, a future or a stale evaluation time, or with an item no
+// runtime could name (validItems).
+func (e *Engine) checkPlan(p Plan) error {
+	if e.ReadOnly() {
+		return ErrReadOnly
+	}
+	now := e.now()
+	switch {
+	case p.EvaluatedAt.IsZero():
+		return fmt.Errorf("%w: it has no evaluation time", ErrStalePlan)
+	case p.EvaluatedAt.After(now):
+		return fmt.Errorf("%w: evaluated at %s, after now (%s): preview it again", ErrStalePlan, p.EvaluatedAt.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	if age := now.Sub(p.EvaluatedAt); age > MaxPlanAge {
+		return fmt.Errorf("%w: made %s ago, more than %s: preview it again", ErrStalePlan, age.Round(time.Second), MaxPlanAge)
+	}
+	return validItems(p)
+}
+
+// validItems refuses a plan with an image, container or sandbox ID no
+// runtime could name: empty, longer than maxIDBytes, or holding a
+// control character or space. (A log path outside the kubelet's layout,
+// empty and relative ones included, is kept by its re-check.)
+func validItems(p Plan) error {
+	var bad error
+	removals(p, func(kind ItemKind, id string, _ any) {
+		if bad != nil || kind == ItemLog {
+			return
+		}
+		switch {
+		case id == "":
+			bad = fmt.Errorf("%w: a %s removal has an empty ID", ErrBadPlan, kind)
+		case len(id) > maxIDBytes:
+			bad = fmt.Errorf("%w: a %s removal's ID is longer than %d bytes", ErrBadPlan, kind, maxIDBytes)
+		case strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || r == unicode.ReplacementChar }):
+			bad = fmt.Errorf("%w: %s ID %q holds a control character or space", ErrBadPlan, kind, id)
+		}
+	})
+	return bad
+}
+
+// removals calls fn for each removal of p with its kind, ID and the
+// removal itself.
+func removals(p Plan, fn func(kind ItemKind, id string, item any)) {
+	for _, r := range p.ImageGC.Remove {
+		fn(ItemImage, r.ID, r)
+	}
+	for _, r := range p.ContainerGC.Remove {
+		fn(ItemContainer, r.ID, r)
+	}
+	for _, r := range p.SandboxGC.Remove {
+		fn(ItemSandbox, r.ID, r)
+	}
+	for _, r := range p.LogGC.Remove {
+		fn(ItemLog, r.Path, r)
+	}
 }
 
 // passDeps returns what a pass of the engine reads of it.
-func (e *Engine) passDeps() passDeps {
-	return passDeps{reader: e.o.Reader, remover: e.o.Remover, podLogsDir: e.o.Policy.PodLogsDir, linksDir: e.containerLogsDir(),
-		now: e.now, log: e.log, kneeFor: e.phaseKnee, following: e.Following, publish: e.publishProgress}
+func (e *Engine) passDeps() executor.Deps {
+	return executor.Deps{Reader: e.o.Reader, Remover: e.o.Remover, Journal: e.journal, Boot: e.boot, PodLogsDir: e.o.Policy.PodLogsDir,
+		LinksDir: e.containerLogsDir(), Parallel: e.o.Parallel, Now: e.now, Log: e.log, KneeFor: e.phaseKnee,
+		ContainerGen: &e.containerGen, Following: e.Following, Publish: e.publishProgress}
+}
+
+// phaseKnee makes the adaptive pool's controller of a phase.
+func (e *Engine) phaseKnee(widest int) *executor.Knee {
+	if e.kneeFor != nil {
+		return e.kneeFor(widest)
+	}
+	return executor.NewKnee(widest, time.Now)
 }
 
 // applyLocked performs p; e.passMu is held, and e.mu is taken only around
 // the engine's shared state. A failure is in the report: a journal without
 // room or a failed journal write stops the pass and sets its Error. The
-// pass is set up (newExecutor), run in the pool (runPhases), its views
-// closed and its journal made durable, and reported (finishReport).
+// pass is run by the executor (executor.Run: its set-up, the pool, its
+// views closed and its journal made durable), its report finished
+// (finishReport) and closed with its events (closeReport).
 //
 // A plan that removes nothing builds no executor: the pass reads no usage
 // of its own (listed, the usage its listing read; nil for an applied
@@ -131,18 +187,37 @@ func (e *Engine) passDeps() passDeps {
 // the journal has something to settle: a failed write to repair or an
 // earlier pass's intents open, which the executor's set-up settles.
 func (e *Engine) applyLocked(ctx context.Context, p Plan, start time.Time, listed *FsStats) (PassReport, error) {
-	if planEmpty(p) && e.journalSettled() {
-		return e.emptyReport(p, start, listed), nil
+	r := e.newReport(p, start)
+	empty := planEmpty(p) && e.journalSettled()
+	if empty {
+		e.emptyReport(&r, listed)
+	} else {
+		defer e.markPassing()()
+		journalFailed := executor.Run(ctx, e.passDeps(), passHost{e}, &r, p)
+		e.finishReport(ctx, &r, journalFailed)
 	}
-	defer e.markPassing()()
-	x, phases := e.newExecutor(ctx, p, start)
-	stopWake := context.AfterFunc(ctx, x.wake)
-	x.runPhases(phases)
-	x.closeLinksDir()
-	stopWake()
-	x.views.close() // a background listing does not outlive the pass
-	x.endJournal()
-	return e.finishReport(x, p), nil
+	return e.closeReport(r, p, empty), nil
+}
+
+// planEmpty reports whether the plan removes nothing.
+func planEmpty(p Plan) bool {
+	return len(p.ImageGC.Remove) == 0 && len(p.ContainerGC.Remove) == 0 &&
+		len(p.SandboxGC.Remove) == 0 && len(p.LogGC.Remove) == 0
+}
+
+// emptyReport fills the report of a pass whose plan removes nothing: the
+// notes left for the next pass, and the image filesystem as its listing
+// read it (UsageFromListing) when listed is set. Its events are its
+// plan's (an image pass that cannot free enough still reports
+// FreeDiskSpaceFailed).
+func (e *Engine) emptyReport(r *PassReport, listed *FsStats) {
+	if listed != nil {
+		fs := *listed
+		r.ImageFsBefore, r.ImageFsAfter, r.UsageFrom = &fs, &fs, UsageFromListing
+	}
+	e.mu.Lock()
+	r.Notes, e.notes = e.notes, nil
+	e.mu.Unlock()
 }
 
 // journalSettled reports whether the journal has nothing for a pass to
@@ -155,26 +230,6 @@ func (e *Engine) journalSettled() bool {
 	reconciled := e.rec.Done()
 	e.mu.Unlock()
 	return reconciled && e.journal.Healthy()
-}
-
-// emptyReport is the report of a pass whose plan removes nothing: its
-// plan's events (an image pass that cannot free enough still reports
-// FreeDiskSpaceFailed), the notes left for the next pass, and the image
-// filesystem as its listing read it (UsageFromListing) when listed is
-// set.
-func (e *Engine) emptyReport(p Plan, start time.Time, listed *FsStats) PassReport {
-	r := e.newReport(p, start)
-	if listed != nil {
-		fs := *listed
-		r.ImageFsBefore, r.ImageFsAfter, r.UsageFrom = &fs, &fs, UsageFromListing
-	}
-	e.mu.Lock()
-	r.Notes, e.notes = e.notes, nil
-	e.mu.Unlock()
-	r.Events = passEvents(r, p, e.now())
-	r.FinishedAt = e.now()
-	e.log.Info("pass done", "pass", r.PassID(), "kind", r.Kind, "removed", 0, "nothing planned", true)
-	return r
 }
 
 // newReport starts the report of a pass of p begun at start: its number,
@@ -195,154 +250,6 @@ func (e *Engine) markPassing() (done func()) {
 	}
 }
 
-// newExecutor sets up the pass of p: its report and tasks, its journal
-// readied (a journal that cannot be readied halts the pass) and the
-// intents an earlier pass left settled, its views (the first phase's
-// listed meanwhile), the image filesystem measured and, for a pass that
-// removes images, the sandbox images read.
-func (e *Engine) newExecutor(ctx context.Context, p Plan, start time.Time) (*executor, [][]task) {
-	r := new(e.newReport(p, start))
-	parallel := e.o.Parallel
-	if parallel == 0 {
-		parallel = DefaultParallel
-	}
-	x := &executor{d: e.passDeps(), stop: ctx, calls: context.WithoutCancel(ctx), r: r, passID: r.PassID(), parallel: parallel, target: p.ImageGC.BytesToFree}
-	x.cond = sync.NewCond(&x.mu)
-	phases, planned := passTasks(p, p.ImageGC.Triggered && spacePassPlanned(p.ImageGC))
-	x.plan, x.results = planned, make([][]ItemResult, len(planned))
-	x.written, x.closed = make([]bool, len(planned)), make([]bool, len(planned))
-	x.prog = Progress{Pass: r.ID, Kind: p.Pass, Items: len(planned)}
-	for _, it := range planned {
-		x.prog.Bytes += max(it.SizeBytes, 0)
-	}
-	notes, clean, err := e.readyJournal(ctx, len(planned), len(p.ContainerGC.Remove))
-	r.Notes = append(r.Notes, notes...)
-	if err != nil {
-		x.halt(err.Error(), true)
-	}
-	var first ItemKind
-	if len(phases) > 0 && err == nil && ctx.Err() == nil {
-		first = phases[0][0].item.Kind
-	}
-	x.views = newPassViews(x.calls, e.o.Reader, &e.containerGen, first, e.Following())
-	x.journal = newPassJournal(e.journal, x.d, e.boot, x.passID, p.Pass, clean)
-	// The sandbox images are read only for a pass that removes images
-	// (no other re-check reads them), beside the image filesystem.
-	var reading sync.WaitGroup
-	if len(p.ImageGC.Remove) > 0 {
-		reading.Go(func() {
-			if info, err := e.o.Reader.Info(x.calls); err == nil {
-				x.sandboxRefs = info.SandboxImages
-			} else {
-				x.infoErr = fmt.Errorf("runtime info (for the sandbox images): %w", err)
-			}
-		})
-	}
-	if before, err := e.imageFs(x.calls); err == nil {
-		r.ImageFsBefore = &before
-	}
-	reading.Wait()
-	e.publishProgress(x.prog)
-	return x, phases
-}
-
-// wake wakes the feeder (the pass was stopped).
-func (x *executor) wake() {
-	x.mu.Lock()
-	x.cond.Broadcast()
-	x.mu.Unlock()
-}
-
-// endJournal makes the pass's lines durable (passJournal.end); a failed
-// sync fails the pass.
-func (x *executor) endJournal() {
-	notes, err := x.journal.end()
-	if err != nil {
-		x.halt(fmt.Sprintf("journal write failed (%v)", err), true)
-	}
-	x.r.Notes = append(x.r.Notes, notes...)
-}
-
-// finishReport fills the report from the results: the items in plan
-// order, the bytes freed (estimated and measured), the records of the
-// images removed, and the kubelet's image events.
-func (e *Engine) finishReport(x *executor, p Plan) PassReport {
-	r := x.r
-	removedImages := map[string]bool{}
-	for _, its := range x.results {
-		for _, it := range its {
-			r.Items = append(r.Items, it)
-			if it.Kind != ItemImage {
-				continue
-			}
-			if it.Outcome == OutcomeRemoved {
-				r.EstimatedBytesFreed = AddBytes(r.EstimatedBytesFreed, it.SizeBytes)
-			}
-			if it.Outcome == OutcomeRemoved || it.Outcome == OutcomeGone {
-				removedImages[it.ID] = true
-			}
-		}
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if x.journal.failed() != nil {
-		// Its open intents are settled at the next pass.
-		e.rec.Invalidate()
-	}
-	if after, err := e.imageFs(x.calls); err == nil {
-		r.ImageFsAfter = &after
-		if r.ImageFsBefore != nil {
-			m := after.AvailableBytes - r.ImageFsBefore.AvailableBytes
-			r.MeasuredBytesFreed = &m
-		}
-	}
-	e.forgetImagesLocked(removedImages)
-	r.Events = passEvents(*r, p, e.now())
-	r.FinishedAt = e.now()
-	e.log.Info("pass done", "pass", r.PassID(), "kind", r.Kind, "removed", r.Count(OutcomeRemoved), "failed", r.Count(OutcomeFailed),
-		"skipped", r.Count(OutcomeSkipped), "stopped", r.Stopped != "", "undone", r.Undone)
-	return *r
-}
-
-// forgetImagesLocked drops the records of the images a pass removed and
-// saves the rest; e.mu is held.
-func (e *Engine) forgetImagesLocked(removed map[string]bool) {
-	if len(removed) == 0 {
-		return
-	}
-	for id := range removed {
-		delete(e.records, id)
-	}
-	if e.persists() {
-		if err := state.SaveRecords(e.o.StateDir, e.records, e.now()); err != nil {
-			e.log.Error("save image records", "err", err)
-		} else {
-			e.savedAt = e.now()
-		}
-	}
-}
-
-// passEvents are the report's events once the pass is done.
-func passEvents(r PassReport, p Plan, now time.Time) []Event {
-	switch {
-	case imageDeletionFailed(r):
-		// The kubelet's freeOldImages and freeSpace return their deletion
-		// errors, and GarbageCollect returns before it would record
-		// FreeDiskSpaceFailed (image_gc_manager.go v1.36): the failure is
-		// the pass's failed items, and ImageGCFailed's message.
-		return slices.DeleteFunc(r.Events, func(ev Event) bool { return ev.Reason == EventFreeDiskSpaceFailed })
-	case spacePassPlanned(p.ImageGC) && r.Stopped == "" && r.EstimatedBytesFreed < p.ImageGC.BytesToFree && !hasEvent(r.Events, EventFreeDiskSpaceFailed):
-		// The space pass expected to free enough, but removals were
-		// skipped at the re-check: the kubelet would not have counted
-		// those images either and reports the event. (When the MaxAge
-		// pass alone brought usage under the high threshold, no space
-		// pass ran, and the kubelet reports nothing.)
-		return append(r.Events, Event{Time: now, Reason: EventFreeDiskSpaceFailed, Warning: true,
-			Message: rules.FreeDiskSpaceFailedMessage(p.ImageGC.UsagePercent, p.ImageGC.CapacityBytes, spaceFreed(r))})
-	}
-	return r.Events
-}
-
 // planEvents copies the plan's events, stamped with its evaluation time.
 func planEvents(p Plan) []Event {
 	out := make([]Event, 0, len(p.ImageGC.Events))
@@ -353,24 +260,4 @@ func planEvents(p Plan) []Event {
 		out = append(out, ev)
 	}
 	return out
-}
-
-// spacePassPlanned reports whether the image plan runs the space pass.
-func spacePassPlanned(p ImagePlan) bool {
-	for _, rm := range p.Remove {
-		if rm.Reason == RemoveForSpace {
-			return true
-		}
-	}
-	return false
-}
-
-// hasEvent reports whether evs holds an event with the reason.
-func hasEvent(evs []Event, reason string) bool {
-	for _, ev := range evs {
-		if ev.Reason == reason {
-			return true
-		}
-	}
-	return false
 }

@@ -23,7 +23,7 @@ func BenchmarkApplyOverhead(b *testing.B) {
 			id := fmt.Sprintf("sha256:%064d", i)
 			img := Image{ID: id, SizeBytes: 1000, RepoTags: []string{fmt.Sprintf("registry.example/app-%d:v1", i)},
 				RepoDigests: []string{fmt.Sprintf("registry.example/app-%d@sha256:%064d", i, i)}}
-			rt.images[id] = img
+			rt.Images[id] = img
 			if i < removed {
 				rm = append(rm, ImageRemoval{ID: id, SizeBytes: img.SizeBytes, Reason: RemoveForSpace, RepoTags: img.RepoTags})
 			}
@@ -31,9 +31,9 @@ func BenchmarkApplyOverhead(b *testing.B) {
 		for i := range containers {
 			id := fmt.Sprintf("c%06d", i)
 			img := fmt.Sprintf("sha256:%064d", removed+i%(images-removed))
-			rt.containers[id] = Container{ID: id, ImageID: img, ImageRef: img, PodSandboxID: fmt.Sprintf("s%d", i/6), PodUID: fmt.Sprintf("u%d", i/6), State: ContainerExited}
+			rt.Containers[id] = Container{ID: id, ImageID: img, ImageRef: img, PodSandboxID: fmt.Sprintf("s%d", i/6), PodUID: fmt.Sprintf("u%d", i/6), State: ContainerExited}
 		}
-		e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: b.TempDir()})
+		e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: b.TempDir()})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -185,7 +185,3 @@ func (e *Engine) containerLogsDir() string {
 	}
 	return ContainerLogsDir
 }
-
-// imageFs is ImageFs, under the name the executor measures the image
-// filesystem by before and after a pass.
-func (e *Engine) imageFs(ctx context.Context) (FsStats, error) { return e.ImageFs(ctx) }

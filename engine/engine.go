@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nodegc/nodegc/engine/executor"
 	"github.com/nodegc/nodegc/engine/rules"
-
 	"github.com/nodegc/nodegc/engine/state"
 )
 
@@ -131,8 +131,8 @@ type Engine struct {
 	// ApplyIssued alone applies.
 	issued issuedPlans
 	// kneeFor makes the adaptive pool's controller of a phase; nil means
-	// newKnee on the wall clock (tests script it).
-	kneeFor func(widest int) *knee
+	// executor.NewKnee on the wall clock (tests script it).
+	kneeFor func(widest int) *executor.Knee
 
 	// passMu serialises passes. A pass holds it throughout, and e.mu only
 	// while it touches the records, the notes and the journal's
@@ -465,8 +465,7 @@ func (e *Engine) DryRun(ctx context.Context, kind PassKind) (PassReport, error) 
 // removals are expected to free.
 func DryRunReport(p Plan) PassReport {
 	r := PassReport{Kind: p.Pass, DryRun: true, StartedAt: p.EvaluatedAt, FinishedAt: p.EvaluatedAt, Plan: p, Items: []ItemResult{}, Events: planEvents(p)}
-	_, items := passTasks(p, false)
-	for _, it := range items {
+	for _, it := range executor.PlannedItems(p) {
 		it.Outcome, it.Time = OutcomePlanned, p.EvaluatedAt
 		r.Items = append(r.Items, it)
 		if it.Kind == ItemImage {
@@ -532,70 +531,4 @@ func (e *Engine) runLocked(ctx context.Context, kind PassKind) (PassReport, erro
 		e.keepQuiet(mark, stable, p, r, err)
 	}
 	return r, err
-}
-
-// Apply performs the plan: each item is re-checked just before it is
-// removed (against a view of the node within the window ViewWindow
-// describes), up to
-// Options.Parallel removals run at once, fed in plan order and never past
-// the space pass's target, a removal error is recorded and the pass goes
-// on, and every removal is journalled ahead (an intent line on disk before
-// the runtime call, its outcome after). It returns ErrReadOnly without a
-// Remover. A journal whose filesystem has no room for the pass's lines
-// stops the pass before its first removal and fails it.
-//
-// Stop contract: cancelling ctx means "stop after the items in flight".
-// The items in flight finish (their runtime calls use a context detached
-// from ctx, bounded by CallTimeout) and are journalled, no new item
-// starts, and the report has Stopped set, the items never started as
-// OutcomeNotRun and Undone counting them. Apply returns only after every
-// started item's outcome line is written, so a caller that exits when
-// Apply returns never exits between a removal and its journal line. A
-// failed journal write stops the pass the same way and sets its Error.
-func (e *Engine) Apply(ctx context.Context, p Plan) (PassReport, error) {
-	if err := e.checkPlan(p); err != nil {
-		return PassReport{}, err
-	}
-	e.passMu.Lock()
-	defer e.passMu.Unlock()
-	if p.Pass != PassImages {
-		e.quiet = nil
-	}
-	return e.applyLocked(ctx, p, e.now(), nil)
-}
-
-// ApplyIssued is Apply for a plan from outside the process (a
-// dashboard's, gc's through the agent): it applies only a plan this
-// engine issued (Plan, PlanAt, DryRun) within MaxPlanAge, or a part of
-// one, each removal as issued, so a forged plan cannot remove what a
-// pass of its kind would keep. Any other is ErrUnknownPlan, and nothing
-// is written or removed.
-func (e *Engine) ApplyIssued(ctx context.Context, p Plan) (PassReport, error) {
-	if err := e.checkPlan(p); err != nil {
-		return PassReport{}, err
-	}
-	if err := e.issued.check(p, e.now()); err != nil {
-		return PassReport{}, err
-	}
-	return e.Apply(ctx, p)
-}
-
-// checkPlan refuses a plan Apply must not begin: on a read-only engine,
-// with no, a future or a stale evaluation time, or with an item no
-// runtime could name (validItems).
-func (e *Engine) checkPlan(p Plan) error {
-	if e.ReadOnly() {
-		return ErrReadOnly
-	}
-	now := e.now()
-	switch {
-	case p.EvaluatedAt.IsZero():
-		return fmt.Errorf("%w: it has no evaluation time", ErrStalePlan)
-	case p.EvaluatedAt.After(now):
-		return fmt.Errorf("%w: evaluated at %s, after now (%s): preview it again", ErrStalePlan, p.EvaluatedAt.Format(time.RFC3339), now.Format(time.RFC3339))
-	}
-	if age := now.Sub(p.EvaluatedAt); age > MaxPlanAge {
-		return fmt.Errorf("%w: made %s ago, more than %s: preview it again", ErrStalePlan, age.Round(time.Second), MaxPlanAge)
-	}
-	return validItems(p)
 }

@@ -10,18 +10,6 @@ import (
 // The kubelet's event messages, worded as kubelet v1.36.3 words them, so
 // that an operator who greps the kubelet's events finds nodegc's too.
 
-// spaceFreed is what a pass's space pass removed (runtime-reported sizes):
-// the kubelet's freeSpace counts only those, not its MaxAge pass.
-func spaceFreed(r PassReport) int64 {
-	var n int64
-	for _, it := range r.Items {
-		if it.Kind == ItemImage && it.Outcome == OutcomeRemoved && it.Reason == string(RemoveForSpace) {
-			n = AddBytes(n, it.SizeBytes)
-		}
-	}
-	return n
-}
-
 // imageGCFailedMessage is the message of ImageGCFailed: the kubelet emits
 // the error its image GarbageCollect returned (kubelet.go
 // StartGarbageCollection), which is, in the order GarbageCollect meets
@@ -62,17 +50,4 @@ func imageGCFailedMessage(r PassReport, err error) string {
 		return "errors in image deletion: " + utilerrors.NewAggregate(errs).Error()
 	}
 	return "image garbage collection failed"
-}
-
-// imageDeletionFailed reports whether an image removal of the MaxAge or
-// the space pass failed, on which the kubelet's image GarbageCollect
-// returns the deletion errors rather than FreeDiskSpaceFailed.
-func imageDeletionFailed(r PassReport) bool {
-	for _, it := range r.Items {
-		if it.Kind == ItemImage && it.Outcome == OutcomeFailed &&
-			(it.Reason == string(RemoveForAge) || it.Reason == string(RemoveForSpace)) {
-			return true
-		}
-	}
-	return false
 }

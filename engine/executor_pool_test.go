@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegc/nodegc/internal/proctest"
-
+	"github.com/nodegc/nodegc/engine/executor"
 	"github.com/nodegc/nodegc/engine/state"
+	"github.com/nodegc/nodegc/internal/proctest"
 )
 
 // newPoolEngine is newTestEngine with a chosen pool width.
@@ -40,7 +40,7 @@ func reclaimPlan(ids ...string) Plan {
 
 func addImages(rt *fakeRuntime, ids ...string) {
 	for _, id := range ids {
-		rt.images[id] = Image{ID: id, SizeBytes: 10, RepoTags: []string{id + ":1"}}
+		rt.Images[id] = Image{ID: id, SizeBytes: 10, RepoTags: []string{id + ":1"}}
 	}
 }
 
@@ -55,12 +55,12 @@ func TestApplyStopsAfterTheItemsInFlight(t *testing.T) {
 			defer cancel()
 			// The stop arrives during the first removal: no item has
 			// finished, so at most parallel items have started.
-			rt.before = func(method, id string) { cancel() }
+			rt.Before = func(method, id string) { cancel() }
 			r, err := e.Apply(ctx, reclaimPlan(ids...))
 			if err != nil {
 				t.Fatal(err)
 			}
-			calls := rt.mutatingCalls()
+			calls := rt.MutatingCalls()
 			if len(calls) == 0 || r.Count(OutcomeRemoved) != len(calls) {
 				t.Errorf("calls %v, removed %d: the items in flight must finish", calls, r.Count(OutcomeRemoved))
 			}
@@ -93,13 +93,13 @@ func TestApplyParallelOneIsTheSerialOrder(t *testing.T) {
 	p := Plan{Pass: PassFull, EvaluatedAt: execNow}
 	for i := range 6 {
 		id := fmt.Sprintf("c%d", i)
-		rt.containers[id] = Container{ID: id, State: ContainerExited, PodSandboxID: "gone"}
+		rt.Containers[id] = Container{ID: id, State: ContainerExited, PodSandboxID: "gone"}
 		p.ContainerGC.Remove = append(p.ContainerGC.Remove, ContainerRemoval{ID: id, Reason: RemovePodRemovable})
 		want = append(want, "RemoveContainer "+id)
 	}
 	for i := range 4 {
 		id := fmt.Sprintf("s%d", i)
-		rt.sandboxes[id] = Sandbox{ID: id, State: SandboxNotReady}
+		rt.Sandboxes[id] = Sandbox{ID: id, State: SandboxNotReady}
 		p.SandboxGC.Remove = append(p.SandboxGC.Remove, SandboxRemoval{ID: id, Reason: "pod-removable"})
 		want = append(want, "StopSandbox "+id, "RemoveSandbox "+id)
 	}
@@ -112,7 +112,7 @@ func TestApplyParallelOneIsTheSerialOrder(t *testing.T) {
 	if _, err := e.Apply(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if got := rt.mutatingCalls(); !slices.Equal(got, want) {
+	if got := rt.MutatingCalls(); !slices.Equal(got, want) {
 		t.Errorf("--parallel 1 calls:\n%v\nwant the plan's order:\n%v", got, want)
 	}
 }
@@ -122,10 +122,10 @@ func TestApplyKeepsTheOrderBetweenKinds(t *testing.T) {
 	p := Plan{Pass: PassFull, EvaluatedAt: execNow}
 	for i := range 20 {
 		id := fmt.Sprintf("c%02d", i)
-		rt.containers[id] = Container{ID: id, State: ContainerExited, PodSandboxID: fmt.Sprintf("s%02d", i)}
+		rt.Containers[id] = Container{ID: id, State: ContainerExited, PodSandboxID: fmt.Sprintf("s%02d", i)}
 		p.ContainerGC.Remove = append(p.ContainerGC.Remove, ContainerRemoval{ID: id, Reason: RemovePodRemovable})
 		sid := fmt.Sprintf("s%02d", i)
-		rt.sandboxes[sid] = Sandbox{ID: sid, State: SandboxNotReady}
+		rt.Sandboxes[sid] = Sandbox{ID: sid, State: SandboxNotReady}
 		p.SandboxGC.Remove = append(p.SandboxGC.Remove, SandboxRemoval{ID: sid, Reason: "pod-removable"})
 	}
 	e := newPoolEngine(t, rt, 8)
@@ -136,7 +136,7 @@ func TestApplyKeepsTheOrderBetweenKinds(t *testing.T) {
 	if n := r.Count(OutcomeRemoved); n != 40 {
 		t.Errorf("removed %d, want 40: every sandbox's container went in the phase before it (%+v)", n, r.Items)
 	}
-	calls := rt.mutatingCalls()
+	calls := rt.MutatingCalls()
 	lastContainer, firstSandbox := -1, len(calls)
 	for i, c := range calls {
 		if strings.HasPrefix(c, "RemoveContainer") {
@@ -184,7 +184,7 @@ func TestApplySpaceTarget(t *testing.T) {
 				p, ids := spacePlan(tc.target, tc.sizes...)
 				addImages(rt, ids...)
 				for _, id := range tc.fail {
-					rt.fail["RemoveImage "+id] = errors.New("device busy")
+					rt.Fail["RemoveImage "+id] = errors.New("device busy")
 				}
 				e := newPoolEngine(t, rt, parallel)
 				r, err := e.Apply(context.Background(), p)
@@ -233,12 +233,12 @@ func TestApplyNeverRemovesMoreThanTheSerialPass(t *testing.T) {
 			p, ids := spacePlan(target, sizes...)
 			addImages(rt, ids...)
 			for id := range fails {
-				rt.fail["RemoveImage "+id] = errors.New("device busy")
+				rt.Fail["RemoveImage "+id] = errors.New("device busy")
 			}
 			jitter := rand.New(rand.NewPCG(seed, 1))
 			var mu sync.Mutex
 			var inFlight atomic.Int32
-			rt.before = func(string, string) {
+			rt.Before = func(string, string) {
 				mu.Lock()
 				d := time.Duration(jitter.IntN(300)) * time.Microsecond
 				mu.Unlock()
@@ -250,16 +250,14 @@ func TestApplyNeverRemovesMoreThanTheSerialPass(t *testing.T) {
 			}
 			e := newPoolEngine(t, rt, parallel)
 			if parallel == AutoParallel {
-				e.kneeFor = func(n int) *knee {
+				e.kneeFor = func(n int) *executor.Knee {
 					now := execNow
-					k := newKnee(n, func() time.Time {
+					return executor.ScriptedKnee(n, func() time.Time {
 						mu.Lock()
 						defer mu.Unlock()
 						now = now.Add(time.Duration(jitter.IntN(20)) * time.Millisecond)
 						return now
-					})
-					k.serial, k.serialN = time.Hour, kneeSerialSamples // no probe backs it off
-					return k
+					}, time.Hour) // no probe backs it off
 				}
 			}
 			r, err := e.Apply(context.Background(), p)
@@ -267,7 +265,7 @@ func TestApplyNeverRemovesMoreThanTheSerialPass(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, c := range rt.mutatingCalls() {
+			for _, c := range rt.MutatingCalls() {
 				got = append(got, c)
 			}
 			for _, it := range r.Items {
@@ -295,11 +293,11 @@ func TestApplyRechecksAgainstAViewAContainerEventRefreshes(t *testing.T) {
 		ids := []string{"i1", "i2", "i3", "i4", "i5"}
 		addImages(rt, ids...)
 		e := newPoolEngine(t, rt, 1)
-		rt.before = func(method, id string) {
+		rt.Before = func(method, id string) {
 			if method == "RemoveImage" && id == "i2" {
-				rt.mu.Lock()
-				rt.containers["new"] = Container{ID: "new", ImageRef: "i4:1", State: ContainerCreated}
-				rt.mu.Unlock()
+				rt.Mu.Lock()
+				rt.Containers["new"] = Container{ID: "new", ImageRef: "i4:1", State: ContainerCreated}
+				rt.Mu.Unlock()
 				e.ContainerEvent()
 			}
 		}
@@ -313,15 +311,15 @@ func TestApplyRechecksAgainstAViewAContainerEventRefreshes(t *testing.T) {
 	})
 	t.Run("a container created during the container phase saves a planned image, event or not: the image phase lists afresh (parallel 4)", func(t *testing.T) {
 		rt := newFakeRuntime()
-		rt.containers["c1"] = Container{ID: "c1", State: ContainerExited}
+		rt.Containers["c1"] = Container{ID: "c1", State: ContainerExited}
 		ids := []string{"i1", "i2", "i3", "i4", "i5", "i6"}
 		addImages(rt, ids...)
 		e := newPoolEngine(t, rt, 4)
-		rt.before = func(method, id string) {
+		rt.Before = func(method, id string) {
 			if method == "RemoveContainer" {
-				rt.mu.Lock()
-				rt.containers["new"] = Container{ID: "new", ImageID: "i1", State: ContainerRunning}
-				rt.mu.Unlock()
+				rt.Mu.Lock()
+				rt.Containers["new"] = Container{ID: "new", ImageID: "i1", State: ContainerRunning}
+				rt.Mu.Unlock()
 			}
 		}
 		p := reclaimPlan(ids...)
@@ -345,14 +343,14 @@ func TestApplyRechecksAgainstAViewAContainerEventRefreshes(t *testing.T) {
 		if _, err := e.Apply(context.Background(), reclaimPlan(ids...)); err != nil {
 			t.Fatal(err)
 		}
-		rt.mu.Lock()
+		rt.Mu.Lock()
 		lists := 0
-		for _, c := range rt.calls {
+		for _, c := range rt.Calls {
 			if c == "ListContainers " {
 				lists++
 			}
 		}
-		rt.mu.Unlock()
+		rt.Mu.Unlock()
 		// One listing per ViewWindow at most; a fake runtime removes 50
 		// images far faster than that, but a slow machine may need a few.
 		if lists >= len(ids)/2 {
@@ -395,7 +393,7 @@ func TestJournalFailureStopsThePass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rt.mutatingCalls(); !slices.Equal(got, []string{"RemoveImage i1", "RemoveImage i2"}) {
+	if got := rt.MutatingCalls(); !slices.Equal(got, []string{"RemoveImage i1", "RemoveImage i2"}) {
 		t.Errorf("calls %v: the pass must stop before the next removal", got)
 	}
 	if r.OK() || r.Error == "" || r.Stopped == "" || r.Undone != 4 {
@@ -429,7 +427,7 @@ func TestJournalIntentWriteFailureRemovesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rt.mutatingCalls(); len(got) != 0 {
+	if got := rt.MutatingCalls(); len(got) != 0 {
 		t.Errorf("calls %v: nothing may be removed without its intent on disk", got)
 	}
 	if r.OK() || r.Undone != 2 {
@@ -449,7 +447,7 @@ func TestJournalRefusesAPassWithoutRoom(t *testing.T) {
 	if r.OK() || !strings.Contains(r.Error, "free space there first") || r.Undone != 1 {
 		t.Errorf("report error %q undone %d: want a refusal naming the state dir's free space", r.Error, r.Undone)
 	}
-	if got := rt.mutatingCalls(); len(got) != 0 {
+	if got := rt.MutatingCalls(); len(got) != 0 {
 		t.Errorf("calls %v: a refused pass removes nothing", got)
 	}
 }
@@ -647,9 +645,9 @@ func TestApplyRemovesAContainersLogsWithIt(t *testing.T) {
 	if err := os.Symlink(outside, otherLink); err != nil {
 		t.Fatal(err)
 	}
-	rt.sandboxes["s1"] = Sandbox{ID: "s1", PodName: "web", PodNamespace: "ns", PodUID: "uid1", State: SandboxReady}
-	rt.containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerExited, LogPath: logFile}
-	rt.containers["c2"] = Container{ID: "c2", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerExited, LogPath: outside}
+	rt.Sandboxes["s1"] = Sandbox{ID: "s1", PodName: "web", PodNamespace: "ns", PodUID: "uid1", State: SandboxReady}
+	rt.Containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerExited, LogPath: logFile}
+	rt.Containers["c2"] = Container{ID: "c2", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerExited, LogPath: outside}
 	e := newPoolEngine(t, rt, 1)
 	e.o.Policy.PodLogsDir, e.o.ContainerLogsDir = podLogs, links
 	p := Plan{Pass: PassContainers, EvaluatedAt: execNow, ContainerGC: ContainerPlan{Remove: []ContainerRemoval{
@@ -736,9 +734,9 @@ func TestReconciliationJournalsOnlyWhatItKnows(t *testing.T) {
 				addImages(rt, "x")
 			}
 			if tc.exists && tc.kind == ItemContainer {
-				rt.containers["x"] = Container{ID: "x", State: ContainerExited}
+				rt.Containers["x"] = Container{ID: "x", State: ContainerExited}
 			}
-			all, got := startWithJournal(t, t.TempDir(), lines, rt, rt.statfs)
+			all, got := startWithJournal(t, t.TempDir(), lines, rt, rt.Statfs)
 			if len(OpenIntents(all)) != 0 {
 				t.Errorf("open intents %+v after the start, want none", OpenIntents(all))
 			}
@@ -795,12 +793,12 @@ type lateRemovalRuntime struct {
 
 func (l *lateRemovalRuntime) ImageStatus(ctx context.Context, id string) (Image, error) {
 	img, err := l.fakeRuntime.ImageStatus(ctx, id)
-	l.mu.Lock()
+	l.Mu.Lock()
 	if l.late[id] {
 		delete(l.late, id)
-		delete(l.images, id) // the removal in flight completes now
+		delete(l.Images, id) // the removal in flight completes now
 	}
-	l.mu.Unlock()
+	l.Mu.Unlock()
 	return img, err
 }
 
@@ -825,7 +823,7 @@ func TestReconcileWaitsForARemovalInFlightToSettle(t *testing.T) {
 			rt := &lateRemovalRuntime{fakeRuntime: newFakeRuntime(), late: map[string]bool{"late": true}}
 			addImages(rt.fakeRuntime, "late", "kept")
 			settle := func(e *Engine) { e.rec.Settle = 300 * time.Millisecond }
-			if _, got := startWithJournal(t, dir, lines, rt, rt.statfs, settle); !maps.Equal(got, tc.want) {
+			if _, got := startWithJournal(t, dir, lines, rt, rt.Statfs, settle); !maps.Equal(got, tc.want) {
 				t.Errorf("reconciled %v, want %v", got, tc.want)
 			}
 		})
@@ -835,7 +833,7 @@ func TestReconcileWaitsForARemovalInFlightToSettle(t *testing.T) {
 func TestSchedulerPublishesProgress(t *testing.T) {
 	rt := newFakeRuntime()
 	addImages(rt, "i1", "i2")
-	rt.fs = FsStats{Mountpoint: "/fake", CapacityBytes: 100, AvailableBytes: 1, UsedBytes: 99}
+	rt.Fs = FsStats{Mountpoint: "/fake", CapacityBytes: 100, AvailableBytes: 1, UsedBytes: 99}
 	e := newPoolEngine(t, rt, 1)
 	e.o.Policy.Image.MinAge = 0
 	s := NewScheduler(e, SchedulerOptions{})
@@ -920,7 +918,7 @@ func TestReconciliationEndsWithItsContextAndItsBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			rt := &hangingRuntime{fakeRuntime: newFakeRuntime(), askedCh: make(chan struct{}, 1), release: make(chan struct{})}
-			e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+			e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
 			if err != nil {
 				t.Fatal(err)
 			}

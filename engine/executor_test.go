@@ -18,7 +18,7 @@ var execNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 // temp dir.
 func newTestEngine(t *testing.T, rt *fakeRuntime, readOnly bool) *Engine {
 	t.Helper()
-	o := Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(), Now: func() time.Time { return execNow }, Parallel: 1}
+	o := Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(), Now: func() time.Time { return execNow }, Parallel: 1}
 	if readOnly {
 		o.Remover = nil
 	}
@@ -50,7 +50,7 @@ func TestApplyRechecksEachItem(t *testing.T) {
 	}{
 		{
 			name:    "an unused image is removed",
-			setup:   func(rt *fakeRuntime) { rt.images["i1"] = Image{ID: "i1", SizeBytes: 10} },
+			setup:   func(rt *fakeRuntime) { rt.Images["i1"] = Image{ID: "i1", SizeBytes: 10} },
 			plan:    Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", SizeBytes: 10, Reason: RemoveForSpace}}}},
 			want:    map[string]Outcome{"i1": OutcomeRemoved},
 			removed: []string{"RemoveImage i1"},
@@ -58,8 +58,8 @@ func TestApplyRechecksEachItem(t *testing.T) {
 		{
 			name: "an image a container started on since planning is kept",
 			setup: func(rt *fakeRuntime) {
-				rt.images["i1"] = Image{ID: "i1", SizeBytes: 10}
-				rt.containers["c1"] = Container{ID: "c1", ImageID: "i1", State: ContainerRunning}
+				rt.Images["i1"] = Image{ID: "i1", SizeBytes: 10}
+				rt.Containers["c1"] = Container{ID: "c1", ImageID: "i1", State: ContainerRunning}
 			},
 			plan: Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", SizeBytes: 10, Reason: RemoveForSpace}}}},
 			want: map[string]Outcome{"i1": OutcomeSkipped},
@@ -67,23 +67,23 @@ func TestApplyRechecksEachItem(t *testing.T) {
 		{
 			name: "an image used only by an exited container is kept",
 			setup: func(rt *fakeRuntime) {
-				rt.images["i1"] = Image{ID: "i1", SizeBytes: 10}
-				rt.containers["c1"] = Container{ID: "c1", ImageRef: "i1", State: ContainerExited}
+				rt.Images["i1"] = Image{ID: "i1", SizeBytes: 10}
+				rt.Containers["c1"] = Container{ID: "c1", ImageRef: "i1", State: ContainerExited}
 			},
 			plan: Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
 			want: map[string]Outcome{"i1": OutcomeSkipped},
 		},
 		{
 			name:  "an image pinned since planning is kept",
-			setup: func(rt *fakeRuntime) { rt.images["i1"] = Image{ID: "i1", Pinned: true} },
+			setup: func(rt *fakeRuntime) { rt.Images["i1"] = Image{ID: "i1", Pinned: true} },
 			plan:  Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
 			want:  map[string]Outcome{"i1": OutcomeSkipped},
 		},
 		{
 			name: "the sandbox image is kept even unpinned",
 			setup: func(rt *fakeRuntime) {
-				rt.images["i1"] = Image{ID: "i1", RepoTags: []string{"registry.k8s.io/pause:3.9"}}
-				rt.info.SandboxImages = []string{"registry.k8s.io/pause:3.9"}
+				rt.Images["i1"] = Image{ID: "i1", RepoTags: []string{"registry.k8s.io/pause:3.9"}}
+				rt.RuntimeInfo.SandboxImages = []string{"registry.k8s.io/pause:3.9"}
 			},
 			plan: Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
 			want: map[string]Outcome{"i1": OutcomeSkipped},
@@ -91,8 +91,8 @@ func TestApplyRechecksEachItem(t *testing.T) {
 		{
 			name: "no image is removed when the sandbox images cannot be read",
 			setup: func(rt *fakeRuntime) {
-				rt.images["i1"] = Image{ID: "i1"}
-				rt.fail["Info *"] = errors.New("status failed")
+				rt.Images["i1"] = Image{ID: "i1"}
+				rt.Fail["Info *"] = errors.New("status failed")
 			},
 			plan: Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
 			want: map[string]Outcome{"i1": OutcomeFailed},
@@ -106,9 +106,9 @@ func TestApplyRechecksEachItem(t *testing.T) {
 		{
 			name: "a removal error is recorded and the pass goes on",
 			setup: func(rt *fakeRuntime) {
-				rt.images["i1"] = Image{ID: "i1", SizeBytes: 10}
-				rt.images["i2"] = Image{ID: "i2", SizeBytes: 20}
-				rt.fail["RemoveImage i1"] = errors.New("disk on fire")
+				rt.Images["i1"] = Image{ID: "i1", SizeBytes: 10}
+				rt.Images["i2"] = Image{ID: "i2", SizeBytes: 20}
+				rt.Fail["RemoveImage i1"] = errors.New("disk on fire")
 			},
 			plan: Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}, {ID: "i2", Reason: RemoveForSpace}}}},
 			want: map[string]Outcome{"i1": OutcomeFailed, "i2": OutcomeRemoved},
@@ -118,8 +118,8 @@ func TestApplyRechecksEachItem(t *testing.T) {
 		{
 			name: "NotFound on removal means already gone",
 			setup: func(rt *fakeRuntime) {
-				rt.images["i1"] = Image{ID: "i1"}
-				rt.fail["RemoveImage i1"] = ErrNotFound
+				rt.Images["i1"] = Image{ID: "i1"}
+				rt.Fail["RemoveImage i1"] = ErrNotFound
 			},
 			plan:    Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}},
 			want:    map[string]Outcome{"i1": OutcomeGone},
@@ -127,13 +127,13 @@ func TestApplyRechecksEachItem(t *testing.T) {
 		},
 		{
 			name:  "a container running again is kept",
-			setup: func(rt *fakeRuntime) { rt.containers["c1"] = Container{ID: "c1", State: ContainerRunning} },
+			setup: func(rt *fakeRuntime) { rt.Containers["c1"] = Container{ID: "c1", State: ContainerRunning} },
 			plan:  Plan{ContainerGC: ContainerPlan{Remove: []ContainerRemoval{{ID: "c1", Reason: RemovePerContainerLimit}}}},
 			want:  map[string]Outcome{"c1": OutcomeSkipped},
 		},
 		{
 			name:    "an UNKNOWN container is stopped before it is removed",
-			setup:   func(rt *fakeRuntime) { rt.containers["c1"] = Container{ID: "c1", State: ContainerUnknown} },
+			setup:   func(rt *fakeRuntime) { rt.Containers["c1"] = Container{ID: "c1", State: ContainerUnknown} },
 			plan:    Plan{ContainerGC: ContainerPlan{Remove: []ContainerRemoval{{ID: "c1", Reason: RemovePerContainerLimit, State: ContainerUnknown}}}},
 			want:    map[string]Outcome{"c1": OutcomeRemoved},
 			removed: []string{"StopContainer c1", "RemoveContainer c1"},
@@ -141,8 +141,8 @@ func TestApplyRechecksEachItem(t *testing.T) {
 		{
 			name: "an UNKNOWN container that will not stop is not removed",
 			setup: func(rt *fakeRuntime) {
-				rt.containers["c1"] = Container{ID: "c1", State: ContainerUnknown}
-				rt.fail["StopContainer c1"] = errors.New("shim gone")
+				rt.Containers["c1"] = Container{ID: "c1", State: ContainerUnknown}
+				rt.Fail["StopContainer c1"] = errors.New("shim gone")
 			},
 			plan:    Plan{ContainerGC: ContainerPlan{Remove: []ContainerRemoval{{ID: "c1", Reason: RemovePerContainerLimit}}}},
 			want:    map[string]Outcome{"c1": OutcomeFailed},
@@ -150,7 +150,7 @@ func TestApplyRechecksEachItem(t *testing.T) {
 		},
 		{
 			name:    "a not-ready sandbox is stopped, then removed",
-			setup:   func(rt *fakeRuntime) { rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady} },
+			setup:   func(rt *fakeRuntime) { rt.Sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady} },
 			plan:    Plan{SandboxGC: SandboxPlan{Remove: []SandboxRemoval{{ID: "s1", Reason: SandboxSuperseded}}}},
 			want:    map[string]Outcome{"s1": OutcomeRemoved},
 			removed: []string{"StopSandbox s1", "RemoveSandbox s1"},
@@ -158,8 +158,8 @@ func TestApplyRechecksEachItem(t *testing.T) {
 		{
 			name: "a sandbox that will not stop is not removed",
 			setup: func(rt *fakeRuntime) {
-				rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
-				rt.fail["StopSandbox s1"] = errors.New("network teardown failed")
+				rt.Sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
+				rt.Fail["StopSandbox s1"] = errors.New("network teardown failed")
 			},
 			plan:    Plan{SandboxGC: SandboxPlan{Remove: []SandboxRemoval{{ID: "s1", Reason: SandboxSuperseded}}}},
 			want:    map[string]Outcome{"s1": OutcomeFailed},
@@ -167,15 +167,15 @@ func TestApplyRechecksEachItem(t *testing.T) {
 		},
 		{
 			name:  "a sandbox ready again is kept",
-			setup: func(rt *fakeRuntime) { rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxReady} },
+			setup: func(rt *fakeRuntime) { rt.Sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxReady} },
 			plan:  Plan{SandboxGC: SandboxPlan{Remove: []SandboxRemoval{{ID: "s1", Reason: SandboxSuperseded}}}},
 			want:  map[string]Outcome{"s1": OutcomeSkipped},
 		},
 		{
 			name: "a sandbox that gained a container is kept",
 			setup: func(rt *fakeRuntime) {
-				rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
-				rt.containers["c9"] = Container{ID: "c9", PodSandboxID: "s1", State: ContainerCreated}
+				rt.Sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
+				rt.Containers["c9"] = Container{ID: "c9", PodSandboxID: "s1", State: ContainerCreated}
 			},
 			plan: Plan{SandboxGC: SandboxPlan{Remove: []SandboxRemoval{{ID: "s1", Reason: SandboxSuperseded}}}},
 			want: map[string]Outcome{"s1": OutcomeSkipped},
@@ -183,8 +183,8 @@ func TestApplyRechecksEachItem(t *testing.T) {
 		{
 			name: "containers go before the sandbox that held them",
 			setup: func(rt *fakeRuntime) {
-				rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
-				rt.containers["c1"] = Container{ID: "c1", PodSandboxID: "s1", State: ContainerExited}
+				rt.Sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
+				rt.Containers["c1"] = Container{ID: "c1", PodSandboxID: "s1", State: ContainerExited}
 			},
 			plan: Plan{
 				ContainerGC: ContainerPlan{Remove: []ContainerRemoval{{ID: "c1", Reason: RemovePodRemovable}}},
@@ -207,7 +207,7 @@ func TestApplyRechecksEachItem(t *testing.T) {
 			if got := outcomes(r); !mapsEqual(got, tc.want) {
 				t.Errorf("outcomes = %v, want %v (items %+v)", got, tc.want, r.Items)
 			}
-			if got := rt.mutatingCalls(); !slices.Equal(got, tc.removed) {
+			if got := rt.MutatingCalls(); !slices.Equal(got, tc.removed) {
 				t.Errorf("mutating calls = %v, want %v", got, tc.removed)
 			}
 		})
@@ -228,8 +228,8 @@ func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
 
 func TestApplyMeasuresAndJournals(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.images["i1"] = Image{ID: "i1", SizeBytes: 30, RepoTags: []string{"a:1"}, RepoDigests: []string{"a@sha256:1"}}
-	rt.images["i2"] = Image{ID: "i2", SizeBytes: 50, RepoTags: []string{"b:1"}}
+	rt.Images["i1"] = Image{ID: "i1", SizeBytes: 30, RepoTags: []string{"a:1"}, RepoDigests: []string{"a@sha256:1"}}
+	rt.Images["i2"] = Image{ID: "i2", SizeBytes: 50, RepoTags: []string{"b:1"}}
 	e := newTestEngine(t, rt, false)
 	plan := Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 60, Remove: []ImageRemoval{
 		{ID: "i1", SizeBytes: 30, Reason: RemoveForSpace}, {ID: "i2", SizeBytes: 50, Reason: RemoveForSpace}}}}
@@ -272,13 +272,13 @@ func TestApplyFreeDiskSpaceFailed(t *testing.T) {
 	}{
 		{
 			name:      "a failed removal fails the pass without FreeDiskSpaceFailed",
-			setup:     func(rt *fakeRuntime) { rt.fail["RemoveImage i1"] = errors.New("boom") },
+			setup:     func(rt *fakeRuntime) { rt.Fail["RemoveImage i1"] = errors.New("boom") },
 			wantEvent: false,
 			wantOK:    false,
 		},
 		{
 			name:      "a removal skipped at the re-check leaves too little freed: FreeDiskSpaceFailed",
-			setup:     func(rt *fakeRuntime) { rt.images["i1"] = Image{ID: "i1", SizeBytes: 30, Pinned: true} },
+			setup:     func(rt *fakeRuntime) { rt.Images["i1"] = Image{ID: "i1", SizeBytes: 30, Pinned: true} },
 			wantEvent: true,
 			wantOK:    true,
 		},
@@ -286,7 +286,7 @@ func TestApplyFreeDiskSpaceFailed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := newFakeRuntime()
-			rt.images["i1"] = Image{ID: "i1", SizeBytes: 30}
+			rt.Images["i1"] = Image{ID: "i1", SizeBytes: 30}
 			tt.setup(rt)
 			e := newTestEngine(t, rt, false)
 			r, _ := e.Apply(context.Background(), Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 10,
@@ -298,8 +298,8 @@ func TestApplyFreeDiskSpaceFailed(t *testing.T) {
 	}
 	t.Run("a predicted FreeDiskSpaceFailed is dropped when a removal fails", func(t *testing.T) {
 		rt := newFakeRuntime()
-		rt.images["i1"] = Image{ID: "i1", SizeBytes: 30}
-		rt.fail["RemoveImage i1"] = errors.New("boom")
+		rt.Images["i1"] = Image{ID: "i1", SizeBytes: 30}
+		rt.Fail["RemoveImage i1"] = errors.New("boom")
 		e := newTestEngine(t, rt, false)
 		r, _ := e.Apply(context.Background(), Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 100,
 			Remove: []ImageRemoval{{ID: "i1", SizeBytes: 30, Reason: RemoveForSpace}},
@@ -312,7 +312,7 @@ func TestApplyFreeDiskSpaceFailed(t *testing.T) {
 
 func TestReadOnlyEngineRefusesToApply(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.images["i1"] = Image{ID: "i1"}
+	rt.Images["i1"] = Image{ID: "i1"}
 	e := newTestEngine(t, rt, true)
 	if _, err := e.Apply(context.Background(), Plan{ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1"}}}}); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Apply err = %v, want ErrReadOnly", err)
@@ -320,7 +320,7 @@ func TestReadOnlyEngineRefusesToApply(t *testing.T) {
 	if _, err := e.Run(context.Background(), PassFull); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Run err = %v, want ErrReadOnly", err)
 	}
-	if got := rt.mutatingCalls(); len(got) != 0 {
+	if got := rt.MutatingCalls(); len(got) != 0 {
 		t.Errorf("mutating calls %v", got)
 	}
 }
@@ -346,9 +346,9 @@ func TestApplyLogPaths(t *testing.T) {
 	os.Symlink(filepath.Join(root, "elsewhere"), filepath.Join(pods, "nested"))
 	os.MkdirAll(filepath.Join(root, "elsewhere", "ns_x_uid1"), 0o755)
 	rt := newFakeRuntime()
-	rt.containers["live1"] = Container{ID: "live1", State: ContainerRunning}
-	rt.containers["c2"] = Container{ID: "c2", PodUID: "uid2", State: ContainerRunning}
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: func() Policy { p := DefaultPolicy(); p.PodLogsDir = pods; return p }(),
+	rt.Containers["live1"] = Container{ID: "live1", State: ContainerRunning}
+	rt.Containers["c2"] = Container{ID: "c2", PodUID: "uid2", State: ContainerRunning}
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: func() Policy { p := DefaultPolicy(); p.PodLogsDir = pods; return p }(),
 		ContainerLogsDir: links, Now: func() time.Time { return execNow }})
 	if err != nil {
 		t.Fatal(err)
@@ -428,11 +428,11 @@ func TestRunCollectsLogsOfRemovablePodsAndDanglingLinks(t *testing.T) {
 	os.Symlink("/nowhere", filepath.Join(links, "gone_ns_app-deadbeef.log"))
 	os.Symlink("/nowhere", filepath.Join(links, "live_ns_app-c2.log"))
 	rt := newFakeRuntime()
-	rt.sandboxes["s2"] = Sandbox{ID: "s2", PodUID: "uid2", State: SandboxReady}
-	rt.containers["c2"] = Container{ID: "c2", PodSandboxID: "s2", PodUID: "uid2", Name: "app", State: ContainerRunning}
+	rt.Sandboxes["s2"] = Sandbox{ID: "s2", PodUID: "uid2", State: SandboxReady}
+	rt.Containers["c2"] = Container{ID: "c2", PodSandboxID: "s2", PodUID: "uid2", Name: "app", State: ContainerRunning}
 	p := DefaultPolicy()
 	p.PodLogsDir = pods
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: p, ScanLogs: true, ContainerLogsDir: links, Now: func() time.Time { return execNow },
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: p, ScanLogs: true, ContainerLogsDir: links, Now: func() time.Time { return execNow },
 		PodSource: func(context.Context, Snapshot) (PodSource, error) {
 			return PodSource{Ready: true, RemovablePodUIDs: []string{"uid1"}}, nil
 		}})
@@ -459,7 +459,7 @@ func TestRunCollectsLogsOfRemovablePodsAndDanglingLinks(t *testing.T) {
 
 func TestNoFreeDiskSpaceFailedWhenTheAgePassAloneSufficed(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.images["idle"] = Image{ID: "idle", SizeBytes: 20}
+	rt.Images["idle"] = Image{ID: "idle", SizeBytes: 20}
 	e := newTestEngine(t, rt, false)
 	// Usage 86% ≥ 85%, 60 bytes to free; the MaxAge pass removes 20 and
 	// brings usage under the high threshold, so no space pass runs.
@@ -472,7 +472,7 @@ func TestNoFreeDiskSpaceFailedWhenTheAgePassAloneSufficed(t *testing.T) {
 
 func TestApplyRefusesAStalePlan(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.images["i1"] = Image{ID: "i1"}
+	rt.Images["i1"] = Image{ID: "i1"}
 	e := newTestEngine(t, rt, false)
 	plan := Plan{EvaluatedAt: execNow.Add(-MaxPlanAge - time.Second), ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", Reason: RemoveForSpace}}}}
 	if _, err := e.Apply(context.Background(), plan); !errors.Is(err, ErrStalePlan) {
@@ -482,7 +482,7 @@ func TestApplyRefusesAStalePlan(t *testing.T) {
 	if r, err := e.Apply(context.Background(), plan); err != nil || r.Count(OutcomeRemoved) != 1 {
 		t.Errorf("a plan exactly MaxPlanAge old: %v, %+v", err, r.Items)
 	}
-	if got := rt.mutatingCalls(); len(got) != 1 {
+	if got := rt.MutatingCalls(); len(got) != 1 {
 		t.Errorf("mutating calls %v", got)
 	}
 }

@@ -31,15 +31,15 @@ func TestExplainAgreesWithTheDryRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			rt := newFakeRuntime()
-			rt.fs = FsStats{Mountpoint: "/fake", CapacityBytes: 1000, AvailableBytes: 900} // 10%: no space pass
-			rt.images["idle1"] = Image{ID: "idle1", SizeBytes: 10}
-			rt.images["idle2"] = Image{ID: "idle2", SizeBytes: 20}
-			rt.images["used"] = Image{ID: "used", SizeBytes: 30}
-			rt.containers["c1"] = Container{ID: "c1", ImageID: "used", State: ContainerRunning}
+			rt.Fs = FsStats{Mountpoint: "/fake", CapacityBytes: 1000, AvailableBytes: 900} // 10%: no space pass
+			rt.Images["idle1"] = Image{ID: "idle1", SizeBytes: 10}
+			rt.Images["idle2"] = Image{ID: "idle2", SizeBytes: 20}
+			rt.Images["used"] = Image{ID: "used", SizeBytes: 30}
+			rt.Containers["c1"] = Container{ID: "c1", ImageID: "used", State: ContainerRunning}
 			now := start
 			pol := DefaultPolicy()
 			pol.Image.MaxAge = maxAge
-			e, err := New(Options{Reader: rt, Statfs: rt.statfs, Policy: pol, Now: func() time.Time { return now }})
+			e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Policy: pol, Now: func() time.Time { return now }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
 )
 
 // ErrUnknownPlan is returned by ApplyIssued for a plan this engine did
@@ -17,20 +15,10 @@ import (
 // never a plan of its own making.
 var ErrUnknownPlan = errors.New("not a plan this engine issued")
 
-// ErrBadPlan is returned by Apply for a plan whose items cannot be
-// journalled or removed (an empty or malformed ID or path); nothing of
-// it is written or removed.
-var ErrBadPlan = errors.New("malformed plan")
-
 // maxIssued is how many issued plans the engine remembers at once; an
 // older one must be previewed again. A dashboard holds one preview open
 // at a time; gc and plan, one each.
 const maxIssued = 16
-
-// maxIDBytes bounds an item's ID or path: a runtime's IDs are 64 hex
-// digits (an image's with a "sha256:" prefix), a log path is a kubelet
-// path under the pod logs dir.
-const maxIDBytes = 4096
 
 // applyBytesPerObject and applyBytesBase bound the body of a request to
 // apply a plan: a plan's JSON holds at most a few hundred bytes for each
@@ -79,23 +67,6 @@ func digest(v any) [sha256.Size]byte {
 		return [sha256.Size]byte{}
 	}
 	return sha256.Sum256(b)
-}
-
-// removals calls fn for each removal of p with its kind, ID and the
-// removal itself.
-func removals(p Plan, fn func(kind ItemKind, id string, item any)) {
-	for _, r := range p.ImageGC.Remove {
-		fn(ItemImage, r.ID, r)
-	}
-	for _, r := range p.ContainerGC.Remove {
-		fn(ItemContainer, r.ID, r)
-	}
-	for _, r := range p.SandboxGC.Remove {
-		fn(ItemSandbox, r.ID, r)
-	}
-	for _, r := range p.LogGC.Remove {
-		fn(ItemLog, r.Path, r)
-	}
 }
 
 // add remembers p, made from a snapshot of objects objects, and forgets
@@ -180,26 +151,4 @@ func snapshotObjects(s Snapshot) int {
 		n += len(s.Logs.PodDirs) + len(s.Logs.ContainerLinks)
 	}
 	return n
-}
-
-// validItems refuses a plan with an image, container or sandbox ID no
-// runtime could name: empty, longer than maxIDBytes, or holding a
-// control character or space. (A log path outside the kubelet's layout,
-// empty and relative ones included, is kept by its re-check.)
-func validItems(p Plan) error {
-	var bad error
-	removals(p, func(kind ItemKind, id string, _ any) {
-		if bad != nil || kind == ItemLog {
-			return
-		}
-		switch {
-		case id == "":
-			bad = fmt.Errorf("%w: a %s removal has an empty ID", ErrBadPlan, kind)
-		case len(id) > maxIDBytes:
-			bad = fmt.Errorf("%w: a %s removal's ID is longer than %d bytes", ErrBadPlan, kind, maxIDBytes)
-		case strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || r == unicode.ReplacementChar }):
-			bad = fmt.Errorf("%w: %s ID %q holds a control character or space", ErrBadPlan, kind, id)
-		}
-	})
-	return bad
 }

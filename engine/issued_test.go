@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/executor"
 )
 
 // issuedNode is a node at 90% image fs usage with an old unused image, a
@@ -16,9 +18,9 @@ func issuedNode(t *testing.T) (*fakeRuntime, *Engine, *time.Time) {
 	t.Helper()
 	rt := newFakeRuntime()
 	deadContainers(rt)
-	rt.images["old"] = Image{ID: "old", SizeBytes: 10}
+	rt.Images["old"] = Image{ID: "old", SizeBytes: 10}
 	now := execNow.Add(-time.Hour)
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(),
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(),
 		Now: func() time.Time { return now }, Parallel: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +31,7 @@ func issuedNode(t *testing.T) (*fakeRuntime, *Engine, *time.Time) {
 		t.Fatal(err)
 	}
 	now = execNow
-	rt.images["young"] = Image{ID: "young", SizeBytes: 10}
+	rt.Images["young"] = Image{ID: "young", SizeBytes: 10}
 	return rt, e, &now
 }
 
@@ -128,7 +130,7 @@ func TestApplyIssuedAppliesOnlyWhatTheEngineIssued(t *testing.T) {
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("err = %v, want %v", err, tc.err)
 			}
-			if got := rt.mutatingCalls(); !slices.Equal(got, tc.removed) {
+			if got := rt.MutatingCalls(); !slices.Equal(got, tc.removed) {
 				t.Errorf("mutating calls %v, want %v", got, tc.removed)
 			}
 			lines, err := ReadJournalLines(e.o.StateDir)
@@ -149,7 +151,7 @@ func TestApplyIssuedRefusesAPlanNeverIssued(t *testing.T) {
 	if _, err := e.ApplyIssued(context.Background(), forged); !errors.Is(err, ErrUnknownPlan) {
 		t.Fatalf("err = %v, want ErrUnknownPlan", err)
 	}
-	if got := rt.mutatingCalls(); len(got) != 0 {
+	if got := rt.MutatingCalls(); len(got) != 0 {
 		t.Errorf("mutating calls %v, want none", got)
 	}
 }
@@ -208,7 +210,7 @@ func TestValidItemsRefusesWhatNoRuntimeNames(t *testing.T) {
 
 // removalIDs lists a plan's removals' IDs in execution order.
 func removalIDs(p Plan) []string {
-	_, items := passTasks(p, false)
+	items := executor.PlannedItems(p)
 	out := make([]string, 0, len(items))
 	for _, it := range items {
 		out = append(out, it.ID)

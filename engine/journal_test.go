@@ -21,7 +21,7 @@ import (
 func TestJournalWriteFailureStopsThePass(t *testing.T) {
 	rt := newFakeRuntime()
 	for _, id := range []string{"i1", "i2", "i3"} {
-		rt.images[id] = Image{ID: id, SizeBytes: 10}
+		rt.Images[id] = Image{ID: id, SizeBytes: 10}
 	}
 	e := newTestEngine(t, rt, false)
 	writes := 0
@@ -40,7 +40,7 @@ func TestJournalWriteFailureStopsThePass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rt.mutatingCalls(); len(got) != 2 {
+	if got := rt.MutatingCalls(); len(got) != 2 {
 		t.Errorf("mutating calls %v, want i1 and i2 only: nothing after the failed journal write", got)
 	}
 	if r.OK() || !strings.Contains(r.Error, "journal write failed") || r.Undone != 1 || r.Items[2].Outcome != OutcomeNotRun {
@@ -53,8 +53,8 @@ func TestATornJournalLineIsCutOnOpen(t *testing.T) {
 	path := filepath.Join(dir, state.JournalFile)
 	os.WriteFile(path, []byte(`{"id":"a","kind":"image"}`+"\n"+`{"id":"b","ki`), 0o600)
 	rt := newFakeRuntime()
-	rt.images["c"] = Image{ID: "c", SizeBytes: 1}
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+	rt.Images["c"] = Image{ID: "c", SizeBytes: 1}
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,11 +78,11 @@ func TestATornJournalLineIsCutOnOpen(t *testing.T) {
 func TestCancelStopsAfterTheItemInFlight(t *testing.T) {
 	rt := newFakeRuntime()
 	for _, id := range []string{"i1", "i2", "i3"} {
-		rt.images[id] = Image{ID: id, SizeBytes: 10}
+		rt.Images[id] = Image{ID: id, SizeBytes: 10}
 	}
 	e := newTestEngine(t, rt, false)
 	ctx, cancel := context.WithCancel(context.Background())
-	rt.before = func(method, id string) {
+	rt.Before = func(method, id string) {
 		if id == "i1" {
 			cancel() // the signal arrives while i1 is being removed
 		}
@@ -92,7 +92,7 @@ func TestCancelStopsAfterTheItemInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rt.mutatingCalls(); len(got) != 1 || r.Items[0].Outcome != OutcomeRemoved {
+	if got := rt.MutatingCalls(); len(got) != 1 || r.Items[0].Outcome != OutcomeRemoved {
 		t.Errorf("mutating calls %v, item %+v; want i1 removed and nothing else", got, r.Items[0])
 	}
 	if r.Stopped == "" || r.Undone != 2 || r.OK() {
@@ -118,15 +118,15 @@ func TestEveryRemovalCallFollowsItsStartedLine(t *testing.T) {
 			addImages(rt, images...)
 			plan := reclaimPlan(images...)
 			// A sandbox's stop is sent after its started line too.
-			rt.containers["c1"] = Container{ID: "c1", State: ContainerExited, PodSandboxID: "gone"}
+			rt.Containers["c1"] = Container{ID: "c1", State: ContainerExited, PodSandboxID: "gone"}
 			plan.ContainerGC.Remove = []ContainerRemoval{{ID: "c1", Reason: RemovePodRemovable}}
-			rt.sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
+			rt.Sandboxes["s1"] = Sandbox{ID: "s1", State: SandboxNotReady}
 			plan.SandboxGC.Remove = []SandboxRemoval{{ID: "s1", Reason: SandboxPodRemovable}}
 			ids := append(slices.Clone(images), "c1", "s1")
 			e := newPoolEngine(t, rt, parallel)
 			var mu sync.Mutex
 			var bad []string
-			rt.before = func(method, id string) {
+			rt.Before = func(method, id string) {
 				if !startedOnFile(e.o.StateDir, id) {
 					mu.Lock()
 					bad = append(bad, id)
@@ -140,7 +140,7 @@ func TestEveryRemovalCallFollowsItsStartedLine(t *testing.T) {
 			if n := r.Count(OutcomeRemoved); n != len(ids) {
 				t.Fatalf("%d of %d removed: %+v", n, len(ids), r.Items)
 			}
-			if calls := rt.mutatingCalls(); !slices.Contains(calls, "StopSandbox s1") {
+			if calls := rt.MutatingCalls(); !slices.Contains(calls, "StopSandbox s1") {
 				t.Fatalf("mutating calls %v; want the sandbox stopped", calls)
 			}
 			if len(bad) > 0 {

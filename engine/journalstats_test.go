@@ -12,7 +12,7 @@ import (
 
 func TestJournalStatsCountLinesAndFailures(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.images["i1"] = Image{ID: "i1", SizeBytes: 30}
+	rt.Images["i1"] = Image{ID: "i1", SizeBytes: 30}
 	e := newTestEngine(t, rt, false)
 	plan := Plan{EvaluatedAt: execNow, Pass: PassImages, ImageGC: ImagePlan{Triggered: true, BytesToFree: 10, Remove: []ImageRemoval{{ID: "i1", SizeBytes: 30, Reason: RemoveForSpace}}}}
 	if _, err := e.Apply(context.Background(), plan); err != nil {
@@ -83,9 +83,9 @@ func TestJournalStatsCountLinesAndFailures(t *testing.T) {
 
 func TestOnSnapshotSeesEverySnapshot(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.images["i1"] = Image{ID: "i1", SizeBytes: 30}
+	rt.Images["i1"] = Image{ID: "i1", SizeBytes: 30}
 	var seen []int
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Policy: DefaultPolicy(), Now: func() time.Time { return execNow },
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Policy: DefaultPolicy(), Now: func() time.Time { return execNow },
 		OnSnapshot: func(s Snapshot) { seen = append(seen, len(s.Images)) }})
 	if err != nil {
 		t.Fatal(err)

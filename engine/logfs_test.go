@@ -14,33 +14,6 @@ import (
 	"github.com/nodegc/nodegc/engine/state"
 )
 
-func TestContainerLogLayout(t *testing.T) {
-	const root = "/var/log/pods"
-	cases := []struct {
-		name, path string
-		want       bool
-	}{
-		{"<ns>_<name>_<uid>/<container>/<N>.log is the layout", "/var/log/pods/ns_web_uid1/app/0.log", true},
-		{"a later restart count is the layout", "/var/log/pods/ns_web_uid1/app/12.log", true},
-		{"a file directly in the pod logs dir is not", "/var/log/pods/shadow", false},
-		{"a file directly in a pod dir is not", "/var/log/pods/ns_web_uid1/0.log", false},
-		{"a file one level deeper is not", "/var/log/pods/ns_web_uid1/app/x/0.log", false},
-		{"a file not named <N>.log is not", "/var/log/pods/ns_web_uid1/app/shadow", false},
-		{"a negative count is not", "/var/log/pods/ns_web_uid1/app/-1.log", false},
-		{"a pod dir without namespace and name is not", "/var/log/pods/uid1/app/0.log", false},
-		{"a path climbing out is not", "/var/log/pods/ns_web_uid1/../../../etc/0.log", false},
-		{"a path outside is not", "/etc/ns_web_uid1/app/0.log", false},
-		{"a relative path is not", "ns_web_uid1/app/0.log", false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, _, _, ok := containerLogLayout(root, tc.path); ok != tc.want {
-				t.Errorf("containerLogLayout(%q) = %v, want %v", tc.path, ok, tc.want)
-			}
-		})
-	}
-}
-
 func TestCheckPodLogsDirRefusesSystemDirectories(t *testing.T) {
 	cases := []struct {
 		dir  string
@@ -135,12 +108,12 @@ func TestNewRefusesAPodLogsDirAnotherUserOwns(t *testing.T) {
 	chown(t, dir, 65534)
 	p := DefaultPolicy()
 	p.PodLogsDir = dir
-	_, err := New(Options{Reader: rt, Remover: rt, Statfs: rt.statfs, Policy: p, StateDir: t.TempDir()})
+	_, err := New(Options{Reader: rt, Remover: rt, Statfs: rt.Statfs, Policy: p, StateDir: t.TempDir()})
 	var pe *PolicyError
 	if !errors.As(err, &pe) || pe.Field != "pod-logs-dir" {
 		t.Errorf("New = %v, want a PolicyError naming pod-logs-dir", err)
 	}
-	ro, err := New(Options{Reader: rt, Statfs: rt.statfs, Policy: p})
+	ro, err := New(Options{Reader: rt, Statfs: rt.Statfs, Policy: p})
 	if err != nil {
 		t.Errorf("a read-only engine refused it: %v", err)
 	} else {
@@ -298,8 +271,8 @@ func TestApplyRemovesOnlyContainerLogsInTheKubeletsLayout(t *testing.T) {
 				tc.setup(t, n)
 			}
 			rt := newFakeRuntime()
-			rt.sandboxes["s1"] = Sandbox{ID: "s1", PodName: "web", PodNamespace: "ns", PodUID: "uid1", State: SandboxNotReady}
-			rt.containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerExited, LogPath: tc.logPath(n)}
+			rt.Sandboxes["s1"] = Sandbox{ID: "s1", PodName: "web", PodNamespace: "ns", PodUID: "uid1", State: SandboxNotReady}
+			rt.Containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerExited, LogPath: tc.logPath(n)}
 			e := n.engine(t, rt)
 			r, err := e.Apply(context.Background(), Plan{Pass: PassContainers, EvaluatedAt: execNow, ContainerGC: ContainerPlan{Remove: []ContainerRemoval{
 				{ID: "c1", PodUID: "uid1", Name: "app", Reason: RemovePerContainerLimit, PodName: "web", PodNamespace: "ns"}}}})
@@ -351,8 +324,8 @@ func TestApplyRemovesAContainersLogBeforeTheContainerAndJournalsBoth(t *testing.
 	writeFile(t, logFile)
 	symlink(t, logFile, filepath.Join(n.links, "web_ns_app-c1.log"))
 	rt := &orderRuntime{fakeRuntime: newFakeRuntime(), log: logFile}
-	rt.sandboxes["s1"] = Sandbox{ID: "s1", PodName: "web", PodNamespace: "ns", PodUID: "uid1", State: SandboxNotReady}
-	rt.containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerExited, LogPath: logFile}
+	rt.Sandboxes["s1"] = Sandbox{ID: "s1", PodName: "web", PodNamespace: "ns", PodUID: "uid1", State: SandboxNotReady}
+	rt.Containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerExited, LogPath: logFile}
 	e := n.engine(t, rt)
 	r, err := e.Apply(context.Background(), Plan{Pass: PassContainers, EvaluatedAt: execNow, ContainerGC: ContainerPlan{Remove: []ContainerRemoval{
 		{ID: "c1", PodUID: "uid1", Name: "app", Reason: RemovePerContainerLimit, PodName: "web", PodNamespace: "ns"}}}})
@@ -414,13 +387,13 @@ func TestAnUnknownContainerIsKilledThenItsLogsGoThenIt(t *testing.T) {
 			logFile := filepath.Join(n.pods, "ns_web_uid1", "app", "0.log")
 			writeFile(t, logFile)
 			rt := newFakeRuntime()
-			rt.containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerUnknown, LogPath: logFile}
+			rt.Containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "uid1", State: ContainerUnknown, LogPath: logFile}
 			if tc.stopErr != nil {
-				rt.fail["StopContainer c1"] = tc.stopErr
+				rt.Fail["StopContainer c1"] = tc.stopErr
 			}
 			e := n.engine(t, rt)
 			var got []string
-			rt.before = func(method, id string) {
+			rt.Before = func(method, id string) {
 				got = append(got, fmt.Sprintf("%s started=%v log=%v", method, startedOnFile(e.o.StateDir, id), exists(logFile)))
 			}
 			r, err := e.Apply(context.Background(), Plan{Pass: PassContainers, EvaluatedAt: execNow, ContainerGC: ContainerPlan{Remove: []ContainerRemoval{
@@ -485,7 +458,7 @@ func TestApplyRemovesTheLinksAPodLogDirRemovalLeavesDangling(t *testing.T) {
 			symlink(t, filepath.Join(pod, "app", "0.log"), link)
 			rt := newFakeRuntime()
 			if tc.podRuns {
-				rt.containers["c2"] = Container{ID: "c2", Name: "app", PodUID: "uid1", State: ContainerRunning}
+				rt.Containers["c2"] = Container{ID: "c2", Name: "app", PodUID: "uid1", State: ContainerRunning}
 			}
 			e := n.engine(t, rt)
 			// The link is listed first: the executor still re-checks it

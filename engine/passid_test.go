@@ -17,8 +17,8 @@ func TestJournalPassIDsAreUniqueAcrossRuns(t *testing.T) {
 	var reports []PassReport
 	for _, id := range []string{"i1", "i2"} {
 		rt := newFakeRuntime()
-		rt.images[id] = Image{ID: id, SizeBytes: 10}
-		e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+		rt.Images[id] = Image{ID: id, SizeBytes: 10}
+		e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -162,12 +162,6 @@ func (e *Engine) skipQuiet() (r PassReport, ok bool) {
 	return r, true
 }
 
-// planEmpty reports whether the plan removes nothing.
-func planEmpty(p Plan) bool {
-	return len(p.ImageGC.Remove) == 0 && len(p.ContainerGC.Remove) == 0 &&
-		len(p.SandboxGC.Remove) == 0 && len(p.LogGC.Remove) == 0
-}
-
 // TimeStable reports whether planning s at any time from at on decides
 // as plan does, given the same listing: every age the planner compares
 // with a threshold has passed it already at at, so only the node can move

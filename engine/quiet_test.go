@@ -32,11 +32,11 @@ func newQuietNode(t *testing.T, o quietOptions) *quietNode {
 	t.Helper()
 	n := &quietNode{rt: newFakeRuntime(), now: execNow}
 	// A running pod: nothing to remove.
-	n.rt.sandboxes["s1"] = Sandbox{ID: "s1", PodUID: "u1", State: SandboxReady, CreatedAt: execNow.Add(-time.Hour)}
-	n.rt.containers["c1"] = Container{ID: "c1", PodSandboxID: "s1", PodUID: "u1", Name: "app", State: ContainerRunning, CreatedAt: execNow.Add(-time.Hour)}
+	n.rt.Sandboxes["s1"] = Sandbox{ID: "s1", PodUID: "u1", State: SandboxReady, CreatedAt: execNow.Add(-time.Hour)}
+	n.rt.Containers["c1"] = Container{ID: "c1", PodSandboxID: "s1", PodUID: "u1", Name: "app", State: ContainerRunning, CreatedAt: execNow.Add(-time.Hour)}
 	p := DefaultPolicy()
 	p.Container.MinAge = o.minAge
-	eo := Options{Reader: n.rt, Statfs: n.rt.statfs, Remover: n.rt, Policy: p, StateDir: t.TempDir(),
+	eo := Options{Reader: n.rt, Statfs: n.rt.Statfs, Remover: n.rt, Policy: p, StateDir: t.TempDir(),
 		Now: func() time.Time { return n.now }, Parallel: 1}
 	if o.pods || o.podGenless {
 		eo.PodSource = func(context.Context, Snapshot) (PodSource, error) {
@@ -83,10 +83,10 @@ func (n *quietNode) event(typ ContainerEventType) {
 
 // listings counts the runtime's container listings so far.
 func (n *quietNode) listings() int {
-	n.rt.mu.Lock()
-	defer n.rt.mu.Unlock()
+	n.rt.Mu.Lock()
+	defer n.rt.Mu.Unlock()
 	k := 0
-	for _, c := range n.rt.calls {
+	for _, c := range n.rt.Calls {
 		if strings.HasPrefix(c, "ListContainers ") {
 			k++
 		}
@@ -142,14 +142,14 @@ func TestPeriodicContainerPassSkipsAnUnchangedNode(t *testing.T) {
 			n.e.setStream(EventStream{Live: true})
 		}},
 		{name: "a previous pass with removals runs in full", first: func(t *testing.T, n *quietNode) {
-			n.rt.containers["old"] = Container{ID: "old", PodSandboxID: "s1", PodUID: "u1", Name: "init", Attempt: 0, State: ContainerExited, CreatedAt: execNow.Add(-time.Hour)}
-			n.rt.containers["new"] = Container{ID: "new", PodSandboxID: "s1", PodUID: "u1", Name: "init", Attempt: 1, State: ContainerExited, CreatedAt: execNow.Add(-30 * time.Minute)}
+			n.rt.Containers["old"] = Container{ID: "old", PodSandboxID: "s1", PodUID: "u1", Name: "init", Attempt: 0, State: ContainerExited, CreatedAt: execNow.Add(-time.Hour)}
+			n.rt.Containers["new"] = Container{ID: "new", PodSandboxID: "s1", PodUID: "u1", Name: "init", Attempt: 1, State: ContainerExited, CreatedAt: execNow.Add(-30 * time.Minute)}
 		}},
 		{name: "a dead container younger than MinAge runs in full", o: quietOptions{minAge: time.Minute}, first: func(t *testing.T, n *quietNode) {
-			n.rt.containers["young"] = Container{ID: "young", PodSandboxID: "s1", PodUID: "u1", Name: "init", State: ContainerExited, CreatedAt: execNow.Add(-10 * time.Second)}
+			n.rt.Containers["young"] = Container{ID: "young", PodSandboxID: "s1", PodUID: "u1", Name: "init", State: ContainerExited, CreatedAt: execNow.Add(-10 * time.Second)}
 		}},
 		{name: "a dead container older than MinAge is skipped", o: quietOptions{minAge: time.Minute}, first: func(t *testing.T, n *quietNode) {
-			n.rt.containers["grown"] = Container{ID: "grown", PodSandboxID: "s1", PodUID: "u1", Name: "init", State: ContainerExited, CreatedAt: execNow.Add(-2 * time.Minute)}
+			n.rt.Containers["grown"] = Container{ID: "grown", PodSandboxID: "s1", PodUID: "u1", Name: "init", State: ContainerExited, CreatedAt: execNow.Add(-2 * time.Minute)}
 		}, wantSkip: true},
 		{name: "a changed pod source runs in full", o: quietOptions{pods: true}, change: func(t *testing.T, n *quietNode) { n.podGen.Add(1) }},
 		{name: "a pod source without a generation runs in full", o: quietOptions{podGenless: true}},
@@ -175,14 +175,14 @@ func TestPeriodicContainerPassSkipsAnUnchangedNode(t *testing.T) {
 		{name: "a stream not live at the first pass runs in full", first: func(t *testing.T, n *quietNode) { n.e.setStream(EventStream{Down: "not yet"}) },
 			change: func(t *testing.T, n *quietNode) { n.e.setStream(EventStream{Live: true}) }},
 		{name: "a forced pass that failed since runs in full", change: func(t *testing.T, n *quietNode) {
-			n.rt.fail["ListContainers *"] = errTest("unavailable")
+			n.rt.Fail["ListContainers *"] = errTest("unavailable")
 			if _, err := n.e.Run(context.Background(), PassContainers); err == nil {
 				t.Fatal("the forced pass did not fail")
 			}
-			delete(n.rt.fail, "ListContainers *")
+			delete(n.rt.Fail, "ListContainers *")
 		}},
-		{name: "a failed first pass runs in full", first: func(t *testing.T, n *quietNode) { n.rt.fail["ListImages *"] = errTest("unavailable") },
-			change: func(t *testing.T, n *quietNode) { delete(n.rt.fail, "ListImages *") }},
+		{name: "a failed first pass runs in full", first: func(t *testing.T, n *quietNode) { n.rt.Fail["ListImages *"] = errTest("unavailable") },
+			change: func(t *testing.T, n *quietNode) { delete(n.rt.Fail, "ListImages *") }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -229,8 +229,8 @@ func TestPeriodicContainerPassSkipsAnUnchangedNode(t *testing.T) {
 					}
 				}
 			}
-			if len(n.rt.mutatingCalls()) != 0 {
-				t.Errorf("mutating calls %v", n.rt.mutatingCalls())
+			if len(n.rt.MutatingCalls()) != 0 {
+				t.Errorf("mutating calls %v", n.rt.MutatingCalls())
 			}
 		})
 	}
@@ -270,28 +270,28 @@ func TestRunAndImagePassesNeverSkip(t *testing.T) {
 func TestEmptyPassBuildsNoExecutor(t *testing.T) {
 	ctx := context.Background()
 	n := newQuietNode(t, quietOptions{})
-	n.rt.images["i1"] = Image{ID: "i1", SizeBytes: 10}
-	n.rt.containers["c1"] = Container{ID: "c1", PodSandboxID: "s1", PodUID: "u1", Name: "app", ImageID: "i1", State: ContainerRunning, CreatedAt: execNow.Add(-time.Hour)}
+	n.rt.Images["i1"] = Image{ID: "i1", SizeBytes: 10}
+	n.rt.Containers["c1"] = Container{ID: "c1", PodSandboxID: "s1", PodUID: "u1", Name: "app", ImageID: "i1", State: ContainerRunning, CreatedAt: execNow.Add(-time.Hour)}
 	if _, err := n.e.Run(ctx, PassContainers); err != nil {
 		t.Fatal(err)
 	}
 	n.now = n.now.Add(time.Minute)
 	files := stateFiles(t, n.e.o.StateDir)
-	n.rt.mu.Lock()
-	n.rt.calls = nil
-	n.rt.mu.Unlock()
+	n.rt.Mu.Lock()
+	n.rt.Calls = nil
+	n.rt.Mu.Unlock()
 	r, err := n.e.Run(ctx, PassContainers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.rt.mu.Lock()
+	n.rt.Mu.Lock()
 	imageFs := 0
-	for _, c := range n.rt.calls {
+	for _, c := range n.rt.Calls {
 		if strings.HasPrefix(c, "ImageFs ") {
 			imageFs++
 		}
 	}
-	n.rt.mu.Unlock()
+	n.rt.Mu.Unlock()
 	if imageFs != 1 {
 		t.Errorf("%d image filesystem readings; want 1, the listing's", imageFs)
 	}

@@ -15,12 +15,12 @@ import (
 func TestRecordsSurviveARestart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	rt := newFakeRuntime()
-	rt.images["old"] = Image{ID: "old", SizeBytes: 1}
-	rt.images["used"] = Image{ID: "used", SizeBytes: 1}
-	rt.containers["c"] = Container{ID: "c", ImageID: "used", State: ContainerExited}
+	rt.Images["old"] = Image{ID: "old", SizeBytes: 1}
+	rt.Images["used"] = Image{ID: "used", SizeBytes: 1}
+	rt.Containers["c"] = Container{ID: "c", ImageID: "used", State: ContainerExited}
 	now := execNow
 	clock := func() time.Time { return now }
-	e1, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
+	e1, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,9 +30,9 @@ func TestRecordsSurviveARestart(t *testing.T) {
 	e1.Close()
 	// An hour later, a new process over the same state dir.
 	now = execNow.Add(time.Hour)
-	rt.images["new"] = Image{ID: "new", SizeBytes: 1}
-	delete(rt.containers, "c")
-	e2, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
+	rt.Images["new"] = Image{ID: "new", SizeBytes: 1}
+	delete(rt.Containers, "c")
+	e2, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestCorruptRecordsAreMovedAsideAndTheEngineStartsFresh(t *testing.T) {
 			path := filepath.Join(dir, state.RecordsFile)
 			os.WriteFile(path, []byte(content), 0o600)
 			rt := newFakeRuntime()
-			e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
+			e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return execNow }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,9 +134,9 @@ func TestRecordsArePersistedWhenTheyChange(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, state.RecordsFile)
 	rt := newFakeRuntime()
-	rt.images["a"] = Image{ID: "a"}
+	rt.Images["a"] = Image{ID: "a"}
 	now := execNow
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return now }})
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: dir, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestRecordsArePersistedWhenTheyChange(t *testing.T) {
 		t.Fatalf("a new image was not persisted by a snapshot: %s", read())
 	}
 	// A container now uses "a": the next snapshot persists its use.
-	rt.containers["c"] = Container{ID: "c", ImageID: "a", State: ContainerRunning}
+	rt.Containers["c"] = Container{ID: "c", ImageID: "a", State: ContainerRunning}
 	now = now.Add(time.Minute)
 	e.Snapshot(ctx)
 	if lu := lastUsed(); lu == nil || !lu.Equal(now) {
@@ -176,7 +176,7 @@ func TestRecordsArePersistedWhenTheyChange(t *testing.T) {
 		t.Errorf("a last use %v old was not persisted: %v", state.RecordsMaxStale, lu)
 	}
 	// No longer in use: its last use stays, and is persisted at once.
-	delete(rt.containers, "c")
+	delete(rt.Containers, "c")
 	used := now
 	now = now.Add(time.Minute)
 	before = read()
@@ -185,7 +185,7 @@ func TestRecordsArePersistedWhenTheyChange(t *testing.T) {
 		t.Errorf("an image that went out of use: last used %v persisted (rewritten %v), want %v", lu, read() != before, used)
 	}
 	// A vanished image is persisted by the next snapshot.
-	delete(rt.images, "a")
+	delete(rt.Images, "a")
 	e.Snapshot(ctx)
 	if strings.Contains(read(), `"a"`) {
 		t.Errorf("a vanished image is still persisted: %s", read())

@@ -14,10 +14,10 @@ func TestRemeasureImageFs(t *testing.T) {
 	e := newTestEngine(t, rt, true)
 	ctx := context.Background()
 	count := func() int {
-		rt.mu.Lock()
-		defer rt.mu.Unlock()
+		rt.Mu.Lock()
+		defer rt.Mu.Unlock()
 		n := 0
-		for _, c := range rt.calls {
+		for _, c := range rt.Calls {
 			if c == "ImageFs " {
 				n++
 			}
@@ -33,9 +33,9 @@ func TestRemeasureImageFs(t *testing.T) {
 		t.Fatalf("the first reading made %d ImageFs calls; want 1 (no mountpoint known yet)", n)
 	}
 
-	rt.mu.Lock()
-	rt.fs.AvailableBytes = 40
-	rt.mu.Unlock()
+	rt.Mu.Lock()
+	rt.Fs.AvailableBytes = 40
+	rt.Mu.Unlock()
 	fs, err = e.RemeasureImageFs(ctx)
 	if err != nil || fs.AvailableBytes != 40 {
 		t.Fatalf("second reading: %+v, %v; want 40 bytes available, measured again", fs, err)
@@ -45,9 +45,9 @@ func TestRemeasureImageFs(t *testing.T) {
 	}
 
 	// The runtime names another mountpoint: the next snapshot learns it.
-	rt.mu.Lock()
-	rt.fs.Mountpoint = "/moved"
-	rt.mu.Unlock()
+	rt.Mu.Lock()
+	rt.Fs.Mountpoint = "/moved"
+	rt.Mu.Unlock()
 	if _, err := e.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}

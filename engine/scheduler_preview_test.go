@@ -11,7 +11,7 @@ import (
 // but subscribers get events only from real passes.
 func TestPreviewPublishesNoEvents(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.fs = FsStats{Mountpoint: "/fake", CapacityBytes: 1000, AvailableBytes: 10} // 99% used, nothing to remove
+	rt.Fs = FsStats{Mountpoint: "/fake", CapacityBytes: 1000, AvailableBytes: 10} // 99% used, nothing to remove
 	s, _ := startScheduler(t, rt, true)
 	ch, stop := s.Subscribe()
 	defer stop()

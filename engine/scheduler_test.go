@@ -77,15 +77,15 @@ func (c *fakeClock) advance(d time.Duration) {
 // deadContainers puts two dead instances of one container in the runtime;
 // the default policy (one dead per container) removes the older.
 func deadContainers(rt *fakeRuntime) {
-	rt.sandboxes["s1"] = Sandbox{ID: "s1", PodUID: "u1", State: SandboxReady, CreatedAt: execNow.Add(-time.Hour)}
-	rt.containers["old"] = Container{ID: "old", PodSandboxID: "s1", PodUID: "u1", Name: "app", Attempt: 0, State: ContainerExited, CreatedAt: execNow.Add(-time.Hour)}
-	rt.containers["new"] = Container{ID: "new", PodSandboxID: "s1", PodUID: "u1", Name: "app", Attempt: 1, State: ContainerExited, CreatedAt: execNow.Add(-time.Minute)}
+	rt.Sandboxes["s1"] = Sandbox{ID: "s1", PodUID: "u1", State: SandboxReady, CreatedAt: execNow.Add(-time.Hour)}
+	rt.Containers["old"] = Container{ID: "old", PodSandboxID: "s1", PodUID: "u1", Name: "app", Attempt: 0, State: ContainerExited, CreatedAt: execNow.Add(-time.Hour)}
+	rt.Containers["new"] = Container{ID: "new", PodSandboxID: "s1", PodUID: "u1", Name: "app", Attempt: 1, State: ContainerExited, CreatedAt: execNow.Add(-time.Minute)}
 }
 
 func startScheduler(t *testing.T, rt *fakeRuntime, paused bool) (*Scheduler, *fakeClock) {
 	t.Helper()
 	clk := newFakeClock(execNow)
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), Now: clk.Now})
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,12 +112,12 @@ func TestSchedulerPeriodicPasses(t *testing.T) {
 			deadContainers(rt)
 			s, clk := startScheduler(t, rt, tc.paused)
 			clk.advance(ContainerGCPeriod - time.Second)
-			if got := rt.mutatingCalls(); len(got) != 0 {
+			if got := rt.MutatingCalls(); len(got) != 0 {
 				t.Fatalf("a pass ran before the first period: %v", got)
 			}
 			clk.advance(time.Second)
 			clk.waitIdle()
-			if got := rt.mutatingCalls(); !slices.Equal(got, tc.wantCalls) {
+			if got := rt.MutatingCalls(); !slices.Equal(got, tc.wantCalls) {
 				t.Errorf("mutating calls = %v, want %v", got, tc.wantCalls)
 			}
 			st := s.Status()
@@ -153,7 +153,7 @@ func TestPreviewThenApplyRemovesExactlyThePreviewedItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rt.mutatingCalls(); len(got) != 0 {
+	if got := rt.MutatingCalls(); len(got) != 0 {
 		t.Fatalf("preview made mutating calls: %v", got)
 	}
 	if !pr.DryRun || len(pr.Items) != 1 || pr.Items[0].Outcome != OutcomePlanned || pr.Items[0].ID != "old" {
@@ -161,12 +161,12 @@ func TestPreviewThenApplyRemovesExactlyThePreviewedItems(t *testing.T) {
 	}
 	// A new dead instance appears after the preview: applying the
 	// previewed plan must not touch it.
-	rt.containers["newer"] = Container{ID: "newer", PodSandboxID: "s1", PodUID: "u1", Name: "app", Attempt: 2, State: ContainerExited, CreatedAt: execNow}
+	rt.Containers["newer"] = Container{ID: "newer", PodSandboxID: "s1", PodUID: "u1", Name: "app", Attempt: 2, State: ContainerExited, CreatedAt: execNow}
 	ar, err := s.Apply(ctx, pr.Plan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rt.mutatingCalls(); !slices.Equal(got, []string{"RemoveContainer old"}) {
+	if got := rt.MutatingCalls(); !slices.Equal(got, []string{"RemoveContainer old"}) {
 		t.Errorf("mutating calls = %v, want only the previewed one", got)
 	}
 	if ar.DryRun || ar.Count(OutcomeRemoved) != 1 {
@@ -176,7 +176,7 @@ func TestPreviewThenApplyRemovesExactlyThePreviewedItems(t *testing.T) {
 
 func TestImageGCFailedOnlyFromTheSecondFailureInARow(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.fs = FsStats{Mountpoint: "/fake", CapacityBytes: 0}
+	rt.Fs = FsStats{Mountpoint: "/fake", CapacityBytes: 0}
 	s, _ := startScheduler(t, rt, true)
 	ch, stop := s.Subscribe()
 	defer stop()
@@ -220,7 +220,7 @@ func TestPeriodicImageGCDisabledAtHigh100WithoutMaxAge(t *testing.T) {
 	rt := newFakeRuntime()
 	p := DefaultPolicy()
 	p.Image.HighThresholdPercent, p.Image.LowThresholdPercent = 100, 80
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: p, Now: func() time.Time { return execNow }})
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: p, Now: func() time.Time { return execNow }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestPeriodicImageGCDisabledAtHigh100WithoutMaxAge(t *testing.T) {
 		t.Error("periodic image GC is not disabled at high=100, maxAge=0")
 	}
 	p.Image.MaxAge = time.Hour
-	e, _ = New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: p})
+	e, _ = New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: p})
 	if NewScheduler(e, SchedulerOptions{}).Status().ImageGCDisabled {
 		t.Error("periodic image GC disabled although MaxAge is set")
 	}
@@ -332,7 +332,7 @@ func TestAStalePlanIsNoPass(t *testing.T) {
 	if _, err := s.Apply(ctx, pr.Plan); !errors.Is(err, ErrStalePlan) {
 		t.Fatalf("apply after %s: %v, want ErrStalePlan", MaxPlanAge, err)
 	}
-	if got := rt.mutatingCalls(); len(got) != 0 {
+	if got := rt.MutatingCalls(); len(got) != 0 {
 		t.Errorf("mutating calls %v", got)
 	}
 	st := s.Status()

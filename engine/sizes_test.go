@@ -12,15 +12,15 @@ import (
 func TestImpossibleSizes(t *testing.T) {
 	t.Run("the executor skips an image whose size turned impossible", func(t *testing.T) {
 		rt := newFakeRuntime()
-		rt.images["i1"] = Image{ID: "i1", SizeBytes: -1}
+		rt.Images["i1"] = Image{ID: "i1", SizeBytes: -1}
 		e := newTestEngine(t, rt, false)
 		r, err := e.Apply(context.Background(), Plan{EvaluatedAt: execNow, Pass: PassImages,
 			ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", SizeBytes: 10, Reason: RemoveForSpace}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Items[0].Outcome != OutcomeSkipped || len(rt.mutatingCalls()) > 0 {
-			t.Errorf("outcome %s, calls %v; want skipped and no call", r.Items[0].Outcome, rt.mutatingCalls())
+		if r.Items[0].Outcome != OutcomeSkipped || len(rt.MutatingCalls()) > 0 {
+			t.Errorf("outcome %s, calls %v; want skipped and no call", r.Items[0].Outcome, rt.MutatingCalls())
 		}
 	})
 }

@@ -48,13 +48,18 @@ func OpenIntents(lines []JournalEntry) []JournalEntry { return state.OpenIntents
 // journal (read-only, or no state dir).
 func (e *Engine) JournalStats() JournalStats { return e.journal.Stats() }
 
-// readyJournal readies the journal for a pass of items planned removals
+// passHost is the Engine as a pass's Host: its ImageFs, and readying its
+// journal.
+type passHost struct{ *Engine }
+
+// ReadyJournal readies the journal for a pass of items planned removals
 // (containers of them): it cuts what a failed write left and refuses a
 // pass its filesystem has no room to journal, then (unless ctx is done)
 // settles the intents an earlier pass left open (reconcileLocked). It
 // returns the notes for the pass's report, and clean: no intent of an
 // earlier pass is open, so the pass may end on a checkpoint.
-func (e *Engine) readyJournal(ctx context.Context, items, containers int) (notes []string, clean bool, err error) {
+func (h passHost) ReadyJournal(ctx context.Context, items, containers int) (notes []string, clean bool, err error) {
+	e := h.Engine
 	note, err := e.journal.Reset()
 	if err != nil {
 		return nil, false, err

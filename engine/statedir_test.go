@@ -112,7 +112,7 @@ func TestStateDirAboveMustBeRootsAlone(t *testing.T) {
 			// The engine that can delete refuses it the same way, and no
 			// file of the state dir is written there.
 			rt := newFakeRuntime()
-			if e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: sdir}); !errors.As(err, &se) {
+			if e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: sdir}); !errors.As(err, &se) {
 				if e != nil {
 					e.Close()
 				}
@@ -174,7 +174,7 @@ func TestOneEnginePerRuntime(t *testing.T) {
 	}
 	open := func(endpoint, state string) (*Engine, error) {
 		rt := newFakeRuntime()
-		return New(Options{Reader: rt, Statfs: rt.statfs, Remover: endpointRuntime{rt, endpoint}, Policy: DefaultPolicy(), StateDir: state})
+		return New(Options{Reader: rt, Statfs: rt.Statfs, Remover: endpointRuntime{rt, endpoint}, Policy: DefaultPolicy(), StateDir: state})
 	}
 	firstState := filepath.Join(t.TempDir(), "first")
 	first, err := open("unix://"+sock, firstState)
@@ -238,7 +238,7 @@ func TestAStateDirIsNotCreatedWithItsParents(t *testing.T) {
 	base := t.TempDir()
 	sdir := filepath.Join(base, "x", "a", "b")
 	rt := newFakeRuntime()
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: sdir})
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: sdir})
 	var se *StateDirError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "its parent "+filepath.Join(base, "x", "a")+" does not exist") {
 		if e != nil {
@@ -250,7 +250,7 @@ func TestAStateDirIsNotCreatedWithItsParents(t *testing.T) {
 		t.Errorf("%s was created (%v)", filepath.Join(base, "x"), err)
 	}
 	one := filepath.Join(base, "new")
-	e, err = New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: one})
+	e, err = New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: one})
 	if err != nil {
 		t.Fatalf("a missing state dir whose parent exists: %v", err)
 	}

@@ -50,8 +50,8 @@ func TestUndefinedStatesArePlannedAsActive(t *testing.T) {
 
 func TestRecheckKeepsUndefinedStates(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.containers["c1"] = Container{ID: "c1", PodUID: "p1", Name: "app", State: ContainerStateOther(7)}
-	rt.sandboxes["sb1"] = Sandbox{ID: "sb1", PodUID: "p1", State: SandboxStateOther(2)}
+	rt.Containers["c1"] = Container{ID: "c1", PodUID: "p1", Name: "app", State: ContainerStateOther(7)}
+	rt.Sandboxes["sb1"] = Sandbox{ID: "sb1", PodUID: "p1", State: SandboxStateOther(2)}
 	e := newTestEngine(t, rt, false)
 	plan := Plan{EvaluatedAt: execNow, Pass: PassContainers,
 		ContainerGC: ContainerPlan{Remove: []ContainerRemoval{{ID: "c1", PodUID: "p1", Name: "app", Reason: RemovePerContainerLimit}}},
@@ -65,7 +65,7 @@ func TestRecheckKeepsUndefinedStates(t *testing.T) {
 			t.Errorf("%s %s: outcome %s (%s), want skipped as active", it.Kind, it.ID, it.Outcome, it.Detail)
 		}
 	}
-	if m := rt.mutatingCalls(); len(m) > 0 {
+	if m := rt.MutatingCalls(); len(m) > 0 {
 		t.Errorf("mutating calls %v, want none", m)
 	}
 }
@@ -107,14 +107,14 @@ func TestApplyRefusesPlansWithoutAPastEvaluationTime(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			rt := newFakeRuntime()
-			rt.images["i1"] = Image{ID: "i1", SizeBytes: 10}
+			rt.Images["i1"] = Image{ID: "i1", SizeBytes: 10}
 			e := newTestEngine(t, rt, false)
 			_, err := e.Apply(context.Background(), Plan{EvaluatedAt: at, Pass: PassImages,
 				ImageGC: ImagePlan{Remove: []ImageRemoval{{ID: "i1", SizeBytes: 10, Reason: RemoveForSpace}}}})
 			if !errors.Is(err, ErrStalePlan) {
 				t.Errorf("Apply = %v, want ErrStalePlan", err)
 			}
-			if m := rt.mutatingCalls(); len(m) > 0 {
+			if m := rt.MutatingCalls(); len(m) > 0 {
 				t.Errorf("mutating calls %v", m)
 			}
 		})

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,90 +11,6 @@ import (
 	"testing"
 	"time"
 )
-
-// slowLister is a Reader whose container listing takes a set time on a
-// clock the test drives.
-type slowLister struct {
-	fakeRuntime
-	clock *stepClock
-	took  time.Duration
-	lists atomic.Int32
-}
-
-func (s *slowLister) ListContainers(ctx context.Context) ([]Container, error) {
-	s.lists.Add(1)
-	s.clock.advance(s.took)
-	return nil, nil
-}
-
-// stepClock is a clock that moves only when told to.
-type stepClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *stepClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *stepClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func TestNodeViewWindow(t *testing.T) {
-	cases := []struct {
-		name string
-		took time.Duration // how long one listing takes
-		age  time.Duration // the view's age at the second re-check
-		same bool          // the view is still usable
-	}{
-		{"a quick listing is trusted for ViewWindow", time.Millisecond, ViewWindow - time.Millisecond, true},
-		{"a quick listing older than ViewWindow is listed again", time.Millisecond, ViewWindow + time.Millisecond, false},
-		{"a slow listing is trusted for twice its duration", 300 * time.Millisecond, 599 * time.Millisecond, true},
-		{"a slow listing older than twice its duration is listed again", 300 * time.Millisecond, 601 * time.Millisecond, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var gen atomic.Uint64
-			v := newNodeView(context.Background(), newFakeRuntime(), &gen, viewAll)
-			v.took = tc.took
-			d := &viewData{at: execNow}
-			if got := v.usable(d, execNow.Add(tc.age), 0); got != tc.same {
-				t.Errorf("a view %v old after a listing of %v is usable: %v, want %v", tc.age, tc.took, got, tc.same)
-			}
-		})
-	}
-	t.Run("a view about to expire starts the next listing in the background", func(t *testing.T) {
-		clk := &stepClock{t: execNow}
-		r := &slowLister{fakeRuntime: *newFakeRuntime(), clock: clk, took: 10 * time.Millisecond}
-		var gen atomic.Uint64
-		v := newNodeView(context.Background(), r, &gen, viewAll)
-		v.clock = clk.now
-		first, _ := v.fresh(false) // listed: 10 ms
-		v.wait()
-		clk.advance(80 * time.Millisecond) // 90 ms old: 90+10 >= 100
-		if second, _ := v.fresh(false); second != first {
-			t.Errorf("a usable view was not returned at once")
-		}
-		v.wait()
-		if n := r.lists.Load(); n != 2 {
-			t.Errorf("%d listings, want the first and one in the background", n)
-		}
-	})
-	t.Run("a container event makes the next re-check list again", func(t *testing.T) {
-		clk := &stepClock{t: execNow}
-		r := &slowLister{fakeRuntime: *newFakeRuntime(), clock: clk, took: time.Millisecond}
-		var gen atomic.Uint64
-		v := newNodeView(context.Background(), r, &gen, viewAll)
-		v.clock = clk.now
-		first, _ := v.fresh(false)
-		gen.Add(1)
-		second, _ := v.fresh(false)
-		if second == first || second.gen != 1 {
-			t.Errorf("the re-check after an event used a listing from before it")
-		}
-		v.wait()
-	})
-}
 
 func TestApplyContainerRecheck(t *testing.T) {
 	cases := []struct {
@@ -115,7 +30,7 @@ func TestApplyContainerRecheck(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := newFakeRuntime()
-			rt.containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "u1", State: tc.state}
+			rt.Containers["c1"] = Container{ID: "c1", Name: "app", PodSandboxID: "s1", PodUID: "u1", State: tc.state}
 			e := newPoolEngine(t, rt, 1)
 			podLogs := filepath.Join(t.TempDir(), "pods")
 			e.o.Policy.PodLogsDir = podLogs
@@ -133,9 +48,9 @@ func TestApplyContainerRecheck(t *testing.T) {
 			if got := outcomes(r)["c1"]; got != tc.want {
 				t.Errorf("outcome %s, want %s", got, tc.want)
 			}
-			rt.mu.Lock()
-			asked := slices.Contains(rt.calls, "ContainerStatus c1")
-			rt.mu.Unlock()
+			rt.Mu.Lock()
+			asked := slices.Contains(rt.Calls, "ContainerStatus c1")
+			rt.Mu.Unlock()
 			if asked != tc.wantStatus {
 				t.Errorf("ContainerStatus asked: %v, want %v", asked, tc.wantStatus)
 			}
@@ -148,7 +63,7 @@ func TestSnapshotDoesNotWaitForAPass(t *testing.T) {
 	addImages(rt, "i1", "i2")
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	rt.before = func(method, id string) {
+	rt.Before = func(method, id string) {
 		if method == "RemoveImage" {
 			once.Do(func() { close(entered) })
 			<-release
@@ -183,8 +98,8 @@ func TestSnapshotDoesNotWaitForAPass(t *testing.T) {
 
 func TestContainersChanged(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.containers["c1"] = Container{ID: "c1", State: ContainerRunning}
-	rt.containers["c2"] = Container{ID: "c2", State: ContainerExited}
+	rt.Containers["c1"] = Container{ID: "c1", State: ContainerRunning}
+	rt.Containers["c2"] = Container{ID: "c2", State: ContainerExited}
 	e := newTestEngine(t, rt, true)
 	ctx := context.Background()
 	s, err := e.Snapshot(ctx)
@@ -207,13 +122,13 @@ func TestContainersChanged(t *testing.T) {
 		name string
 		do   func()
 	}{
-		{"a container dies", func() { rt.containers["c1"] = Container{ID: "c1", State: ContainerExited} }},
-		{"a container is created", func() { rt.containers["c3"] = Container{ID: "c3", State: ContainerCreated} }},
-		{"a container is removed", func() { delete(rt.containers, "c2") }},
+		{"a container dies", func() { rt.Containers["c1"] = Container{ID: "c1", State: ContainerExited} }},
+		{"a container is created", func() { rt.Containers["c3"] = Container{ID: "c3", State: ContainerCreated} }},
+		{"a container is removed", func() { delete(rt.Containers, "c2") }},
 	} {
-		rt.mu.Lock()
+		rt.Mu.Lock()
 		st.do()
-		rt.mu.Unlock()
+		rt.Mu.Unlock()
 		if !changed() {
 			t.Errorf("%s: not changed", st.name)
 		}
@@ -231,147 +146,6 @@ func TestContainersChanged(t *testing.T) {
 			t.Errorf("%s, then a new snapshot: changed", st.name)
 		}
 	}
-}
-
-// eventfulLister reports a container event during every listing, and can
-// fail its listings.
-type eventfulLister struct {
-	fakeRuntime
-	gen   *atomic.Uint64
-	fail  atomic.Bool
-	lists atomic.Int32
-}
-
-func (l *eventfulLister) ListContainers(ctx context.Context) ([]Container, error) {
-	l.lists.Add(1)
-	l.gen.Add(1)
-	if l.fail.Load() {
-		return nil, fmt.Errorf("transient")
-	}
-	return nil, nil
-}
-
-func TestNodeViewUnderEventsAndErrors(t *testing.T) {
-	t.Run("events during every listing do not starve a re-check", func(t *testing.T) {
-		var gen atomic.Uint64
-		l := &eventfulLister{fakeRuntime: *newFakeRuntime(), gen: &gen}
-		v := newNodeView(context.Background(), l, &gen, viewAll)
-		if _, err := v.fresh(false); err != nil {
-			t.Fatal(err)
-		}
-		v.wait()
-		if n := l.lists.Load(); n > 2 {
-			t.Errorf("%d listings for one re-check: an event during a listing made it list again", n)
-		}
-	})
-	t.Run("an event before the check began is never missed", func(t *testing.T) {
-		var gen atomic.Uint64
-		l := &eventfulLister{fakeRuntime: *newFakeRuntime(), gen: &gen}
-		v := newNodeView(context.Background(), l, &gen, viewAll)
-		first, _ := v.fresh(false)
-		v.wait()
-		gen.Add(1) // a container created before the next check
-		second, _ := v.fresh(false)
-		v.wait()
-		if second == first {
-			t.Error("the check after an event used a listing from before it")
-		}
-	})
-	t.Run("a failed listing of the phase before does not fail this phase's re-check", func(t *testing.T) {
-		var gen atomic.Uint64
-		l := &eventfulLister{fakeRuntime: *newFakeRuntime(), gen: &gen}
-		l.fail.Store(true)
-		v := newNodeView(context.Background(), l, &gen, viewAll)
-		v.prefetch(false)
-		v.wait() // it failed
-		v.invalidate()
-		l.fail.Store(false)
-		if _, err := v.fresh(false); err != nil {
-			t.Errorf("re-check after a new phase: %v", err)
-		}
-		v.wait()
-	})
-}
-
-// hangingLister is a Reader whose first container listing hangs until its
-// context ends; the later ones answer at once.
-type hangingLister struct {
-	fakeRuntime
-	lists     atomic.Int32
-	cancelled chan struct{}
-}
-
-func (h *hangingLister) ListContainers(ctx context.Context) ([]Container, error) {
-	if h.lists.Add(1) == 1 {
-		<-ctx.Done()
-		close(h.cancelled)
-		return nil, ctx.Err()
-	}
-	return nil, nil
-}
-
-func TestNodeViewCancelsAListingItWillNotUse(t *testing.T) {
-	for _, end := range []struct {
-		name string
-		end  func(v *nodeView)
-	}{
-		{"at a phase boundary", (*nodeView).invalidate},
-		{"at the end of the pass", (*nodeView).close},
-	} {
-		t.Run(end.name, func(t *testing.T) {
-			var gen atomic.Uint64
-			l := &hangingLister{fakeRuntime: *newFakeRuntime(), cancelled: make(chan struct{})}
-			v := newNodeView(context.Background(), l, &gen, viewAll)
-			v.prefetch(false)
-			end.end(v)
-			select {
-			case <-l.cancelled:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the listing of the view given up was not cancelled")
-			}
-			if _, err := v.fresh(false); err != nil {
-				t.Errorf("the next re-check: %v; want a new listing, not the cancelled one's error", err)
-			}
-			v.close()
-			if n := l.lists.Load(); n != 2 {
-				t.Errorf("%d listings, want 2: the cancelled one and the next re-check's", n)
-			}
-		})
-	}
-}
-
-// errThenHang is a Reader whose first container listing fails and whose
-// second hangs until cancelled (and returns a little after).
-type errThenHang struct {
-	fakeRuntime
-	lists atomic.Int32
-}
-
-func (h *errThenHang) ListContainers(ctx context.Context) ([]Container, error) {
-	switch h.lists.Add(1) {
-	case 1:
-		return nil, errors.New("phase-1 listing failed")
-	case 2:
-		<-ctx.Done()
-		time.Sleep(50 * time.Millisecond)
-		return nil, ctx.Err()
-	}
-	return nil, nil
-}
-
-func TestNodeViewPhaseErrorDoesNotCrossABoundary(t *testing.T) {
-	var gen atomic.Uint64
-	l := &errThenHang{fakeRuntime: *newFakeRuntime()}
-	v := newNodeView(context.Background(), l, &gen, viewAll)
-	if _, err := v.fresh(false); err == nil {
-		t.Fatal("want the first listing's error")
-	}
-	v.prefetch(false) // a listing of phase 1 in flight at the boundary
-	v.invalidate()
-	if _, err := v.fresh(false); err != nil {
-		t.Errorf("phase 2's first re-check failed with phase 1's error: %v", err)
-	}
-	v.close()
 }
 
 // streamSource is an EventSource whose streams the test feeds.
@@ -470,12 +244,12 @@ func TestTheImageRecheckWindowDoesNotGrowWithASlowListing(t *testing.T) {
 			slow := &slowListRuntime{fakeRuntime: rt, took: 300 * time.Millisecond}
 			e := newTestEngine(t, rt, false)
 			e.o.Reader, e.o.Parallel = slow, 1
-			rt.before = func(method, id string) {
+			rt.Before = func(method, id string) {
 				if id == "i1" {
 					// Well inside twice the listing's duration, past ViewWindow.
-					rt.mu.Lock()
-					rt.containers["c"] = Container{ID: "c", Name: "new", ImageID: "i2", State: tc.state}
-					rt.mu.Unlock()
+					rt.Mu.Lock()
+					rt.Containers["c"] = Container{ID: "c", Name: "new", ImageID: "i2", State: tc.state}
+					rt.Mu.Unlock()
 					time.Sleep(ViewWindow + 50*time.Millisecond)
 				}
 			}
@@ -483,7 +257,7 @@ func TestTheImageRecheckWindowDoesNotGrowWithASlowListing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := rt.mutatingCalls(); !slices.Equal(got, []string{"RemoveImage i1"}) || r.Items[1].Outcome != OutcomeSkipped {
+			if got := rt.MutatingCalls(); !slices.Equal(got, []string{"RemoveImage i1"}) || r.Items[1].Outcome != OutcomeSkipped {
 				t.Errorf("calls %v, i2 %s: the image a new container uses must be kept", got, r.Items[1].Outcome)
 			}
 		})

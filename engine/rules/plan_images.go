@@ -553,3 +553,13 @@ func rankImagesUsing(s model.Snapshot, now time.Time, users []imageUse) []imageE
 	slices.SortStableFunc(entries, compareLRU)
 	return entries
 }
+
+// SpacePassPlanned reports whether the image plan runs the space pass.
+func SpacePassPlanned(p model.ImagePlan) bool {
+	for _, rm := range p.Remove {
+		if rm.Reason == model.RemoveForSpace {
+			return true
+		}
+	}
+	return false
+}

@@ -1,9 +1,11 @@
-package engine
+package executor
 
 import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // The adaptive pool (`--parallel auto`, opt-in; the default is a pool of
@@ -69,10 +71,10 @@ const (
 	kneeBackOff kneeDecision = "back off" // the PLEG calls slowed past the serial pace: half as many
 )
 
-// knee is the adaptive pool's controller for one phase: it decides how
+// Knee is the adaptive pool's controller for one phase: it decides how
 // many removals may be in flight. It is not safe for concurrent use: the
 // executor calls it with x.mu held. Its clock is injectable, for tests.
-type knee struct {
+type Knee struct {
 	now func() time.Time
 	max int
 	// width is the removals allowed in flight now.
@@ -104,17 +106,26 @@ type knee struct {
 	held    int
 }
 
-// newKnee returns a controller starting at one removal in flight and
+// NewKnee returns a controller starting at one removal in flight and
 // growing to at most widest.
-func newKnee(widest int, now func() time.Time) *knee {
-	return &knee{now: now, max: max(widest, 1), width: 1, start: now(), settled: true}
+func NewKnee(widest int, now func() time.Time) *Knee {
+	return &Knee{now: now, max: max(widest, 1), width: 1, start: now(), settled: true}
+}
+
+// ScriptedKnee is NewKnee whose serial pace is already measured as
+// serial, for tests that script the pool's clock: a long serial pace
+// means no probe backs the pool off.
+func ScriptedKnee(widest int, now func() time.Time, serial time.Duration) *Knee {
+	k := NewKnee(widest, now)
+	k.serial, k.serialN = serial, kneeSerialSamples
+	return k
 }
 
 // limit is how many removals may be in flight now.
-func (k *knee) limit() int { return k.width }
+func (k *Knee) limit() int { return k.width }
 
 // started notes a removal started, with inflight now in flight.
-func (k *knee) started(inflight int) {
+func (k *Knee) started(inflight int) {
 	if inflight >= k.width {
 		k.full = true
 	}
@@ -123,7 +134,7 @@ func (k *knee) started(inflight int) {
 // finished notes a removal ended and, when that closes the epoch (as
 // many removals ended as are allowed in flight, over at least
 // kneeMinEpoch), decides; it returns "" when the epoch goes on.
-func (k *knee) finished() kneeDecision {
+func (k *Knee) finished() kneeDecision {
 	k.done++
 	el := k.now().Sub(k.start)
 	if k.done < k.width || el < kneeMinEpoch {
@@ -137,7 +148,7 @@ func (k *knee) finished() kneeDecision {
 // the last kneeSamples probes is slower than the serial pace plus its
 // slack. A probe before the width settled is not counted. It returns
 // kneeBackOff or "".
-func (k *knee) probed(d time.Duration) kneeDecision {
+func (k *Knee) probed(d time.Duration) kneeDecision {
 	if !k.settled {
 		return ""
 	}
@@ -159,7 +170,7 @@ func (k *knee) probed(d time.Duration) kneeDecision {
 // step decides at the end of an epoch that ran at k.width with
 // throughput rate (removals per second); full is whether the pool was
 // ever full in it.
-func (k *knee) step(rate float64, full bool) kneeDecision {
+func (k *Knee) step(rate float64, full bool) kneeDecision {
 	d, was := kneeHold, k.width
 	switch {
 	case k.serialN < kneeSerialSamples:
@@ -198,7 +209,7 @@ func (k *knee) step(rate float64, full bool) kneeDecision {
 
 // backOff halves the width and keeps the pool at most there until it
 // retries.
-func (k *knee) backOff() kneeDecision {
+func (k *Knee) backOff() kneeDecision {
 	k.setWidth(k.width / 2)
 	k.ceiling, k.rate, k.held = k.width, 0, 0
 	k.start, k.done, k.full = k.now(), 0, false
@@ -208,7 +219,7 @@ func (k *knee) backOff() kneeDecision {
 // setWidth sets the width within [1, max]; the probes of another width
 // say nothing of this one, and the serial pace is measured afresh
 // whenever the pool is back at one (the machine's load moves it).
-func (k *knee) setWidth(w int) {
+func (k *Knee) setWidth(w int) {
 	w = min(max(w, 1), k.max)
 	if w == k.width {
 		return
@@ -232,7 +243,7 @@ func medianLatency(ds []time.Duration) time.Duration {
 
 // probePLEG makes the calls the kubelet's PLEG makes on every relist,
 // ListPodSandbox then ListContainers, and returns how long they took.
-func probePLEG(ctx context.Context, r Reader, clock func() time.Time) (time.Duration, error) {
+func probePLEG(ctx context.Context, r model.Reader, clock func() time.Time) (time.Duration, error) {
 	start := clock()
 	if _, err := r.ListSandboxes(ctx); err != nil {
 		return 0, err

@@ -1,10 +1,12 @@
-package engine
+package executor
 
 import (
 	"context"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // intentWindow is how many tasks' intent lines the feeder writes in its
@@ -22,7 +24,7 @@ const (
 // views are listed again (the phase before removed what they hold). A
 // pinned pool (x.parallel above 0) keeps x.parallel removals in flight;
 // the adaptive one (AutoParallel) starts each phase at one and finds the runtime's knee
-// (pool_knee.go): each kind of removal has its own.
+// (knee.go): each kind of removal has its own.
 func (x *executor) runPhases(phases [][]task) {
 	widest := x.parallel
 	if x.parallel == AutoParallel {
@@ -38,7 +40,7 @@ func (x *executor) runPhases(phases [][]task) {
 		}
 		if x.parallel == AutoParallel {
 			x.mu.Lock()
-			x.knee = x.d.kneeFor(min(len(ph), MaxParallel))
+			x.knee = x.d.KneeFor(min(len(ph), MaxParallel))
 			x.mu.Unlock()
 			endProbe := x.startProbe()
 			x.runPhase(ph)
@@ -48,14 +50,6 @@ func (x *executor) runPhases(phases [][]task) {
 		x.runPhase(ph)
 	}
 	stop()
-}
-
-// phaseKnee makes the adaptive pool's controller of a phase.
-func (e *Engine) phaseKnee(widest int) *knee {
-	if e.kneeFor != nil {
-		return e.kneeFor(widest)
-	}
-	return newKnee(widest, time.Now)
 }
 
 // width is how many removals may be in flight now; x.mu is held.
@@ -93,7 +87,7 @@ func (x *executor) startProbe() (stop func()) {
 				continue
 			}
 			wait := kneeProbeEvery
-			if d, err := probePLEG(ctx, x.d.reader, time.Now); err == nil {
+			if d, err := probePLEG(ctx, x.d.Reader, time.Now); err == nil {
 				wait = max(wait, kneeProbeCost*d)
 				x.mu.Lock()
 				was := x.knee.limit()
@@ -113,7 +107,7 @@ func (x *executor) startProbe() (stop func()) {
 // decision d, and wakes the feeder; x.mu is held.
 func (x *executor) noteKnee(d kneeDecision, was int) {
 	if w := x.knee.limit(); w != was {
-		x.d.log.Debug("pool width", "pass", x.passID, "decision", string(d), "from", was, "width", w)
+		x.d.Log.Debug("pool width", "pass", x.passID, "decision", string(d), "from", was, "width", w)
 		x.cond.Broadcast()
 	}
 }
@@ -163,7 +157,7 @@ feed:
 					// Nothing in flight can change it: the target is
 					// reached, as the serial pass would find.
 					for _, rest := range tasks[i:] {
-						x.results[rest.idx] = []ItemResult{skipped(x.planned(rest), "the space pass freed enough before it")}
+						x.results[rest.idx] = []model.ItemResult{skipped(x.planned(rest), "the space pass freed enough before it")}
 					}
 					break feed
 				}
@@ -222,7 +216,7 @@ func (x *executor) writeIntents(tasks []task) {
 // writeAhead writes the intent lines of a group the feeder has not
 // reached yet, marks them written, and wakes the feeder. A pass that stops
 // meanwhile closes the intents the group wrote, as any other.
-func (x *executor) writeAhead(tasks []task, lines []JournalEntry) {
+func (x *executor) writeAhead(tasks []task, lines []model.JournalEntry) {
 	err := x.journal.writeIntents(lines)
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -241,9 +235,9 @@ func (x *executor) markWritten(tasks []task) {
 }
 
 // planned is the report line of a task that never ran.
-func (x *executor) planned(t task) ItemResult {
+func (x *executor) planned(t task) model.ItemResult {
 	it := x.plan[t.idx]
-	it.Time = x.d.now()
+	it.Time = x.d.Now()
 	return it
 }
 
@@ -284,7 +278,7 @@ func (x *executor) haltLocked(why string, failed bool) {
 	if failed {
 		x.r.Error = why
 	}
-	x.d.log.Warn("pass stopped", "pass", x.passID, "why", why)
+	x.d.Log.Warn("pass stopped", "pass", x.passID, "why", why)
 }
 
 // notRunLocked reports the planned item idx as never started; x.mu is held.
@@ -293,8 +287,8 @@ func (x *executor) notRunLocked(idx int) {
 		return
 	}
 	it := x.plan[idx]
-	it.Outcome, it.Detail, it.Time = OutcomeNotRun, x.r.Stopped, x.d.now()
-	x.results[idx] = []ItemResult{it}
+	it.Outcome, it.Detail, it.Time = model.OutcomeNotRun, x.r.Stopped, x.d.Now()
+	x.results[idx] = []model.ItemResult{it}
 	x.r.Undone++
 }
 
@@ -318,11 +312,18 @@ func (x *executor) startWorkers(n int) (stop func()) {
 	}
 }
 
-// run re-checks and removes one task's item and writes its outcome line
-// (outside x.mu: the other workers and the feeder do not wait for it).
-func (x *executor) run(t task) []ItemResult {
-	its := x.journal.perform(x.calls, t.check.recheck(x, t.intent))
-	now := x.d.now()
+// run re-checks one task's item (its kind's recheck), removes it when it
+// is still to go (passJournal.send) and writes its outcome line (outside
+// x.mu: the other workers and the feeder do not wait for it). The item's
+// result comes first, then what went before it.
+func (x *executor) run(t task) []model.ItemResult {
+	c := t.check.recheck(x, t.intent)
+	its := []model.ItemResult{c.it}
+	if c.remove != nil {
+		it, before := x.journal.send(x.calls, c.it, c.remove)
+		its = append([]model.ItemResult{it}, before...)
+	}
+	now := x.d.Now()
 	for i := range its {
 		its[i].Time = now
 	}
@@ -331,7 +332,7 @@ func (x *executor) run(t task) []ItemResult {
 }
 
 // done records a finished task and wakes the feeder.
-func (x *executor) done(t task, its []ItemResult) {
+func (x *executor) done(t task, its []model.ItemResult) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.results[t.idx] = its
@@ -341,7 +342,7 @@ func (x *executor) done(t task, its []ItemResult) {
 		was := x.knee.limit()
 		x.noteKnee(x.knee.finished(), was)
 	}
-	removed := its[0].Outcome == OutcomeRemoved
+	removed := its[0].Outcome == model.OutcomeRemoved
 	if t.space {
 		x.spaceN--
 		x.spaceBytes -= t.size
@@ -349,14 +350,11 @@ func (x *executor) done(t task, its []ItemResult) {
 			x.spaceOK++
 		}
 	}
-	if t.item.Kind == ItemImage && removed {
+	if t.item.Kind == model.ItemImage && removed {
 		x.freed += t.size
 	}
 	x.prog.ItemsDone++
 	x.prog.BytesDone += t.size
-	x.publish()
+	x.d.Publish(x.prog)
 	x.cond.Broadcast()
 }
-
-// publish sends the progress to the engine's progress listeners.
-func (x *executor) publish() { x.d.publish(x.prog) }

@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"context"
@@ -26,24 +26,24 @@ import (
 // container planned in any other state can still change, one the view
 // shows running is confirmed, and the log path is only in the container's
 // status: the runtime is asked then, just before the removal.
-func (rm containerCheck) recheck(x *executor, en *JournalEntry) checked {
-	it := ItemResult{Kind: ItemContainer, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail}
+func (rm containerCheck) recheck(x *executor, en *model.JournalEntry) checked {
+	it := model.ItemResult{Kind: model.ItemContainer, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail}
 	v, err := x.views.running.fresh(false)
 	if err != nil {
 		return checked{it: viewFailed(it, err)}
 	}
 	cur, running := v.container(rm.ID)
 	if !running {
-		cur = Container{ID: rm.ID, PodUID: rm.PodUID, Name: rm.Name, PodSandboxID: rm.PodSandboxID, State: ContainerExited}
+		cur = model.Container{ID: rm.ID, PodUID: rm.PodUID, Name: rm.Name, PodSandboxID: rm.PodSandboxID, State: model.ContainerExited}
 	}
-	if running || rm.State != ContainerExited || x.mayHaveLogFile(ContainerRemoval(rm)) {
-		if cur, err = rt(x, func(ctx context.Context) (Container, error) { return x.d.reader.ContainerStatus(ctx, rm.ID) }); err != nil {
+	if running || rm.State != model.ContainerExited || x.mayHaveLogFile(model.ContainerRemoval(rm)) {
+		if cur, err = rt(x, func(ctx context.Context) (model.Container, error) { return x.d.Reader.ContainerStatus(ctx, rm.ID) }); err != nil {
 			return checked{it: recheckFailed(it, err)}
 		}
 	}
 	en.PodUID, en.Name = cur.PodUID, cur.Name
 	switch {
-	case cur.State == ContainerRunning:
+	case cur.State == model.ContainerRunning:
 		return checked{it: skipped(it, "running since planning")}
 	case !rules.IsDead(cur.State):
 		return checked{it: skipped(it, fmt.Sprintf("in state %s, which the CRI API does not define: kept as active", cur.State))}
@@ -54,11 +54,11 @@ func (rm containerCheck) recheck(x *executor, en *JournalEntry) checked {
 		// kuberuntime_container.go): a crash between the two then leaves
 		// a container whose next removal finds no log, never a log no
 		// pass will find again.
-		first: func() []ItemResult { return x.containerLogs(cur, ContainerRemoval(rm)) },
-		call:  func(ctx context.Context) error { return x.d.remover.RemoveContainer(ctx, rm.ID) },
+		first: func() []model.ItemResult { return x.containerLogs(cur, model.ContainerRemoval(rm)) },
+		call:  func(ctx context.Context) error { return x.d.Remover.RemoveContainer(ctx, rm.ID) },
 		log:   []any{"container", rm.ID, "pod", cur.PodUID, "name", cur.Name}}
-	if cur.State == ContainerUnknown {
-		r.stop = func(ctx context.Context) error { return x.d.remover.StopContainer(ctx, rm.ID, StopTimeout) }
+	if cur.State == model.ContainerUnknown {
+		r.stop = func(ctx context.Context) error { return x.d.Remover.StopContainer(ctx, rm.ID, StopTimeout) }
 	}
 	return checked{it: it, remove: r}
 }
@@ -71,8 +71,8 @@ func (rm containerCheck) recheck(x *executor, en *JournalEntry) checked {
 // a container whose pod has neither has no log file nodegc may remove, and
 // its status need not be asked for the path. When the plan does not name
 // the pod, any podLogsDir counts.
-func (x *executor) mayHaveLogFile(rm ContainerRemoval) bool {
-	root := x.d.podLogsDir
+func (x *executor) mayHaveLogFile(rm model.ContainerRemoval) bool {
+	root := x.d.PodLogsDir
 	if root == "" {
 		return false
 	}
@@ -101,12 +101,12 @@ const ReasonContainerRemoved = "container-removed"
 // and a link that is a symlink; everything is reached from a directory
 // handle without following symlinks. An absolute log path outside the
 // layout is reported skipped and left alone.
-func (x *executor) containerLogs(c Container, rm ContainerRemoval) []ItemResult {
-	var out []ItemResult
-	en := JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name}
+func (x *executor) containerLogs(c model.Container, rm model.ContainerRemoval) []model.ItemResult {
+	var out []model.ItemResult
+	en := model.JournalEntry{Reason: ReasonContainerRemoved, PodUID: c.PodUID, Name: c.Name}
 	if p := c.LogPath; p != "" && filepath.IsAbs(p) {
-		it := ItemResult{Kind: ItemLog, ID: p, Reason: ReasonContainerRemoved, Detail: "log file of container " + c.ID}
-		root := x.d.podLogsDir
+		it := model.ItemResult{Kind: model.ItemLog, ID: p, Reason: ReasonContainerRemoved, Detail: "log file of container " + c.ID}
+		root := x.d.PodLogsDir
 		podDir, ctr, file, ok := containerLogLayout(root, p)
 		switch {
 		case !ok:
@@ -121,14 +121,14 @@ func (x *executor) containerLogs(c Container, rm ContainerRemoval) []ItemResult 
 	if rm.PodName == "" || rm.PodNamespace == "" || c.Name == "" {
 		return out
 	}
-	dir := x.d.linksDir
+	dir := x.d.LinksDir
 	name := filepath.Base(containerLogLink(dir, rm.PodName, rm.PodNamespace, c.Name, c.ID))
 	d, err := x.linksDir(dir)
 	if err != nil {
 		return out // no links dir, or one log GC must not touch
 	}
 	if st, err := d.lstat(name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		it := ItemResult{Kind: ItemLog, ID: filepath.Join(dir, name), Reason: ReasonContainerRemoved, Detail: "log link of container " + c.ID}
+		it := model.ItemResult{Kind: model.ItemLog, ID: filepath.Join(dir, name), Reason: ReasonContainerRemoved, Detail: "log link of container " + c.ID}
 		out = append(out, x.journal.removeOwn(x.calls, it, en, &removal{what: "remove container log link",
 			call: func(context.Context) error { return d.unlink(name) }}))
 	}
@@ -139,7 +139,7 @@ func (x *executor) containerLogs(c Container, rm ContainerRemoval) []ItemResult 
 // c, by what the runtime and the plan say of it: the pod directory names
 // its pod's UID (and namespace and name, when the plan has them), the
 // container directory its name.
-func ownLogDir(podDir, ctr string, c Container, rm ContainerRemoval) bool {
+func ownLogDir(podDir, ctr string, c model.Container, rm model.ContainerRemoval) bool {
 	if c.PodUID != "" && model.PodUIDFromLogDir(podDir) != c.PodUID || c.Name != "" && ctr != c.Name {
 		return false
 	}

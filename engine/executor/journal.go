@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodegc/nodegc/engine/model"
 	"github.com/nodegc/nodegc/engine/state"
 )
 
@@ -17,11 +18,11 @@ import (
 // at its end. It owns the mapping from an item's Outcome to its journal
 // op. The first failed write is kept: the pool starts nothing after it.
 type passJournal struct {
-	j    lineJournal
+	j    Journal
 	now  func() time.Time
 	boot string
-	pass JournalPass
-	kind PassKind
+	pass model.JournalPass
+	kind model.PassKind
 	log  *slog.Logger
 	// clean is set when no intent of an earlier pass was open at the
 	// pass's start: the pass then ends on a checkpoint once all of its
@@ -32,14 +33,14 @@ type passJournal struct {
 	err error // the first failed write: the pass stops
 }
 
-// lineJournal is what a pass writes its lines to: the deletion journal
+// Journal is what a pass writes its lines to: the deletion journal
 // (*state.Journal), with its group commit. Write waits for the fsync,
 // WriteOut for the kernel, WriteLazy for neither; Failed is the first
 // failed write, which every later one returns too.
-type lineJournal interface {
-	Write(entries ...JournalEntry) error
-	WriteLazy(entries ...JournalEntry) error
-	WriteOut(entries ...JournalEntry) error
+type Journal interface {
+	Write(entries ...model.JournalEntry) error
+	WriteLazy(entries ...model.JournalEntry) error
+	WriteOut(entries ...model.JournalEntry) error
 	Sync() error
 	Failed() error
 	NeedsCheckpoint() bool
@@ -47,17 +48,17 @@ type lineJournal interface {
 }
 
 // newPassJournal returns the journal lines of a pass over j, which
-// readyJournal readied; clean says no intent of an earlier pass was open
+// Host.ReadyJournal readied; clean says no intent of an earlier pass was open
 // then, and boot is the machine's boot ID, written on intent lines.
-func newPassJournal(j lineJournal, d passDeps, boot, passID string, kind PassKind, clean bool) *passJournal {
-	return &passJournal{j: j, now: d.now, boot: boot, pass: JournalPass(passID), kind: kind, log: d.log, clean: clean}
+func newPassJournal(j Journal, d Deps, boot, passID string, kind model.PassKind, clean bool) *passJournal {
+	return &passJournal{j: j, now: d.Now, boot: boot, pass: model.JournalPass(passID), kind: kind, log: d.Log, clean: clean}
 }
 
 // stamp fills a journal line's op, time and pass, and an intent's boot
 // ID.
-func (pj *passJournal) stamp(op JournalOp, en JournalEntry) JournalEntry {
+func (pj *passJournal) stamp(op model.JournalOp, en model.JournalEntry) model.JournalEntry {
 	en.Op, en.Time, en.Pass, en.PassKind = op, pj.now(), pj.pass, pj.kind
-	if op == JournalIntent {
+	if op == model.JournalIntent {
 		en.Boot = pj.boot
 	}
 	return en
@@ -90,88 +91,79 @@ func (pj *passJournal) note(err error) error {
 
 // intents are the tasks' intent lines, made from the plan before any of
 // them starts.
-func (pj *passJournal) intents(tasks []task) []JournalEntry {
-	lines := make([]JournalEntry, len(tasks))
+func (pj *passJournal) intents(tasks []task) []model.JournalEntry {
+	lines := make([]model.JournalEntry, len(tasks))
 	for i, t := range tasks {
-		lines[i] = pj.stamp(JournalIntent, *t.intent)
+		lines[i] = pj.stamp(model.JournalIntent, *t.intent)
 	}
 	return lines
 }
 
 // writeIntents writes a group of intent lines and returns once they are
 // on disk.
-func (pj *passJournal) writeIntents(lines []JournalEntry) error {
+func (pj *passJournal) writeIntents(lines []model.JournalEntry) error {
 	return pj.note(pj.j.Write(lines...))
 }
 
 // outcomeOp is the journal op of an item's outcome, and the error it
 // carries: the one mapping from Outcome to JournalOp. An item with no
 // outcome never ran.
-func outcomeOp(it ItemResult) (JournalOp, string) {
+func outcomeOp(it model.ItemResult) (model.JournalOp, string) {
 	switch it.Outcome {
-	case OutcomeRemoved:
-		return JournalRemoved, ""
-	case OutcomeGone:
-		return JournalGone, ""
-	case OutcomeFailed:
-		return JournalFailed, it.Error
-	case OutcomeSkipped:
-		return JournalSkipped, it.Detail
+	case model.OutcomeRemoved:
+		return model.JournalRemoved, ""
+	case model.OutcomeGone:
+		return model.JournalGone, ""
+	case model.OutcomeFailed:
+		return model.JournalFailed, it.Error
+	case model.OutcomeSkipped:
+		return model.JournalSkipped, it.Detail
 	}
-	return JournalNotRun, ""
+	return model.JournalNotRun, ""
 }
 
 // close writes the outcome line of a task whose intent is on disk, from
 // its results (not-run when it has none), without waiting for its fsync.
-func (pj *passJournal) close(t task, its []ItemResult) error {
+func (pj *passJournal) close(t task, its []model.ItemResult) error {
 	en := *t.intent
-	var it ItemResult
+	var it model.ItemResult
 	if len(its) > 0 {
 		it = its[0]
 	}
-	var op JournalOp
+	var op model.JournalOp
 	op, en.Error = outcomeOp(it)
 	return pj.note(pj.j.WriteLazy(pj.stamp(op, en)))
 }
 
-// perform removes a re-checked item: its started line is handed to the
+// send removes a re-checked item: its started line is handed to the
 // kernel first (without it reconciliation may take the call for never
 // sent, so nothing is done when that write fails), then the stop, what
 // goes first and the call are sent, each within CallTimeout of calls, and
-// classified. The item's result comes first, then what went before it.
-func (pj *passJournal) perform(calls context.Context, c checked) []ItemResult {
-	if c.remove == nil {
-		return []ItemResult{c.it}
-	}
-	it, before := pj.send(calls, c.it, c.remove)
-	return append([]ItemResult{it}, before...)
-}
-
-// send is perform for one item; it also returns the results of what
-// went first.
-func (pj *passJournal) send(calls context.Context, it ItemResult, rm *removal) (ItemResult, []ItemResult) {
-	if err := pj.note(pj.j.WriteOut(pj.stamp(JournalStarted, JournalEntry{Kind: it.Kind, ID: it.ID}))); err != nil {
-		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
+// classified. It returns the item's result and the results of what went
+// first.
+func (pj *passJournal) send(calls context.Context, it model.ItemResult, rm *removal) (model.ItemResult, []model.ItemResult) {
+	if err := pj.note(pj.j.WriteOut(pj.stamp(model.JournalStarted, model.JournalEntry{Kind: it.Kind, ID: it.ID}))); err != nil {
+		it.Outcome, it.Error = model.OutcomeFailed, fmt.Sprintf("not removed: %v", err)
 		return it, nil
 	}
 	if rm.stop != nil {
-		if err := within(calls, rm.stop); err != nil && !errors.Is(err, ErrNotFound) {
-			it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("stop %s: %v", it.Kind, err)
+		if err := within(calls, rm.stop); err != nil && !errors.Is(err, model.ErrNotFound) {
+			it.Outcome, it.Error = model.OutcomeFailed, fmt.Sprintf("stop %s: %v", it.Kind, err)
 			return it, nil
 		}
 	}
-	var before []ItemResult
+	var before []model.ItemResult
 	if rm.first != nil {
 		before = rm.first()
 		for _, b := range before {
-			if b.Outcome == OutcomeFailed {
-				it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: its %s was not removed first (%s)", b.Kind, b.Error)
+			if b.Outcome == model.OutcomeFailed {
+				it.Outcome, it.Error = model.OutcomeFailed, fmt.Sprintf("not removed: its %s was not removed first (%s)", b.Kind, b.Error)
 				return it, before
 			}
 		}
 	}
 	it = outcome(it, rm.what, within(calls, rm.call))
-	if it.Outcome == OutcomeRemoved && len(rm.log) > 0 {
+	if it.Outcome == model.OutcomeRemoved && len(rm.log) > 0 {
 		pj.log.Info("removed "+string(it.Kind), append(rm.log, "reason", it.Reason, "pass", string(pj.pass))...)
 	}
 	return it, before
@@ -187,14 +179,14 @@ func within(calls context.Context, call func(ctx context.Context) error) error {
 // removeOwn journals an intent of its own, removes and journals the
 // outcome: for the log file and link removed with a container. Without
 // its intent line on disk the item is not removed.
-func (pj *passJournal) removeOwn(calls context.Context, it ItemResult, en JournalEntry, rm *removal) ItemResult {
+func (pj *passJournal) removeOwn(calls context.Context, it model.ItemResult, en model.JournalEntry, rm *removal) model.ItemResult {
 	en.Kind, en.ID = it.Kind, it.ID
-	if err := pj.note(pj.j.Write(pj.stamp(JournalIntent, en))); err != nil {
-		it.Outcome, it.Error = OutcomeFailed, fmt.Sprintf("not removed: %v", err)
+	if err := pj.note(pj.j.Write(pj.stamp(model.JournalIntent, en))); err != nil {
+		it.Outcome, it.Error = model.OutcomeFailed, fmt.Sprintf("not removed: %v", err)
 		return it
 	}
 	it, _ = pj.send(calls, it, rm)
-	var op JournalOp
+	var op model.JournalOp
 	op, en.Error = outcomeOp(it)
 	if jerr := pj.note(pj.j.WriteLazy(pj.stamp(op, en))); jerr != nil && it.Error == "" {
 		it.Error = fmt.Sprintf("journal: %v", jerr)
@@ -226,14 +218,14 @@ func (pj *passJournal) end() (notes []string, err error) {
 // outcome classifies a removal call's error: nil is success, NotFound
 // means the item is already gone, anything else is a failure recorded on
 // the item.
-func outcome(it ItemResult, what string, err error) ItemResult {
+func outcome(it model.ItemResult, what string, err error) model.ItemResult {
 	switch {
 	case err == nil:
-		it.Outcome = OutcomeRemoved
-	case errors.Is(err, ErrNotFound):
-		it.Outcome = OutcomeGone
+		it.Outcome = model.OutcomeRemoved
+	case errors.Is(err, model.ErrNotFound):
+		it.Outcome = model.OutcomeGone
 	default:
-		it.Outcome = OutcomeFailed
+		it.Outcome = model.OutcomeFailed
 		it.Error = fmt.Sprintf("%s: %v", what, err)
 	}
 	return it

@@ -1,8 +1,10 @@
-package engine
+package executor
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // recheck re-checks one image: it must still exist, be unpinned, not be a
@@ -10,8 +12,8 @@ import (
 // the node, nor, when the engine does not follow the runtime's events,
 // by a created or running container of a listing begun at most
 // ViewWindow before the check (see ViewWindow).
-func (rm imageCheck) recheck(x *executor, en *JournalEntry) checked {
-	it := ItemResult{Kind: ItemImage, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail, SizeBytes: rm.SizeBytes}
+func (rm imageCheck) recheck(x *executor, en *model.JournalEntry) checked {
+	it := model.ItemResult{Kind: model.ItemImage, ID: rm.ID, Reason: string(rm.Reason), Detail: rm.Detail, SizeBytes: rm.SizeBytes}
 	if x.infoErr != nil {
 		return checked{it: recheckFailed(it, x.infoErr)}
 	}
@@ -21,7 +23,7 @@ func (rm imageCheck) recheck(x *executor, en *JournalEntry) checked {
 	}
 	img, ok := v.image(rm.ID)
 	if !ok {
-		it.Outcome = OutcomeGone
+		it.Outcome = model.OutcomeGone
 		return checked{it: it}
 	}
 	en.RepoTags, en.RepoDigests, en.SizeBytes = img.RepoTags, img.RepoDigests, img.SizeBytes
@@ -30,11 +32,11 @@ func (rm imageCheck) recheck(x *executor, en *JournalEntry) checked {
 		return checked{it: skipped(it, "pinned since planning")}
 	case img.SizeBytes < 0:
 		return checked{it: skipped(it, fmt.Sprintf("the runtime reports an impossible size (%d bytes)", img.SizeBytes))}
-	case IsSandboxImage(img, x.sandboxRefs):
+	case model.IsSandboxImage(img, x.sandboxRefs):
 		return checked{it: skipped(it, "sandbox image")}
 	}
 	views := []*viewData{v}
-	if !x.d.following() {
+	if !x.d.Following() {
 		a, err := x.views.active.fresh(false)
 		if err != nil {
 			return checked{it: viewFailed(it, err)}
@@ -47,6 +49,6 @@ func (rm imageCheck) recheck(x *executor, en *JournalEntry) checked {
 		}
 	}
 	return checked{it: it, remove: &removal{what: "remove image",
-		call: func(ctx context.Context) error { return x.d.remover.RemoveImage(ctx, rm.ID) },
+		call: func(ctx context.Context) error { return x.d.Remover.RemoveImage(ctx, rm.ID) },
 		log:  []any{"image", rm.ID, "tags", img.RepoTags, "size", img.SizeBytes}}}
 }

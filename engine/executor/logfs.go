@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"errors"
@@ -125,7 +125,7 @@ func (d *logDir) unlink(name string) error {
 	}
 	err := unix.Unlinkat(d.fd, name, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("%s: %w", filepath.Join(d.path, name), ErrNotFound)
+		return fmt.Errorf("%s: %w", filepath.Join(d.path, name), model.ErrNotFound)
 	}
 	if err != nil {
 		return &os.PathError{Op: "unlink", Path: filepath.Join(d.path, name), Err: err}
@@ -144,7 +144,7 @@ const maxLogDepth = 16
 func (d *logDir) removeAll(name string) error {
 	err := d.removeTree(name, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("%s: %w", filepath.Join(d.path, name), ErrNotFound)
+		return fmt.Errorf("%s: %w", filepath.Join(d.path, name), model.ErrNotFound)
 	}
 	return err
 }
@@ -164,7 +164,7 @@ func (d *logDir) removeTree(name string, depth int) error {
 	if err == nil {
 		for _, n := range names {
 			err = sub.unlink(n)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, model.ErrNotFound) {
 				err = nil
 			}
 			var pe *os.PathError
@@ -273,12 +273,12 @@ func removeContainerLogFile(podLogsDir, podDir, container, file string) error {
 		switch {
 		case err == nil:
 			found = found || n == file
-		case !errors.Is(err, ErrNotFound) && first == nil:
+		case !errors.Is(err, model.ErrNotFound) && first == nil:
 			first = err
 		}
 	}
 	if first == nil && !found {
-		return fmt.Errorf("%s: %w", filepath.Join(cd.path, file), ErrNotFound)
+		return fmt.Errorf("%s: %w", filepath.Join(cd.path, file), model.ErrNotFound)
 	}
 	return first
 }
@@ -286,7 +286,7 @@ func removeContainerLogFile(podLogsDir, podDir, container, file string) error {
 // notFound turns a missing directory into ErrNotFound.
 func notFound(err error) error {
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w: %v", ErrNotFound, err)
+		return fmt.Errorf("%w: %v", model.ErrNotFound, err)
 	}
 	return err
 }

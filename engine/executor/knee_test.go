@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"slices"
@@ -26,7 +26,7 @@ type kneeWant struct {
 // first (a decision on a probe ends the epoch there), then the removals,
 // the clock moving so that they end at the epoch's rate. It returns the
 // decision ("" when the epoch did not close).
-func playKnee(k *knee, now *time.Time, e kneeEpoch) kneeDecision {
+func playKnee(k *Knee, now *time.Time, e kneeEpoch) kneeDecision {
 	for _, p := range e.probes {
 		if d := k.probed(time.Duration(p * float64(time.Millisecond))); d != "" {
 			return d
@@ -165,7 +165,7 @@ func TestKneeDecisions(t *testing.T) {
 				t.Fatalf("script has %d epochs and %d wants", len(tc.epochs), len(tc.want))
 			}
 			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			k := newKnee(tc.widest, func() time.Time { return now })
+			k := NewKnee(tc.widest, func() time.Time { return now })
 			if k.limit() != 1 {
 				t.Fatalf("a phase starts at %d in flight, want 1", k.limit())
 			}
@@ -180,7 +180,7 @@ func TestKneeDecisions(t *testing.T) {
 
 func TestKneeEpochWaitsForEverySlot(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	k := newKnee(64, func() time.Time { return now })
+	k := NewKnee(64, func() time.Time { return now })
 	k.probed(10 * time.Millisecond)
 	k.probed(10 * time.Millisecond)
 	playKnee(k, &now, kneeEpoch{rate: 40})

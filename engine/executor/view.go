@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nodegc/nodegc/engine/model"
 )
 
 // ViewWindow is how long a pass trusts its view of the node's active
@@ -21,7 +23,7 @@ const ViewWindow = 100 * time.Millisecond
 // nodeView is the executor's cached list of containers (and, for the image
 // phase, images), refreshed in the background; see ViewWindow.
 type nodeView struct {
-	r     Reader
+	r     model.Reader
 	kind  viewKind
 	ctx   context.Context  // for the listings: the pass's uncancelled calls
 	clock func() time.Time // the wall clock, never the engine's fake one
@@ -56,35 +58,35 @@ type viewData struct {
 	gen    uint64    // the container event generation before it began
 	images bool      // it holds the image list
 
-	containers []Container
-	imageList  []Image
+	containers []model.Container
+	imageList  []model.Image
 
 	// The indexes point into containers and imageList, which never
 	// change: a large node's pass builds them for every view, and copies
 	// of each Container (about 200 bytes) in three maps were the largest
 	// part of what a pass allocated.
 	imageIdx     sync.Once
-	users        map[string]*Container // every ImageID and ImageRef to the first container naming it
-	imageByID    map[string]*Image
+	users        map[string]*model.Container // every ImageID and ImageRef to the first container naming it
+	imageByID    map[string]*model.Image
 	containerIdx sync.Once
-	bySandbox    map[string]*Container // a sandbox ID to the first container referencing it
-	byID         map[string]*Container
-	byPodUID     map[string][]*Container
+	bySandbox    map[string]*model.Container // a sandbox ID to the first container referencing it
+	byID         map[string]*model.Container
+	byPodUID     map[string][]*model.Container
 }
 
 // image returns the listed image with the ID.
-func (d *viewData) image(id string) (Image, bool) {
+func (d *viewData) image(id string) (model.Image, bool) {
 	d.indexImages()
 	if img, ok := d.imageByID[id]; ok {
 		return *img, true
 	}
-	return Image{}, false
+	return model.Image{}, false
 }
 
 // indexImages builds the image phase's indexes.
 func (d *viewData) indexImages() {
 	d.imageIdx.Do(func() {
-		d.users = make(map[string]*Container, len(d.containers))
+		d.users = make(map[string]*model.Container, len(d.containers))
 		for i := range d.containers {
 			c := &d.containers[i]
 			for _, ref := range [2]string{c.ImageID, c.ImageRef} {
@@ -93,7 +95,7 @@ func (d *viewData) indexImages() {
 				}
 			}
 		}
-		d.imageByID = make(map[string]*Image, len(d.imageList))
+		d.imageByID = make(map[string]*model.Image, len(d.imageList))
 		for i := range d.imageList {
 			d.imageByID[d.imageList[i].ID] = &d.imageList[i]
 		}
@@ -101,26 +103,26 @@ func (d *viewData) indexImages() {
 }
 
 // container returns the listed container with the ID.
-func (d *viewData) container(id string) (Container, bool) {
+func (d *viewData) container(id string) (model.Container, bool) {
 	d.indexContainers()
 	if c, ok := d.byID[id]; ok {
 		return *c, true
 	}
-	return Container{}, false
+	return model.Container{}, false
 }
 
 // sandboxUser returns a container that references the sandbox.
-func (d *viewData) sandboxUser(id string) (Container, bool) {
+func (d *viewData) sandboxUser(id string) (model.Container, bool) {
 	d.indexContainers()
 	if c, ok := d.bySandbox[id]; ok {
 		return *c, true
 	}
-	return Container{}, false
+	return model.Container{}, false
 }
 
 // podContainers returns the listed containers of the pod; the caller
 // must not change them.
-func (d *viewData) podContainers(uid string) []*Container {
+func (d *viewData) podContainers(uid string) []*model.Container {
 	d.indexContainers()
 	return d.byPodUID[uid]
 }
@@ -128,9 +130,9 @@ func (d *viewData) podContainers(uid string) []*Container {
 // indexContainers builds the container, sandbox and log phases' indexes.
 func (d *viewData) indexContainers() {
 	d.containerIdx.Do(func() {
-		d.bySandbox = make(map[string]*Container, len(d.containers)/2)
-		d.byID = make(map[string]*Container, len(d.containers))
-		d.byPodUID = make(map[string][]*Container, len(d.containers)/2)
+		d.bySandbox = make(map[string]*model.Container, len(d.containers)/2)
+		d.byID = make(map[string]*model.Container, len(d.containers))
+		d.byPodUID = make(map[string][]*model.Container, len(d.containers)/2)
 		for i := range d.containers {
 			c := &d.containers[i]
 			if _, ok := d.bySandbox[c.PodSandboxID]; !ok && c.PodSandboxID != "" {
@@ -164,7 +166,7 @@ const (
 // containers alone (the CRI state filter). The image re-check uses it
 // where a Reader has it, and filters the whole list otherwise.
 type ActiveLister interface {
-	ListActiveContainers(ctx context.Context) ([]Container, error)
+	ListActiveContainers(ctx context.Context) ([]model.Container, error)
 }
 
 // RunningLister is a Reader that can list the running containers alone
@@ -172,7 +174,7 @@ type ActiveLister interface {
 // node with many dead containers. The executor uses it where a Reader has
 // it, and filters the whole list otherwise.
 type RunningLister interface {
-	ListRunningContainers(ctx context.Context) ([]Container, error)
+	ListRunningContainers(ctx context.Context) ([]model.Container, error)
 }
 
 // passViews are a pass's views of the node (see ViewWindow): all, every
@@ -189,13 +191,13 @@ type passViews struct {
 // ("" for none): the listing runs while the pass sets up. following says
 // whether the engine follows the runtime's events (the image phase then
 // needs no active view).
-func newPassViews(ctx context.Context, r Reader, gen *atomic.Uint64, first ItemKind, following bool) passViews {
+func newPassViews(ctx context.Context, r model.Reader, gen *atomic.Uint64, first model.ItemKind, following bool) passViews {
 	vs := passViews{all: newNodeView(ctx, r, gen, viewAll), running: newNodeView(ctx, r, gen, viewRunning), active: newNodeView(ctx, r, gen, viewActive)}
 	switch first {
 	case "":
-	case ItemContainer:
+	case model.ItemContainer:
 		vs.running.prefetch(false)
-	case ItemImage:
+	case model.ItemImage:
 		vs.all.prefetch(true)
 		if !following {
 			vs.active.prefetch(false)
@@ -225,7 +227,7 @@ func (vs passViews) close() {
 // newNodeView returns an empty view that lists at its first use; ctx is
 // the context of its listings (each bounded by CallTimeout); kind says
 // which containers it holds.
-func newNodeView(ctx context.Context, r Reader, gen *atomic.Uint64, kind viewKind) *nodeView {
+func newNodeView(ctx context.Context, r model.Reader, gen *atomic.Uint64, kind viewKind) *nodeView {
 	v := &nodeView{r: r, ctx: ctx, clock: time.Now, gen: gen, kind: kind}
 	v.cond = sync.NewCond(&v.mu)
 	return v
@@ -361,7 +363,7 @@ func (v *nodeView) startLocked() {
 func (v *nodeView) list(ctx context.Context, images bool) (*viewData, error) {
 	// The two lists are asked for at once: the view is as old as the
 	// earlier of the two, and one round trip shorter.
-	var imgs []Image
+	var imgs []model.Image
 	var ierr error
 	var wg sync.WaitGroup
 	if images {
@@ -379,7 +381,7 @@ func (v *nodeView) list(ctx context.Context, images bool) (*viewData, error) {
 }
 
 // listContainers lists the containers the view holds.
-func (v *nodeView) listContainers(ctx context.Context) ([]Container, error) {
+func (v *nodeView) listContainers(ctx context.Context) ([]model.Container, error) {
 	switch v.kind {
 	case viewRunning:
 		if rl, ok := v.r.(RunningLister); ok {
@@ -393,9 +395,11 @@ func (v *nodeView) listContainers(ctx context.Context) ([]Container, error) {
 	cs, err := v.r.ListContainers(ctx)
 	switch v.kind {
 	case viewRunning:
-		cs = slices.DeleteFunc(cs, func(c Container) bool { return c.State != ContainerRunning })
+		cs = slices.DeleteFunc(cs, func(c model.Container) bool { return c.State != model.ContainerRunning })
 	case viewActive:
-		cs = slices.DeleteFunc(cs, func(c Container) bool { return c.State != ContainerRunning && c.State != ContainerCreated })
+		cs = slices.DeleteFunc(cs, func(c model.Container) bool {
+			return c.State != model.ContainerRunning && c.State != model.ContainerCreated
+		})
 	}
 	return cs, err
 }
@@ -403,7 +407,7 @@ func (v *nodeView) listContainers(ctx context.Context) ([]Container, error) {
 // imageUser returns a container that uses img by its ID, a tag or a
 // digest, in any state: the same rule as ImagesInUse, with one map lookup
 // per reference.
-func (d *viewData) imageUser(img Image) (Container, bool) {
+func (d *viewData) imageUser(img model.Image) (model.Container, bool) {
 	d.indexImages()
 	if c, ok := d.users[img.ID]; ok && img.ID != "" {
 		return *c, true
@@ -415,5 +419,5 @@ func (d *viewData) imageUser(img Image) (Container, bool) {
 			}
 		}
 	}
-	return Container{}, false
+	return model.Container{}, false
 }

@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 // following symlinks. A pod directory whose pod runs a container again, a
 // symlink whose target exists or whose container has not exited, is
 // skipped.
-func (rm logCheck) recheck(x *executor, _ *JournalEntry) checked {
-	it := ItemResult{Kind: ItemLog, ID: rm.Path, Reason: rm.Reason}
-	podDir, linkDir := x.d.podLogsDir, x.d.linksDir
+func (rm logCheck) recheck(x *executor, _ *model.JournalEntry) checked {
+	it := model.ItemResult{Kind: model.ItemLog, ID: rm.Path, Reason: rm.Reason}
+	podDir, linkDir := x.d.PodLogsDir, x.d.LinksDir
 	// Only direct children: a nested path could pass through a symlinked
 	// subdirectory to anywhere on the node.
 	parent, name := filepath.Dir(rm.Path), filepath.Base(rm.Path)
@@ -36,7 +36,7 @@ func (rm logCheck) recheck(x *executor, _ *JournalEntry) checked {
 	defer d.close()
 	st, err := d.lstat(name)
 	if errors.Is(err, os.ErrNotExist) {
-		it.Outcome = OutcomeGone
+		it.Outcome = model.OutcomeGone
 		return checked{it: it}
 	}
 	if err != nil {
@@ -53,7 +53,7 @@ func (rm logCheck) recheck(x *executor, _ *JournalEntry) checked {
 		if d.exists(name) {
 			return checked{it: skipped(it, "its target exists")}
 		}
-		if c, ok := v.container(rules.ContainerIDFromLink(rm.Path)); ok && c.State != ContainerExited {
+		if c, ok := v.container(rules.ContainerIDFromLink(rm.Path)); ok && c.State != model.ContainerExited {
 			return checked{it: skipped(it, "its container has not exited")}
 		}
 		return x.removeIn(it, "remove log symlink", d.unlink, name)
@@ -73,7 +73,7 @@ func (rm logCheck) recheck(x *executor, _ *JournalEntry) checked {
 // removeIn removes name through remove, a method of the directory handle
 // the re-check used, while it is still open: the removal cannot be led
 // elsewhere by a symlink swapped in meanwhile.
-func (x *executor) removeIn(it ItemResult, what string, remove func(string) error, name string) checked {
+func (x *executor) removeIn(it model.ItemResult, what string, remove func(string) error, name string) checked {
 	it, _ = x.journal.send(x.calls, it, &removal{what: what, call: func(context.Context) error { return remove(name) }})
 	return checked{it: it}
 }
