@@ -97,9 +97,9 @@ func TestJournalPassReadsOldNumbers(t *testing.T) {
 // reads another time at New (the demo's warm-up clock, issue 41).
 func TestRunNamedByStarted(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.images["i1"] = Image{ID: "i1", SizeBytes: 10}
+	rt.Images["i1"] = Image{ID: "i1", SizeBytes: 10}
 	launch := execNow.Add(5 * time.Minute)
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(),
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), StateDir: t.TempDir(),
 		Now: func() time.Time { return execNow }, Started: launch})
 	if err != nil {
 		t.Fatal(err)

@@ -14,10 +14,10 @@ func TestShadowSchedulerPlansEveryPassAndRemovesNothing(t *testing.T) {
 	rt := newFakeRuntime() // its image fs is 90 % used: image GC plans removals
 	deadContainers(rt)
 	for _, id := range []string{"img-a", "img-b"} {
-		rt.images[id] = Image{ID: id, SizeBytes: 100, RepoTags: []string{id + ":1"}}
+		rt.Images[id] = Image{ID: id, SizeBytes: 100, RepoTags: []string{id + ":1"}}
 	}
 	clk := newFakeClock(execNow)
-	e, err := New(Options{Reader: rt, Statfs: rt.statfs, Remover: rt, Policy: DefaultPolicy(), Now: clk.Now})
+	e, err := New(Options{Reader: rt, Statfs: rt.Statfs, Remover: rt, Policy: DefaultPolicy(), Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +53,12 @@ func TestShadowSchedulerPlansEveryPassAndRemovesNothing(t *testing.T) {
 	// Another (the kubelet's container GC) removes what the shadow pass
 	// planned; the next pass's snapshot misses it, the one after settles
 	// it as agreed.
-	rt.mu.Lock()
-	delete(rt.containers, "old")
-	rt.mu.Unlock()
+	rt.Mu.Lock()
+	delete(rt.Containers, "old")
+	rt.Mu.Unlock()
 	clk.advance(ImageGCPeriod - ContainerGCPeriod)
 	clk.waitIdle()
-	if got := rt.mutatingCalls(); len(got) != 0 {
+	if got := rt.MutatingCalls(); len(got) != 0 {
 		t.Fatalf("shadow mode made mutating calls: %v", got)
 	}
 	st = s.Status()
