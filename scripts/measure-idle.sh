@@ -13,7 +13,10 @@
 # A scale "node-events" or "node-polling" measures instead the dashboard
 # against a separate `nodegc simnode --preset large` process (issue 10):
 # 120x36, with the runtime's event stream or with --events=false; run it
-# with SETTLE=90 (and DURATION=1800 for the 30-minute RSS check).
+# with SETTLE=90 (and DURATION=1800 for the 30-minute RSS check). Passes
+# on, SETTLE=90 puts in the window the full container pass that follows
+# the preset's first one (which removes 4,050 items, so the next cannot be
+# skipped as quiet); SETTLE=200 measures the idle node after it.
 # A scale "agent" measures `nodegc agent` (no screen, no tmux) against a
 # separate `nodegc simnode --preset large`, metrics on a loopback port, and
 # then times SCRAPES scrapes of /metrics (default 100, one every 100 ms):

@@ -23,6 +23,9 @@ var costNode = []string{"--images", "10000", "--pods", "20000", "--dead-per-cont
 //     its own process, vs `bare list` (internal/bare) on the same socket;
 //     a gc that removes nothing first warms the state dir (image records,
 //     sandbox images), as on a node where nodegc ran.
+//   - live-cold: the same plan with an empty state dir, as on a node
+//     where no gc or agent ever ran (plan is read-only and never fills
+//     it): it asks each READY sandbox for its image, one call each.
 //   - from: `nodegc plan --from` a snapshot of that node (taken once by
 //     `nodegc snapshot`, or NODEGC_BENCH_SNAPSHOT), vs `bare decode` of
 //     the same file.
@@ -67,6 +70,17 @@ func BenchmarkPlanCost(b *testing.B) {
 	plan := []string{"plan", "-o", "json", "--simulated", "--runtime-endpoint", ep, "--state-dir", state, "--kubelet-config", os.DevNull}
 	b.Run("live", func(b *testing.B) {
 		sideBySide(b, []string{bare, "list", ep}, append([]string{nodegc}, plan...))
+	})
+	cold := filepath.Join(dir, "cold-state")
+	if err := os.Mkdir(cold, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	coldPlan := []string{nodegc, "plan", "-o", "json", "--simulated", "--runtime-endpoint", ep, "--state-dir", cold, "--kubelet-config", os.DevNull}
+	b.Run("live-cold", func(b *testing.B) {
+		sideBySide(b, []string{bare, "list", ep}, coldPlan)
+		if ents, err := os.ReadDir(cold); err != nil || len(ents) != 0 {
+			b.Fatalf("the cold state dir is no longer empty (%v): %d entries", err, len(ents))
+		}
 	})
 
 	snap := os.Getenv("NODEGC_BENCH_SNAPSHOT")

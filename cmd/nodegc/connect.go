@@ -91,8 +91,11 @@ func connect(ctx context.Context, f *factory, g *globalOptions, cfg *kubeletConf
 	if err != nil {
 		return nil, endpointError(err)
 	}
+	// With --debug, the client logs how many sandboxes it asked for their
+	// image; a --log-file that cannot be opened is reported by the engine.
+	log, _ := g.logger()
 	c, err := cri.Dial(ctx, ep, cri.Options{ReadTimeout: g.Timeout, ExitDetails: exitDetails,
-		SandboxImages: engine.LoadSandboxImages(g.StateDir)})
+		SandboxImages: engine.LoadSandboxImages(g.StateDir), Logger: log})
 	if err != nil {
 		if src == cri.SourceProbe {
 			return nil, endpointError(err)

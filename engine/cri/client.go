@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"net"
 	"os"
@@ -68,6 +69,12 @@ type Options struct {
 	// sandbox's image never changes, so only sandboxes missing from it
 	// cost a status call.
 	SandboxImages map[string]string
+	// Logger, when set, gets a debug line from each Info: how many READY
+	// sandboxes there were, how many of their images were known and how
+	// many it asked the runtime about one by one (a plan with an empty
+	// state dir asks every READY sandbox, which is most of its cost on a
+	// node of many pods).
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() Options {

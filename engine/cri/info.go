@@ -162,6 +162,10 @@ func (c *Client) runningSandboxImages(ctx context.Context, ready []string) (imag
 		}
 	}
 	c.mu.Unlock()
+	if c.o.Logger != nil {
+		c.o.Logger.DebugContext(ctx, "sandbox images", "ready", len(ready),
+			"known", len(ready)-len(unknown), "asked", len(unknown))
+	}
 	learned := make([]string, len(unknown))
 	errs := make([]error, len(unknown))
 	sem := make(chan struct{}, sandboxStatusWorkers)

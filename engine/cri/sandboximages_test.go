@@ -1,8 +1,11 @@
 package cri
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -147,4 +150,40 @@ func TestSandboxImageLearnedOncePerID(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestInfoLogsHowManySandboxesItAsked pins issue 42 item 2's --debug line:
+// each Info says how many READY sandboxes there were, how many images it
+// knew and how many it asked about one by one.
+func TestInfoLogsHowManySandboxesItAsked(t *testing.T) {
+	srv := &critest.Sandboxes{Config: `{"sandboxImage":"registry.k8s.io/pause:3.9"}`, Images: map[string]string{}}
+	for i := range 6 {
+		id := fmt.Sprintf("sb%02d", i)
+		srv.IDs = append(srv.IDs, id)
+		srv.Images[id] = "registry.k8s.io/pause:3.9"
+	}
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := dial(t, critest.Serve(t, srv), Options{Logger: log, SandboxImages: map[string]string{"sb00": "registry.k8s.io/pause:3.9"}})
+	for range 2 {
+		if _, err := c.Info(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type line struct {
+		Msg                 string
+		Ready, Known, Asked int
+	}
+	var got []line
+	for raw := range bytes.Lines(buf.Bytes()) {
+		var l line
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatalf("log line %q: %v", raw, err)
+		}
+		got = append(got, l)
+	}
+	want := []line{{"sandbox images", 6, 1, 5}, {"sandbox images", 6, 6, 0}}
+	if !slices.Equal(got, want) {
+		t.Errorf("logged %+v, want %+v", got, want)
+	}
 }
