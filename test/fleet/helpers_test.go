@@ -83,8 +83,20 @@ func buildNodegc(t testing.TB, dir string) string {
 
 // createNode creates a Node and returns its UID, for its object's owner.
 func createNode(t testing.TB, cs *kubernetes.Clientset, name string) types.UID {
+	return createNodeWith(t, cs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+// createReadyNode creates a Node whose kubelet reports it Ready, as a
+// kubelet registers it (a Node's status may be set at its creation).
+func createReadyNode(t testing.TB, cs *kubernetes.Clientset, name string) types.UID {
+	return createNodeWith(t, cs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}})
+}
+
+func createNodeWith(t testing.TB, cs *kubernetes.Clientset, n *corev1.Node) types.UID {
 	t.Helper()
-	node, err := cs.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	node, err := cs.CoreV1().Nodes().Create(t.Context(), n, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

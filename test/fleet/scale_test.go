@@ -57,7 +57,7 @@ func TestFleetAtScale(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := w; i < n; i += writers {
-				writeObject(t, dyn, simName(i), createNode(t, cs, simName(i)), status(time.Now(), int32(i%100), int32(i%7)))
+				writeObject(t, dyn, simName(i), createReadyNode(t, cs, simName(i)), status(time.Now(), int32(i%100), int32(i%7)))
 			}
 		})
 	}
