@@ -61,13 +61,21 @@ func (c *fakeClock) advance(d time.Duration) {
 	for {
 		c.waitIdle()
 		c.mu.Lock()
-		w := c.waiters[0]
+		// The earliest waiter, not the first registered: a loop woken
+		// early (a pause with an expiry) leaves its later waiter behind.
+		i := 0
+		for j, w := range c.waiters {
+			if w.at.Before(c.waiters[i].at) {
+				i = j
+			}
+		}
+		w := c.waiters[i]
 		if w.at.After(end) {
 			c.now = end
 			c.mu.Unlock()
 			return
 		}
-		c.waiters = c.waiters[1:]
+		c.waiters = slices.Delete(c.waiters, i, i+1)
 		c.now = w.at
 		c.mu.Unlock()
 		w.ch <- w.at
