@@ -29,9 +29,10 @@ const upgradeVersion = testVersion + "-b"
 // TestUpgradeAndRollback: version A (the image deploy/ was applied with)
 // rolled out to B (`kubectl set image`, as `kustomize edit set image`
 // then `kubectl apply -k` changes it) and back (`kubectl rollout undo`,
-// the DaemonSet's previous ControllerRevision). Each agent reports its
-// version; no journal line is lost (every line before is there after, in
-// order); and the state dir is read by both: B keeps the image records
+// the DaemonSet's previous ControllerRevision), A having journalled an
+// image pass first. Each agent reports its version; no journal line is
+// lost (every line before is there after, in order); and the state dir is
+// read by both: B keeps the image records
 // A wrote (their first-detected times) and A those B wrote, and each
 // journals, on the same journal, the removal of the other's pod sandbox.
 func TestUpgradeAndRollback(t *testing.T) {
@@ -39,17 +40,28 @@ func TestUpgradeAndRollback(t *testing.T) {
 	kubectl := kubetest.Binary(t, "kubectl")
 	a := c.waitAgentReady(t)
 	c.checkVersion(t, a, testVersion)
+	stateDir := filepath.Join(c.dir, "state")
+	// A journals an image pass first, on images it saw before B's (the
+	// pass removes the oldest first, and B's image must stay).
+	waitRecords(t, stateDir, c.importImages(t, 20, 4<<20, "upgrade-fill"))
 	archive := filepath.Join(t.TempDir(), "nodegc-image-b.tar")
 	if err := makeImage(filepath.Dir(archive), upgradeVersion, archive); err != nil {
 		t.Fatal(err)
 	}
 	c.node.Must(t).Import(archive)
 	t.Cleanup(func() { c.removeImage(t, imageRepo+":"+upgradeVersion) })
+	passes := metricValue(c.metrics(t, a.Name), attemptsSeries)
+	c.fillPastHigh(t)
+	if !kubetest.WaitFor(time.Minute, func() bool { return metricValue(c.metrics(t, a.Name), attemptsSeries) > passes }) {
+		t.Fatalf("version A's image pass did not end within a minute of the fill; its log:\n%s", c.agentLog())
+	}
 
-	stateDir := filepath.Join(c.dir, "state")
 	byA := c.importImages(t, 2, 1<<20, "upgrade-a")
 	recsA := waitRecords(t, stateDir, byA)
 	lines := journalAll(t, stateDir)
+	if len(lines) == 0 {
+		t.Fatal("the journal is empty before the upgrade")
+	}
 
 	run := func(args ...string) {
 		t.Helper()
