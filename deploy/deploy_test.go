@@ -105,6 +105,9 @@ func TestManifests(t *testing.T) {
 		decode(t, f, data, &o)
 	}
 	checkObjects(t, &o, "nodegc")
+	if img := o.DaemonSet.Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/nodegc/nodegc:"+releaseTag(t) {
+		t.Errorf("daemonset.yaml's image %s, want the kustomization's version %s (applied alone, no tag is latest)", img, releaseTag(t))
+	}
 }
 
 // TestKustomize renders deploy/ with the real kubectl (make kube builds

@@ -32,16 +32,20 @@ type cluster struct {
 	cs       *kubernetes.Clientset
 	nodeName string
 	dir      string // root-owned, 0700, outside /tmp: the kubelet's files
-	// kubeletConfig is the kubelet's --config, which the agent reads.
-	kubeletConfig string
+	// kubeletConfig is the kubelet's --config, which the agent reads;
+	// kubeletConfigText is what the kubelet read there, less the band
+	// written for the agent (writeKubeletBand).
+	kubeletConfig, kubeletConfigText string
 	// agentArgs are added to the agent's arguments.
 	agentArgs []string
 	// proxy is the CRI socket the kubelet and the agent use (socket),
 	// in front of containerd's.
 	proxy  *criProxy
 	socket string
-	// port is the agent's metrics port once deploy/ is applied.
-	port int
+	// port is the agent's metrics port once deploy/ is applied;
+	// uninstalled says deploy/ was deleted since (TestUninstall).
+	port        int
+	uninstalled bool
 	// kubeletStarted is when the kubelet started: its own container GC
 	// runs a few seconds later and every minute after.
 	kubeletStarted time.Time
@@ -106,7 +110,7 @@ func startCluster(t testing.TB) *cluster {
 	c.kubeletConfig = filepath.Join(dir, "config.yaml")
 	cfg := strings.Replace(kubetest.KubeletConfig(c.node, kubetest.FreePort(t), ""),
 		"containerRuntimeEndpoint: "+c.node.Endpoint(), "containerRuntimeEndpoint: unix://"+c.socket, 1)
-	if err := os.WriteFile(c.kubeletConfig, []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(c.kubeletConfig, []byte(cfg+kubeletImageGCConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// Cleanups run last first: this one after the kubelet has stopped.
@@ -131,19 +135,40 @@ func startCluster(t testing.TB) *cluster {
 	}) {
 		t.Fatalf("node %s not Ready; kubelet log:\n%s", c.nodeName, kubetest.Tail(filepath.Join(scratch, "kubelet.log"), 40))
 	}
-	// The kubelet has read its config (image GC at its defaults, 85 and
-	// 80 %, images at least 2 minutes old). The file now gets the band
-	// the agent reads when its pod starts, as it reads a node's, and
-	// acts imageGCMargin points below: the kubelet's own image GC (at its
-	// start, then every 5 minutes) reaches 85 % only in
-	// TestAgentActsBeforeTheKubeletsImageGC, where the agent has acted
-	// first, so every image that goes is the agent's doing and in its
-	// journal.
-	band := fmt.Sprintf("imageGCHighThresholdPercent: %d\nimageGCLowThresholdPercent: %d\nimageMinimumGCAge: 0s\n", imageGCHigh+imageGCMargin, imageGCLow+imageGCMargin)
-	if err := os.WriteFile(c.kubeletConfig, []byte(cfg+band), 0o600); err != nil {
+	// The kubelet has read its config (image GC at its default band, 85
+	// and 80 %; see kubeletImageGCConfig). The file now gets the band the agent reads when its pod
+	// starts, as it reads a node's, and acts imageGCMargin points below:
+	// the kubelet's own image GC (at its start, then every 5 minutes)
+	// reaches 85 % only in TestAgentActsBeforeTheKubeletsImageGC, where
+	// the agent has acted first, and in TestBothAtOneBand, so elsewhere
+	// every image that goes is the agent's doing and in its journal.
+	c.kubeletConfigText = cfg
+	c.writeKubeletBand(t, imageGCHigh+imageGCMargin, imageGCLow+imageGCMargin)
+	return c
+}
+
+// kubeletImageGCConfig is what the kubelet's config says of its image GC
+// and eviction at the kubelet's start, and no longer once the agent's
+// band is written (writeKubeletBand). Its image GC may remove an image a
+// second old (a test's images are minutes old at most; 1s, since the
+// kubelet reads 0s as its default, 2 minutes), and its eviction manager,
+// whose default imagefs.available threshold of 15 % is the same 85 %,
+// acts only when the image filesystem is full: its image GC is the one
+// collector of the kubelet's that TestBothAtOneBand meets.
+const kubeletImageGCConfig = `imageMinimumGCAge: 1s
+evictionHard:
+  imagefs.available: "1%"
+`
+
+// writeKubeletBand writes the kubelet's config file with the image GC
+// band high/low (and no minimum age) for the agent to read at its start;
+// the kubelet, which read the file at its own, keeps 85/80.
+func (c *cluster) writeKubeletBand(t testing.TB, high, low int) {
+	t.Helper()
+	band := fmt.Sprintf("imageGCHighThresholdPercent: %d\nimageGCLowThresholdPercent: %d\nimageMinimumGCAge: 0s\n", high, low)
+	if err := os.WriteFile(c.kubeletConfig, []byte(c.kubeletConfigText+band), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return c
 }
 
 func condition(conds []corev1.NodeCondition, typ corev1.NodeConditionType) bool {

@@ -16,8 +16,12 @@ import (
 // testVersion is the version the test image's binary reports.
 const testVersion = "v0.0.0-cluster-test"
 
-// imageRef is the test image's reference.
-const imageRef = "ghcr.io/nodegc/nodegc:" + testVersion
+// imageRepo is the image's repository, as deploy/ names it; imageRef is
+// the test image's reference.
+const (
+	imageRepo = "ghcr.io/nodegc/nodegc"
+	imageRef  = imageRepo + ":" + testVersion
+)
 
 var (
 	imageOnce    sync.Once
@@ -37,23 +41,29 @@ func buildImage(t testing.TB) string {
 			return
 		}
 		imageArchive = filepath.Join(dir, "nodegc-image.tar")
-		bin := filepath.Join(dir, "nodegc")
-		for _, args := range [][]string{
-			{"build", "-trimpath", "-ldflags", "-s -w -X main.version=" + testVersion, "-o", bin, "github.com/nodegc/nodegc/cmd/nodegc"},
-			{"run", "github.com/nodegc/nodegc/tools/mkimage", "--binary", bin, "--ref", imageRef, "--version", testVersion, "-o", imageArchive},
-		} {
-			cmd := exec.Command("go", args...)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "SOURCE_DATE_EPOCH=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				imageErr = fmt.Errorf("go %s: %v: %s", args[0], err, out)
-				return
-			}
-		}
+		imageErr = makeImage(dir, testVersion, imageArchive)
 	})
 	if imageErr != nil {
 		t.Fatal(imageErr)
 	}
 	return imageArchive
+}
+
+// makeImage writes the image of the version, tagged with it as make image
+// tags it, to archive, building its binary in dir.
+func makeImage(dir, version, archive string) error {
+	bin := filepath.Join(dir, "nodegc")
+	for _, args := range [][]string{
+		{"build", "-trimpath", "-ldflags", "-s -w -X main.version=" + version, "-o", bin, "github.com/nodegc/nodegc/cmd/nodegc"},
+		{"run", "github.com/nodegc/nodegc/tools/mkimage", "--binary", bin, "--ref", imageRepo + ":" + version, "--version", version, "-o", archive},
+	} {
+		cmd := exec.Command("go", args...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "SOURCE_DATE_EPOCH=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %s: %v: %s", args[0], err, out)
+		}
+	}
+	return nil
 }
 
 // TestImageImportsAndRuns: the archive imports into a real containerd

@@ -73,6 +73,10 @@ func sharedCluster(t *testing.T) *cluster {
 	})
 	switch {
 	case suite.c != nil:
+		if suite.c.uninstalled { // by TestUninstall: install again
+			suite.c.uninstalled = false
+			suite.c.port = suite.c.applyDeploy(suite)
+		}
 		return suite.c
 	case suite.skipped != "":
 		t.Skip(suite.skipped)
