@@ -68,7 +68,7 @@ test: deps kube
 	$(GO) test -count=1 -timeout 45m $$($(GO) list $(PKGS) | grep -v -e '/test/kubelet$$' -e '/test/cluster$$' -e '/test/fleet$$')
 	$(GO) test -race -count=1 -timeout 15m ./engine/... ./tui/... ./cmd/... ./internal/simnode
 	$(GO) test -count=1 -timeout 30m ./test/kubelet
-	$(GO) test -count=1 -timeout 35m ./test/cluster
+	$(GO) test -count=1 -timeout 50m ./test/cluster
 	$(GO) test -count=1 -timeout 20m ./test/fleet
 
 # bench prints the figures quoted in docs/performance.md. The

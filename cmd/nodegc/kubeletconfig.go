@@ -100,6 +100,15 @@ func parseKubeletConfig(path string, data []byte) (*kubeletConfig, error) {
 	c.ImageGCHighThresholdPercent = d.percent("imageGCHighThresholdPercent")
 	c.ImageGCLowThresholdPercent = d.percent("imageGCLowThresholdPercent")
 	c.ImageMinimumGCAge = d.duration("imageMinimumGCAge")
+	if c.ImageMinimumGCAge != nil && *c.ImageMinimumGCAge == 0 {
+		// The kubelet defaults a zero imageMinimumGCAge in its file to 2
+		// minutes (SetDefaults_KubeletConfiguration,
+		// pkg/kubelet/apis/config/v1beta1/defaults.go): taken as 0, nodegc
+		// would remove images younger than the kubelet ever does. Only its
+		// flag, --minimum-image-ttl-duration, can set 0.
+		v := engine.DefaultImageMinimumGCAge
+		c.ImageMinimumGCAge = &v
+	}
 	c.ImageMaximumGCAge = d.duration("imageMaximumGCAge")
 	c.EvictionHard = d.stringMap("evictionHard")
 	if err := checkEvictionHard(c.EvictionHard); err != nil {

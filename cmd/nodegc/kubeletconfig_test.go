@@ -57,6 +57,13 @@ authentication:
 			},
 		},
 		{
+			// pkg/kubelet/apis/config/v1beta1/defaults.go (v1.36.3):
+			// "if obj.ImageMinimumGCAge == zeroDuration { ... 2 * time.Minute }".
+			name: "a zero imageMinimumGCAge is the kubelet's default, 2 minutes, as the kubelet reads its file",
+			yaml: "imageMinimumGCAge: 0s\n",
+			want: kubeletConfig{Path: "k.yaml", ImageMinimumGCAge: ptr(2 * time.Minute)},
+		},
+		{
 			name: "evictionHard percentages and quantities of the disk signals are accepted, other signals are not judged",
 			yaml: "evictionHard:\n  imagefs.available: 15%\n  imagefs.inodesFree: 5%\n  nodefs.available: 1.5Gi\n  nodefs.inodesFree: \"100000\"\n  memory.available: lots\n",
 			want: kubeletConfig{Path: "k.yaml", EvictionHard: map[string]string{

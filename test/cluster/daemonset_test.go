@@ -161,11 +161,12 @@ evictionHard:
 `
 
 // writeKubeletBand writes the kubelet's config file with the image GC
-// band high/low (and no minimum age) for the agent to read at its start;
-// the kubelet, which read the file at its own, keeps 85/80.
+// band high/low for the agent to read at its start; the kubelet, which
+// read the file at its own, keeps 85/80. (The agent's minimum image age
+// is its flag's, 0 s: see patch.)
 func (c *cluster) writeKubeletBand(t testing.TB, high, low int) {
 	t.Helper()
-	band := fmt.Sprintf("imageGCHighThresholdPercent: %d\nimageGCLowThresholdPercent: %d\nimageMinimumGCAge: 0s\n", high, low)
+	band := fmt.Sprintf("imageGCHighThresholdPercent: %d\nimageGCLowThresholdPercent: %d\n", high, low)
 	if err := os.WriteFile(c.kubeletConfig, []byte(c.kubeletConfigText+band), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -235,6 +236,11 @@ func (c *cluster) patch(t testing.TB, ds *appsv1.DaemonSet, port int) {
 			ctr.Args[i] = fmt.Sprintf("--metrics-bind-address=:%d", port)
 		}
 	}
+	// A test's images are seconds old when a pass should remove them: the
+	// agent takes no minimum age. Only the flag can say 0 s; in the
+	// kubelet's file a zero is its default, 2 minutes, as the kubelet
+	// reads it. A test's own args (setAgentArgs) come after and win.
+	ctr.Args = append(ctr.Args, "--minimum-image-ttl-duration=0s")
 	ctr.Args = append(ctr.Args, c.agentArgs...)
 	// The agent believes a kubelet only where it runs on the host: in the
 	// host's PID namespace with the host's root directory, which it reads
