@@ -21,6 +21,7 @@ import (
 	"github.com/nodegc/nodegc/engine/cri"
 	"github.com/nodegc/nodegc/forecast"
 	"github.com/nodegc/nodegc/internal/kubetest"
+	"github.com/nodegc/nodegc/internal/promtest"
 	"github.com/nodegc/nodegc/internal/simfs"
 	"github.com/nodegc/nodegc/internal/simnode"
 )
@@ -40,35 +41,13 @@ const (
 // seconds are the node's.
 func scaledRules(t *testing.T, speed int) []byte {
 	t.Helper()
-	data, err := os.ReadFile("../deploy/examples/prometheusrule.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pr struct {
-		Spec struct {
-			Groups []struct {
-				Name  string           `json:"name"`
-				Rules []map[string]any `json:"rules"`
-			} `json:"groups"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal(data, &pr); err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range pr.Spec.Groups {
-		for _, r := range g.Rules {
-			d, err := time.ParseDuration(fmt.Sprint(r["for"]))
-			if err != nil {
-				t.Fatalf("rule %v: for: %v", r["alert"], err)
-			}
-			r["for"] = fmt.Sprintf("%dms", (d / time.Duration(speed)).Milliseconds())
+	return promtest.ExampleRules(t, func(r map[string]any) {
+		d, err := time.ParseDuration(fmt.Sprint(r["for"]))
+		if err != nil {
+			t.Fatalf("rule %v: for: %v", r["alert"], err)
 		}
-	}
-	out, err := yaml.Marshal(map[string]any{"groups": pr.Spec.Groups})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+		r["for"] = fmt.Sprintf("%dms", (d / time.Duration(speed)).Milliseconds())
+	})
 }
 
 // startAlertPrometheus starts Debian's Prometheus (make deps installs it)

@@ -64,15 +64,7 @@ func logShadow(log *slog.Logger, col *metrics.Collector, r engine.PassReport) {
 		log.Error("shadow pass failed", "kind", r.Kind, "err", r.Error)
 		return
 	}
-	images, containers := 0, 0
-	for _, it := range r.Items {
-		switch it.Kind {
-		case engine.ItemImage:
-			images++
-		case engine.ItemContainer:
-			containers++
-		}
-	}
+	images, containers := r.CountKind(engine.ItemImage), r.CountKind(engine.ItemContainer)
 	others, t := col.Shadow()
 	total := t.Total()
 	log.Info("shadow pass: removed nothing", "kind", r.Kind, "wouldRemoveImages", images, "wouldRemoveContainers", containers,

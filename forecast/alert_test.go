@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodegc/nodegc/forecast"
 	"github.com/nodegc/nodegc/internal/kubetest"
+	"github.com/nodegc/nodegc/internal/promtest"
 )
 
 // exampleRules are the groups of deploy/examples/prometheusrule.yaml as
@@ -21,31 +22,7 @@ import (
 // whole, and the descriptions quote the value).
 func exampleRules(t *testing.T) []byte {
 	t.Helper()
-	data, err := os.ReadFile("../deploy/examples/prometheusrule.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pr struct {
-		Spec struct {
-			Groups []struct {
-				Name  string           `json:"name"`
-				Rules []map[string]any `json:"rules"`
-			} `json:"groups"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal(data, &pr); err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range pr.Spec.Groups {
-		for _, r := range g.Rules {
-			delete(r, "annotations")
-		}
-	}
-	out, err := yaml.Marshal(map[string]any{"groups": pr.Spec.Groups})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return promtest.ExampleRules(t, func(r map[string]any) { delete(r, "annotations") })
 }
 
 // seriesValues renders a forecast bound a minute apart in promtool's

@@ -132,6 +132,18 @@ func (r PassReport) Count(o Outcome) int {
 	return n
 }
 
+// CountKind returns how many items are of the kind, whatever their
+// outcome (a dry run's: what it would remove).
+func (r PassReport) CountKind(k ItemKind) int {
+	n := 0
+	for _, it := range r.Items {
+		if it.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
 // PassID is the pass's ID, unique across runs: "<run>/<n>", the pass
 // field of its journal lines. A dry run has none ("").
 func (r PassReport) PassID() string {

@@ -635,15 +635,7 @@ func shadowPass(r *engine.PassReport, now time.Time) string {
 	if r.Error != "" {
 		return s + "failed: " + r.Error
 	}
-	images, containers := 0, 0
-	for _, it := range r.Items {
-		switch it.Kind {
-		case engine.ItemImage:
-			images++
-		case engine.ItemContainer:
-			containers++
-		}
-	}
+	images, containers := r.CountKind(engine.ItemImage), r.CountKind(engine.ItemContainer)
 	return s + fmt.Sprintf("would remove %d images (%s), %d containers; removed nothing", images, format.Bytes(r.EstimatedBytesFreed), containers)
 }
 
