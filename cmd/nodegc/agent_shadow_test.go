@@ -18,20 +18,7 @@ import (
 // journals no removal and leaves every image and container in place.
 func TestAgentShadowRemovesNothing(t *testing.T) {
 	bin := buildBinary(t)
-	dir, err := os.MkdirTemp("", "nodegc-shadow-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	ep := "unix://" + filepath.Join(dir, "sim.sock")
-	sim, simLines := startProcess(t, bin, "simnode", "--listen", ep, "--images", "20", "--pods", "4", "--dead-per-container", "2", "--seed", "3")
-	if l := <-simLines; !strings.Contains(l, "serving CRI on "+ep) {
-		t.Fatalf("simnode's first line %q", l)
-	}
-	defer func() {
-		sim.Process.Signal(syscall.SIGTERM)
-		sim.Wait()
-	}()
+	dir, ep := agentSimnode(t, bin, "nodegc-shadow-")
 	stateDir := filepath.Join(dir, "state")
 	addr := proctest.FreeAddress(t)
 	agent, lines := startProcess(t, bin, "agent", "--shadow", "--metrics-bind-address", addr,

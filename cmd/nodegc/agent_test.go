@@ -60,6 +60,29 @@ func sample(body, prefix string) (float64, bool) {
 	return 0, false
 }
 
+// agentSimnode serves a small simulated node (20 images, 4 pods, 2 dead
+// instances a container) from `nodegc simnode` in a new temp dir, which
+// it returns with the node's endpoint; t.Cleanup stops the node and
+// removes the dir.
+func agentSimnode(t *testing.T, bin, prefix string) (dir, ep string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ep = "unix://" + filepath.Join(dir, "sim.sock")
+	sim, simLines := startProcess(t, bin, "simnode", "--listen", ep, "--images", "20", "--pods", "4", "--dead-per-container", "2", "--seed", "3")
+	t.Cleanup(func() {
+		sim.Process.Signal(syscall.SIGTERM)
+		sim.Wait()
+	})
+	if l := <-simLines; !strings.Contains(l, "serving CRI on "+ep) {
+		t.Fatalf("simnode's first line %q", l)
+	}
+	return dir, ep
+}
+
 // TestAgentBinary runs `nodegc agent` on a simulated node served by
 // `nodegc simnode`: its periodic passes show in /metrics, it is ready,
 // a second engine on its state dir is refused, SIGTERM ends it with exit
@@ -67,20 +90,7 @@ func sample(body, prefix string) (float64, bool) {
 // removed.
 func TestAgentBinary(t *testing.T) {
 	bin := buildBinary(t)
-	dir, err := os.MkdirTemp("", "nodegc-agent-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	ep := "unix://" + filepath.Join(dir, "sim.sock")
-	sim, simLines := startProcess(t, bin, "simnode", "--listen", ep, "--images", "20", "--pods", "4", "--dead-per-container", "2", "--seed", "3")
-	if l := <-simLines; !strings.Contains(l, "serving CRI on "+ep) {
-		t.Fatalf("simnode's first line %q", l)
-	}
-	defer func() {
-		sim.Process.Signal(syscall.SIGTERM)
-		sim.Wait()
-	}()
+	dir, ep := agentSimnode(t, bin, "nodegc-agent-")
 	stateDir := filepath.Join(dir, "state")
 	common := []string{"--simulated", "--runtime-endpoint", ep, "--state-dir", stateDir, "--kubelet-config", os.DevNull, "--kubelet-pid", "-1"}
 
