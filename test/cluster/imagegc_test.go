@@ -219,19 +219,7 @@ func (c *cluster) fillPast(t *testing.T, high int) {
 	if size <= 0 {
 		t.Fatalf("the image filesystem is already past the high threshold (%d of %d bytes available)", fs.AvailableBytes, fs.CapacityBytes)
 	}
-	p := filepath.Join(c.node.ImageFsMount(), fmt.Sprintf("nodegc-cluster-fill-%d", time.Now().UnixNano()))
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(p) })
-	err = syscall.Fallocate(int(f.Fd()), 0, 0, size)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatalf("fill %s with %d bytes: %v", p, size, err)
-	}
+	c.fill(t, size)
 	if u, _ := c.usage(t); u < high {
 		t.Fatalf("the image filesystem is at %d%% after the fill, want at least %d%%", u, high)
 	}
@@ -277,4 +265,23 @@ func removedLine(lines []engine.JournalEntry, id string) (engine.JournalEntry, b
 		}
 	}
 	return engine.JournalEntry{}, false
+}
+
+// fill takes size bytes of the image filesystem with a file of its own
+// (fallocate: no write), removed when the test ends.
+func (c *cluster) fill(t *testing.T, size int64) {
+	t.Helper()
+	p := filepath.Join(c.node.ImageFsMount(), fmt.Sprintf("nodegc-cluster-fill-%d", time.Now().UnixNano()))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(p) })
+	err = syscall.Fallocate(int(f.Fd()), 0, 0, size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("fill %s with %d bytes: %v", p, size, err)
+	}
 }

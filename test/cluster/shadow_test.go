@@ -3,11 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -162,19 +159,7 @@ func (c *cluster) fillToAvailable(t *testing.T, permille int64) {
 	if size <= 0 {
 		t.Fatalf("the image filesystem has less than %d‰ available already (%d of %d bytes)", permille, fs.AvailableBytes, fs.CapacityBytes)
 	}
-	p := filepath.Join(c.node.ImageFsMount(), fmt.Sprintf("nodegc-cluster-fill-%d", time.Now().UnixNano()))
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(p) })
-	err = syscall.Fallocate(int(f.Fd()), 0, 0, size)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatalf("fill %s with %d bytes: %v", p, size, err)
-	}
+	c.fill(t, size)
 	u, fs := c.usage(t)
 	t.Logf("image filesystem filled: usage %d%%, %d of %d bytes available", u, fs.AvailableBytes, fs.CapacityBytes)
 }
