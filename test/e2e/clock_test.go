@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -23,6 +24,11 @@ func TestCountdownMovesWithTheClockInTmux(t *testing.T) {
 	for _, events := range []string{"true", "false"} {
 		t.Run("--events="+events, func(t *testing.T) {
 			sock, dir := startSimnode(t, bin, "demo")
+			// A state dir the dashboard finds (not one it makes, where it
+			// would ask before starting its passes).
+			if err := os.Mkdir(filepath.Join(dir, "state"), 0o700); err != nil {
+				t.Fatal(err)
+			}
 			s := startSession(t, 160, 48, bin, "--events="+events, "--kubelet-pid", "-1", "--simulated", "--runtime-endpoint", "unix://"+sock,
 				"--state-dir", filepath.Join(dir, "state"))
 			rows := s.waitText(t, "the countdown to the next image pass", countdown.String())

@@ -74,7 +74,7 @@ func TestDashboardFeaturesInTmux(t *testing.T) {
 			})
 			t.Run("the full help lists the new keys", func(t *testing.T) {
 				s.press(t, "2", "?")
-				s.waitText(t, "the new keys in help", `i\s+image GC`, `x\s+container GC`, `R\s+reclaim all`, `X\s+stop pass`, `g/home\s+top`, `enter\s+details`, `c\s+copy ID`, `S\s+reverse sort`)
+				s.waitText(t, "the new keys in help", `i\s+image GC`, `x\s+container GC`, `R\s+reclaim all`, `X\s+stop pass`, `g/home\s+top`, `enter/d\s+details`, `c\s+copy ID`, `S\s+reverse sort`)
 				s.press(t, "?")
 			})
 			s.press(t, "q")
