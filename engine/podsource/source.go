@@ -240,9 +240,6 @@ func (s *Source) Inconsistent() error {
 	return s.inconsistent
 }
 
-// NodeName returns the node whose pods the source watches.
-func (s *Source) NodeName() string { return s.o.NodeName }
-
 // Pods returns the pods the informer holds.
 func (s *Source) Pods() []*corev1.Pod {
 	objs := s.informer.GetStore().List()
