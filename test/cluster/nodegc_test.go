@@ -95,7 +95,7 @@ func TestNodeGCObjectFollowsThePasses(t *testing.T) {
 		t.Fatalf("kubectl get nodegcs: %v: %s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME USAGE HIGH LOW IMAGE-PASS RESULT DEAD PAUSED HEARTBEAT" ||
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME USAGE HIGH LOW IMAGE-PASS RESULT DEAD PAUSED PRESSURE-AT HEARTBEAT" ||
 		!strings.HasPrefix(lines[1], c.nodeName+" ") {
 		t.Errorf("kubectl get nodegcs:\n%s", out)
 	}
