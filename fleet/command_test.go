@@ -9,13 +9,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodegc/nodegc/api/v1alpha1"
+	"github.com/nodegc/nodegc/fleet/fleettest"
 )
 
 // fakeCommands is Commands on client-go's fake dynamic client holding
@@ -25,12 +25,7 @@ func fakeCommands(t *testing.T, user string) (*Commands, *fake.FakeDynamicClient
 	obj := nodeGC(t, "n1", now, nil)
 	obj.SetAPIVersion(v1alpha1.APIVersion)
 	obj.SetKind(v1alpha1.Kind)
-	dyn := fake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{ObjectsResource: v1alpha1.ListKind}, obj)
-	dyn.PrependReactor("create", "selfsubjectreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
-			"status": map[string]any{"userInfo": map[string]any{"username": user}}}}, nil
-	})
+	dyn := fleettest.Client(ObjectsResource, user, obj)
 	return CommandsFor(dyn, func() time.Time { return now }), dyn
 }
 

@@ -10,7 +10,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/fake"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/nodegc/nodegc/api/v1alpha1"
 	"github.com/nodegc/nodegc/fleet"
+	"github.com/nodegc/nodegc/fleet/fleettest"
 )
 
 // commandView is node-d's view with its commands sent through
@@ -37,12 +37,7 @@ func commandView(t *testing.T) (Model, *fake.FakeDynamicClient) {
 		}
 		objs = append(objs, u)
 	}
-	dyn := fake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{fleet.ObjectsResource: v1alpha1.ListKind}, objs...)
-	dyn.PrependReactor("create", "selfsubjectreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
-			"status": map[string]any{"userInfo": map[string]any{"username": "alice"}}}}, nil
-	})
+	dyn := fleettest.Client(fleet.ObjectsResource, "alice", objs...)
 	clock := func() time.Time { return now }
 	var tm tea.Model = New(Options{Now: clock, Node: "node-d", Commands: fleet.CommandsFor(dyn, clock)})
 	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 220, Height: 40})
