@@ -22,13 +22,7 @@ import (
 // row through the watch; a watch whose connection breaks is resumed, and
 // the screen says so, then shows the next write.
 func TestFleetWatch(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		kubetest.SkipOrFail(t, "tmux not installed (make deps installs it)")
-	}
-	api := kubetest.StartAPIServer(t, kubetest.APIServerOptions{})
-	applyCRD(t, api)
-	cs, dyn := api.Client(t), dynClient(t, api.Admin)
-	bin := buildNodegc(t, t.TempDir())
+	api, cs, dyn, bin := fleetAPI(t, true)
 	now := time.Now()
 	fresh := status(now, 42, 3)
 	bad := status(now, 50, 1)

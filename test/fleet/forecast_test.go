@@ -18,10 +18,7 @@ import (
 // `kubectl get nodegcs` show it, and a forecast with times but not
 // filling, which no agent writes, is refused by the schema's rule.
 func TestFleetForecast(t *testing.T) {
-	api := kubetest.StartAPIServer(t, kubetest.APIServerOptions{})
-	applyCRD(t, api)
-	cs, dyn := api.Client(t), dynClient(t, api.Admin)
-	bin := buildNodegc(t, t.TempDir())
+	api, cs, dyn, bin := fleetAPI(t, false)
 	now := time.Now().UTC().Truncate(time.Second)
 	at, earliest := metav1.NewTime(now.Add(3*time.Hour)), metav1.NewTime(now.Add(2*time.Hour))
 	st := status(now, 70, 0)

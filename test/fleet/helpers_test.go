@@ -35,6 +35,20 @@ func repoFile(t testing.TB, rel string) string {
 	return filepath.Join(filepath.Dir(self), "..", "..", rel)
 }
 
+// fleetAPI starts a kube-apiserver with the NodeGC CRD and builds nodegc,
+// for a test that drives the fleet view: the server, its clients (typed
+// and dynamic, as the admin) and the binary. Without tmux (withTmux) it
+// skips, or fails in CI.
+func fleetAPI(t *testing.T, withTmux bool) (*kubetest.APIServer, *kubernetes.Clientset, *dynamic.DynamicClient, string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); withTmux && err != nil {
+		kubetest.SkipOrFail(t, "tmux not installed (make deps installs it)")
+	}
+	api := kubetest.StartAPIServer(t, kubetest.APIServerOptions{})
+	applyCRD(t, api)
+	return api, api.Client(t), dynClient(t, api.Admin), buildNodegc(t, t.TempDir())
+}
+
 // applyCRD applies deploy/crd.yaml with kubectl and waits until the API
 // server serves nodegcs.
 func applyCRD(t testing.TB, api *kubetest.APIServer) {

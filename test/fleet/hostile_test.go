@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/nodegc/nodegc/api/v1alpha1"
-	"github.com/nodegc/nodegc/internal/kubetest"
 )
 
 // evil is what a hostile agent writes in its object's strings: a
@@ -23,13 +21,7 @@ const evil = "\r\x1b[31mFAKE\x1b]0;o\x07"
 // it can write reaches the operator's terminal escaped, in the fleet's
 // row and in the node's view, and intact in -o json.
 func TestFleetHostileObject(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		kubetest.SkipOrFail(t, "tmux not installed (make deps installs it)")
-	}
-	api := kubetest.StartAPIServer(t, kubetest.APIServerOptions{})
-	applyCRD(t, api)
-	cs, dyn := api.Client(t), dynClient(t, api.Admin)
-	bin := buildNodegc(t, t.TempDir())
+	api, cs, dyn, bin := fleetAPI(t, true)
 	hostile := func() v1alpha1.NodeGCStatus {
 		st := status(time.Now(), 42, 3)
 		beat := *st.HeartbeatTime
