@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -11,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegc/nodegc/api/v1alpha1"
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/engine/state"
 	"github.com/nodegc/nodegc/forecast"
 	"github.com/nodegc/nodegc/internal/safefile"
 	"github.com/nodegc/nodegc/metrics"
@@ -106,12 +105,12 @@ func ReadForecastHistory(dir string) ([]forecast.Reading, error) {
 		return nil, nil
 	}
 	path := filepath.Join(dir, forecast.FileName)
-	data, err := readRegular(path)
+	data, err := state.ReadFileAtMost(dir, forecast.FileName, maxHistoryBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w; starting a fresh history in memory", path, err)
+		return nil, fmt.Errorf("read forecast history: %w; starting a fresh history in memory", err)
 	}
 	rs, err := forecast.Decode(data)
 	if err != nil {
@@ -120,23 +119,9 @@ func ReadForecastHistory(dir string) ([]forecast.Reading, error) {
 	return rs, nil
 }
 
-// readRegular reads path if it is a regular file, opened without
-// following a symlink or blocking on a FIFO (the state dir's rule).
-func readRegular(path string) ([]byte, error) {
-	file, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	return io.ReadAll(io.LimitReader(file, 8<<20))
-}
+// maxHistoryBytes bounds what ReadForecastHistory reads of the history
+// file: far above the bounded history the agent writes.
+const maxHistoryBytes = 8 << 20
 
 // observe hands a snapshot to run without blocking: a snapshot not yet
 // read is replaced by the newer one. It fits engine.Options.OnSnapshot.

@@ -221,12 +221,21 @@ func openStateFile(dir, name string, flag int) (*os.File, error) {
 // ReadFile reads a file of the state dir with openStateFile's rules.
 // A missing file gives an error that wraps os.ErrNotExist.
 func ReadFile(dir, name string) ([]byte, error) {
+	return ReadFileAtMost(dir, name, -1)
+}
+
+// ReadFileAtMost is ReadFile reading at most max bytes (max < 0: all of
+// it), for a file whose size another process decides.
+func ReadFileAtMost(dir, name string, max int64) ([]byte, error) {
 	f, err := openStateFile(dir, name, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	if max < 0 {
+		return io.ReadAll(f)
+	}
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // ioCause strips the *PathError wrapper, whose path the caller already
