@@ -401,10 +401,17 @@ func (e *Engine) Plan(ctx context.Context, kind PassKind) (Plan, error) {
 func (e *Engine) PlanAt(ctx context.Context, kind PassKind, at time.Time) (Snapshot, Plan, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.planLocked(ctx, kind, at)
+	return e.planLocked(ctx, kind, at, true)
 }
 
-func (e *Engine) planLocked(ctx context.Context, kind PassKind, at time.Time) (Snapshot, Plan, error) {
+// planLocked takes a snapshot and plans a pass of the kind at at; e.mu is
+// held. issue remembers the plan for ApplyIssued (a plan handed to a
+// caller: Plan, PlanAt, DryRun). A pass's own plan, which the engine
+// applies at once (runLocked), is not issued: no client previewed it, and
+// remembering it kept a digest of each removal for MaxPlanAge (about a
+// megabyte after the large preset's first pass of 4,050 removals, for 5
+// minutes; docs/performance.md).
+func (e *Engine) planLocked(ctx context.Context, kind PassKind, at time.Time, issue bool) (Snapshot, Plan, error) {
 	if !validPass(kind) {
 		return Snapshot{}, Plan{}, fmt.Errorf("unknown pass kind %q", kind)
 	}
@@ -416,7 +423,7 @@ func (e *Engine) planLocked(ctx context.Context, kind PassKind, at time.Time) (S
 		at = s.TakenAt
 	}
 	p := PlanPass(s, e.effectivePolicy(at), kind, at)
-	if !e.ReadOnly() {
+	if issue && !e.ReadOnly() {
 		// Only an engine that can remove may be asked to apply it.
 		e.issued.add(p, snapshotObjects(s), e.now())
 	}
@@ -518,7 +525,7 @@ func (e *Engine) runLocked(ctx context.Context, kind PassKind) (PassReport, erro
 		e.quiet = nil
 	}
 	e.mu.Lock()
-	s, p, err := e.planLocked(ctx, kind, time.Time{})
+	s, p, err := e.planLocked(ctx, kind, time.Time{}, false)
 	e.mu.Unlock()
 	if err != nil {
 		e.quiet = nil

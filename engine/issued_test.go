@@ -217,3 +217,35 @@ func removalIDs(p Plan) []string {
 	}
 	return out
 }
+
+// A pass's own plan, which the engine applies at once, is not issued: the
+// engine keeps no digest of its removals (a megabyte for MaxPlanAge after
+// a pass of 4,050 removals), and a client cannot apply it again; a plan
+// previewed beside it still applies.
+func TestAPassIssuesNoPlan(t *testing.T) {
+	rt, e, _ := issuedNode(t)
+	ctx := context.Background()
+	for _, run := range []func(context.Context, PassKind) (PassReport, error){e.Run, e.RunPeriodic} {
+		r, err := run(ctx, PassContainers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(e.issued.plans); n != 0 {
+			t.Fatalf("%d plans remembered after a pass", n)
+		}
+		if _, err := e.ApplyIssued(ctx, r.Plan); !errors.Is(err, ErrUnknownPlan) {
+			t.Fatalf("a pass's plan applied again: err = %v, want ErrUnknownPlan", err)
+		}
+	}
+	issued, err := e.Plan(ctx, PassImages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(rt.MutatingCalls())
+	if _, err := e.ApplyIssued(ctx, issued); err != nil {
+		t.Fatalf("a previewed plan beside the passes: %v", err)
+	}
+	if got := rt.MutatingCalls()[before:]; !slices.Equal(got, []string{"RemoveImage old"}) {
+		t.Errorf("mutating calls %v, want [RemoveImage old]", got)
+	}
+}

@@ -83,6 +83,11 @@ for scale in "${scales[@]}"; do
 		events=true
 		[ "$scale" = node-polling ] && events=false
 		start_simnode
+		# The state dir exists before the dashboard starts, as on a node
+		# where nodegc has run: on a dir it creates, the dashboard starts
+		# its passes paused and asks (issue 41), and q answers the question
+		# instead of quitting.
+		mkdir -m 700 "$work/state-$scale"
 		tm new-session -d -x 120 -y 36 -s "$session" "${profenv[@]}" \
 			"exec '$bin' --events=$events --kubelet-pid -1 --simulated --runtime-endpoint unix://$work/sim.sock --state-dir $work/state-$scale ${EXTRA:-}"
 		;;

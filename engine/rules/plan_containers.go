@@ -72,7 +72,24 @@ func planContainers(s model.Snapshot, p model.ContainerPolicy, now time.Time, ev
 	g.removePods(evictPods)
 	g.enforcePerContainerLimit(p.MaxPerPodContainer)
 	g.enforceNodeLimit(p.MaxContainers)
+	g.plan.Remove = fit(g.plan.Remove)
 	return g.plan
+}
+
+// fit returns removals in an array of their own length when the one they
+// were appended to has room for many more: the plan is built in an array
+// with room for every evictable container, and a plan that removes few of
+// many (the idle node's, which the dashboard, the scheduler's status and
+// the quiet pass's mark keep) would hold all that room for as long as it
+// is kept. An empty plan's list stays empty, not nil (its JSON is []).
+func fit(removals []model.ContainerRemoval) []model.ContainerRemoval {
+	if cap(removals)-len(removals) <= len(removals)/4 {
+		return removals
+	}
+	if len(removals) == 0 {
+		return []model.ContainerRemoval{}
+	}
+	return slices.Clone(removals)
 }
 
 // containerUnit is one evict unit's dead containers, newest first: the

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -332,4 +333,39 @@ func TestPlanContainersNamesThePod(t *testing.T) {
 			t.Errorf("JSON %s lacks the pod's namespace and name", b)
 		}
 	})
+}
+
+// A plan that removes few of many evictable containers keeps its list in
+// an array of about its own length, not the one with room for every
+// evictable container it was built in: the idle node's plan is kept for
+// minutes by the dashboard, the scheduler's status and the quiet pass's
+// mark.
+func TestPlanContainersHoldsNoRoomForTheEvictable(t *testing.T) {
+	policy := model.ContainerPolicy{MaxPerPodContainer: 1, MaxContainers: -1}
+	var cs []model.Container
+	for i := range 1000 {
+		// One dead container in each of 1,000 units: every one is
+		// evictable and the per-container limit keeps every one.
+		cs = append(cs, nodetest.Dead(fmt.Sprintf("c%d", i), fmt.Sprintf("p%d", i), "a", 0, time.Hour))
+	}
+	// Two more in the first unit: the two oldest of its three go.
+	cs = append(cs, nodetest.Dead("old1", "p0", "a", 1, 2*time.Hour), nodetest.Dead("old2", "p0", "a", 2, 3*time.Hour))
+	for _, tc := range []struct {
+		name string
+		cs   []model.Container
+		want int
+	}{{"none removed", cs[:1000], 0}, {"two removed", cs, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := planContainerGC(model.Snapshot{Containers: tc.cs}, policy, nodetest.T0).Remove
+			if len(got) != tc.want {
+				t.Fatalf("%d removals, want %d", len(got), tc.want)
+			}
+			if got == nil {
+				t.Fatal("the list is nil; an empty plan's is [] in JSON")
+			}
+			if cap(got) > 8 {
+				t.Errorf("the list has room for %d removals, holding %d: it keeps the array built for %d evictable containers", cap(got), len(got), len(tc.cs))
+			}
+		})
+	}
 }
