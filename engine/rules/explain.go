@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodegc/nodegc/engine/model"
@@ -47,14 +48,65 @@ func Explain(s model.Snapshot, p model.Plan) model.Explanation {
 	// The image rows and the container rows are made on two cores: both
 	// only read the snapshot, the plan and pods.
 	var x model.Explanation
-	alongside(func() { x.Images, x.Cut = explainImages(s, p, pods) }, func() {
-		x.Containers, x.Sandboxes = explainContainers(s, p, pods), explainSandboxes(s, p, pods)
-	})
+	alongside(func() { explainImageSide(&x, s, p, pods) }, func() { explainContainerSide(&x, s, p, pods) })
+	return x
+}
+
+// explainImageSide fills in x's image rows and cut line. They read only
+// the plan's header (pass, evaluation time, policy) and its ImageGC.
+func explainImageSide(x *model.Explanation, s model.Snapshot, p model.Plan, pods map[string]string) {
+	x.Images, x.Cut = explainImages(s, p, pods)
+}
+
+// explainContainerSide fills in x's container, sandbox and log rows.
+// They read only the plan's header (pass, evaluation time, policy) and
+// its ContainerGC, SandboxGC and LogGC.
+func explainContainerSide(x *model.Explanation, s model.Snapshot, p model.Plan, pods map[string]string) {
+	x.Containers, x.Sandboxes = explainContainers(s, p, pods), explainSandboxes(s, p, pods)
 	x.Logs = make([]model.LogRow, len(p.LogGC.Remove))
 	for i, r := range p.LogGC.Remove {
 		x.Logs[i] = model.LogRow{Step: i + 1, Path: r.Path, Action: model.ActionRemove, Reason: r.Reason}
 	}
-	return x
+}
+
+// PlanExplained is PlanPass, and Explain of its plan made sooner: each
+// half of the explanation (the image rows; the container, sandbox and
+// log rows) is made as soon as its half of the plan is (passSides), on
+// the goroutine that planned it, while the other half is still being
+// planned. It returns the plan once both halves are planned, and
+// explain, which waits for the explanation and returns it, the same as
+// Explain(s, plan): meanwhile the plan can be written.
+func PlanExplained(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) (plan model.Plan, explain func() model.Explanation) {
+	head := newPlan(s, p, kind, now)
+	images, containers := passSides(s, p, kind, now)
+	pods := sync.OnceValue(func() map[string]string { return displayPods(s.Sandboxes) })
+	var x model.Explanation
+	// Each half plans into its own copy of the header, so that its rows
+	// are told from a plan the other half does not write to.
+	half := func(run func(*model.Plan), rows func(*model.Explanation, model.Snapshot, model.Plan, map[string]string)) (planned chan model.Plan, explained chan struct{}) {
+		planned, explained = make(chan model.Plan, 1), make(chan struct{})
+		go func() {
+			defer close(explained)
+			hp := head
+			if run != nil {
+				run(&hp)
+			}
+			planned <- hp
+			rows(&x, s, hp, pods())
+		}()
+		return planned, explained
+	}
+	ip, ix := half(images, explainImageSide)
+	cp, cx := half(containers, explainContainerSide)
+	plan = head
+	plan.ImageGC = (<-ip).ImageGC
+	c := <-cp
+	plan.ContainerGC, plan.SandboxGC, plan.LogGC = c.ContainerGC, c.SandboxGC, c.LogGC
+	done := sync.OnceFunc(func() { <-ix; <-cx })
+	return plan, func() model.Explanation {
+		done()
+		return x
+	}
 }
 
 // ExplainSandboxes is Explain's sandbox rows alone.
