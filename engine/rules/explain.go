@@ -62,42 +62,63 @@ func explainImageSide(x *model.Explanation, s model.Snapshot, p model.Plan, pods
 // They read only the plan's header (pass, evaluation time, policy) and
 // its ContainerGC, SandboxGC and LogGC.
 func explainContainerSide(x *model.Explanation, s model.Snapshot, p model.Plan, pods map[string]string) {
-	x.Containers, x.Sandboxes = explainContainers(s, p, pods), explainSandboxes(s, p, pods)
-	x.Logs = make([]model.LogRow, len(p.LogGC.Remove))
-	for i, r := range p.LogGC.Remove {
-		x.Logs[i] = model.LogRow{Step: i + 1, Path: r.Path, Action: model.ActionRemove, Reason: r.Reason}
-	}
+	x.Containers, x.Sandboxes, x.Logs = explainContainers(s, p, pods), explainSandboxes(s, p, pods), explainLogs(p)
 }
 
-// PlanExplained is PlanPass, and Explain of its plan made sooner: each
-// half of the explanation (the image rows; the container, sandbox and
-// log rows) is made as soon as its half of the plan is (passSides), on
-// the goroutine that planned it, while the other half is still being
-// planned. It returns the plan once both halves are planned, and
-// explain, which waits for the explanation and returns it, the same as
-// Explain(s, plan): meanwhile the plan can be written.
+// explainLogs is Explain's log rows: one per removal, in the plan's order.
+func explainLogs(p model.Plan) []model.LogRow {
+	rows := make([]model.LogRow, len(p.LogGC.Remove))
+	for i, r := range p.LogGC.Remove {
+		rows[i] = model.LogRow{Step: i + 1, Path: r.Path, Action: model.ActionRemove, Reason: r.Reason}
+	}
+	return rows
+}
+
+// PlanExplained is PlanPass, and Explain of its plan made sooner, on
+// the goroutines that plan: the image rows as soon as the images are
+// planned, while the containers still are; the container rows as soon
+// as the containers are planned, beside the sandboxes and logs; the
+// sandbox and log rows last. It returns the plan once both halves are
+// planned, and explain, which waits for the explanation and returns it,
+// the same as Explain(s, plan): meanwhile the plan can be written. Each
+// half of the explanation is told from a copy of the plan that holds
+// that half's own fields, the only ones it reads (explainImageSide,
+// explainContainerSide).
 func PlanExplained(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) (plan model.Plan, explain func() model.Explanation) {
 	head := newPlan(s, p, kind, now)
 	images, containers := passSides(s, p, kind, now)
 	pods := sync.OnceValue(func() map[string]string { return displayPods(s.Sandboxes) })
 	var x model.Explanation
-	// Each half plans into its own copy of the header, so that its rows
-	// are told from a plan the other half does not write to.
-	half := func(run func(*model.Plan), rows func(*model.Explanation, model.Snapshot, model.Plan, map[string]string)) (planned chan model.Plan, explained chan struct{}) {
-		planned, explained = make(chan model.Plan, 1), make(chan struct{})
-		go func() {
-			defer close(explained)
-			hp := head
-			if run != nil {
-				run(&hp)
-			}
-			planned <- hp
-			rows(&x, s, hp, pods())
-		}()
-		return planned, explained
-	}
-	ip, ix := half(images, explainImageSide)
-	cp, cx := half(containers, explainContainerSide)
+	ip, ix := make(chan model.Plan, 1), make(chan struct{})
+	go func() {
+		defer close(ix)
+		hp := head
+		if images != nil {
+			images(&hp)
+		}
+		ip <- hp
+		explainImageSide(&x, s, hp, pods())
+	}()
+	cp, cx := make(chan model.Plan, 1), make(chan struct{})
+	go func() {
+		defer close(cx)
+		rows := make(chan struct{})
+		containersPlanned := func(c model.Plan) {
+			go func() {
+				defer close(rows)
+				x.Containers = explainContainers(s, c, pods())
+			}()
+		}
+		hp := head
+		if containers != nil {
+			containers(&hp, containersPlanned)
+		} else {
+			containersPlanned(hp)
+		}
+		cp <- hp
+		x.Sandboxes, x.Logs = explainSandboxes(s, hp, pods()), explainLogs(hp)
+		<-rows
+	}()
 	plan = head
 	plan.ImageGC = (<-ip).ImageGC
 	c := <-cp

@@ -34,11 +34,11 @@ func PlanPass(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Ti
 	switch {
 	case images == nil && containers == nil:
 	case images == nil:
-		containers(&plan)
+		containers(&plan, nil)
 	case containers == nil:
 		images(&plan)
 	default:
-		alongside(func() { images(&plan) }, func() { containers(&plan) })
+		alongside(func() { images(&plan) }, func() { containers(&plan, nil) })
 	}
 	return plan
 }
@@ -63,17 +63,23 @@ func newPlan(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Tim
 // passSides are a pass's two halves, each nil when a pass of the kind
 // does not run it: images, the image planner, fills a plan's ImageGC;
 // containers, the container, sandbox and log planners, fill its
-// ContainerGC, SandboxGC and LogGC. Each only reads the snapshot and
-// writes its own part of the plan, so the two run on two cores.
-func passSides(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) (images, containers func(*model.Plan)) {
-	runContainers := func(reclaim bool) func(*model.Plan) {
-		return func(plan *model.Plan) {
+// ContainerGC, SandboxGC and LogGC, and calls containersPlanned (when
+// not nil) with a copy of the plan as soon as its ContainerGC is filled
+// in, before the sandboxes and logs are planned. Each half only reads
+// the snapshot and writes its own part of the plan, so the two run on
+// two cores.
+func passSides(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) (images func(*model.Plan), containers func(plan *model.Plan, containersPlanned func(model.Plan))) {
+	runContainers := func(reclaim bool) func(*model.Plan, func(model.Plan)) {
+		return func(plan *model.Plan, containersPlanned func(model.Plan)) {
 			removable := removablePods(s)
 			evict := removable
 			if reclaim {
 				evict = terminatedPods(s)
 			}
 			plan.ContainerGC = planContainers(s, p.Container, now, evict)
+			if containersPlanned != nil {
+				containersPlanned(*plan)
+			}
 			survivors := survivingContainers(s.Containers, plan.ContainerGC)
 			plan.SandboxGC = planSandboxes(s, survivors, evict)
 			plan.LogGC = planLogs(s, survivors, p.PodLogsDir, linkDir(s.Logs), removable)
