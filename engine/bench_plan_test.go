@@ -66,7 +66,8 @@ func BenchmarkWritePlanJSON(b *testing.B) {
 
 // BenchmarkPlanFromSnapshot is `nodegc plan --from FILE -o json` in one
 // process, minus reading the file and starting: decode, plan, explain
-// and write the JSON of bigSnapshot, side by side with its baseline,
+// and write the JSON of bigSnapshot as the command does (PlanExplained,
+// WritePlanJSONWith), side by side with its baseline,
 // json.Unmarshal of the same bytes into a Snapshot (internal/bare
 // decode), alternated each round. x-decode is the ratio of the medians.
 func BenchmarkPlanFromSnapshot(b *testing.B) {
@@ -83,8 +84,8 @@ func BenchmarkPlanFromSnapshot(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		plan := PlanPass(s, nodetest.BenchPolicy(), PassFull, s.TakenAt)
-		if err := WriteExplainedPlanJSON(io.Discard, s, plan); err != nil {
+		plan, explain := PlanExplained(s, nodetest.BenchPolicy(), PassFull, s.TakenAt)
+		if err := WritePlanJSONWith(io.Discard, plan, explain); err != nil {
 			b.Fatal(err)
 		}
 		base, ours = append(base, mid.Sub(start)), append(ours, time.Since(mid))

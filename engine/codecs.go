@@ -27,3 +27,11 @@ func WriteExplainedPlanJSON(w io.Writer, s Snapshot, p Plan) error {
 	go func() { xc <- Explain(s, p) }()
 	return wire.WritePlanJSONWith(w, p, func() Explanation { return <-xc })
 }
+
+// WritePlanJSONWith is WritePlanJSON with the explanation that explain
+// returns, called once the plan's own fields are handed to the encoders
+// (wire.WritePlanJSONWith): with PlanExplained's explain, the plan is
+// written while its explanation is made.
+func WritePlanJSONWith(w io.Writer, p Plan, explain func() Explanation) error {
+	return wire.WritePlanJSONWith(w, p, explain)
+}

@@ -185,3 +185,24 @@ func fillRandom(rng *rand.Rand, v reflect.Value) {
 		}
 	}
 }
+
+// TestPlanExplainedWritesEncodingJSON: the big node's plan as `plan
+// --from -o json` writes it (PlanExplained, its explanation made while
+// the plan is written by WritePlanJSONWith) is encoding/json's Encode of
+// PlanPass's plan and Explain's explanation, byte for byte.
+func TestPlanExplainedWritesEncodingJSON(t *testing.T) {
+	s, _ := nodetest.BigSnapshot()
+	plan := PlanPass(s, nodetest.BenchPolicy(), PassFull, nodetest.T0)
+	want, err := encodingJSON(plan, Explain(s, plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, explain := PlanExplained(s, nodetest.BenchPolicy(), PassFull, nodetest.T0)
+	var got bytes.Buffer
+	if err := WritePlanJSONWith(&got, p, explain); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("the big plan written as it is explained differs from encoding/json's (%d bytes against %d)", got.Len(), len(want))
+	}
+}

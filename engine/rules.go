@@ -48,6 +48,11 @@ func PlanPass(s Snapshot, p Policy, kind PassKind, now time.Time) Plan {
 	return rules.PlanPass(s, p, kind, now)
 }
 
+// PlanExplained is [rules.PlanExplained].
+func PlanExplained(s Snapshot, p Policy, kind PassKind, now time.Time) (Plan, func() Explanation) {
+	return rules.PlanExplained(s, p, kind, now)
+}
+
 // UsagePercent is [rules.UsagePercent].
 func UsagePercent(fs FsStats) (int, error) {
 	return rules.UsagePercent(fs)

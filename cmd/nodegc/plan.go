@@ -154,7 +154,13 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		if !now.IsZero() {
 			at = now
 		}
-		view = planView{Snapshot: s, Plan: engine.PlanPass(s, policy, kind, at)}
+		view = planView{Snapshot: s}
+		if opts.Output == "json" {
+			// The explanation is made while the plan is written.
+			view.Plan, view.Explain = engine.PlanExplained(s, policy, kind, at)
+		} else {
+			view.Plan = engine.PlanPass(s, policy, kind, at)
+		}
 	}
 	view.Settings = prov
 	if opts.IO.OutWidth != nil {
@@ -242,13 +248,18 @@ type explainedPlan struct {
 // explanation. Compact JSON (not a terminal) is written as it is made
 // (engine.WritePlanJSON, the same bytes as encoding/json): a big node's
 // plan is as large as its snapshot; it is marshalled on every core, the
-// explanation made meanwhile.
+// explanation made meanwhile (v.Explain's, or here).
 func writePlan(w io.Writer, output string, v planView, indent bool) error {
 	if output != "json" {
 		return renderPlanTable(w, v)
 	}
-	if indent {
+	switch {
+	case indent && v.Explain != nil:
+		return writeJSON(w, explainedPlan{v.Plan, v.Explain()}, true)
+	case indent:
 		return writeJSON(w, explainedPlan{v.Plan, engine.Explain(v.Snapshot, v.Plan)}, true)
+	case v.Explain != nil:
+		return engine.WritePlanJSONWith(w, v.Plan, v.Explain)
 	}
 	return engine.WriteExplainedPlanJSON(w, v.Snapshot, v.Plan)
 }

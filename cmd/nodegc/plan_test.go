@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -89,4 +91,38 @@ func TestPlanFromSnapshotJSON(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPlanFromJSONIsPlanPassAndExplain pins `plan --from -o json`, piped
+// (compact, written as it is made) and at a terminal (indented), to one
+// encoding/json Encode of engine.PlanPass's plan of the snapshot and
+// engine.Explain's explanation of it, byte for byte, for every pass kind.
+func TestPlanFromJSONIsPlanPassAndExplain(t *testing.T) {
+	snap := writeFile(t, "snap.json", snapshotJSON)
+	s, err := engine.DecodeSnapshot([]byte(snapshotJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pass := range [][]string{nil, {"--images"}, {"--containers"}, {"--reclaim-all"}} {
+		for _, tty := range []bool{false, true} {
+			c := newCLI("")
+			c.tty = tty
+			args := append([]string{"plan", "--from", snap, "-o", "json", "--kubelet-config", os.DevNull}, pass...)
+			if code := c.run(args...); code != 0 {
+				t.Fatalf("%v: exit %d, stderr %q", args, code, c.err.String())
+			}
+			var got engine.Plan
+			if err := json.Unmarshal(c.out.Bytes(), &got); err != nil {
+				t.Fatalf("%v: stdout is not a plan: %v", args, err)
+			}
+			p := engine.PlanPass(s, got.Policy, got.Pass, got.EvaluatedAt)
+			var want bytes.Buffer
+			if err := writeJSON(&want, explainedPlan{p, engine.Explain(s, p)}, tty); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(c.out.Bytes(), want.Bytes()) {
+				t.Errorf("%v, terminal %v: the plan is not PlanPass's and Explain's:\n got %s\nwant %s", args, tty, c.out.Bytes(), want.Bytes())
+			}
+		}
+	}
 }

@@ -32,6 +32,9 @@ type planView struct {
 	// and counts the kept ones by reason: gc on a terminal, whose prompt
 	// must not scroll 2,000 kept rows past the removals.
 	RemovalsOnly bool
+	// Explain, when set, returns the plan's explanation, being made
+	// (engine.PlanExplained); nil: it is made when needed.
+	Explain func() engine.Explanation
 }
 
 // keptSummary counts the kept rows by reason: "kept: 1990 (not-needed

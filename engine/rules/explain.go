@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodegc/nodegc/engine/model"
@@ -47,14 +48,86 @@ func Explain(s model.Snapshot, p model.Plan) model.Explanation {
 	// The image rows and the container rows are made on two cores: both
 	// only read the snapshot, the plan and pods.
 	var x model.Explanation
-	alongside(func() { x.Images, x.Cut = explainImages(s, p, pods) }, func() {
-		x.Containers, x.Sandboxes = explainContainers(s, p, pods), explainSandboxes(s, p, pods)
-	})
-	x.Logs = make([]model.LogRow, len(p.LogGC.Remove))
-	for i, r := range p.LogGC.Remove {
-		x.Logs[i] = model.LogRow{Step: i + 1, Path: r.Path, Action: model.ActionRemove, Reason: r.Reason}
-	}
+	alongside(func() { explainImageSide(&x, s, p, pods) }, func() { explainContainerSide(&x, s, p, pods) })
 	return x
+}
+
+// explainImageSide fills in x's image rows and cut line. They read only
+// the plan's header (pass, evaluation time, policy) and its ImageGC.
+func explainImageSide(x *model.Explanation, s model.Snapshot, p model.Plan, pods map[string]string) {
+	x.Images, x.Cut = explainImages(s, p, pods)
+}
+
+// explainContainerSide fills in x's container, sandbox and log rows.
+// They read only the plan's header (pass, evaluation time, policy) and
+// its ContainerGC, SandboxGC and LogGC.
+func explainContainerSide(x *model.Explanation, s model.Snapshot, p model.Plan, pods map[string]string) {
+	x.Containers, x.Sandboxes, x.Logs = explainContainers(s, p, pods), explainSandboxes(s, p, pods), explainLogs(p)
+}
+
+// explainLogs is Explain's log rows: one per removal, in the plan's order.
+func explainLogs(p model.Plan) []model.LogRow {
+	rows := make([]model.LogRow, len(p.LogGC.Remove))
+	for i, r := range p.LogGC.Remove {
+		rows[i] = model.LogRow{Step: i + 1, Path: r.Path, Action: model.ActionRemove, Reason: r.Reason}
+	}
+	return rows
+}
+
+// PlanExplained is PlanPass, and Explain of its plan made sooner, on
+// the goroutines that plan: the image rows as soon as the images are
+// planned, while the containers still are; the container rows as soon
+// as the containers are planned, beside the sandboxes and logs; the
+// sandbox and log rows last. It returns the plan once both halves are
+// planned, and explain, which waits for the explanation and returns it,
+// the same as Explain(s, plan): meanwhile the plan can be written. Each
+// half of the explanation is told from a copy of the plan that holds
+// that half's own fields, the only ones it reads (explainImageSide,
+// explainContainerSide).
+func PlanExplained(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) (plan model.Plan, explain func() model.Explanation) {
+	head := newPlan(s, p, kind, now)
+	images, containers := passSides(s, p, kind, now)
+	pods := sync.OnceValue(func() map[string]string { return displayPods(s.Sandboxes) })
+	var x model.Explanation
+	ip, ix := make(chan model.Plan, 1), make(chan struct{})
+	go func() {
+		defer close(ix)
+		hp := head
+		if images != nil {
+			images(&hp)
+		}
+		ip <- hp
+		explainImageSide(&x, s, hp, pods())
+	}()
+	cp, cx := make(chan model.Plan, 1), make(chan struct{})
+	go func() {
+		defer close(cx)
+		rows := make(chan struct{})
+		containersPlanned := func(c model.Plan) {
+			go func() {
+				defer close(rows)
+				x.Containers = explainContainers(s, c, pods())
+			}()
+		}
+		hp := head
+		if containers != nil {
+			containers(&hp, containersPlanned)
+		} else {
+			containersPlanned(hp)
+		}
+		cp <- hp
+		x.Sandboxes, x.Logs = explainSandboxes(s, hp, pods()), explainLogs(hp)
+		<-rows
+	}()
+	plan = head
+	plan.ImageGC = (<-ip).ImageGC
+	c := <-cp
+	plan.ContainerGC, plan.SandboxGC, plan.LogGC = c.ContainerGC, c.SandboxGC, c.LogGC
+	done := sync.OnceFunc(func() { <-ix; <-cx })
+	return plan, func() model.Explanation {
+		done()
+		return x
+	}
 }
 
 // ExplainSandboxes is Explain's sandbox rows alone.

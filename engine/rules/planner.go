@@ -29,7 +29,24 @@ import (
 // left empty, with non-nil lists so that JSON shows [] rather than null.
 // An unknown kind plans nothing.
 func PlanPass(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) model.Plan {
-	plan := model.Plan{
+	plan := newPlan(s, p, kind, now)
+	images, containers := passSides(s, p, kind, now)
+	switch {
+	case images == nil && containers == nil:
+	case images == nil:
+		containers(&plan, nil)
+	case containers == nil:
+		images(&plan)
+	default:
+		alongside(func() { images(&plan) }, func() { containers(&plan, nil) })
+	}
+	return plan
+}
+
+// newPlan is a plan of the kind with nothing planned yet: its header,
+// the policy, the disk reserve, and empty lists for every collector.
+func newPlan(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) model.Plan {
+	return model.Plan{
 		APIVersion:  model.APIVersion,
 		Kind:        model.KindPlan,
 		EvaluatedAt: now,
@@ -41,28 +58,45 @@ func PlanPass(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Ti
 		LogGC:       model.LogPlan{Remove: []model.LogRemoval{}},
 		DiskReserve: checkDiskReserve(s, p.Disk),
 	}
-	runContainers := func(terminated map[string]bool) {
-		removable := removablePods(s)
-		evict := removable
-		if terminated != nil {
-			evict = terminated
+}
+
+// passSides are a pass's two halves, each nil when a pass of the kind
+// does not run it: images, the image planner, fills a plan's ImageGC;
+// containers, the container, sandbox and log planners, fill its
+// ContainerGC, SandboxGC and LogGC, and calls containersPlanned (when
+// not nil) with a copy of the plan as soon as its ContainerGC is filled
+// in, before the sandboxes and logs are planned. Each half only reads
+// the snapshot and writes its own part of the plan, so the two run on
+// two cores.
+func passSides(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) (images func(*model.Plan), containers func(plan *model.Plan, containersPlanned func(model.Plan))) {
+	runContainers := func(reclaim bool) func(*model.Plan, func(model.Plan)) {
+		return func(plan *model.Plan, containersPlanned func(model.Plan)) {
+			removable := removablePods(s)
+			evict := removable
+			if reclaim {
+				evict = terminatedPods(s)
+			}
+			plan.ContainerGC = planContainers(s, p.Container, now, evict)
+			if containersPlanned != nil {
+				containersPlanned(*plan)
+			}
+			survivors := survivingContainers(s.Containers, plan.ContainerGC)
+			plan.SandboxGC = planSandboxes(s, survivors, evict)
+			plan.LogGC = planLogs(s, survivors, p.PodLogsDir, linkDir(s.Logs), removable)
 		}
-		plan.ContainerGC = planContainers(s, p.Container, now, evict)
-		survivors := survivingContainers(s.Containers, plan.ContainerGC)
-		plan.SandboxGC = planSandboxes(s, survivors, evict)
-		plan.LogGC = planLogs(s, survivors, p.PodLogsDir, linkDir(s.Logs), removable)
 	}
+	imageGC := func(plan *model.Plan) { plan.ImageGC = planImageGC(s, p.Image, now) }
 	switch kind {
 	case model.PassImages:
-		plan.ImageGC = planImageGC(s, p.Image, now)
+		return imageGC, nil
 	case model.PassContainers:
-		runContainers(nil)
+		return nil, runContainers(false)
 	case model.PassFull:
-		alongside(func() { plan.ImageGC = planImageGC(s, p.Image, now) }, func() { runContainers(nil) })
+		return imageGC, runContainers(false)
 	case model.PassReclaimAll:
-		alongside(func() { plan.ImageGC = planImages(s, p.Image, now, true) }, func() { runContainers(terminatedPods(s)) })
+		return func(plan *model.Plan) { plan.ImageGC = planImages(s, p.Image, now, true) }, runContainers(true)
 	}
-	return plan
+	return nil, nil
 }
 
 // alongside runs a on a goroutine of its own and b on this one, and
