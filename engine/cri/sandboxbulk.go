@@ -48,21 +48,31 @@ func (c *Client) bulkSandboxImages(ctx context.Context, want map[string]bool) (m
 type sandboxRecords struct {
 	want   map[string]bool
 	images map[string]string
-	twice  map[string]bool // IDs listed more than once: asked instead
+	twice  map[string]bool   // IDs listed more than once: asked instead
+	strs   map[string]string // shares the images, which repeat
 }
 
 func (r *sandboxRecords) decode(b []byte) error {
-	err := containerdapi.ParseListResponse(b, func(id, image, kind string) {
-		if kind != containerdapi.KindSandbox || image == "" || !r.want[id] {
+	err := containerdapi.ParseListResponse(b, func(id, image []byte, sandbox bool) {
+		if !sandbox || len(image) == 0 || !r.want[string(id)] {
 			return
 		}
-		if _, ok := r.images[id]; ok {
+		key := string(id)
+		if _, ok := r.images[key]; ok {
 			if r.twice == nil {
 				r.twice = make(map[string]bool)
 			}
-			r.twice[id] = true
+			r.twice[key] = true
 		}
-		r.images[id] = image
+		im, ok := r.strs[string(image)]
+		if !ok {
+			im = string(image)
+			if r.strs == nil {
+				r.strs = make(map[string]string)
+			}
+			r.strs[im] = im
+		}
+		r.images[key] = im
 	})
 	if err != nil {
 		return fmt.Errorf("decode sandbox containers: %w", err)

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"google.golang.org/grpc"
@@ -62,7 +63,10 @@ const (
 
 // Container is the part of a containerd container record nodegc reads.
 type Container struct {
-	ID     string
+	ID string
+	// Kind, when not "", is sent as the KindLabel label, beside Labels
+	// (which should not hold it).
+	Kind   string
 	Labels map[string]string
 	Image  string
 }
@@ -92,35 +96,74 @@ func ParseListRequest(b []byte) ([]string, error) {
 
 // AppendListResponse appends a ListContainersResponse listing cs to b.
 func AppendListResponse(b []byte, cs []Container) []byte {
-	var c []byte
-	for _, ct := range cs {
-		c = protowire.AppendTag(c[:0], fieldContainerID, protowire.BytesType)
-		c = protowire.AppendString(c, ct.ID)
-		for k, v := range ct.Labels {
-			var e []byte
-			e = protowire.AppendTag(e, fieldMapKey, protowire.BytesType)
-			e = protowire.AppendString(e, k)
-			e = protowire.AppendTag(e, fieldMapValue, protowire.BytesType)
-			e = protowire.AppendString(e, v)
-			c = protowire.AppendTag(c, fieldContainerLabels, protowire.BytesType)
-			c = protowire.AppendBytes(c, e)
-		}
-		if ct.Image != "" {
-			c = protowire.AppendTag(c, fieldContainerImage, protowire.BytesType)
-			c = protowire.AppendString(c, ct.Image)
-		}
+	sizes := make([]int, len(cs))
+	total := 0
+	for i, c := range cs {
+		sizes[i] = containerSize(c)
+		total += protowire.SizeTag(fieldResponseContainers) + protowire.SizeBytes(sizes[i])
+	}
+	b = slices.Grow(b, total)
+	for i, c := range cs {
 		b = protowire.AppendTag(b, fieldResponseContainers, protowire.BytesType)
-		b = protowire.AppendBytes(b, c)
+		b = protowire.AppendVarint(b, uint64(sizes[i]))
+		b = appendString(b, fieldContainerID, c.ID)
+		if c.Kind != "" {
+			b = appendLabel(b, KindLabel, c.Kind)
+		}
+		for k, v := range c.Labels {
+			b = appendLabel(b, k, v)
+		}
+		if c.Image != "" {
+			b = appendString(b, fieldContainerImage, c.Image)
+		}
 	}
 	return b
 }
 
+// containerSize is the size of c's encoded record.
+func containerSize(c Container) int {
+	n := stringSize(fieldContainerID, c.ID)
+	if c.Kind != "" {
+		n += labelSize(KindLabel, c.Kind)
+	}
+	for k, v := range c.Labels {
+		n += labelSize(k, v)
+	}
+	if c.Image != "" {
+		n += stringSize(fieldContainerImage, c.Image)
+	}
+	return n
+}
+
+func stringSize(num protowire.Number, s string) int {
+	return protowire.SizeTag(num) + protowire.SizeBytes(len(s))
+}
+
+func labelSize(k, v string) int {
+	return protowire.SizeTag(fieldContainerLabels) + protowire.SizeBytes(entrySize(k, v))
+}
+
+// entrySize is the size of a map<string, string> entry's encoding.
+func entrySize(k, v string) int { return stringSize(fieldMapKey, k) + stringSize(fieldMapValue, v) }
+
+func appendString(b []byte, num protowire.Number, s string) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendString(b, s)
+}
+
+func appendLabel(b []byte, k, v string) []byte {
+	b = protowire.AppendTag(b, fieldContainerLabels, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(entrySize(k, v)))
+	b = appendString(b, fieldMapKey, k)
+	return appendString(b, fieldMapValue, v)
+}
+
 // ParseListResponse calls each for every container of a
-// ListContainersResponse b, in order, with its ID, image and the value of
-// its KindLabel; fields it does not read (spec, runtime, extensions) are
-// skipped. As in any protobuf decoder, a later value of a field wins. The
-// strings are copies: b may be reused.
-func ParseListResponse(b []byte, each func(id, image, kind string)) error {
+// ListContainersResponse b, in order, with its ID and image, and whether
+// its KindLabel says it is a sandbox's; fields it does not read (spec,
+// runtime, extensions) are skipped. As in any protobuf decoder, a later
+// value of a field wins. id and image alias b: each copies what it keeps.
+func ParseListResponse(b []byte, each func(id, image []byte, sandbox bool)) error {
 	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
 		if num != fieldResponseContainers || typ != protowire.BytesType {
 			return protowire.ConsumeFieldValue(num, typ, b), nil
@@ -129,60 +172,56 @@ func ParseListResponse(b []byte, each func(id, image, kind string)) error {
 		if m < 0 {
 			return m, nil
 		}
-		id, image, kind, err := parseContainer(v)
+		id, image, sandbox, err := parseContainer(v)
 		if err != nil {
 			return m, err
 		}
-		each(id, image, kind)
+		each(id, image, sandbox)
 		return m, nil
 	})
 }
 
-// parseContainer reads a Container's ID, image and KindLabel.
-func parseContainer(b []byte) (id, image, kind string, err error) {
-	err = eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
+// parseContainer reads a Container's ID, image and whether its KindLabel
+// is KindSandbox.
+func parseContainer(b []byte) (id, image []byte, sandbox bool, err error) {
+	err = eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
 		if typ != protowire.BytesType {
 			return protowire.ConsumeFieldValue(num, typ, b), nil
 		}
 		switch num {
 		case fieldContainerID:
-			v, m, err := consumeString(b)
-			id = string(v)
-			return m, err
+			id, m, err = consumeString(b)
 		case fieldContainerImage:
-			v, m, err := consumeString(b)
-			image = string(v)
-			return m, err
+			image, m, err = consumeString(b)
 		case fieldContainerLabels:
-			v, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				return m, nil
+			var v []byte
+			if v, m = protowire.ConsumeBytes(b); m >= 0 {
+				var k, val []byte
+				if k, val, err = parseMapEntry(v); err == nil && string(k) == KindLabel {
+					sandbox = string(val) == KindSandbox
+				}
 			}
-			k, val, err := parseMapEntry(v)
-			if err == nil && k == KindLabel {
-				kind = val
-			}
-			return m, err
+		default:
+			m = protowire.ConsumeFieldValue(num, typ, b)
 		}
-		return protowire.ConsumeFieldValue(num, typ, b), nil
+		return m, err
 	})
 	if err != nil {
-		return "", "", "", fmt.Errorf("container record: %w", err)
+		return nil, nil, false, fmt.Errorf("container record: %w", err)
 	}
-	return id, image, kind, nil
+	return id, image, sandbox, nil
 }
 
 // parseMapEntry reads a map<string, string> entry.
-func parseMapEntry(b []byte) (key, value string, err error) {
-	err = eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
-		if typ != protowire.BytesType || (num != fieldMapKey && num != fieldMapValue) {
-			return protowire.ConsumeFieldValue(num, typ, b), nil
-		}
-		v, m, err := consumeString(b)
-		if num == fieldMapKey {
-			key = string(v)
-		} else {
-			value = string(v)
+func parseMapEntry(b []byte) (key, value []byte, err error) {
+	err = eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
+		switch {
+		case typ == protowire.BytesType && num == fieldMapKey:
+			key, m, err = consumeString(b)
+		case typ == protowire.BytesType && num == fieldMapValue:
+			value, m, err = consumeString(b)
+		default:
+			m = protowire.ConsumeFieldValue(num, typ, b)
 		}
 		return m, err
 	})

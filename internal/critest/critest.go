@@ -54,8 +54,7 @@ func (s *Sandboxes) ListContainerRecords(_ context.Context, ns string, filters [
 	var out []containerdapi.Container
 	for _, id := range s.IDs {
 		if im, ok := s.Bulk[id]; ok {
-			out = append(out, containerdapi.Container{ID: id, Image: im,
-				Labels: map[string]string{containerdapi.KindLabel: containerdapi.KindSandbox}})
+			out = append(out, containerdapi.Container{ID: id, Kind: containerdapi.KindSandbox, Image: im})
 		}
 	}
 	return out, nil

@@ -2,7 +2,6 @@ package simnode
 
 import (
 	"context"
-	"maps"
 	"slices"
 
 	"google.golang.org/grpc/codes"
@@ -32,12 +31,8 @@ func (c containersService) ListContainerRecords(_ context.Context, ns string, fi
 	defer n.mu.Unlock()
 	out := make([]containerdapi.Container, 0, n.sandboxes.len())
 	for s := range n.sandboxes.all() {
-		labels := maps.Clone(s.labels)
-		if labels == nil {
-			labels = make(map[string]string, 1)
-		}
-		labels[containerdapi.KindLabel] = containerdapi.KindSandbox
-		out = append(out, containerdapi.Container{ID: s.id, Labels: labels, Image: s.image})
+		// A sandbox's labels never change: they are encoded outside the lock.
+		out = append(out, containerdapi.Container{ID: s.id, Kind: containerdapi.KindSandbox, Labels: s.labels, Image: s.image})
 	}
 	return out, nil
 }
