@@ -70,10 +70,12 @@ type Options struct {
 	// cost a status call.
 	SandboxImages map[string]string
 	// Logger, when set, gets a debug line from each Info: how many READY
-	// sandboxes there were, how many of their images were known and how
-	// many it asked the runtime about one by one (a plan with an empty
-	// state dir asks every READY sandbox, which is most of its cost on a
-	// node of many pods).
+	// sandboxes there were, how many of their images were known, how many
+	// came in bulk from containerd's containers service (and why none did,
+	// when that call failed) and how many it asked the runtime about one by
+	// one (a plan with an empty state dir on a runtime with no bulk answer
+	// asks every READY sandbox, which is most of its cost on a node of
+	// many pods).
 	Logger *slog.Logger
 }
 

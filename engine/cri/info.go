@@ -60,9 +60,11 @@ func (c *Client) StatusInfo(ctx context.Context) (map[string]string, error) {
 }
 
 // Info names the runtime and its sandbox images: the ones its verbose
-// Status config names, and the one every READY sandbox runs, learned from
-// its verbose status (cached by sandbox ID and seeded from
-// Options.SandboxImages, so only sandboxes no run has seen cost a call).
+// Status config names, and the one every READY sandbox runs (cached by
+// sandbox ID and seeded from Options.SandboxImages, so only sandboxes no
+// run has seen are looked up). Those are learned, on containerd, from its
+// containers service's one List of the sandboxes' records, and otherwise
+// from each sandbox's verbose status.
 // It fails closed: when the image of a READY sandbox cannot be learned,
 // Info returns an error, and no image is removed on its word.
 func (c *Client) Info(ctx context.Context) (engine.RuntimeInfo, error) {
@@ -138,11 +140,59 @@ const sandboxStatusWorkers = 8
 
 // runningSandboxImages returns the images the READY sandboxes ready run.
 // silent names a READY sandbox whose verbose status gives no image (the
-// runtime's configured sandbox image is then the one it runs). A status
-// call that fails for any reason but NotFound fails the whole call.
+// runtime's configured sandbox image is then the one it runs). The images
+// not yet known are taken from containerd's bulk answer where it names
+// them (bulkSandboxImages), and asked one sandbox at a time otherwise. A
+// status call that fails for any reason but NotFound fails the whole call.
 func (c *Client) runningSandboxImages(ctx context.Context, ready []string) (images []string, silent string, err error) {
-	var unknown []string
+	images, silent, unknown := c.knownSandboxImages(ready)
+	bulk := 0
+	var bulkErr error
+	if len(unknown) > 0 {
+		want := make(map[string]bool, len(unknown))
+		for _, id := range unknown {
+			want[id] = true
+		}
+		var got map[string]string
+		if got, bulkErr = c.bulkSandboxImages(ctx, want); bulkErr == nil && len(got) > 0 {
+			c.mu.Lock()
+			rest := unknown[:0:0]
+			for _, id := range unknown {
+				if im, ok := got[id]; ok {
+					c.sandboxImages[id] = im
+					images = append(images, im)
+					continue
+				}
+				rest = append(rest, id)
+			}
+			c.sandboxLearnt = true
+			c.mu.Unlock()
+			bulk, unknown = len(unknown)-len(rest), rest
+		}
+	}
+	if c.o.Logger != nil {
+		args := []any{"ready", len(ready), "known", len(ready) - len(unknown) - bulk, "bulk", bulk, "asked", len(unknown)}
+		if bulkErr != nil {
+			args = append(args, "bulk_error", bulkErr.Error())
+		}
+		c.o.Logger.DebugContext(ctx, "sandbox images", args...)
+	}
+	asked, askedSilent, err := c.askSandboxImages(ctx, unknown)
+	if err != nil {
+		return nil, "", err
+	}
+	if silent == "" {
+		silent = askedSilent
+	}
+	return append(images, asked...), silent, nil
+}
+
+// knownSandboxImages returns the cached images of the READY sandboxes
+// ready, the first of them whose image is "" (silent), and those whose
+// image is not cached; it forgets the sandboxes no longer READY.
+func (c *Client) knownSandboxImages(ready []string) (images []string, silent string, unknown []string) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	present := make(map[string]bool, len(ready))
 	for _, id := range ready {
 		present[id] = true
@@ -161,11 +211,13 @@ func (c *Client) runningSandboxImages(ctx context.Context, ready []string) (imag
 			c.sandboxLearnt = true
 		}
 	}
-	c.mu.Unlock()
-	if c.o.Logger != nil {
-		c.o.Logger.DebugContext(ctx, "sandbox images", "ready", len(ready),
-			"known", len(ready)-len(unknown), "asked", len(unknown))
-	}
+	return images, silent, unknown
+}
+
+// askSandboxImages asks each sandbox of unknown for its image by a verbose
+// PodSandboxStatus, sandboxStatusWorkers in flight. A sandbox gone
+// (NotFound) is skipped; any other failure fails the call.
+func (c *Client) askSandboxImages(ctx context.Context, unknown []string) (images []string, silent string, err error) {
 	learned := make([]string, len(unknown))
 	errs := make([]error, len(unknown))
 	sem := make(chan struct{}, sandboxStatusWorkers)

@@ -154,7 +154,7 @@ func TestSandboxImageLearnedOncePerID(t *testing.T) {
 
 // TestInfoLogsHowManySandboxesItAsked pins issue 42 item 2's --debug line:
 // each Info says how many READY sandboxes there were, how many images it
-// knew and how many it asked about one by one.
+// knew, how many came in bulk and how many it asked about one by one.
 func TestInfoLogsHowManySandboxesItAsked(t *testing.T) {
 	srv := &critest.Sandboxes{Config: `{"sandboxImage":"registry.k8s.io/pause:3.9"}`, Images: map[string]string{}}
 	for i := range 6 {
@@ -170,9 +170,18 @@ func TestInfoLogsHowManySandboxesItAsked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A runtime that names sb01-sb04 in bulk (containerd's containers List).
+	bulk := &critest.Sandboxes{Config: srv.Config, IDs: srv.IDs, Images: srv.Images, Bulk: map[string]string{}}
+	for _, id := range srv.IDs[1:5] {
+		bulk.Bulk[id] = srv.Images[id]
+	}
+	c = dial(t, critest.Serve(t, bulk), Options{Logger: log, SandboxImages: map[string]string{"sb00": "registry.k8s.io/pause:3.9"}})
+	if _, err := c.Info(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	type line struct {
-		Msg                 string
-		Ready, Known, Asked int
+		Msg                       string
+		Ready, Known, Bulk, Asked int
 	}
 	var got []line
 	for raw := range bytes.Lines(buf.Bytes()) {
@@ -182,7 +191,7 @@ func TestInfoLogsHowManySandboxesItAsked(t *testing.T) {
 		}
 		got = append(got, l)
 	}
-	want := []line{{"sandbox images", 6, 1, 5}, {"sandbox images", 6, 6, 0}}
+	want := []line{{"sandbox images", 6, 1, 0, 5}, {"sandbox images", 6, 6, 0, 0}, {"sandbox images", 6, 1, 4, 1}}
 	if !slices.Equal(got, want) {
 		t.Errorf("logged %+v, want %+v", got, want)
 	}

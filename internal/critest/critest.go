@@ -10,11 +10,16 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/internal/containerdapi"
 )
 
 // Sandboxes is a scripted CRI runtime that serves a fixed list of sandboxes,
@@ -27,6 +32,32 @@ type Sandboxes struct {
 	FailID string            // PodSandboxStatus of this ID fails
 	// StatusCalls counts the PodSandboxStatus calls served.
 	StatusCalls atomic.Int64
+	// Bulk, when not nil, makes the runtime serve containerd's containers
+	// List (containerdapi): a sandbox record for each ID in it, in IDs'
+	// order, naming the image Bulk gives ("" = none); without it the call
+	// is Unimplemented, as on CRI-O.
+	Bulk map[string]string
+	// BulkCalls counts the containers List calls served.
+	BulkCalls atomic.Int64
+}
+
+// ListContainerRecords serves containerd's containers List from Bulk, for
+// the sandbox filter in the CRI's namespace.
+func (s *Sandboxes) ListContainerRecords(_ context.Context, ns string, filters []string) ([]containerdapi.Container, error) {
+	s.BulkCalls.Add(1)
+	if s.Bulk == nil {
+		return nil, status.Error(codes.Unimplemented, "unknown service "+containerdapi.Service)
+	}
+	if ns != containerdapi.CRINamespace || !slices.Equal(filters, []string{containerdapi.SandboxFilter}) {
+		return nil, status.Errorf(codes.InvalidArgument, "scripted: only the sandbox filter in %s is served", containerdapi.CRINamespace)
+	}
+	var out []containerdapi.Container
+	for _, id := range s.IDs {
+		if im, ok := s.Bulk[id]; ok {
+			out = append(out, containerdapi.Container{ID: id, Kind: containerdapi.KindSandbox, Image: im})
+		}
+	}
+	return out, nil
 }
 
 // Version names the scripted runtime.
@@ -63,11 +94,15 @@ func (s *Sandboxes) PodSandboxStatus(_ context.Context, r *runtimeapi.PodSandbox
 }
 
 // Serve serves srv on a unix socket in a short temp dir until the test
-// ends, and returns its endpoint.
+// ends, and returns its endpoint. A srv that is also a containerdapi.Lister
+// serves containerd's containers List beside the CRI.
 func Serve(t testing.TB, srv runtimeapi.RuntimeServiceServer) string {
 	t.Helper()
 	g := grpc.NewServer()
 	runtimeapi.RegisterRuntimeServiceServer(g, srv)
+	if l, ok := srv.(containerdapi.Lister); ok {
+		containerdapi.Register(g, l)
+	}
 	return ServeGRPC(t, g)
 }
 

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodegc/nodegc/internal/containerdapi"
 )
 
 // ErrStopped is returned by Serve on a node that was stopped.
@@ -75,7 +77,9 @@ func Listen(endpoint string) (net.Listener, error) {
 	return l, nil
 }
 
-// Serve serves the CRI RuntimeService and ImageService on l until Stop.
+// Serve serves the CRI RuntimeService and ImageService on l until Stop,
+// and beside them containerd's containers List of the sandboxes (as
+// containerd serves it on its CRI socket).
 // Down and DropConnections do not end it: after Up it serves again on the
 // same address. It returns nil after Stop.
 func (n *Node) Serve(l net.Listener) error {
@@ -96,6 +100,7 @@ func (n *Node) Serve(l net.Listener) error {
 	)
 	runtimeapi.RegisterRuntimeServiceServer(c.srv, &runtimeService{n: n})
 	runtimeapi.RegisterImageServiceServer(c.srv, &imageService{n: n})
+	containerdapi.Register(c.srv, containersService{n: n})
 	c.addr = l.Addr().String()
 	for {
 		tl := &trackingListener{Listener: l, c: c}
@@ -354,8 +359,12 @@ var readOnlyMethods = map[string]bool{
 
 // IsMutating reports whether a CRI method (short or full name) can change
 // the runtime: RemoveImage, StopContainer, RunPodSandbox, PullImage and
-// the like. Tests use it to prove a dry-run mutates nothing.
+// the like. containerd's containers List (full name) changes nothing.
+// Tests use it to prove a dry-run mutates nothing.
 func IsMutating(method string) bool {
+	if method == containerdapi.ListMethod {
+		return false
+	}
 	if i := strings.LastIndex(method, "/"); i >= 0 {
 		method = method[i+1:]
 	}

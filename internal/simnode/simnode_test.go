@@ -611,6 +611,9 @@ func TestIsMutating(t *testing.T) {
 		{"/runtime.v1.ImageService/ImageStatus", false},
 		{"/runtime.v1.ImageService/ImageFsInfo", false},
 		{"ListImages", false},
+		{"/containerd.services.containers.v1.Containers/List", false},
+		{"/containerd.services.containers.v1.Containers/Delete", true},
+		{"List", true},
 	}
 	for _, tt := range tests {
 		name := "is read-only"

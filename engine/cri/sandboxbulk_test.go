@@ -1,0 +1,199 @@
+package cri
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/containerdapi"
+	"github.com/nodegc/nodegc/internal/critest"
+	"github.com/nodegc/nodegc/internal/simnode"
+)
+
+// TestInfoTakesSandboxImagesInBulk pins issue 42 item 2: on a runtime that
+// serves containerd's containers List, Info takes the image of every READY
+// sandbox that List names, and asks one by one only about the others; on
+// one that does not, it asks every sandbox, as before. The fail-closed rule
+// is TestInfoLearnsEveryReadySandboxImage's.
+func TestInfoTakesSandboxImagesInBulk(t *testing.T) {
+	// 40 READY sandboxes: 35 on the configured pause:3.9, the last 5 made
+	// before a config change, on pause:3.6.
+	mk := func() *critest.Sandboxes {
+		s := &critest.Sandboxes{Config: `{"sandboxImage":"registry.k8s.io/pause:3.9"}`, Images: map[string]string{}, Bulk: map[string]string{}}
+		for i := range 40 {
+			id := fmt.Sprintf("sb%02d", i)
+			s.IDs = append(s.IDs, id)
+			s.Images[id] = "registry.k8s.io/pause:3.9"
+			if i >= 35 {
+				s.Images[id] = "registry.k8s.io/pause:3.6"
+			}
+			s.Bulk[id] = s.Images[id]
+		}
+		return s
+	}
+	both := []string{"registry.k8s.io/pause:3.6", "registry.k8s.io/pause:3.9"}
+	info := func(t *testing.T, s *critest.Sandboxes) []string {
+		t.Helper()
+		got, err := serveScripted(t, s).Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.SandboxImages
+	}
+	t.Run("a sandbox made before a config change is learned in bulk", func(t *testing.T) {
+		s := mk()
+		if got := info(t, s); !slices.Equal(got, both) {
+			t.Errorf("sandbox images %v, want %v", got, both)
+		}
+		if n, b := s.StatusCalls.Load(), s.BulkCalls.Load(); n != 0 || b != 1 {
+			t.Errorf("%d status calls and %d bulk calls, want 0 and 1", n, b)
+		}
+	})
+	t.Run("the bulk answer names some, the rest are asked", func(t *testing.T) {
+		s := mk()
+		for i := 30; i < 40; i++ {
+			delete(s.Bulk, fmt.Sprintf("sb%02d", i))
+		}
+		if got := info(t, s); !slices.Equal(got, both) {
+			t.Errorf("sandbox images %v, want %v", got, both)
+		}
+		if n := s.StatusCalls.Load(); n != 10 {
+			t.Errorf("%d status calls, want 10 (sb30-sb39)", n)
+		}
+	})
+	t.Run("a bulk record with no image is asked", func(t *testing.T) {
+		s := mk()
+		s.Bulk["sb39"] = ""
+		if got := info(t, s); !slices.Equal(got, both) {
+			t.Errorf("sandbox images %v, want %v", got, both)
+		}
+		if n := s.StatusCalls.Load(); n != 1 {
+			t.Errorf("%d status calls, want 1 (sb39)", n)
+		}
+	})
+	t.Run("a runtime without the containers service is asked one by one", func(t *testing.T) {
+		s := mk()
+		s.Bulk = nil
+		if got := info(t, s); !slices.Equal(got, both) {
+			t.Errorf("sandbox images %v, want %v", got, both)
+		}
+		if n := s.StatusCalls.Load(); n != 40 {
+			t.Errorf("%d status calls, want 40", n)
+		}
+	})
+	t.Run("a sandbox neither named in bulk nor readable fails closed", func(t *testing.T) {
+		s := mk()
+		delete(s.Bulk, "sb38")
+		s.FailID = "sb38"
+		if got, err := serveScripted(t, s).Info(context.Background()); err == nil {
+			t.Errorf("Info = %v, nil; want an error, so that no image is removed", got.SandboxImages)
+		}
+	})
+	t.Run("what came in bulk is kept for the next run", func(t *testing.T) {
+		c := serveScripted(t, mk())
+		if _, err := c.Info(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		learned, changed := c.SandboxImages()
+		if !changed || len(learned) != 40 || learned["sb39"] != "registry.k8s.io/pause:3.6" {
+			t.Errorf("SandboxImages = %d sandboxes (sb39: %q), changed %v; want the 40, sb39 on pause:3.6, changed", len(learned), learned["sb39"], changed)
+		}
+	})
+}
+
+// TestSandboxRecordsBelieveOnlySandboxes: a bulk record counts only when it
+// is a sandbox's, of a sandbox asked about, with an image, and alone.
+func TestSandboxRecordsBelieveOnlySandboxes(t *testing.T) {
+	sb := map[string]string{containerdapi.KindLabel: containerdapi.KindSandbox}
+	b := containerdapi.AppendListResponse(nil, []containerdapi.Container{
+		{ID: "a", Labels: sb, Image: "pause:1"},
+		{ID: "b", Labels: map[string]string{containerdapi.KindLabel: "container"}, Image: "app:1"},
+		{ID: "c", Image: "pause:1"},
+		{ID: "d", Labels: sb, Image: "pause:1"},
+		{ID: "d", Labels: sb, Image: "pause:2"},
+		{ID: "e", Labels: sb},
+		{ID: "other", Labels: sb, Image: "pause:1"},
+	})
+	r := &sandboxRecords{want: map[string]bool{"a": true, "b": true, "c": true, "d": true, "e": true}, images: map[string]string{}}
+	if err := r.decode(b); err != nil {
+		t.Fatal(err)
+	}
+	for id := range r.twice {
+		delete(r.images, id)
+	}
+	if want := map[string]string{"a": "pause:1"}; !maps.Equal(r.images, want) {
+		t.Errorf("images %v, want %v", r.images, want)
+	}
+	if err := r.decode(b[:len(b)-3]); err == nil {
+		t.Error("a truncated answer decoded; want an error")
+	}
+}
+
+// TestSimnodeSandboxImagesInBulk: the simulated node's containers List
+// names, for every READY sandbox, the image its verbose PodSandboxStatus
+// reports, so a cold Info makes no PodSandboxStatus call; a failing List
+// leaves every sandbox asked.
+func TestSimnodeSandboxImagesInBulk(t *testing.T) {
+	n, ep := serve(t, simnode.Options{Seed: 5, Images: 20, Pods: 30})
+	ctx := context.Background()
+	c := dial(t, ep, Options{})
+	sbs, err := c.ListSandboxes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready []string
+	for _, s := range sbs {
+		if s.State == engine.SandboxReady {
+			ready = append(ready, s.ID)
+		}
+	}
+	want := map[string]bool{}
+	for _, id := range ready {
+		want[id] = true
+	}
+	bulk, err := c.bulkSandboxImages(ctx, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ready) == 0 || len(bulk) != len(ready) {
+		t.Fatalf("bulk named %d of %d READY sandboxes", len(bulk), len(ready))
+	}
+	for _, id := range ready {
+		_, info, err := c.sandboxStatus(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bulk[id] != info.Image {
+			t.Errorf("sandbox %s: bulk %q, PodSandboxStatus %q", id, bulk[id], info.Image)
+		}
+	}
+	statusCalls := func() (k int) {
+		for _, m := range n.Calls() {
+			if m == "/runtime.v1.RuntimeService/PodSandboxStatus" {
+				k++
+			}
+		}
+		return k
+	}
+	n.ResetCalls()
+	cold := dial(t, ep, Options{})
+	if _, err := cold.InfoFor(ctx, sbs); err != nil {
+		t.Fatal(err)
+	}
+	if k := statusCalls(); k != 0 {
+		t.Errorf("a cold InfoFor made %d PodSandboxStatus calls, want 0", k)
+	}
+	n.InjectFault(simnode.Fault{Method: containerdapi.ListMethod, Err: codes.Unimplemented})
+	n.ResetCalls()
+	if _, err := dial(t, ep, Options{}).InfoFor(ctx, sbs); err != nil {
+		t.Fatal(err)
+	}
+	if k := statusCalls(); k != len(ready) {
+		t.Errorf("with no bulk answer, %d PodSandboxStatus calls, want %d", k, len(ready))
+	}
+}
