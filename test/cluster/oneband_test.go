@@ -36,11 +36,10 @@ const (
 const oneBandFill = 90
 
 // oneBandImageSize is the size of each image TestBothAtOneBand imports:
-// the agent's first engine.DefaultParallel removals (each image held
-// twice on the image filesystem, its blob and its unpacked snapshot) free
-// 32 MiB, about 3 % of the 1 GiB filesystem, whatever the default pool,
-// so that the usage stays at or above 85 % after them: 4 MiB at a pool of
-// 4, 1 MiB at 16.
+// the agent's first engine.DefaultParallel removals free what its first
+// 4 of 4 MiB freed at a pool of 4, whatever the default pool, so that
+// the usage stays at or above 85 % after them: 1 MiB at 16 (at 16 with
+// 4 MiB images the agent's first removals freed four times as much).
 const oneBandImageSize = (16 << 20) / engine.DefaultParallel
 
 // oneBandImages is how many images TestBothAtOneBand imports: 224 MiB of
