@@ -189,8 +189,8 @@ func median(ds []time.Duration) time.Duration {
 // side in one run: the image pass and the container pass (from the pass
 // report's start to its finish) against the raw removal of the same IDs
 // with 8 generated CRI calls in flight on a fresh node of the same seed, at
-// 1,000, 6,000 and 20,000 containers, with the default pool of 4 and with
-// 8 (the raw loop's). Beside each raw loop, on its fresh node, it times
+// 1,000, 6,000 and 20,000 containers, with the default pool
+// (engine.DefaultParallel) and with 8 (the raw loop's). Beside each raw loop, on its fresh node, it times
 // the listing the pass makes at apply time before its first re-check
 // (listTime): a floor under the pass's time. Each iteration measures each
 // on a node of its own; the metrics are the medians over the iterations

@@ -35,6 +35,17 @@ const (
 // agent's first removals done it is still at or above the kubelet's 85 %.
 const oneBandFill = 90
 
+// oneBandImageSize is the size of each image TestBothAtOneBand imports:
+// the agent's first engine.DefaultParallel removals free what its first
+// 4 of 4 MiB freed at a pool of 4, whatever the default pool, so that
+// the usage stays at or above 85 % after them: 1 MiB at 16 (at 16 with
+// 4 MiB images its first removals would free four times as much).
+const oneBandImageSize = (16 << 20) / engine.DefaultParallel
+
+// oneBandImages is how many images TestBothAtOneBand imports: 224 MiB of
+// them whatever their size (56 of 4 MiB).
+const oneBandImages = (224 << 20) / oneBandImageSize
+
 // TestBothAtOneBand: the second arrangement of one node's two collectors,
 // the agent at the kubelet's own band (--image-gc-margin=0, the kubelet's
 // 85/80 read from its config). The image filesystem is filled past it
@@ -58,7 +69,7 @@ func TestBothAtOneBand(t *testing.T) {
 	if high, low := metricValue(before, "nodegc_image_gc_high_threshold_ratio"), metricValue(before, "nodegc_image_gc_low_threshold_ratio"); high != kubeletImageGCHigh/100.0 || low != kubeletImageGCLow/100.0 {
 		t.Fatalf("the agent's band is %v/%v at --image-gc-margin=0, want the kubelet's %d/%d %%", high, low, kubeletImageGCHigh, kubeletImageGCLow)
 	}
-	imgs := c.importImages(t, 56, 4<<20, "oneband")
+	imgs := c.importImages(t, oneBandImages, oneBandImageSize, "oneband")
 	// The kubelet removes no image at the image GC that first sees it
 	// (imagesInEvictionOrder detects the images at the GC's own time, an
 	// age of 0, below any minimum age), so one GC sees them first.

@@ -21,11 +21,24 @@ import (
 	"github.com/nodegc/nodegc/internal/kubetest"
 )
 
+// rollPassRemovals is about how many images the agent's pass removes in
+// TestRollingUpdateMidPass.
+const rollPassRemovals = 27
+
+// rollImages is how many images of 2 MiB TestRollingUpdateMidPass
+// imports: enough for the old agent's pass and the new agent's whole one
+// (at a pool of 16 the old pass has started every removal, about 27,
+// before the rollout's SIGTERM, and 40 left the new one short).
+const rollImages = 56
+
 // removeImageDelay slows each RemoveImage at the node's CRI socket in
-// TestRollingUpdateMidPass: with the agent's default pool of 4, a pass of
-// about 27 removals lasts about 10 s, long enough for a rollout to land in
-// it.
-const removeImageDelay = 1500 * time.Millisecond
+// TestRollingUpdateMidPass so that, at the agent's default pool
+// (engine.DefaultParallel), what is left of its pass after the first
+// round of removals (the test rolls out once 3 images are removed) lasts
+// about 9 s, long enough for a rollout to land in it, and each removal in
+// flight ends well within the 30 s grace period: 1.5 s at a pool of 4,
+// 9 s at 16.
+const removeImageDelay = 9 * time.Second / time.Duration(max((rollPassRemovals+engine.DefaultParallel-1)/engine.DefaultParallel-1, 1))
 
 // TestRollingUpdateMidPass: `kubectl rollout restart` of the DaemonSet
 // while the agent's image pass is removing images loses no journal line.
@@ -42,7 +55,7 @@ func TestRollingUpdateMidPass(t *testing.T) {
 	old := c.waitAgentReady(t)
 	kubectl := kubetest.Binary(t, "kubectl")
 
-	imgs := c.importImages(t, 40, 2<<20, "roll")
+	imgs := c.importImages(t, rollImages, 2<<20, "roll")
 	if u, _ := c.usage(t); u >= imageGCHigh {
 		t.Fatalf("the image filesystem is at %d%% before it is filled, at or above the high threshold %d%%", u, imageGCHigh)
 	}
