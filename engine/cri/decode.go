@@ -1,9 +1,7 @@
 package cri
 
 import (
-	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
@@ -13,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/pbwire"
 )
 
 // A node with 100,000 dead containers answers ListContainers with some
@@ -74,11 +73,7 @@ const (
 	fieldMetadataName    = 1 // ContainerMetadata
 	fieldMetadataAttempt = 2
 	fieldImageSpecImage  = 1 // ImageSpec.image
-	fieldMapKey          = 1 // map entries
-	fieldMapValue        = 2
 )
-
-var errInvalidUTF8 = errors.New("string field contains invalid UTF-8")
 
 // containerList is a ListContainersResponse decoded into engine types.
 type containerList struct {
@@ -102,11 +97,11 @@ func (l *containerList) decode(b []byte) error {
 	for p := b; len(p) > 0; {
 		num, typ, k := protowire.ConsumeTag(p)
 		if k < 0 {
-			return wireError(k)
+			return pbwire.WireError(k)
 		}
 		m := protowire.ConsumeFieldValue(num, typ, p[k:])
 		if m < 0 {
-			return wireError(m)
+			return pbwire.WireError(m)
 		}
 		if num == fieldListContainers && typ == protowire.BytesType {
 			n++
@@ -173,17 +168,17 @@ func (l *containerList) share(b []byte) string {
 // wins over an earlier one with the same key, and a field of an unexpected
 // wire type is skipped as unknown.
 func (w *containerWire) decode(b []byte) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
+	return pbwire.EachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
 		m = -1
 		switch {
 		case typ == protowire.BytesType && num == fieldContainerID:
-			w.id, m, err = consumeString(b)
+			w.id, m, err = pbwire.ConsumeString(b)
 		case typ == protowire.BytesType && num == fieldContainerSandbox:
-			w.sandbox, m, err = consumeString(b)
+			w.sandbox, m, err = pbwire.ConsumeString(b)
 		case typ == protowire.BytesType && num == fieldContainerImageRef:
-			w.imageRef, m, err = consumeString(b)
+			w.imageRef, m, err = pbwire.ConsumeString(b)
 		case typ == protowire.BytesType && num == fieldContainerImageID:
-			w.imageID, m, err = consumeString(b)
+			w.imageID, m, err = pbwire.ConsumeString(b)
 		case typ == protowire.BytesType && num == fieldContainerMetadata:
 			var v []byte
 			v, m = protowire.ConsumeBytes(b)
@@ -218,10 +213,10 @@ func (w *containerWire) decode(b []byte) error {
 }
 
 func (w *containerWire) decodeMetadata(b []byte) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
+	return pbwire.EachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
 		switch {
 		case typ == protowire.BytesType && num == fieldMetadataName:
-			w.name, m, err = consumeString(b)
+			w.name, m, err = pbwire.ConsumeString(b)
 		case typ == protowire.VarintType && num == fieldMetadataAttempt:
 			var v uint64
 			v, m = protowire.ConsumeVarint(b)
@@ -234,9 +229,9 @@ func (w *containerWire) decodeMetadata(b []byte) error {
 }
 
 func (w *containerWire) decodeImageSpec(b []byte) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
+	return pbwire.EachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
 		if typ == protowire.BytesType && num == fieldImageSpecImage {
-			w.image, m, err = consumeString(b)
+			w.image, m, err = pbwire.ConsumeString(b)
 		} else {
 			m = protowire.ConsumeFieldValue(num, typ, b)
 		}
@@ -247,18 +242,7 @@ func (w *containerWire) decodeImageSpec(b []byte) error {
 // decodeLabel reads one labels map entry, keeping the value of the pod UID
 // label. A missing key or value is the empty string, as in a map.
 func (w *containerWire) decodeLabel(b []byte) error {
-	var key, value []byte
-	err := eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
-		switch {
-		case typ == protowire.BytesType && num == fieldMapKey:
-			key, m, err = consumeString(b)
-		case typ == protowire.BytesType && num == fieldMapValue:
-			value, m, err = consumeString(b)
-		default:
-			m = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		return m, err
-	})
+	key, value, err := pbwire.MapEntry(b)
 	if err != nil {
 		return err
 	}
@@ -269,40 +253,4 @@ func (w *containerWire) decodeLabel(b []byte) error {
 		}
 	}
 	return nil
-}
-
-// consumeString reads a length-delimited string field, which proto3
-// requires to be valid UTF-8.
-func consumeString(b []byte) ([]byte, int, error) {
-	v, m := protowire.ConsumeBytes(b)
-	if m >= 0 && !utf8.Valid(v) {
-		return nil, m, errInvalidUTF8
-	}
-	return v, m, nil
-}
-
-// eachField calls field for each field of the message b, in order, with
-// the bytes from its value on; field consumes the value and returns its
-// length (negative: a protowire error code) or an error.
-func eachField(b []byte, field func(num protowire.Number, typ protowire.Type, b []byte) (int, error)) error {
-	for len(b) > 0 {
-		num, typ, k := protowire.ConsumeTag(b)
-		if k < 0 {
-			return wireError(k)
-		}
-		b = b[k:]
-		m, err := field(num, typ, b)
-		if err != nil {
-			return err
-		}
-		if m < 0 {
-			return wireError(m)
-		}
-		b = b[m:]
-	}
-	return nil
-}
-
-func wireError(n int) error {
-	return fmt.Errorf("decode response: %w", protowire.ParseError(n))
 }

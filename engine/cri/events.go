@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodegc/nodegc/engine"
+	"github.com/nodegc/nodegc/internal/pbwire"
 )
 
 var (
@@ -186,10 +187,10 @@ func (e *containerEvent) decode(b []byte) error {
 	var id, sandbox []byte
 	var typ runtimeapi.ContainerEventType
 	var created int64
-	err := eachField(b, func(num protowire.Number, wt protowire.Type, b []byte) (m int, err error) {
+	err := pbwire.EachField(b, func(num protowire.Number, wt protowire.Type, b []byte) (m int, err error) {
 		switch {
 		case wt == protowire.BytesType && num == fieldEventContainerID:
-			id, m, err = consumeString(b)
+			id, m, err = pbwire.ConsumeString(b)
 		case wt == protowire.VarintType && num == fieldEventType:
 			var v uint64
 			v, m = protowire.ConsumeVarint(b)
@@ -202,9 +203,9 @@ func (e *containerEvent) decode(b []byte) error {
 			var v []byte
 			v, m = protowire.ConsumeBytes(b)
 			if m >= 0 {
-				err = eachField(v, func(num protowire.Number, wt protowire.Type, b []byte) (m int, err error) {
+				err = pbwire.EachField(v, func(num protowire.Number, wt protowire.Type, b []byte) (m int, err error) {
 					if wt == protowire.BytesType && num == fieldSandboxStatusID {
-						sandbox, m, err = consumeString(b)
+						sandbox, m, err = pbwire.ConsumeString(b)
 					} else {
 						m = protowire.ConsumeFieldValue(num, wt, b)
 					}

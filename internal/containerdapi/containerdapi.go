@@ -17,10 +17,8 @@ package containerdapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,6 +26,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/nodegc/nodegc/internal/pbwire"
 )
 
 // The containers service and the request nodegc makes of it.
@@ -83,11 +83,11 @@ func AppendListRequest(b []byte, filters ...string) []byte {
 // ParseListRequest returns the filters of a ListContainersRequest.
 func ParseListRequest(b []byte) ([]string, error) {
 	var out []string
-	err := eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
+	err := pbwire.EachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
 		if num != fieldRequestFilters || typ != protowire.BytesType {
 			return protowire.ConsumeFieldValue(num, typ, b), nil
 		}
-		v, m, err := consumeString(b)
+		v, m, err := pbwire.ConsumeString(b)
 		out = append(out, string(v))
 		return m, err
 	})
@@ -164,7 +164,7 @@ func appendLabel(b []byte, k, v string) []byte {
 // runtime, extensions) are skipped. As in any protobuf decoder, a later
 // value of a field wins. id and image alias b: each copies what it keeps.
 func ParseListResponse(b []byte, each func(id, image []byte, sandbox bool)) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
+	return pbwire.EachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
 		if num != fieldResponseContainers || typ != protowire.BytesType {
 			return protowire.ConsumeFieldValue(num, typ, b), nil
 		}
@@ -184,20 +184,20 @@ func ParseListResponse(b []byte, each func(id, image []byte, sandbox bool)) erro
 // parseContainer reads a Container's ID, image and whether its KindLabel
 // is KindSandbox.
 func parseContainer(b []byte) (id, image []byte, sandbox bool, err error) {
-	err = eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
+	err = pbwire.EachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
 		if typ != protowire.BytesType {
 			return protowire.ConsumeFieldValue(num, typ, b), nil
 		}
 		switch num {
 		case fieldContainerID:
-			id, m, err = consumeString(b)
+			id, m, err = pbwire.ConsumeString(b)
 		case fieldContainerImage:
-			image, m, err = consumeString(b)
+			image, m, err = pbwire.ConsumeString(b)
 		case fieldContainerLabels:
 			var v []byte
 			if v, m = protowire.ConsumeBytes(b); m >= 0 {
 				var k, val []byte
-				if k, val, err = parseMapEntry(v); err == nil && string(k) == KindLabel {
+				if k, val, err = pbwire.MapEntry(v); err == nil && string(k) == KindLabel {
 					sandbox = string(val) == KindSandbox
 				}
 			}
@@ -210,54 +210,6 @@ func parseContainer(b []byte) (id, image []byte, sandbox bool, err error) {
 		return nil, nil, false, fmt.Errorf("container record: %w", err)
 	}
 	return id, image, sandbox, nil
-}
-
-// parseMapEntry reads a map<string, string> entry.
-func parseMapEntry(b []byte) (key, value []byte, err error) {
-	err = eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) (m int, err error) {
-		switch {
-		case typ == protowire.BytesType && num == fieldMapKey:
-			key, m, err = consumeString(b)
-		case typ == protowire.BytesType && num == fieldMapValue:
-			value, m, err = consumeString(b)
-		default:
-			m = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		return m, err
-	})
-	return key, value, err
-}
-
-var errInvalidUTF8 = errors.New("string field contains invalid UTF-8")
-
-func consumeString(b []byte) ([]byte, int, error) {
-	v, m := protowire.ConsumeBytes(b)
-	if m >= 0 && !utf8.Valid(v) {
-		return nil, m, errInvalidUTF8
-	}
-	return v, m, nil
-}
-
-// eachField calls field for each field of the message b, in order, with
-// the bytes from its value on; field consumes the value and returns its
-// length (negative: a protowire error code) or an error.
-func eachField(b []byte, field func(num protowire.Number, typ protowire.Type, b []byte) (int, error)) error {
-	for len(b) > 0 {
-		num, typ, k := protowire.ConsumeTag(b)
-		if k < 0 {
-			return protowire.ParseError(k)
-		}
-		b = b[k:]
-		m, err := field(num, typ, b)
-		if err != nil {
-			return err
-		}
-		if m < 0 {
-			return protowire.ParseError(m)
-		}
-		b = b[m:]
-	}
-	return nil
 }
 
 // Raw returns a message whose wire form is b: an empty message carrying b
