@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodegc/nodegc/engine"
 	"github.com/nodegc/nodegc/engine/cri"
+	"github.com/nodegc/nodegc/engine/executor"
 	"github.com/nodegc/nodegc/internal/critest"
 	"github.com/nodegc/nodegc/internal/proctest"
 	"github.com/nodegc/nodegc/internal/realnode"
@@ -321,7 +322,11 @@ var attacks = []attack{
 	}},
 	{10, "SIGTERM during a pass stops it after the item in flight, every removal journalled", func(t *testing.T) error {
 		state := t.TempDir()
-		node, ep := startSimnode(t)
+		// More of each kind than the default pool has in flight, so
+		// that the signal finds removals not yet started.
+		opts := attackNode()
+		opts.Images, opts.DeadPerContainer = 4*executor.DefaultParallel, 4*executor.DefaultParallel
+		node, ep := simnode.ServeTemp(t, opts)
 		node.SetLatency(150 * time.Millisecond)
 		cmd := exec.Command(binary(t), "gc", "--reclaim-all", "--yes", "--simulated", "--runtime-endpoint", ep, "--state-dir", state)
 		var stderr bytes.Buffer
@@ -499,6 +504,12 @@ func finish(ctx context.Context, cmd *exec.Cmd) run {
 // high threshold, with old unused images, until the test ends.
 func startSimnode(t *testing.T) (*simnode.Node, string) {
 	t.Helper()
-	return simnode.ServeTemp(t, simnode.Options{Seed: 7, Images: 8, Pods: 3, DeadPerContainer: 2, DeletedPods: 1,
-		MinImageBytes: 50 << 20, MaxImageBytes: 200 << 20, InitialUsagePercent: 95, Start: time.Now().Add(-24 * time.Hour)})
+	return simnode.ServeTemp(t, attackNode())
+}
+
+// attackNode is the simulated node most rows attack: a few of each kind,
+// on an image filesystem at 95%.
+func attackNode() simnode.Options {
+	return simnode.Options{Seed: 7, Images: 8, Pods: 3, DeadPerContainer: 2, DeletedPods: 1,
+		MinImageBytes: 50 << 20, MaxImageBytes: 200 << 20, InitialUsagePercent: 95, Start: time.Now().Add(-24 * time.Hour)}
 }
