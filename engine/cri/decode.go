@@ -79,7 +79,7 @@ const (
 type containerList struct {
 	items []engine.Container
 	// strs shares the strings that repeat across containers.
-	strs map[string]string
+	strs strTable
 }
 
 // containerWire is one Container as read off the wire, before the engine
@@ -110,7 +110,7 @@ func (l *containerList) decode(b []byte) error {
 	}
 	l.items = make([]engine.Container, 0, n)
 	if l.strs == nil {
-		l.strs = make(map[string]string, n/4)
+		l.strs = make(strTable, n/4)
 	}
 	for len(b) > 0 {
 		num, typ, k := protowire.ConsumeTag(b)
@@ -139,27 +139,31 @@ func (l *containerList) container(w *containerWire) engine.Container {
 	}
 	return engine.Container{
 		ID:           string(w.id),
-		PodSandboxID: l.share(w.sandbox),
-		PodUID:       l.share(w.podUID),
-		Name:         l.share(w.name),
+		PodSandboxID: l.strs.share(w.sandbox),
+		PodUID:       l.strs.share(w.podUID),
+		Name:         l.strs.share(w.name),
 		Attempt:      w.attempt,
-		ImageID:      l.share(id),
-		ImageRef:     l.share(w.image),
+		ImageID:      l.strs.share(id),
+		ImageRef:     l.strs.share(w.image),
 		State:        containerState(w.state),
 		CreatedAt:    nsTime(w.created),
 	}
 }
 
+// strTable keeps one copy of each string a listing decodes: the IDs,
+// names and images that repeat across its items.
+type strTable map[string]string
+
 // share returns b as a string, the same string for the same bytes.
-func (l *containerList) share(b []byte) string {
+func (t strTable) share(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	if s, ok := l.strs[string(b)]; ok {
+	if s, ok := t[string(b)]; ok {
 		return s
 	}
 	s := string(b)
-	l.strs[s] = s
+	t[s] = s
 	return s
 }
 

@@ -32,50 +32,41 @@ func (c *Client) bulkSandboxImages(ctx context.Context, want map[string]bool) (m
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, containerdapi.NamespaceHeader, containerdapi.CRINamespace)
 	req := containerdapi.Raw(containerdapi.AppendListRequest(nil, containerdapi.SandboxFilter))
-	out := &sandboxRecords{want: want, images: make(map[string]string, len(want))}
+	out := &sandboxRecords{want: want}
 	err := c.conn.Invoke(ctx, containerdapi.ListMethod, req, out, rawCall, grpc.MaxCallRecvMsgSize(bulkMaxBytes))
 	if err != nil {
 		return nil, c.mapError("list sandbox containers (containerd "+containerdapi.Service+")", err)
-	}
-	for id := range out.twice {
-		delete(out.images, id)
 	}
 	return out.images, nil
 }
 
 // sandboxRecords is a containers List answer decoded into the images of
-// the sandboxes of want (a rawDecoder).
+// the sandboxes of want (a rawDecoder): an ID listed more than once is
+// left out, to be asked instead.
 type sandboxRecords struct {
 	want   map[string]bool
 	images map[string]string
-	twice  map[string]bool   // IDs listed more than once: asked instead
-	strs   map[string]string // shares the images, which repeat
 }
 
 func (r *sandboxRecords) decode(b []byte) error {
+	r.images = make(map[string]string, len(r.want))
+	twice := map[string]bool{}
+	strs := strTable{} // the images, which repeat
 	err := containerdapi.ParseListResponse(b, func(id, image []byte, sandbox bool) {
 		if !sandbox || len(image) == 0 || !r.want[string(id)] {
 			return
 		}
 		key := string(id)
 		if _, ok := r.images[key]; ok {
-			if r.twice == nil {
-				r.twice = make(map[string]bool)
-			}
-			r.twice[key] = true
+			twice[key] = true
 		}
-		im, ok := r.strs[string(image)]
-		if !ok {
-			im = string(image)
-			if r.strs == nil {
-				r.strs = make(map[string]string)
-			}
-			r.strs[im] = im
-		}
-		r.images[key] = im
+		r.images[key] = strs.share(image)
 	})
 	if err != nil {
 		return fmt.Errorf("decode sandbox containers: %w", err)
+	}
+	for id := range twice {
+		delete(r.images, id)
 	}
 	return nil
 }
