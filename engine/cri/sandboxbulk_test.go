@@ -21,71 +21,42 @@ import (
 // one that does not, it asks every sandbox, as before. The fail-closed rule
 // is TestInfoLearnsEveryReadySandboxImage's.
 func TestInfoTakesSandboxImagesInBulk(t *testing.T) {
-	// 40 READY sandboxes: 35 on the configured pause:3.9, the last 5 made
-	// before a config change, on pause:3.6.
+	// fortySandboxes, each named in bulk.
 	mk := func() *critest.Sandboxes {
-		s := &critest.Sandboxes{Config: `{"sandboxImage":"registry.k8s.io/pause:3.9"}`, Images: map[string]string{}, Bulk: map[string]string{}}
-		for i := range 40 {
-			id := fmt.Sprintf("sb%02d", i)
-			s.IDs = append(s.IDs, id)
-			s.Images[id] = "registry.k8s.io/pause:3.9"
-			if i >= 35 {
-				s.Images[id] = "registry.k8s.io/pause:3.6"
-			}
-			s.Bulk[id] = s.Images[id]
-		}
+		s := fortySandboxes()
+		s.Bulk = maps.Clone(s.Images)
 		return s
 	}
 	both := []string{"registry.k8s.io/pause:3.6", "registry.k8s.io/pause:3.9"}
-	info := func(t *testing.T, s *critest.Sandboxes) []string {
-		t.Helper()
-		got, err := serveScripted(t, s).Info(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got.SandboxImages
+	for _, tc := range []struct {
+		name   string
+		change func(*critest.Sandboxes)
+		status int64 // PodSandboxStatus calls; one containers List each time
+	}{
+		{"a sandbox made before a config change is learned in bulk", func(*critest.Sandboxes) {}, 0},
+		{"the bulk answer names some, the rest are asked", func(s *critest.Sandboxes) {
+			for i := 30; i < 40; i++ {
+				delete(s.Bulk, fmt.Sprintf("sb%02d", i))
+			}
+		}, 10},
+		{"a bulk record with no image is asked", func(s *critest.Sandboxes) { s.Bulk["sb39"] = "" }, 1},
+		{"a runtime without the containers service is asked one by one", func(s *critest.Sandboxes) { s.Bulk = nil }, 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mk()
+			tc.change(s)
+			got, err := serveScripted(t, s).Info(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.SandboxImages, both) {
+				t.Errorf("sandbox images %v, want %v", got.SandboxImages, both)
+			}
+			if n, b := s.StatusCalls.Load(), s.BulkCalls.Load(); n != tc.status || b != 1 {
+				t.Errorf("%d status calls and %d bulk calls, want %d and 1", n, b, tc.status)
+			}
+		})
 	}
-	t.Run("a sandbox made before a config change is learned in bulk", func(t *testing.T) {
-		s := mk()
-		if got := info(t, s); !slices.Equal(got, both) {
-			t.Errorf("sandbox images %v, want %v", got, both)
-		}
-		if n, b := s.StatusCalls.Load(), s.BulkCalls.Load(); n != 0 || b != 1 {
-			t.Errorf("%d status calls and %d bulk calls, want 0 and 1", n, b)
-		}
-	})
-	t.Run("the bulk answer names some, the rest are asked", func(t *testing.T) {
-		s := mk()
-		for i := 30; i < 40; i++ {
-			delete(s.Bulk, fmt.Sprintf("sb%02d", i))
-		}
-		if got := info(t, s); !slices.Equal(got, both) {
-			t.Errorf("sandbox images %v, want %v", got, both)
-		}
-		if n := s.StatusCalls.Load(); n != 10 {
-			t.Errorf("%d status calls, want 10 (sb30-sb39)", n)
-		}
-	})
-	t.Run("a bulk record with no image is asked", func(t *testing.T) {
-		s := mk()
-		s.Bulk["sb39"] = ""
-		if got := info(t, s); !slices.Equal(got, both) {
-			t.Errorf("sandbox images %v, want %v", got, both)
-		}
-		if n := s.StatusCalls.Load(); n != 1 {
-			t.Errorf("%d status calls, want 1 (sb39)", n)
-		}
-	})
-	t.Run("a runtime without the containers service is asked one by one", func(t *testing.T) {
-		s := mk()
-		s.Bulk = nil
-		if got := info(t, s); !slices.Equal(got, both) {
-			t.Errorf("sandbox images %v, want %v", got, both)
-		}
-		if n := s.StatusCalls.Load(); n != 40 {
-			t.Errorf("%d status calls, want 40", n)
-		}
-	})
 	t.Run("a sandbox neither named in bulk nor readable fails closed", func(t *testing.T) {
 		s := mk()
 		delete(s.Bulk, "sb38")

@@ -24,23 +24,28 @@ func serveScripted(t *testing.T, s *critest.Sandboxes) *Client {
 	return c
 }
 
+// fortySandboxes is a runtime of 40 READY sandboxes, sb00-sb39, whose
+// config names pause:3.9: the first 35 run it, the last 5, made before a
+// config change, pause:3.6. It serves no containers List (Bulk nil).
+func fortySandboxes() *critest.Sandboxes {
+	s := &critest.Sandboxes{Config: `{"sandboxImage":"registry.k8s.io/pause:3.9"}`, Images: map[string]string{}}
+	for i := range 40 {
+		id := fmt.Sprintf("sb%02d", i)
+		s.IDs = append(s.IDs, id)
+		s.Images[id] = "registry.k8s.io/pause:3.9"
+		if i >= 35 {
+			s.Images[id] = "registry.k8s.io/pause:3.6"
+		}
+	}
+	return s
+}
+
 // TestInfoLearnsEveryReadySandboxImage pins issue 8 item 2: 40 READY
 // sandboxes, the last 5 on pause:3.6 and 35 before them on pause:3.9. Every
 // READY sandbox's image must be known before any image is removed, or Info
 // fails closed.
 func TestInfoLearnsEveryReadySandboxImage(t *testing.T) {
-	mk := func() *critest.Sandboxes {
-		s := &critest.Sandboxes{Config: `{"sandboxImage":"registry.k8s.io/pause:3.9"}`, Images: map[string]string{}}
-		for i := range 40 {
-			id := fmt.Sprintf("sb%02d", i)
-			s.IDs = append(s.IDs, id)
-			s.Images[id] = "registry.k8s.io/pause:3.9"
-			if i >= 35 {
-				s.Images[id] = "registry.k8s.io/pause:3.6"
-			}
-		}
-		return s
-	}
+	mk := fortySandboxes
 	t.Run("the images of sandboxes listed late are learned", func(t *testing.T) {
 		got, err := serveScripted(t, mk()).Info(context.Background())
 		if err != nil {
