@@ -114,6 +114,10 @@ type Engine struct {
 	// quiet is the last full container pass's mark, nil when the next
 	// periodic one must run in full (quiet.go); under passMu.
 	quiet *quietMark
+	// own are the containers and sandboxes the last container pass
+	// removes, whose stop and delete events do not move streamGen
+	// (quiet.go).
+	own ownRemovals
 	// following is set while FollowEvents holds the runtime's container
 	// event stream open.
 	following atomic.Bool
@@ -532,9 +536,20 @@ func (e *Engine) runLocked(ctx context.Context, kind PassKind) (PassReport, erro
 		return PassReport{ID: e.passSeq.Add(1), Run: e.run, Kind: kind, StartedAt: start, FinishedAt: e.now(), Error: err.Error(), Events: []Event{}}, err
 	}
 	stable := mark != nil && TimeStable(s, p, p.EvaluatedAt)
+	if mark != nil {
+		e.own.set(p)
+	}
 	fs := s.ImageFs
 	r, err := e.applyLocked(ctx, p, start, &fs)
 	if kind == PassContainers {
+		if mark != nil && err == nil && !planEmpty(p) {
+			// The node as the pass left it, if nothing else changed:
+			// the next periodic pass is skipped when its plan is empty.
+			if rest, ok := removedAll(s, r); ok {
+				p = PlanPass(rest, e.effectivePolicy(p.EvaluatedAt), kind, p.EvaluatedAt)
+				stable = TimeStable(rest, p, p.EvaluatedAt)
+			}
+		}
 		e.keepQuiet(mark, stable, p, r, err)
 	}
 	return r, err

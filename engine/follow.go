@@ -117,7 +117,9 @@ func (e *Engine) readEvents(ch <-chan ContainerEvent) error {
 	err := errStreamClosed
 	for ev := range ch {
 		for more := true; more; {
-			e.streamGen.Add(1)
+			if !e.own.has(ev) {
+				e.streamGen.Add(1)
+			}
 			switch {
 			case ev.Err != nil:
 				err = ev.Err

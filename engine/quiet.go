@@ -1,7 +1,12 @@
 // Quiet periodic container passes: on a node that has not changed since
 // the last full container pass, which planned nothing to remove, the
 // scheduler's next periodic container pass plans the same nothing, so it
-// is skipped without listing the node (RunPeriodic). What could change the
+// is skipped without listing the node (RunPeriodic). A full pass that
+// removed items counts too when every item it planned is gone (removed,
+// or found already gone) and a plan of its listing less them removes
+// nothing: the node is then that listing less its removals, unless
+// something else changed; the stop and delete events of its own
+// removals (ownRemovals) are not a change. What could change the
 // plan is watched without polling: the runtime's container event stream
 // (every event and every break of it), the clock (TimeStable), the pod
 // source (Options.PodSourceGen) and the log directories (one stat each).
@@ -12,6 +17,8 @@ package engine
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -98,6 +105,10 @@ func (e *Engine) podGen() (uint64, bool) {
 // (the stream is not live, the pod source has no generation, a log dir
 // changed just now). e.passMu is held.
 func (e *Engine) markQuiet(at time.Time) *quietMark {
+	// The last pass's removals are done: an event of theirs from now on
+	// is counted (a later listing may have seen them, a late event moves
+	// the generation and at worst costs a full pass).
+	e.own.set(Plan{})
 	// The generation is read before Following: a break after this read
 	// moves it, one before it shows as not following.
 	events := e.streamGen.Load()
@@ -116,10 +127,12 @@ func (e *Engine) markQuiet(at time.Time) *quietMark {
 }
 
 // keepQuiet records the full container pass's mark when the pass leaves
-// nothing for a later one to find unless the node changes: it planned
-// nothing to remove, ended without error, and no decision of its plan
-// moves with the clock (TimeStable of its snapshot, checked by the
-// caller as stable). Otherwise it forgets any mark. e.passMu is held.
+// nothing for a later one to find unless the node changes: p, its plan
+// (or, when it removed every item of it, the plan of its listing less
+// them: removedAll), removes nothing, the pass ended without error, and
+// no decision of p moves with the clock (TimeStable of the snapshot p
+// was made of, checked by the caller as stable). Otherwise it forgets any
+// mark. e.passMu is held.
 func (e *Engine) keepQuiet(mark *quietMark, stable bool, p Plan, r PassReport, err error) {
 	e.quiet = nil
 	if mark == nil || !stable || err != nil || !r.OK() || !planEmpty(p) {
@@ -160,6 +173,79 @@ func (e *Engine) skipQuiet() (r PassReport, ok bool) {
 		Plan: q.plan, Items: []ItemResult{}, Events: []Event{}, Skipped: why}
 	e.log.Info("pass skipped", "pass", r.PassID(), "kind", r.Kind, "why", why)
 	return r, true
+}
+
+// removedAll returns s less the containers and sandboxes the pass r
+// removed, when every item r planned is gone (removed, or found already
+// gone) and only containers and sandboxes went: what the node holds after
+// the pass if nothing else changed. ok is false when an item was left
+// (skipped, not run, failed), or when a log went from a snapshot that
+// lists the logs (the listing's log files would no longer be the node's).
+func removedAll(s Snapshot, r PassReport) (rest Snapshot, ok bool) {
+	gone := make(map[string]struct{}, len(r.Items))
+	for _, it := range r.Items {
+		if it.Outcome != OutcomeRemoved && it.Outcome != OutcomeGone {
+			if it.Kind == ItemLog && it.Outcome == OutcomeSkipped && s.Logs == nil {
+				continue // a log left alone, on a node whose logs are not planned
+			}
+			return Snapshot{}, false
+		}
+		switch it.Kind {
+		case ItemContainer, ItemSandbox:
+			gone[it.ID] = struct{}{}
+		case ItemLog:
+			if s.Logs != nil {
+				return Snapshot{}, false
+			}
+		default:
+			return Snapshot{}, false
+		}
+	}
+	rest = s
+	rest.Containers = slices.DeleteFunc(slices.Clone(s.Containers), func(c Container) bool { _, ok := gone[c.ID]; return ok })
+	rest.Sandboxes = slices.DeleteFunc(slices.Clone(s.Sandboxes), func(sb Sandbox) bool { _, ok := gone[sb.ID]; return ok })
+	return rest, true
+}
+
+// ownRemovals are the containers and sandboxes the container pass in
+// flight (or the last one, until the next lists the node) plans to
+// remove. Their stop and delete events come of its own calls (a stop
+// before an UNKNOWN container's or a sandbox's removal, the removal
+// itself) and say nothing the plan of its listing less its removals did
+// not assume (removedAll), so the follower does not count them in
+// streamGen. Any other event, of any type, is counted.
+type ownRemovals struct {
+	mu  sync.Mutex
+	ids map[string]struct{}
+}
+
+// set makes p's container and sandbox removals the own ones, dropping
+// any earlier.
+func (o *ownRemovals) set(p Plan) {
+	var ids map[string]struct{}
+	if n := len(p.ContainerGC.Remove) + len(p.SandboxGC.Remove); n > 0 {
+		ids = make(map[string]struct{}, n)
+		for _, c := range p.ContainerGC.Remove {
+			ids[c.ID] = struct{}{}
+		}
+		for _, sb := range p.SandboxGC.Remove {
+			ids[sb.ID] = struct{}{}
+		}
+	}
+	o.mu.Lock()
+	o.ids = ids
+	o.mu.Unlock()
+}
+
+// has reports whether ev is a stop or delete of one of the own removals.
+func (o *ownRemovals) has(ev ContainerEvent) bool {
+	if ev.Err != nil || (ev.Type != ContainerStoppedEvent && ev.Type != ContainerDeletedEvent) {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.ids[ev.ContainerID]
+	return ok
 }
 
 // TimeStable reports whether planning s at any time from at on decides

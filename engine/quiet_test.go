@@ -74,11 +74,22 @@ func (n *quietNode) ageDirs(t *testing.T) {
 }
 
 // event delivers one container event through the follower's reader.
-func (n *quietNode) event(typ ContainerEventType) {
+func (n *quietNode) event(typ ContainerEventType) { n.eventOf(typ, "") }
+
+// eventOf delivers one event of the container or sandbox id.
+func (n *quietNode) eventOf(typ ContainerEventType, id string) {
 	ch := make(chan ContainerEvent, 1)
-	ch <- ContainerEvent{Type: typ}
+	ch <- ContainerEvent{Type: typ, ContainerID: id}
 	close(ch)
 	_ = n.e.readEvents(ch)
+}
+
+// twoInits gives the running pod two dead attempts of its init
+// container: the first pass removes the older (MaxPerPodContainer 1),
+// and a plan of the node without it removes nothing.
+func twoInits(t *testing.T, n *quietNode) {
+	n.rt.Containers["old"] = Container{ID: "old", PodSandboxID: "s1", PodUID: "u1", Name: "init", Attempt: 0, State: ContainerExited, CreatedAt: execNow.Add(-time.Hour)}
+	n.rt.Containers["new"] = Container{ID: "new", PodSandboxID: "s1", PodUID: "u1", Name: "init", Attempt: 1, State: ContainerExited, CreatedAt: execNow.Add(-30 * time.Minute)}
 }
 
 // listings counts the runtime's container listings so far.
@@ -115,6 +126,16 @@ func stateFiles(t *testing.T, dir string) map[string]string {
 	return out
 }
 
+// oldSandbox gives the running pod an older not-ready sandbox whose one
+// container is dead, and a newer attempt of that container in the ready
+// one: the first pass removes the container and the sandbox it leaves
+// empty.
+func oldSandbox(t *testing.T, n *quietNode) {
+	n.rt.Sandboxes["s0"] = Sandbox{ID: "s0", PodUID: "u1", State: SandboxNotReady, CreatedAt: execNow.Add(-2 * time.Hour)}
+	n.rt.Containers["old"] = Container{ID: "old", PodSandboxID: "s0", PodUID: "u1", Name: "init", Attempt: 0, State: ContainerExited, CreatedAt: execNow.Add(-2 * time.Hour)}
+	n.rt.Containers["new"] = Container{ID: "new", PodSandboxID: "s1", PodUID: "u1", Name: "init", Attempt: 1, State: ContainerExited, CreatedAt: execNow.Add(-30 * time.Minute)}
+}
+
 // A periodic container pass on a node that has not changed since the last
 // full one, which removed nothing, lists nothing and says why; each
 // condition, broken alone, makes it run in full.
@@ -141,9 +162,40 @@ func TestPeriodicContainerPassSkipsAnUnchangedNode(t *testing.T) {
 			n.e.setStream(EventStream{Down: "broken"})
 			n.e.setStream(EventStream{Live: true})
 		}},
-		{name: "a previous pass with removals runs in full", first: func(t *testing.T, n *quietNode) {
-			n.rt.Containers["old"] = Container{ID: "old", PodSandboxID: "s1", PodUID: "u1", Name: "init", Attempt: 0, State: ContainerExited, CreatedAt: execNow.Add(-time.Hour)}
-			n.rt.Containers["new"] = Container{ID: "new", PodSandboxID: "s1", PodUID: "u1", Name: "init", Attempt: 1, State: ContainerExited, CreatedAt: execNow.Add(-30 * time.Minute)}
+		{name: "a previous pass with removals, no event since, is skipped", first: twoInits, wantSkip: true},
+		{name: "a previous pass with removals, its removal's delete event since, is skipped", first: twoInits,
+			change: func(t *testing.T, n *quietNode) { n.eventOf(ContainerDeletedEvent, "old") }, wantSkip: true},
+		{name: "a previous pass with removals, its removal's stop and delete events since, is skipped", first: twoInits,
+			change: func(t *testing.T, n *quietNode) {
+				n.eventOf(ContainerStoppedEvent, "old")
+				n.eventOf(ContainerDeletedEvent, "old")
+			}, wantSkip: true},
+		{name: "a previous pass with removals, its removal's event and another since, runs in full", first: twoInits,
+			change: func(t *testing.T, n *quietNode) {
+				n.eventOf(ContainerDeletedEvent, "old")
+				n.eventOf(ContainerCreatedEvent, "c2")
+			}},
+		{name: "a previous pass with removals, a kept container's delete event since, runs in full", first: twoInits,
+			change: func(t *testing.T, n *quietNode) { n.eventOf(ContainerDeletedEvent, "new") }},
+		{name: "a previous pass with removals, a removed ID created since, runs in full", first: twoInits,
+			change: func(t *testing.T, n *quietNode) { n.eventOf(ContainerCreatedEvent, "old") }},
+		{name: "a previous pass with removals, a broken stream since, runs in full", first: twoInits,
+			change: func(t *testing.T, n *quietNode) { n.e.setStream(EventStream{Down: "broken"}) }},
+		{name: "a previous pass whose removal failed runs in full", first: func(t *testing.T, n *quietNode) {
+			twoInits(t, n)
+			n.rt.Fail["RemoveContainer old"] = errTest("busy")
+		}, change: func(t *testing.T, n *quietNode) { delete(n.rt.Fail, "RemoveContainer old") }},
+		{name: "a previous pass that removed a sandbox, its removals' events since, is skipped", first: oldSandbox,
+			change: func(t *testing.T, n *quietNode) {
+				n.eventOf(ContainerDeletedEvent, "old")
+				n.eventOf(ContainerStoppedEvent, "s0")
+				n.eventOf(ContainerDeletedEvent, "s0")
+			}, wantSkip: true},
+		{name: "a previous pass that removed a sandbox, a started event of it since, runs in full", first: oldSandbox,
+			change: func(t *testing.T, n *quietNode) { n.eventOf(ContainerStartedEvent, "s0") }},
+		{name: "a previous pass with removals of a container younger than MinAge runs in full", o: quietOptions{minAge: time.Minute}, first: func(t *testing.T, n *quietNode) {
+			twoInits(t, n)
+			n.rt.Containers["young"] = Container{ID: "young", PodSandboxID: "s1", PodUID: "u1", Name: "side", State: ContainerExited, CreatedAt: execNow.Add(-10 * time.Second)}
 		}},
 		{name: "a dead container younger than MinAge runs in full", o: quietOptions{minAge: time.Minute}, first: func(t *testing.T, n *quietNode) {
 			n.rt.Containers["young"] = Container{ID: "young", PodSandboxID: "s1", PodUID: "u1", Name: "init", State: ContainerExited, CreatedAt: execNow.Add(-10 * time.Second)}
@@ -195,6 +247,7 @@ func TestPeriodicContainerPassSkipsAnUnchangedNode(t *testing.T) {
 			if first.Skipped != "" {
 				t.Fatalf("the first pass was skipped: %s", first.Skipped)
 			}
+			mutated := len(n.rt.MutatingCalls())
 			n.now = n.now.Add(ContainerGCPeriod)
 			if tc.change != nil {
 				tc.change(t, n)
@@ -229,8 +282,8 @@ func TestPeriodicContainerPassSkipsAnUnchangedNode(t *testing.T) {
 					}
 				}
 			}
-			if len(n.rt.MutatingCalls()) != 0 {
-				t.Errorf("mutating calls %v", n.rt.MutatingCalls())
+			if got := n.rt.MutatingCalls(); len(got) != mutated {
+				t.Errorf("mutating calls %v; want the first pass's %d alone", got, mutated)
 			}
 		})
 	}
