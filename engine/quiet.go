@@ -46,9 +46,13 @@ type quietMark struct {
 	pods uint64
 	// logs are the log directories' stamps (logStamps).
 	logs [2]dirStamp
-	// plan is the full pass's plan, which removes nothing: the skipped
+	// plan is the full pass's plan, which removes nothing, or the plan
+	// of its listing less what it removed (removedAll): the skipped
 	// pass's report shows it.
 	plan Plan
+	// removed is set when the full pass removed items: their own events
+	// did not count (ownRemovals).
+	removed bool
 }
 
 // dirStamp is one stat of a directory: its identity and modification
@@ -138,7 +142,7 @@ func (e *Engine) keepQuiet(mark *quietMark, stable bool, p Plan, r PassReport, e
 	if mark == nil || !stable || err != nil || !r.OK() || !planEmpty(p) {
 		return
 	}
-	mark.pass, mark.plan = r.ID, p
+	mark.pass, mark.plan, mark.removed = r.ID, p, len(r.Items) > 0
 	e.quiet = mark
 }
 
@@ -161,7 +165,11 @@ func (e *Engine) skipQuiet() (r PassReport, ok bool) {
 		logs != q.logs:
 		return PassReport{}, false
 	}
-	why := fmt.Sprintf("unchanged since pass #%d (no container event, nothing due by the clock", q.pass)
+	event := "no container event"
+	if q.removed {
+		event = "no container event but its own removals'"
+	}
+	why := fmt.Sprintf("unchanged since pass #%d (%s, nothing due by the clock", q.pass, event)
 	if e.o.PodSource != nil {
 		why += ", pod source unchanged"
 	}
