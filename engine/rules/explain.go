@@ -103,17 +103,17 @@ func PlanExplained(s model.Snapshot, p model.Policy, kind model.PassKind, now ti
 	go func() {
 		defer close(cx)
 		rows := make(chan struct{})
-		containersPlanned := func(c model.Plan) {
+		containersPlanned := func(c model.Plan, removedAt []int32) {
 			go func() {
 				defer close(rows)
-				x.Containers = explainContainers(s, c, pods())
+				x.Containers = explainContainersAt(s, c, pods(), removedAt)
 			}()
 		}
 		hp := head
 		if containers != nil {
 			containers(&hp, containersPlanned)
 		} else {
-			containersPlanned(hp)
+			containersPlanned(hp, nil)
 		}
 		cp <- hp
 		x.Sandboxes, x.Logs = explainSandboxes(s, hp, pods()), explainLogs(hp)
@@ -401,8 +401,16 @@ func ExplainContainers(s model.Snapshot, p model.Plan) []model.ContainerRow {
 // replaced by their ranks, the keys sorted, then the rows built in their
 // places.
 func explainContainers(s model.Snapshot, p model.Plan, pods map[string]string) []model.ContainerRow {
+	return explainContainersAt(s, p, pods, nil)
+}
+
+// explainContainersAt is explainContainers with the index of each of the
+// snapshot's containers' removal in p (planContainersAt's removedAt,
+// when p's ContainerGC is the planner's) instead of a map of the
+// removals' IDs; nil makes the map.
+func explainContainersAt(s model.Snapshot, p model.Plan, pods map[string]string, removedAt []int32) []model.ContainerRow {
 	x := newContainerExplainer(s, p, pods)
-	x.addSnapshot()
+	x.addSnapshot(removedAt)
 	x.addMissing()
 	x.sort()
 	return x.rows()
@@ -458,22 +466,28 @@ func (x *containerExplainer) add(c *model.Container, src, rm int) {
 }
 
 // addSnapshot keys every container of the snapshot that is not running,
-// with its removal if the plan has one.
-func (x *containerExplainer) addSnapshot() {
-	removeAt := make(map[string]int, len(x.p.ContainerGC.Remove))
-	for i, r := range x.p.ContainerGC.Remove {
-		removeAt[r.ID] = i
+// with its removal if the plan has one: removedAt[i], when given, else
+// the last removal of its ID.
+func (x *containerExplainer) addSnapshot(removedAt []int32) {
+	var removeAt map[string]int32
+	if removedAt == nil {
+		removeAt = make(map[string]int32, len(x.p.ContainerGC.Remove))
+		for i, r := range x.p.ContainerGC.Remove {
+			removeAt[r.ID] = int32(i)
+		}
 	}
 	for i := range x.s.Containers {
 		c := &x.s.Containers[i]
 		if c.State == model.ContainerRunning {
 			continue
 		}
-		n, ok := removeAt[c.ID]
-		if !ok {
+		n, ok := int32(-1), false
+		if removedAt != nil {
+			n = removedAt[i]
+		} else if n, ok = removeAt[c.ID]; !ok {
 			n = -1
 		}
-		x.add(c, i, n)
+		x.add(c, i, int(n))
 	}
 }
 

@@ -68,12 +68,21 @@ func planContainerGC(s model.Snapshot, p model.ContainerPolicy, now time.Time) m
 // steps are containerPass's methods, in the kubelet's order: removable
 // pods, the per-container limit, the node limit.
 func planContainers(s model.Snapshot, p model.ContainerPolicy, now time.Time, evictPods map[string]bool) model.ContainerPlan {
+	plan, _ := planContainersAt(s, p, now, evictPods)
+	return plan
+}
+
+// planContainersAt is planContainers, and removedAt: for each of the
+// snapshot's containers, the index of the plan's removal with its ID, or
+// -1. The survivors and the explanation find a container's removal
+// through it, without a map of 100,000 IDs of their own.
+func planContainersAt(s model.Snapshot, p model.ContainerPolicy, now time.Time, evictPods map[string]bool) (plan model.ContainerPlan, removedAt []int32) {
 	g := newContainerPass(s, now.Add(-p.MinAge))
 	g.removePods(evictPods)
 	g.enforcePerContainerLimit(p.MaxPerPodContainer)
 	g.enforceNodeLimit(p.MaxContainers)
 	g.plan.Remove = fit(g.plan.Remove)
-	return g.plan
+	return g.plan, g.removedAt()
 }
 
 // fit returns removals in an array of their own length when the one they
@@ -93,72 +102,110 @@ func fit(removals []model.ContainerRemoval) []model.ContainerRemoval {
 }
 
 // containerUnit is one evict unit's dead containers, newest first: the
-// kubelet's containersByEvictUnit entry.
+// kubelet's containersByEvictUnit entry. cs are their indexes in the
+// snapshot's containers.
 type containerUnit struct {
 	key evictUnit
-	cs  []*model.Container
+	cs  []int32
 }
 
 // containerPass is one container plan being built: the evict units still
 // in play and the removals so far. Its steps trim the units and append
 // to the plan; they delete nothing.
 type containerPass struct {
+	containers []model.Container
 	// units are the evict units in (pod UID, name) order, each newest
 	// first.
 	units []containerUnit
 	plan  model.ContainerPlan
-	// bySandbox and byUID name the pods of the removals (podNames).
-	bySandbox, byUID map[string]podName
+	// src is the index of each removal's container; dups pairs each
+	// container listed again under an ID with the first so listed.
+	src  []int32
+	dups [][2]int32
+	// bySandbox and byUID name the pods of the removals (podNames);
+	// lastSandbox, lastUID and lastPod keep the last of them looked up,
+	// for the next removal of the same unit.
+	bySandbox, byUID     map[string]podName
+	lastSandbox, lastUID string
+	lastPod              *podName
 }
 
 // newContainerPass groups the snapshot's evictable containers into units.
 func newContainerPass(s model.Snapshot, newestGCTime time.Time) *containerPass {
-	units, evictable := evictUnits(s.Containers, newestGCTime)
-	g := &containerPass{units: units, plan: model.ContainerPlan{Remove: make([]model.ContainerRemoval, 0, evictable)}}
+	units, evictable, dups := evictUnits(s.Containers, newestGCTime)
+	g := &containerPass{containers: s.Containers, units: units, dups: dups,
+		plan: model.ContainerPlan{Remove: make([]model.ContainerRemoval, 0, evictable)}, src: make([]int32, 0, evictable)}
 	g.bySandbox, g.byUID = podNames(s.Sandboxes)
 	return g
+}
+
+// removedAt is, for each container, the index of the removal of its ID,
+// or -1: a container listed again under an ID goes with the first.
+func (g *containerPass) removedAt() []int32 {
+	at := make([]int32, len(g.containers))
+	for i := range at {
+		at[i] = -1
+	}
+	for n, ci := range g.src {
+		at[ci] = int32(n)
+	}
+	for _, d := range g.dups {
+		at[d[0]] = at[d[1]]
+	}
+	return at
 }
 
 // evictUnits is the kubelet's evictableContainers: the dead containers
 // created at or before newestGCTime, grouped by (pod UID, name), the
 // units in that order and each newest first. A container listed twice
-// under one ID counts once. evictable is how many containers the units
-// hold.
-func evictUnits(containers []model.Container, newestGCTime time.Time) (units []containerUnit, evictable int) {
+// under one ID counts once; dups pairs the index of each container listed
+// again with the first of its ID. evictable is how many containers the
+// units hold.
+func evictUnits(containers []model.Container, newestGCTime time.Time) (units []containerUnit, evictable int, dups [][2]int32) {
 	index := make(map[evictUnit]int)
-	seen := make(map[string]bool, len(containers))
+	first := make(map[string]int32, len(containers))
+	j := -1 // the last container's unit: a unit's containers come one after another
 	for i := range containers {
 		c := &containers[i]
-		if seen[c.ID] {
+		if f, ok := first[c.ID]; ok {
+			dups = append(dups, [2]int32{int32(i), f})
 			continue // a duplicate ID: the first one stands for both
 		}
-		seen[c.ID] = true
+		first[c.ID] = int32(i)
 		if !IsDead(c.State) || c.CreatedAt.After(newestGCTime) {
 			continue
 		}
 		k := evictUnit{c.PodUID, c.Name}
-		j, ok := index[k]
-		if !ok {
-			j = len(units)
-			index[k] = j
-			units = append(units, containerUnit{key: k})
+		if j < 0 || units[j].key != k {
+			var ok bool
+			if j, ok = index[k]; !ok {
+				j = len(units)
+				index[k] = j
+				units = append(units, containerUnit{key: k})
+			}
 		}
-		units[j].cs = append(units[j].cs, c)
+		units[j].cs = append(units[j].cs, int32(i))
 		evictable++
 	}
 	slices.SortFunc(units, func(a, b containerUnit) int { return compareUnits(a.key, b.key) })
 	for _, u := range units {
-		slices.SortFunc(u.cs, compareNewestFirst)
+		slices.SortFunc(u.cs, func(a, b int32) int { return compareNewestFirst(&containers[a], &containers[b]) })
 	}
-	return units, evictable
+	return units, evictable, dups
 }
 
-// remove appends c to the plan's removals, naming its pod.
-func (g *containerPass) remove(c *model.Container, why model.ContainerRemoveReason, detail string) {
-	pod, ok := g.bySandbox[c.PodSandboxID]
-	if !ok {
-		pod = g.byUID[c.PodUID]
+// remove appends the container ci to the plan's removals, naming its pod.
+func (g *containerPass) remove(ci int32, why model.ContainerRemoveReason, detail string) {
+	c := &g.containers[ci]
+	g.src = append(g.src, ci)
+	if g.lastPod == nil || c.PodSandboxID != g.lastSandbox || c.PodUID != g.lastUID {
+		pod, ok := g.bySandbox[c.PodSandboxID]
+		if !ok {
+			pod = g.byUID[c.PodUID]
+		}
+		g.lastSandbox, g.lastUID, g.lastPod = c.PodSandboxID, c.PodUID, &pod
 	}
+	pod := g.lastPod
 	g.plan.Remove = append(g.plan.Remove, model.ContainerRemoval{
 		ID: c.ID, PodUID: c.PodUID, PodNamespace: pod.namespace, PodName: pod.name, Name: c.Name, Reason: why,
 		State: c.State, PodSandboxID: c.PodSandboxID, Attempt: c.Attempt, Detail: detail,
@@ -224,11 +271,11 @@ func (g *containerPass) enforceNodeLimit(limit int) {
 	if n <= limit {
 		return
 	}
-	flat := make([]*model.Container, 0, n)
+	flat := make([]int32, 0, n)
 	for _, u := range g.units {
 		flat = append(flat, u.cs...)
 	}
-	slices.SortFunc(flat, compareNewestFirst)
+	slices.SortFunc(flat, func(a, b int32) int { return compareNewestFirst(&g.containers[a], &g.containers[b]) })
 	for i := len(flat) - 1; i >= limit; i-- {
 		g.remove(flat[i], model.RemoveNodeLimit, detail)
 	}

@@ -101,7 +101,8 @@ func (u *imageUse) add(containers []model.Container, ci int) {
 
 // forEachUse calls fn(image index, container index) once for every
 // container that uses an image, in container order, with one map lookup
-// per container reference: linear in images plus containers.
+// per container reference (none for a container with the references of
+// the one before it): linear in images plus containers.
 func forEachUse(images []model.Image, containers []model.Container, fn func(i, ci int)) {
 	// refs maps each ID, tag and digest to its image; a reference shared
 	// by several images (it should not happen) maps to all of them
@@ -133,17 +134,26 @@ func forEachUse(images []model.Image, containers []model.Container, fn func(i, c
 			add(d, i)
 		}
 	}
+	// hits are the images of the last container looked up, by its
+	// references: a pod's dead containers are attempts of one container,
+	// listed one after another, with one image.
 	var hits []int
-	for ci, c := range containers {
-		hits = hits[:0]
-		for _, ref := range [2]string{c.ImageID, c.ImageRef} {
-			if ref == "" {
-				continue
-			}
-			if m, ok := multi[ref]; ok {
-				hits = append(hits, m...)
-			} else if i, ok := refs[ref]; ok {
-				hits = append(hits, i)
+	var lastID, lastRef string
+	looked := false
+	for ci := range containers {
+		c := &containers[ci]
+		if !looked || c.ImageID != lastID || c.ImageRef != lastRef {
+			looked, lastID, lastRef = true, c.ImageID, c.ImageRef
+			hits = hits[:0]
+			for _, ref := range [2]string{c.ImageID, c.ImageRef} {
+				if ref == "" {
+					continue
+				}
+				if m, ok := multi[ref]; ok {
+					hits = append(hits, m...)
+				} else if i, ok := refs[ref]; ok {
+					hits = append(hits, i)
+				}
 			}
 		}
 		for k, i := range hits {

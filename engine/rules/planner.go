@@ -65,22 +65,24 @@ func newPlan(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Tim
 // containers, the container, sandbox and log planners, fill its
 // ContainerGC, SandboxGC and LogGC, and calls containersPlanned (when
 // not nil) with a copy of the plan as soon as its ContainerGC is filled
-// in, before the sandboxes and logs are planned. Each half only reads
+// in, before the sandboxes and logs are planned, and with the index of
+// each container's removal (planContainersAt's removedAt). Each half only reads
 // the snapshot and writes its own part of the plan, so the two run on
 // two cores.
-func passSides(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) (images func(*model.Plan), containers func(plan *model.Plan, containersPlanned func(model.Plan))) {
-	runContainers := func(reclaim bool) func(*model.Plan, func(model.Plan)) {
-		return func(plan *model.Plan, containersPlanned func(model.Plan)) {
+func passSides(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) (images func(*model.Plan), containers func(plan *model.Plan, containersPlanned func(model.Plan, []int32))) {
+	runContainers := func(reclaim bool) func(*model.Plan, func(model.Plan, []int32)) {
+		return func(plan *model.Plan, containersPlanned func(model.Plan, []int32)) {
 			removable := removablePods(s)
 			evict := removable
 			if reclaim {
 				evict = terminatedPods(s)
 			}
-			plan.ContainerGC = planContainers(s, p.Container, now, evict)
+			var removedAt []int32
+			plan.ContainerGC, removedAt = planContainersAt(s, p.Container, now, evict)
 			if containersPlanned != nil {
-				containersPlanned(*plan)
+				containersPlanned(*plan, removedAt)
 			}
-			survivors := survivingContainers(s.Containers, plan.ContainerGC)
+			survivors := survivingContainers(s.Containers, removedAt)
 			plan.SandboxGC = planSandboxes(s, survivors, evict)
 			plan.LogGC = planLogs(s, survivors, p.PodLogsDir, linkDir(s.Logs), removable)
 		}
@@ -171,15 +173,18 @@ func terminatedPods(s model.Snapshot) map[string]bool {
 }
 
 // survivingContainers returns the snapshot's containers minus those the
-// container plan removes, in snapshot order.
-func survivingContainers(all []model.Container, plan model.ContainerPlan) []model.Container {
-	gone := make(map[string]bool, len(plan.Remove))
-	for _, r := range plan.Remove {
-		gone[r.ID] = true
+// container plan removes (removedAt, planContainersAt's), in snapshot
+// order.
+func survivingContainers(all []model.Container, removedAt []int32) []model.Container {
+	n := 0
+	for _, at := range removedAt {
+		if at < 0 {
+			n++
+		}
 	}
-	out := make([]model.Container, 0, len(all)-len(gone))
-	for _, c := range all {
-		if !gone[c.ID] {
+	out := make([]model.Container, 0, n)
+	for i, c := range all {
+		if removedAt[i] < 0 {
 			out = append(out, c)
 		}
 	}

@@ -63,7 +63,7 @@ func WritePlanJSONWith(w io.Writer, p model.Plan, explain func() model.Explanati
 	e.lit(`,"cutLine":`)
 	e.value(x.Cut)
 	e.lit(`,"containers":`)
-	writeList(e, x.Containers)
+	writeListAs(e, x.Containers, containerRowOf)
 	e.lit(`,"sandboxes":`)
 	writeList(e, x.Sandboxes)
 	e.lit(`,"logs":`)
@@ -78,12 +78,37 @@ func WritePlanJSONWith(w io.Writer, p model.Plan, explain func() model.Explanati
 var ListPiece = 256
 
 // writeList writes items as encoding/json writes a slice (nil is null,
-// empty is []). Each piece of ListPiece elements is encoded as a slice
-// of its own: encoding/json writes a slice as '[', its elements' JSON
-// joined by commas, and ']', so the first piece keeps its '[', each
-// later one has its '[' turned into the comma before it, and none keeps
-// its ']' but the last.
+// empty is []).
 func writeList[T any](e *pieceWriter, items []T) {
+	writePieces(e, items, func(b *bytes.Buffer, part []T) error { return json.NewEncoder(b).Encode(part) })
+}
+
+// writeListAs is writeList of items written as the Us that conv makes
+// of them: a U is a T whose JSON is the same bytes, made faster (a
+// containerRow is a ContainerRow). A piece that fails is encoded again as
+// Ts, so that what it writes, or its error, is encoding/json's own.
+func writeListAs[T, U any](e *pieceWriter, items []T, conv func(*T) U) {
+	writePieces(e, items, func(b *bytes.Buffer, part []T) error {
+		us := make([]U, len(part))
+		for i := range part {
+			us[i] = conv(&part[i])
+		}
+		at := b.Len()
+		if err := json.NewEncoder(b).Encode(us); err != nil {
+			b.Truncate(at)
+			return json.NewEncoder(b).Encode(part)
+		}
+		return nil
+	})
+}
+
+// writePieces writes items as encoding/json writes a slice, each piece
+// of ListPiece elements appended to a buffer by encode as a slice of its
+// own, as an Encoder writes it: '[', the elements' JSON joined by
+// commas, ']' and a newline. The first piece keeps its '[', each later
+// one has its '[' turned into the comma before it, and none keeps its
+// ']' but the last.
+func writePieces[T any](e *pieceWriter, items []T, encode func(*bytes.Buffer, []T) error) {
 	switch {
 	case items == nil:
 		e.lit("null")
@@ -97,7 +122,7 @@ func writeList[T any](e *pieceWriter, items []T) {
 		first := lo == 0
 		e.job(func(b *bytes.Buffer) ([]byte, error) {
 			at := b.Len()
-			if err := json.NewEncoder(b).Encode(part); err != nil {
+			if err := encode(b, part); err != nil {
 				return nil, err
 			}
 			j := b.Bytes() // [elements]\n from j[at]
