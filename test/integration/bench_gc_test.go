@@ -57,6 +57,22 @@ func benchRounds(b *testing.B) int {
 	return r
 }
 
+// benchMinSamples is NODEGC_BENCH_MIN_SAMPLES, or 0 when it is unset: the
+// benchmark runs rounds past benchRounds until every variant's probe has
+// at least that many samples over its rounds, so that the pooled p99 is
+// a 99th percentile and not a round's worst sample.
+func benchMinSamples(b *testing.B) int {
+	s := os.Getenv("NODEGC_BENCH_MIN_SAMPLES")
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		b.Fatalf("NODEGC_BENCH_MIN_SAMPLES: %q is not a count of samples", s)
+	}
+	return n
+}
+
 // timeGC runs `<bin> gc --reclaim-all --yes` as a whole process over the
 // images and returns its wall time.
 func timeGC(b *testing.B, n *realnode.Node, bin string, imgs []realnode.ImageRef, state string, extra ...string) time.Duration {
@@ -162,7 +178,24 @@ type poolVariant struct {
 type poolRound struct {
 	took time.Duration
 	p99  time.Duration
-	n    int // probe samples
+	n    int             // probe samples
+	lat  []time.Duration // the probe's samples, pooled over the rounds
+}
+
+// fewestSamples is the smallest count of probe samples any variant has
+// over its rounds so far.
+func fewestSamples(rounds map[string][]poolRound) int {
+	fewest := -1
+	for _, rs := range rounds {
+		n := 0
+		for _, r := range rs {
+			n += r.n
+		}
+		if fewest < 0 || n < fewest {
+			fewest = n
+		}
+	}
+	return max(fewest, 0)
 }
 
 // rawWidths are the raw loops' widths: issue 22's 4, 8, 16 and 32, or
@@ -201,9 +234,15 @@ func rawWidths(b *testing.B) []int {
 // its probe p99 against --parallel 1's in the same round (<name>-p99-x-p1;
 // issue 42 asks at most 1.25); and gc-speed-of-best-raw, the best raw
 // loop's time in a round over the default pool's. It logs these as a
-// table, each ratio's median with its range over the rounds. Run as root
-// with -benchtime 1x and -v; NODEGC_BENCH_ROUNDS sets the rounds
-// (poolBenchRounds by default).
+// table, each ratio's median with its range over the rounds. Because a
+// fast pass gives the probe only 20-40 samples, a round's p99 is about its
+// worst sample; so beside those per-round figures it pools each variant's
+// samples over all its rounds and reports the p99 of the pool
+// (<name>-pooled-p99-ms) and its ratio to --parallel 1's pooled p99
+// (<name>-pooled-p99-x-p1), with the count of samples under each. Run as
+// root with -benchtime 1x and -v; NODEGC_BENCH_ROUNDS sets the rounds
+// (poolBenchRounds by default), NODEGC_BENCH_MIN_SAMPLES adds rounds until
+// every variant's pool has at least that many samples.
 func BenchmarkGCPoolVsRaw(b *testing.B) { forEachRuntimeB(b, benchmarkGCPoolVsRaw) }
 
 // uniqueVariant returns name, or name with the first free "-N" suffix when
@@ -254,7 +293,9 @@ func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 	}
 	rounds := make(map[string][]poolRound)
 	total := benchRounds(b) * b.N
-	for i := range total {
+	minSamples := benchMinSamples(b)
+	for i := 0; i < total || fewestSamples(rounds) < minSamples; i++ {
+		total = max(total, i+1)
 		for k := range variants {
 			v := variants[(i+k)%len(variants)]
 			var imgs []realnode.ImageRef
@@ -280,7 +321,7 @@ func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 			if v.raw > 0 {
 				benchCheckGone(b, n, imgs)
 			}
-			rounds[v.name] = append(rounds[v.name], poolRound{took: took, p99: p99(lat), n: len(lat)})
+			rounds[v.name] = append(rounds[v.name], poolRound{took: took, p99: p99(lat), n: len(lat), lat: lat})
 		}
 		var line strings.Builder
 		fmt.Fprintf(&line, "round %d:", i)
@@ -305,7 +346,8 @@ func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 		}
 		speed = append(speed, best.Seconds()/rounds["gc"][i].took.Seconds())
 	}
-	b.Log("variant: median s; x raw8 (raw8's s over its) median [min-max]; p99 ms median [min-max]; p99 x p1's median [min-max]")
+	b.Log("variant: median s; x raw8 (raw8's s over its) median [min-max]; p99 ms median [min-max]; p99 x p1's median [min-max]; " +
+		"pooled: p99 ms of all the rounds' samples (their count), x p1's pooled p99")
 	for _, v := range variants {
 		s := summarize(rounds, v.name)
 		if v.name != "idle" {
@@ -314,6 +356,10 @@ func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 		b.ReportMetric(s.p99[1], v.name+"-p99-ms")
 		if v.name != "idle" && v.name != "gc-p1" && s.overP1[1] > 0 {
 			b.ReportMetric(s.overP1[1], v.name+"-p99-x-p1")
+		}
+		b.ReportMetric(s.pooledP99, v.name+"-pooled-p99-ms")
+		if v.name != "idle" && v.name != "gc-p1" && s.pooledOverP1 > 0 {
+			b.ReportMetric(s.pooledOverP1, v.name+"-pooled-p99-x-p1")
 		}
 		if v.raw == 0 && v.name != "idle" && s.ofRaw8[1] > 0 {
 			b.ReportMetric(s.ofRaw8[1], v.name+"-x-raw8")
@@ -327,11 +373,15 @@ func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 // poolSummary is one variant's figures over the rounds: its median time,
 // and the minimum, median and maximum of its p99 and of its ratios to the
 // raw loop of 8 and to --parallel 1 in the same round (zero where that
-// variant did not run).
+// variant did not run); and the p99 of its probe samples pooled over all
+// the rounds, with their count and its ratio to --parallel 1's pooled p99.
 type poolSummary struct {
 	took           float64    // median seconds
 	p99            [3]float64 // ms: min, median, max
 	ofRaw8, overP1 [3]float64 // min, median, max
+	pooledP99      float64    // ms
+	pooledN        int        // samples in the pool
+	pooledOverP1   float64    // over --parallel 1's pooled p99; 0 without it
 }
 
 // summarize computes name's poolSummary from the rounds of every variant.
@@ -351,7 +401,21 @@ func summarize(rounds map[string][]poolRound, name string) poolSummary {
 	}
 	s.took = median(took)
 	s.p99, s.ofRaw8, s.overP1 = spread(lat), spread(ofRaw8), spread(overP1)
+	pool := pooled(rounds[name])
+	s.pooledP99, s.pooledN = ms(p99(pool)), len(pool)
+	if p1p99 := p99(pooled(p1)); p1p99 > 0 && len(pool) > 0 {
+		s.pooledOverP1 = float64(p99(pool)) / float64(p1p99)
+	}
 	return s
+}
+
+// pooled is every probe sample of the rounds, in one slice.
+func pooled(rs []poolRound) []time.Duration {
+	var out []time.Duration
+	for _, r := range rs {
+		out = append(out, r.lat...)
+	}
+	return out
 }
 
 // spread is the minimum, median and maximum of xs (zeros for none).
@@ -364,8 +428,9 @@ func spread(xs []float64) [3]float64 {
 
 // line is the summary as a row of the benchmark's log.
 func (s poolSummary) line(name string) string {
-	return fmt.Sprintf("%s: %.2fs; x raw8 %.2f [%.2f-%.2f]; p99 %.1fms [%.1f-%.1f]; p99 x p1 %.2f [%.2f-%.2f]",
-		name, s.took, s.ofRaw8[1], s.ofRaw8[0], s.ofRaw8[2], s.p99[1], s.p99[0], s.p99[2], s.overP1[1], s.overP1[0], s.overP1[2])
+	return fmt.Sprintf("%s: %.2fs; x raw8 %.2f [%.2f-%.2f]; p99 %.1fms [%.1f-%.1f]; p99 x p1 %.2f [%.2f-%.2f]; pooled p99 %.1fms (%d) x p1 %.2f",
+		name, s.took, s.ofRaw8[1], s.ofRaw8[0], s.ofRaw8[2], s.p99[1], s.p99[0], s.p99[2], s.overP1[1], s.overP1[0], s.overP1[2],
+		s.pooledP99, s.pooledN, s.pooledOverP1)
 }
 
 // ms is d in milliseconds.
@@ -414,5 +479,35 @@ func TestPoolSummaryPairsRounds(t *testing.T) {
 	want := poolSummary{took: 2, p99: [3]float64{5, 10, 30}, ofRaw8: [3]float64{0.25, 0.5, 1}, overP1: [3]float64{0.5, 1, 1.5}}
 	if got != want {
 		t.Errorf("summarize = %+v, want %+v", got, want)
+	}
+}
+
+func TestPoolSummaryPoolsSamples(t *testing.T) {
+	msd := func(f int) time.Duration { return time.Duration(f) * time.Millisecond }
+	round := func(from, to, step int) poolRound {
+		var lat []time.Duration
+		for v := from; v <= to; v += step {
+			lat = append(lat, msd(v))
+		}
+		return poolRound{took: time.Second, p99: p99(lat), n: len(lat), lat: lat}
+	}
+	rounds := map[string][]poolRound{
+		// gc's two rounds hold 1..200 ms between them, each one's p99
+		// 197 and 198 ms; --parallel 1's one round 1..100 ms, p99 99 ms.
+		"gc":    {round(1, 199, 2), round(2, 200, 2)},
+		"gc-p1": {round(1, 100, 1)},
+	}
+	got := summarize(rounds, "gc")
+	// The pool's p99 is the 198th of its 200 samples: neither a round's
+	// p99, nor their median (197.5), nor the pool's worst (200).
+	if got.pooledP99 != 198 || got.pooledN != 200 || got.pooledOverP1 != 2 {
+		t.Errorf("pooled p99 %v ms of %d samples, %v x p1's; want 198 ms of 200, 2",
+			got.pooledP99, got.pooledN, got.pooledOverP1)
+	}
+	if n := fewestSamples(rounds); n != 100 {
+		t.Errorf("fewestSamples = %d, want 100", n)
+	}
+	if n := fewestSamples(nil); n != 0 {
+		t.Errorf("fewestSamples(none) = %d, want 0", n)
 	}
 }
