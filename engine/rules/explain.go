@@ -406,9 +406,12 @@ func explainContainers(s model.Snapshot, p model.Plan, pods map[string]string) [
 
 // explainContainersAt is explainContainers with the index of each of the
 // snapshot's containers' removal in p (planContainersAt's removedAt,
-// when p's ContainerGC is the planner's) instead of a map of the
-// removals' IDs; nil makes the map.
+// when p's ContainerGC is the planner's); nil finds them by ID
+// (removalsByID).
 func explainContainersAt(s model.Snapshot, p model.Plan, pods map[string]string, removedAt []int32) []model.ContainerRow {
+	if removedAt == nil {
+		removedAt = removalsByID(s.Containers, p.ContainerGC)
+	}
 	x := newContainerExplainer(s, p, pods)
 	x.addSnapshot(removedAt)
 	x.addMissing()
@@ -465,29 +468,34 @@ func (x *containerExplainer) add(c *model.Container, src, rm int) {
 		attempt: c.Attempt, src: int32(src), rm: int32(rm)})
 }
 
-// addSnapshot keys every container of the snapshot that is not running,
-// with its removal if the plan has one: removedAt[i], when given, else
-// the last removal of its ID.
-func (x *containerExplainer) addSnapshot(removedAt []int32) {
-	var removeAt map[string]int32
-	if removedAt == nil {
-		removeAt = make(map[string]int32, len(x.p.ContainerGC.Remove))
-		for i, r := range x.p.ContainerGC.Remove {
-			removeAt[r.ID] = int32(i)
-		}
+// removalsByID is, for each container, the index of the last removal
+// of its ID in plan, or -1: removedAt for a plan the planner did not
+// index.
+func removalsByID(containers []model.Container, plan model.ContainerPlan) []int32 {
+	byID := make(map[string]int32, len(plan.Remove))
+	for i, r := range plan.Remove {
+		byID[r.ID] = int32(i)
 	}
+	at := make([]int32, len(containers))
+	for i := range containers {
+		n, ok := byID[containers[i].ID]
+		if !ok {
+			n = -1
+		}
+		at[i] = n
+	}
+	return at
+}
+
+// addSnapshot keys every container of the snapshot that is not running,
+// with its removal if the plan has one: removedAt[i] for container i.
+func (x *containerExplainer) addSnapshot(removedAt []int32) {
 	for i := range x.s.Containers {
 		c := &x.s.Containers[i]
 		if c.State == model.ContainerRunning {
 			continue
 		}
-		n, ok := int32(-1), false
-		if removedAt != nil {
-			n = removedAt[i]
-		} else if n, ok = removeAt[c.ID]; !ok {
-			n = -1
-		}
-		x.add(c, i, int(n))
+		x.add(c, i, int(removedAt[i]))
 	}
 }
 
