@@ -46,15 +46,7 @@ const poolBenchRounds = 3
 // sample, so choosing between widths by it wants the median of more
 // rounds than three.
 func benchRounds(b *testing.B) int {
-	s := os.Getenv("NODEGC_BENCH_ROUNDS")
-	if s == "" {
-		return poolBenchRounds
-	}
-	r, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || r < 1 {
-		b.Fatalf("NODEGC_BENCH_ROUNDS: %q is not a count of rounds", s)
-	}
-	return r
+	return envCount(b, "NODEGC_BENCH_ROUNDS", poolBenchRounds, 1, "rounds")
 }
 
 // benchMinSamples is NODEGC_BENCH_MIN_SAMPLES, or 0 when it is unset: the
@@ -62,13 +54,20 @@ func benchRounds(b *testing.B) int {
 // at least that many samples over its rounds, so that the pooled p99 is
 // a 99th percentile and not a round's worst sample.
 func benchMinSamples(b *testing.B) int {
-	s := os.Getenv("NODEGC_BENCH_MIN_SAMPLES")
+	return envCount(b, "NODEGC_BENCH_MIN_SAMPLES", 0, 0, "samples")
+}
+
+// envCount is the count in the environment variable name, unset when it
+// is empty; a value that is not a whole number of at least least ends the
+// benchmark, naming the variable and what it counts.
+func envCount(b *testing.B, name string, unset, least int, what string) int {
+	s := os.Getenv(name)
 	if s == "" {
-		return 0
+		return unset
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < 0 {
-		b.Fatalf("NODEGC_BENCH_MIN_SAMPLES: %q is not a count of samples", s)
+	if err != nil || n < least {
+		b.Fatalf("%s: %q is not a count of %s", name, s, what)
 	}
 	return n
 }
@@ -178,8 +177,7 @@ type poolVariant struct {
 type poolRound struct {
 	took time.Duration
 	p99  time.Duration
-	n    int             // probe samples
-	lat  []time.Duration // the probe's samples, pooled over the rounds
+	lat  []time.Duration // the probe's samples in this round (summarize pools them)
 }
 
 // fewestSamples is the smallest count of probe samples any variant has
@@ -189,7 +187,7 @@ func fewestSamples(rounds map[string][]poolRound) int {
 	for _, rs := range rounds {
 		n := 0
 		for _, r := range rs {
-			n += r.n
+			n += len(r.lat)
 		}
 		if fewest < 0 || n < fewest {
 			fewest = n
@@ -321,17 +319,17 @@ func benchmarkGCPoolVsRaw(b *testing.B, rt realnode.Runtime) {
 			if v.raw > 0 {
 				benchCheckGone(b, n, imgs)
 			}
-			rounds[v.name] = append(rounds[v.name], poolRound{took: took, p99: p99(lat), n: len(lat), lat: lat})
+			rounds[v.name] = append(rounds[v.name], poolRound{took: took, p99: p99(lat), lat: lat})
 		}
 		var line strings.Builder
 		fmt.Fprintf(&line, "round %d:", i)
 		for _, v := range variants {
 			r := rounds[v.name][i]
 			if v.name == "idle" {
-				fmt.Fprintf(&line, " idle p99 %.1fms (%d);", ms(r.p99), r.n)
+				fmt.Fprintf(&line, " idle p99 %.1fms (%d);", ms(r.p99), len(r.lat))
 				continue
 			}
-			fmt.Fprintf(&line, " %s %.2fs p99 %.1fms (%d);", v.name, r.took.Seconds(), ms(r.p99), r.n)
+			fmt.Fprintf(&line, " %s %.2fs p99 %.1fms (%d);", v.name, r.took.Seconds(), ms(r.p99), len(r.lat))
 		}
 		b.Log(line.String())
 	}
@@ -489,7 +487,7 @@ func TestPoolSummaryPoolsSamples(t *testing.T) {
 		for v := from; v <= to; v += step {
 			lat = append(lat, msd(v))
 		}
-		return poolRound{took: time.Second, p99: p99(lat), n: len(lat), lat: lat}
+		return poolRound{took: time.Second, p99: p99(lat), lat: lat}
 	}
 	rounds := map[string][]poolRound{
 		// gc's two rounds hold 1..200 ms between them, each one's p99
