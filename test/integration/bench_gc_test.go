@@ -58,8 +58,8 @@ func benchMinSamples(b *testing.B) int {
 }
 
 // envCount is the count in the environment variable name, unset when it
-// is empty; a value that is not a whole number of at least least ends the
-// benchmark, naming the variable and what it counts.
+// is empty; a value that is not a whole number, or is below least, ends
+// the benchmark, naming the variable and what it counts.
 func envCount(b *testing.B, name string, unset, least int, what string) int {
 	s := os.Getenv(name)
 	if s == "" {
