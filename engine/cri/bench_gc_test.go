@@ -190,7 +190,8 @@ func median(ds []time.Duration) time.Duration {
 // report's start to its finish) against the raw removal of the same IDs
 // with 8 generated CRI calls in flight on a fresh node of the same seed, at
 // 1,000, 6,000 and 20,000 containers, with the default pool
-// (engine.DefaultParallel) and with 8 (the raw loop's). Beside each raw loop, on its fresh node, it times
+// (engine.DefaultParallel) and with 8 (the raw loop's; once, where they
+// are the same). Beside each raw loop, on its fresh node, it times
 // the listing the pass makes at apply time before its first re-check
 // (listTime): a floor under the pass's time. Each iteration measures each
 // on a node of its own; the metrics are the medians over the iterations
@@ -198,7 +199,7 @@ func median(ds []time.Duration) time.Duration {
 // (x-raw) and its listing's (list-x-raw). Run with -benchtime 5x or more.
 func BenchmarkGCPassVsRaw(b *testing.B) {
 	for _, n := range []int{1000, 6000, 20000} {
-		for _, parallel := range []int{engine.DefaultParallel, rawInFlight} {
+		for _, parallel := range slices.Compact([]int{engine.DefaultParallel, rawInFlight}) {
 			b.Run(fmt.Sprintf("containers=%d/parallel=%d", n, parallel), func(b *testing.B) {
 				o := gcBenchNode(n)
 				var imgPass, imgRaw, imgList, ctrPass, ctrRaw, ctrList []time.Duration

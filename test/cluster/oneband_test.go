@@ -38,7 +38,7 @@ const oneBandFill = 90
 // oneBandImageSize is the size of each image TestBothAtOneBand imports:
 // the agent's first engine.DefaultParallel removals free what its first
 // 4 of 4 MiB freed at a pool of 4, whatever the default pool, so that
-// the usage stays at or above 85 % after them: 1 MiB at 16 (at 16 with
+// the usage stays at or above 85 % after them: 2 MiB at 8 (at 16 with
 // 4 MiB images its first removals would free four times as much).
 const oneBandImageSize = (16 << 20) / engine.DefaultParallel
 

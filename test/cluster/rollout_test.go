@@ -27,8 +27,9 @@ const rollPassRemovals = 27
 
 // rollImages is how many images of 2 MiB TestRollingUpdateMidPass
 // imports: enough for the old agent's pass and the new agent's whole one
-// (at a pool of 16 the old pass has started every removal, about 27,
-// before the rollout's SIGTERM, and 40 left the new one short).
+// (at a pool of 16 the old pass had started every removal, about 27,
+// before the rollout's SIGTERM, and 40 left the new one short; the default
+// pool of 8 starts fewer).
 const rollImages = 56
 
 // removeImageDelay slows each RemoveImage at the node's CRI socket in
@@ -37,7 +38,7 @@ const rollImages = 56
 // round of removals (the test rolls out once 3 images are removed) lasts
 // about 9 s, long enough for a rollout to land in it, and each removal in
 // flight ends well within the 30 s grace period: 1.5 s at a pool of 4,
-// 9 s at 16.
+// 3 s at 8, 9 s at 16.
 const removeImageDelay = 9 * time.Second / time.Duration(max((rollPassRemovals+engine.DefaultParallel-1)/engine.DefaultParallel-1, 1))
 
 // TestRollingUpdateMidPass: `kubectl rollout restart` of the DaemonSet
