@@ -9,9 +9,11 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
@@ -167,10 +169,9 @@ func TestNodeGCOnlyItsOwnNode(t *testing.T) {
 		allowed("update its own status", err)
 	}
 	// The object is read as it is stored, so that the write changes its
-	// annotations alone. A typed round trip drops the spec.pass.preview:
-	// false the fleet writes (TestFleetNodeViewCommands), and
-	// nodegc-command-by then denies the write too; the API server names
-	// one denial only, and which one follows its map order of policies.
+	// annotations alone: the API server names one denial only, the first
+	// in its map order of policies, so a write another policy denies too
+	// would not test this one.
 	if mine, err := bound.Resource().Get(ctx, c.nodeName, metav1.GetOptions{}); err == nil {
 		mine.SetAnnotations(map[string]string{"padding": strings.Repeat("x", 100<<10)})
 		_, err = bound.Resource().Update(ctx, mine, metav1.UpdateOptions{})
@@ -181,6 +182,108 @@ func TestNodeGCOnlyItsOwnNode(t *testing.T) {
 	if !apierrors.IsAlreadyExists(err) { // the agent may have made it again first
 		allowed("create its own", err)
 	}
+}
+
+// TestNodeGCTypedWriteKeepsItsCommand: a user other than the one a
+// command names reads a NodeGC into the Go types, which leave a false
+// spec.pass.preview out, and writes it back with a label: the schema
+// defaults the preview, so the command is the stored one and
+// nodegc-command-by lets the write through. The object is of no node's
+// agent, so no pass runs.
+func TestNodeGCTypedWriteKeepsItsCommand(t *testing.T) {
+	c := sharedCluster(t)
+	ctx := t.Context()
+	admin := c.adminNodeGCs(t)
+	name := "nodegc-typed-write"
+	created, err := admin.Resource().Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.APIVersion, "kind": v1alpha1.Kind,
+		"metadata": map[string]any{"name": name},
+		// As fleet.Commands.Pass writes it: every field, preview too.
+		"spec": map[string]any{"pass": map[string]any{"id": "pass-typed-write", "kind": "images", "preview": false, "by": "admin"}},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Resource().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if p, ok, _ := unstructured.NestedBool(created.Object, "spec", "pass", "preview"); !ok || p {
+		t.Errorf("spec.pass %v, want preview false", created.Object["spec"])
+	}
+
+	writer := c.nodeGCs(t, c.writerToken(t))
+	var obj *v1alpha1.NodeGC
+	// RBAC's cache takes the grant a moment later.
+	if !kubetest.WaitFor(30*time.Second, func() bool {
+		obj, err = writer.Get(ctx, name)
+		return err == nil
+	}) {
+		t.Fatalf("the writer's get: %v", err)
+	}
+	obj.Labels = map[string]string{"team": "storage"}
+	u, err := v1alpha1.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "pass", "preview"); ok {
+		t.Fatalf("the Go types kept a false preview: %v; the test needs a write that leaves it out", u.Object["spec"])
+	}
+	if _, err := writer.Resource().Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("a label written through the Go types by another user: %v", err)
+	}
+	if stored, err := admin.Resource().Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if p, ok, _ := unstructured.NestedBool(stored.Object, "spec", "pass", "preview"); !ok || p || stored.GetLabels()["team"] != "storage" {
+		t.Errorf("stored after the write: labels %v, spec %v; want the label, and preview false as the schema defaults it", stored.GetLabels(), stored.Object["spec"])
+	}
+	// A new command in another's name is still denied.
+	if fresh, err := writer.Get(ctx, name); err == nil {
+		fresh.Spec.Pass.ID = "pass-typed-write-2"
+		u, err := v1alpha1.ToUnstructured(fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = writer.Resource().Update(ctx, u, metav1.UpdateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "spec.pass.by must name the user who asks") {
+			t.Errorf("a new pass in admin's name by another user: %v, want a denial", err)
+		}
+	} else {
+		t.Error(err)
+	}
+}
+
+// writerToken returns a token of a ServiceAccount of its own that may
+// get and update nodegcs until the test ends.
+func (c *cluster) writerToken(t *testing.T) string {
+	t.Helper()
+	ctx := t.Context()
+	name := "nodegc-test-writer"
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+	if _, err := c.cs.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.cs.CoreV1().ServiceAccounts("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	rbac := c.cs.RbacV1()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource}, Verbs: []string{"get", "update"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}}}
+	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rbac.ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if _, err := rbac.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rbac.ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	exp := int64(600)
+	tr, err := c.cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
 }
 
 // agentToken returns a token of the agent's ServiceAccount, bound to
