@@ -92,12 +92,17 @@ func TestPauseExpiresAtItsUntil(t *testing.T) {
 	notices, unsubscribe := s.Subscribe()
 	defer unsubscribe()
 	until := execNow.Add(10 * time.Second)
+	// The loop waits for its first periodic pass before the pause, so
+	// that the pause's wake is the only one and the loop's one wait for
+	// until is armed before the clock moves.
+	clk.waitIdle()
 	if err := s.Pause(WithActor(context.Background(), "uid 0 pid 7"), Pause{Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	if st := s.Status(); !st.Paused || !st.PausedUntil.Equal(until) {
 		t.Fatalf("status: %+v", st)
 	}
+	clk.waitArmed(until)
 	clk.advance(9 * time.Second)
 	if st := s.Status(); !st.Paused {
 		t.Fatalf("the pause ended before its expiry: %+v", st)

@@ -45,6 +45,19 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
+// waitArmed blocks until something waits on the clock for at. A test
+// that wakes the loop (a pause with an expiry) and then moves the clock
+// to at must first let the loop wait for at: a loop that measured its
+// wait from the time before the move waits past at, as a real timer
+// started late would.
+func (c *fakeClock) waitArmed(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !slices.ContainsFunc(c.waiters, func(w waiter) bool { return w.at.Equal(at) }) {
+		c.cond.Wait()
+	}
+}
+
 // waitIdle blocks until the loop waits on the clock again.
 func (c *fakeClock) waitIdle() {
 	c.mu.Lock()
