@@ -221,7 +221,7 @@ func newEngine(f *factory, g *globalOptions, o engine.Options) (*engine.Engine, 
 // readSnapshot reads and decodes a NodeSnapshot file; errors name the file
 // and the field.
 func readSnapshot(path string) (engine.Snapshot, error) {
-	data, err := os.ReadFile(path)
+	data, err := readWhole(path)
 	if err != nil {
 		return engine.Snapshot{}, &fileError{Path: path, Err: ioCause(err)}
 	}

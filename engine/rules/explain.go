@@ -82,8 +82,9 @@ func explainLogs(p model.Plan) []model.LogRow {
 // planned, and explain, which waits for the explanation and returns it,
 // the same as Explain(s, plan): meanwhile the plan can be written. Each
 // half of the explanation is told from a copy of the plan that holds
-// that half's own fields, the only ones it reads (explainImageSide,
-// explainContainerSide).
+// that half's own fields, the only ones it reads (explainImageSide's,
+// explainContainerSide's); the image planner and the image rows share
+// one ranking of the images, which each would otherwise make alike.
 func PlanExplained(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) (plan model.Plan, explain func() model.Explanation) {
 	head := newPlan(s, p, kind, now)
 	images, containers := passSides(s, p, kind, now)
@@ -92,12 +93,14 @@ func PlanExplained(s model.Snapshot, p model.Policy, kind model.PassKind, now ti
 	ip, ix := make(chan model.Plan, 1), make(chan struct{})
 	go func() {
 		defer close(ix)
+		// The planner and the explainer rank the images alike: once.
+		r := rankImagesForRows(s, now, pods())
 		hp := head
 		if images != nil {
-			images(&hp)
+			images(&hp, r.entries)
 		}
 		ip <- hp
-		explainImageSide(&x, s, hp, pods())
+		x.Images, x.Cut = explainRankedImages(s, hp, pods(), r)
 	}()
 	cp, cx := make(chan model.Plan, 1), make(chan struct{})
 	go func() {
@@ -153,7 +156,13 @@ func ExplainImages(s model.Snapshot, p model.Plan) ([]model.ImageRow, model.CutL
 // explainImages is ExplainImages with the snapshot's displayPods: one row
 // per image in imageExplainer's order, then the cut line among them.
 func explainImages(s model.Snapshot, p model.Plan, pods map[string]string) ([]model.ImageRow, model.CutLine) {
-	x := newImageExplainer(s, p, pods)
+	return explainRankedImages(s, p, pods, rankImagesForRows(s, p.EvaluatedAt, pods))
+}
+
+// explainRankedImages is explainImages with the images ranked at the
+// plan's evaluation time (rankImagesForRows).
+func explainRankedImages(s model.Snapshot, p model.Plan, pods map[string]string, r imageRanking) ([]model.ImageRow, model.CutLine) {
+	x := newImageExplainer(s, p, pods, r)
 	order := x.order()
 	rows := make([]model.ImageRow, 0, len(order))
 	for i, id := range order {
@@ -184,13 +193,27 @@ type imageExplainer struct {
 	notPlanned string
 }
 
-// newImageExplainer ranks the snapshot's images as the planner does and
-// indexes the plan's removals and keeps.
-func newImageExplainer(s model.Snapshot, p model.Plan, pods map[string]string) *imageExplainer {
-	x := &imageExplainer{s: s, p: p, pods: pods, notPlanned: fmt.Sprintf("image GC is not part of a %s pass", p.Pass)}
-	var users []imageUse
-	users, x.firstOf, x.usedBy = imageUsedBy(s, pods)
-	x.entries = rankImagesUsing(s, p.EvaluatedAt, users)
+// imageRanking is the snapshot's images ranked as the planner ranks
+// them (entries, rankImages's), with the names of each image's users
+// (firstOf and usedBy, imageUsedBy's).
+type imageRanking struct {
+	entries []imageEntry
+	firstOf map[string]int
+	usedBy  [][]string
+}
+
+// rankImagesForRows ranks the snapshot's images at now, naming their
+// users, from one walk of the containers.
+func rankImagesForRows(s model.Snapshot, now time.Time, pods map[string]string) imageRanking {
+	users, firstOf, usedBy := imageUsedBy(s, pods)
+	return imageRanking{entries: rankImagesUsing(s, now, users), firstOf: firstOf, usedBy: usedBy}
+}
+
+// newImageExplainer takes the planner's ranking of the snapshot's images
+// and indexes the plan's removals and keeps.
+func newImageExplainer(s model.Snapshot, p model.Plan, pods map[string]string, r imageRanking) *imageExplainer {
+	x := &imageExplainer{s: s, p: p, pods: pods, notPlanned: fmt.Sprintf("image GC is not part of a %s pass", p.Pass),
+		entries: r.entries, firstOf: r.firstOf, usedBy: r.usedBy}
 	x.byID = make(map[string]int, len(x.entries))
 	for i, e := range x.entries {
 		x.byID[e.img.ID] = i

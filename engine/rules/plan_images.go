@@ -256,7 +256,13 @@ func emptyImagePlan() model.ImagePlan {
 // images, free space (or reclaim all), then say why every other image
 // stays.
 func planImages(s model.Snapshot, p model.ImagePolicy, now time.Time, reclaim bool) model.ImagePlan {
-	g := newImagePass(s, p, now)
+	return planRankedImages(s, p, now, reclaim, rankImages(s, now))
+}
+
+// planRankedImages is planImages with the snapshot's images already
+// ranked at now (rankImages), for a caller that explains them too.
+func planRankedImages(s model.Snapshot, p model.ImagePolicy, now time.Time, reclaim bool, entries []imageEntry) model.ImagePlan {
+	g := newImagePass(s, p, now, entries)
 	g.measure()
 	if reclaim {
 		g.reclaimAll()
@@ -295,12 +301,13 @@ type imagePass struct {
 	notNeeded string
 }
 
-// newImagePass ranks the snapshot's images and records their order in
-// the plan, so that a view can show the images as the pass saw them.
-func newImagePass(s model.Snapshot, p model.ImagePolicy, now time.Time) *imagePass {
+// newImagePass starts a pass over the snapshot's images as rankImages
+// ranked them at now, and records their order in the plan, so that a
+// view can show the images as the pass saw them.
+func newImagePass(s model.Snapshot, p model.ImagePolicy, now time.Time, entries []imageEntry) *imagePass {
 	g := &imagePass{s: s, p: p, now: now, plan: emptyImagePlan(), removed: make(map[int]bool), cut: -1,
 		notNeeded: "usage below the high threshold"}
-	g.entries = rankImages(s, now)
+	g.entries = entries
 	g.plan.Order = make([]string, len(g.entries))
 	for i, e := range g.entries {
 		g.plan.Order[i] = e.img.ID

@@ -36,9 +36,9 @@ func PlanPass(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Ti
 	case images == nil:
 		containers(&plan, nil)
 	case containers == nil:
-		images(&plan)
+		images(&plan, nil)
 	default:
-		alongside(func() { images(&plan) }, func() { containers(&plan, nil) })
+		alongside(func() { images(&plan, nil) }, func() { containers(&plan, nil) })
 	}
 	return plan
 }
@@ -61,7 +61,9 @@ func newPlan(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Tim
 }
 
 // passSides are a pass's two halves, each nil when a pass of the kind
-// does not run it: images, the image planner, fills a plan's ImageGC;
+// does not run it: images, the image planner, fills a plan's ImageGC
+// from the images as rankImages ranks them at now (ranked, or ranked
+// here when nil);
 // containers, the container, sandbox and log planners, fill its
 // ContainerGC, SandboxGC and LogGC, and calls containersPlanned (when
 // not nil) with a copy of the plan as soon as its ContainerGC is filled
@@ -69,7 +71,7 @@ func newPlan(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Tim
 // each container's removal (planContainersAt's removedAt). Each half only reads
 // the snapshot and writes its own part of the plan, so the two run on
 // two cores.
-func passSides(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) (images func(*model.Plan), containers func(plan *model.Plan, containersPlanned func(model.Plan, []int32))) {
+func passSides(s model.Snapshot, p model.Policy, kind model.PassKind, now time.Time) (images func(plan *model.Plan, ranked []imageEntry), containers func(plan *model.Plan, containersPlanned func(model.Plan, []int32))) {
 	runContainers := func(reclaim bool) func(*model.Plan, func(model.Plan, []int32)) {
 		return func(plan *model.Plan, containersPlanned func(model.Plan, []int32)) {
 			removable := removablePods(s)
@@ -87,16 +89,23 @@ func passSides(s model.Snapshot, p model.Policy, kind model.PassKind, now time.T
 			plan.LogGC = planLogs(s, survivors, p.PodLogsDir, linkDir(s.Logs), removable)
 		}
 	}
-	imageGC := func(plan *model.Plan) { plan.ImageGC = planImageGC(s, p.Image, now) }
+	imageGC := func(reclaim bool) func(*model.Plan, []imageEntry) {
+		return func(plan *model.Plan, ranked []imageEntry) {
+			if ranked == nil {
+				ranked = rankImages(s, now)
+			}
+			plan.ImageGC = planRankedImages(s, p.Image, now, reclaim, ranked)
+		}
+	}
 	switch kind {
 	case model.PassImages:
-		return imageGC, nil
+		return imageGC(false), nil
 	case model.PassContainers:
 		return nil, runContainers(false)
 	case model.PassFull:
-		return imageGC, runContainers(false)
+		return imageGC(false), runContainers(false)
 	case model.PassReclaimAll:
-		return func(plan *model.Plan) { plan.ImageGC = planImages(s, p.Image, now, true) }, runContainers(true)
+		return imageGC(true), runContainers(true)
 	}
 	return nil, nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"runtime"
 	"slices"
 	"strings"
@@ -46,17 +45,15 @@ func decodeSplit(data []byte) (wireSnapshot, bool) {
 		&pieces[model.Sandbox]{key: "sandboxes", dst: &w.Sandboxes},
 		&pieces[model.Container]{key: "containers", dst: &w.Containers},
 	}
-	spans, ok := findSpans(data, lists, SplitPiece)
-	if !ok {
-		return wireSnapshot{}, false
-	}
-	d := &splitDecoder{data: data, lists: lists, spans: spans, mark: splitMark()}
-	d.jobs = splitJobs(data, lists, spans)
+	d := &splitDecoder{data: data, lists: lists, mark: splitMark(),
+		jobs: make(chan splitJob, min(len(data)/max(SplitPiece, 1)+8, 1024))}
 	if !d.run() {
 		return wireSnapshot{}, false
 	}
-	for _, sp := range spans {
-		lists[sp.list].join()
+	for _, sp := range d.spans {
+		if !lists[sp.list].join() {
+			return wireSnapshot{}, false
+		}
 	}
 	r := &d.rest
 	w.APIVersion, w.Kind, w.TakenAt, w.Runtime = r.APIVersion, r.Kind, r.TakenAt, r.Runtime
@@ -72,75 +69,71 @@ func splitMark() string {
 	return `"nodegc-split-` + hex.EncodeToString(nonce[:])
 }
 
-// splitJob is one piece to decode: data[lo:hi] of lists[list], its piece
-// number piece; list -1 is the rest of the document.
+// splitJob is one piece to decode: data[lo:hi], by decode, a list's
+// piece; a nil decode is the rest of the document.
 type splitJob struct {
-	list   int
-	piece  int
+	decode func(piece []byte) error
 	lo, hi int
 }
 
-// splitJobs makes a job of every list's piece and room for the pieces
-// in the list. The jobs come largest first, so that the cores finish
-// together; the rest, small, is last.
-func splitJobs(data []byte, lists []splitList, spans []span) []splitJob {
-	var jobs []splitJob
-	for _, sp := range spans {
-		lists[sp.list].alloc(len(sp.pieces))
-		for k, lh := range sp.pieces {
-			jobs = append(jobs, splitJob{list: sp.list, piece: k, lo: lh[0], hi: lh[1]})
-		}
-	}
-	slices.SortStableFunc(jobs, func(a, b splitJob) int { return (b.hi - b.lo) - (a.hi - a.lo) })
-	return append(jobs, splitJob{list: -1})
-}
-
-// splitDecoder decodes one document's jobs on every core. The first
-// failure stops every worker at its next job.
+// splitDecoder decodes one document's pieces on every core, each as soon
+// as the tokenizer has cut it. The first failure makes every worker skip
+// the jobs left.
 type splitDecoder struct {
 	data  []byte
 	lists []splitList
-	spans []span
 	mark  string
-	jobs  []splitJob
-	// next is the next job to take; failed is set by any job that fails.
-	next   atomic.Int64
+	// spans are the tokenizer's, set before the rest's job is sent.
+	spans []span
+	jobs  chan splitJob
+	// failed is set by any job that fails, or by the tokenizer.
 	failed atomic.Bool
 	// rest is the document without its lists, decoded by the rest's job.
 	rest restSnapshot
 }
 
-// run decodes every job, one worker per core (at most one per job), and
-// reports whether all decoded and the rest proves the lists' guesses
-// right (restSnapshot.holds).
+// run tokenizes the document, handing each piece to the workers (one per
+// core but the tokenizer's, which joins them once done) as it is cut,
+// and the rest last; it reports whether all decoded and the rest proves
+// the lists' guesses right (restSnapshot.holds).
 func (d *splitDecoder) run() bool {
 	var wg sync.WaitGroup
-	n := min(runtime.GOMAXPROCS(0), len(d.jobs))
+	n := max(runtime.GOMAXPROCS(0)-1, 1)
 	wg.Add(n)
-	for range n - 1 {
+	for range n {
 		go d.work(&wg)
 	}
+	spans, ok := findSpans(d.data, d.lists, SplitPiece, func(list, lo, hi int) {
+		d.jobs <- splitJob{decode: d.lists[list].add(), lo: lo, hi: hi}
+	})
+	if ok {
+		d.spans = spans
+		d.jobs <- splitJob{}
+	} else {
+		d.failed.Store(true)
+	}
+	close(d.jobs)
+	wg.Add(1)
 	d.work(&wg)
 	wg.Wait()
 	return !d.failed.Load() && d.rest.holds(d.lists, d.spans, d.mark)
 }
 
-// work takes jobs until none is left or one has failed.
+// work decodes jobs until they are closed, skipping them once one has
+// failed (the tokenizer does not wait on a worker that stopped).
 func (d *splitDecoder) work(wg *sync.WaitGroup) {
 	defer wg.Done()
 	var buf []byte
-	for !d.failed.Load() {
-		n := int(d.next.Add(1)) - 1
-		if n >= len(d.jobs) {
-			return
+	for j := range d.jobs {
+		if d.failed.Load() {
+			continue
 		}
-		j := d.jobs[n]
-		if j.list < 0 {
+		if j.decode == nil {
 			d.decodeRest()
 			continue
 		}
 		buf = append(append(append(buf[:0], '['), d.data[j.lo:j.hi]...), ']')
-		if d.lists[j.list].decode(j.piece, buf) != nil {
+		if j.decode(buf) != nil {
 			d.failed.Store(true)
 		}
 	}
@@ -166,49 +159,50 @@ var SplitPiece = 1 << 20
 // splitList is one long list of the snapshot, decoded in pieces.
 type splitList interface {
 	name() string
-	alloc(n int)
-	decode(i int, piece []byte) error
-	join()
+	// add makes room for the list's next piece and returns the decode
+	// of that piece, which a worker calls.
+	add() func(piece []byte) error
+	// join puts the decoded pieces in the list's field, once every
+	// piece is decoded; false when a piece of several is empty.
+	join() bool
 }
 
-// pieces decodes a list of T in pieces and joins them into dst.
+// pieces decodes a list of T in pieces and joins them into dst. Only
+// the tokenizer's goroutine adds parts; each worker writes its part's
+// slot alone.
 type pieces[T any] struct {
 	key   string
 	dst   *[]T
-	parts [][]T
+	parts []*[]T
 }
 
 func (p *pieces[T]) name() string { return p.key }
-func (p *pieces[T]) alloc(n int)  { p.parts = make([][]T, n) }
 
-// decode decodes piece i. Of several pieces, each must hold an element:
-// an empty one stands beside a comma with no element on its other side
-// (`[{…}, ]`), which the whole document's decode rejects.
-func (p *pieces[T]) decode(i int, piece []byte) error {
-	if err := json.Unmarshal(piece, &p.parts[i]); err != nil {
-		return err
-	}
-	if len(p.parts) > 1 && len(p.parts[i]) == 0 {
-		return errEmptyPiece
-	}
-	return nil
+func (p *pieces[T]) add() func(piece []byte) error {
+	part := new([]T)
+	p.parts = append(p.parts, part)
+	return func(piece []byte) error { return json.Unmarshal(piece, part) }
 }
 
-// errEmptyPiece is an empty piece of a list cut in several.
-var errEmptyPiece = errors.New("an empty piece between two cuts")
-
 // join puts the pieces together in order: an empty list is an empty
-// slice, not nil, as json.Unmarshal leaves `[]`.
-func (p *pieces[T]) join() {
+// slice, not nil, as json.Unmarshal leaves `[]`. Of several pieces, each
+// must hold an element: an empty one stands beside a comma with no
+// element on its other side (`[{…}, ]`), which the whole document's
+// decode rejects.
+func (p *pieces[T]) join() bool {
 	n := 0
 	for _, part := range p.parts {
-		n += len(part)
+		if len(p.parts) > 1 && len(*part) == 0 {
+			return false
+		}
+		n += len(*part)
 	}
 	out := make([]T, 0, n)
 	for _, part := range p.parts {
-		out = append(out, part...)
+		out = append(out, *part...)
 	}
 	*p.dst, p.parts = out, nil
+	return true
 }
 
 // skeleton is data with each span's value replaced by mark and the

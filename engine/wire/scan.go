@@ -4,12 +4,11 @@ import "bytes"
 
 // span is where the value of lists[list] is in the document: data[key]
 // is the quote that opens its key, data[open] its '[' and data[close]
-// its ']'; pieces are the bounds of its pieces, the elements between
-// two cuts (a cut is a comma between two elements, in neither piece).
+// its ']'. Its pieces, the elements between two cuts (a cut is a comma
+// between two elements, in neither piece), go to findSpans' cut.
 type span struct {
 	list             int
 	key, open, close int
-	pieces           [][2]int
 }
 
 // findSpans reads the document once, as a JSON tokenizer does (strings
@@ -20,9 +19,10 @@ type span struct {
 // elements at or past size bytes from the last cut. A list not found is
 // left to the rest. False when the document is not an object the
 // tokenizer can read to its closing brace; the scan does not check the
-// rest of the grammar: the pieces' and the rest's own decodes do.
-func findSpans(data []byte, lists []splitList, size int) ([]span, bool) {
-	sc := scanner{data: data}
+// rest of the grammar: the pieces' and the rest's own decodes do. cut is
+// called with each piece as soon as it is cut, in document order.
+func findSpans(data []byte, lists []splitList, size int, cut func(list, lo, hi int)) ([]span, bool) {
+	sc := scanner{data: data, cut: cut}
 	if !sc.skipSpace() || data[sc.i] != '{' {
 		return nil, false
 	}
@@ -87,6 +87,7 @@ type scanner struct {
 	data   []byte
 	i      int
 	keyEnd int
+	cut    func(list, lo, hi int)
 }
 
 // skipSpace moves past JSON whitespace; false at the end of the data.
@@ -162,9 +163,9 @@ func (s *scanner) skipValue() bool {
 }
 
 // scanList moves past the array whose '[' is at i, recording its close
-// and its pieces in sp: a piece ends at the first comma between two
-// elements (at the array's own depth) at or past size bytes from the
-// piece's start. The array must close with ']': the rest is decoded
+// in sp and handing each piece to s.cut: a piece ends at the first comma
+// between two elements (at the array's own depth) at or past size bytes
+// from the piece's start. The array must close with ']': the rest is decoded
 // without its brackets, so they are checked here; what lies between
 // them is checked by the pieces' decodes.
 func (s *scanner) scanList(sp *span, size int) bool {
@@ -188,12 +189,12 @@ func (s *scanner) scanList(sp *span, size int) bool {
 				return false // the close is hidden from the rest: it must be right
 			}
 			sp.close = s.i
-			sp.pieces = append(sp.pieces, [2]int{lo, s.i})
+			s.cut(sp.list, lo, s.i)
 			s.i++
 			return true
 		case ',':
 			if depth == 0 && s.i-lo >= size {
-				sp.pieces = append(sp.pieces, [2]int{lo, s.i})
+				s.cut(sp.list, lo, s.i)
 				lo = s.i + 1
 			}
 		}
