@@ -178,16 +178,14 @@ type imageExplainer struct {
 	s    model.Snapshot
 	p    model.Plan
 	pods map[string]string
-	// entries is the planner's ranking, byID its index.
-	entries []imageEntry
+	// imageRanking is the planner's ranking and each image's users;
+	// byID indexes the ranking.
+	imageRanking
 	byID    map[string]int
 	records map[string]model.ImageRecord
 	// removeAt is the index of an image's removal in the plan.
 	removeAt map[string]int
 	keeps    map[string]model.ImageKeep
-	// firstOf and usedBy name each image's users (imageUsedBy).
-	firstOf map[string]int
-	usedBy  [][]string
 	// notPlanned is the reason an image stays when the pass plans no
 	// image GC.
 	notPlanned string
@@ -212,8 +210,7 @@ func rankImagesForRows(s model.Snapshot, now time.Time, pods map[string]string) 
 // newImageExplainer takes the planner's ranking of the snapshot's images
 // and indexes the plan's removals and keeps.
 func newImageExplainer(s model.Snapshot, p model.Plan, pods map[string]string, r imageRanking) *imageExplainer {
-	x := &imageExplainer{s: s, p: p, pods: pods, notPlanned: fmt.Sprintf("image GC is not part of a %s pass", p.Pass),
-		entries: r.entries, firstOf: r.firstOf, usedBy: r.usedBy}
+	x := &imageExplainer{s: s, p: p, pods: pods, imageRanking: r, notPlanned: fmt.Sprintf("image GC is not part of a %s pass", p.Pass)}
 	x.byID = make(map[string]int, len(x.entries))
 	for i, e := range x.entries {
 		x.byID[e.img.ID] = i
