@@ -254,44 +254,31 @@ func TestNodeGCTypedWriteKeepsItsCommand(t *testing.T) {
 // get and update nodegcs until the test ends.
 func (c *cluster) writerToken(t *testing.T) string {
 	t.Helper()
-	ctx := t.Context()
 	name := "nodegc-test-writer"
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
-	if _, err := c.cs.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+	if _, err := c.cs.CoreV1().ServiceAccounts("default").Create(t.Context(), sa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		c.cs.CoreV1().ServiceAccounts("default").Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	rbac := c.cs.RbacV1()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource}, Verbs: []string{"get", "update"}}}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}}}
-	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rbac.ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	if _, err := rbac.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rbac.ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	exp := int64(600)
-	tr, err := c.cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
+	c.grantNodeGCs(t, name, "default", name, "get", "update")
+	return c.saToken(t, "default", name, nil)
 }
 
 // agentToken returns a token of the agent's ServiceAccount, bound to
 // ref (nil: to no object).
 func (c *cluster) agentToken(t *testing.T, ref *authenticationv1.BoundObjectReference) string {
 	t.Helper()
+	return c.saToken(t, "nodegc", "nodegc", ref)
+}
+
+// saToken returns a token of the ServiceAccount namespace/name, bound to
+// ref (nil: to no object).
+func (c *cluster) saToken(t *testing.T, namespace, name string, ref *authenticationv1.BoundObjectReference) string {
+	t.Helper()
 	exp := int64(600)
-	tr, err := c.cs.CoreV1().ServiceAccounts("nodegc").CreateToken(t.Context(), "nodegc",
+	tr, err := c.cs.CoreV1().ServiceAccounts(namespace).CreateToken(t.Context(), name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp, BoundObjectRef: ref}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -303,13 +290,20 @@ func (c *cluster) agentToken(t *testing.T, ref *authenticationv1.BoundObjectRefe
 // until the test ends.
 func (c *cluster) grantAgentDelete(t *testing.T) {
 	t.Helper()
+	c.grantNodeGCs(t, "nodegc-test-delete", "nodegc", "nodegc", "delete")
+}
+
+// grantNodeGCs grants the ServiceAccount namespace/account verbs on
+// nodegcs, through a ClusterRole and a binding both called name, until
+// the test ends.
+func (c *cluster) grantNodeGCs(t *testing.T, name, namespace, account string, verbs ...string) {
+	t.Helper()
 	rbac := c.cs.RbacV1()
-	name := "nodegc-test-delete"
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource}, Verbs: []string{"delete"}}}}
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource}, Verbs: verbs}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "nodegc", Namespace: "nodegc"}}}
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: account, Namespace: namespace}}}
 	if _, err := rbac.ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
