@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
@@ -422,6 +424,17 @@ func TestSourceAgreesWithTheNode(t *testing.T) {
 func TestSourceWatchesThisNodesPods(t *testing.T) {
 	live := podSpec{uid: "p", containers: []corev1.ContainerState{running}}.pod()
 	cs := fake.NewClientset(live)
+	// The fake API server keeps no history: a deletion made after the
+	// informer's list but before its watch is registered is never
+	// delivered (the watch starts from the list's resource version, and
+	// the pod is gone). The reactor runs under the fake's lock, so once it
+	// has run, the watch is registered before any later call is served.
+	watching := make(chan struct{})
+	var once sync.Once
+	cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		once.Do(func() { close(watching) })
+		return false, nil, nil
+	})
 	src := startFake(t, cs)
 
 	var selectors []string
@@ -457,6 +470,11 @@ func TestSourceWatchesThisNodesPods(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	gen := src.Generation()
+	select {
+	case <-watching:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the informer never watched the pods")
+	}
 	if err := cs.CoreV1().Pods("default").Delete(context.Background(), live.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
