@@ -285,3 +285,19 @@ func (c *cluster) fill(t *testing.T, size int64) {
 		t.Fatalf("fill %s with %d bytes: %v", p, size, err)
 	}
 }
+
+// imageSizes is the runtime's size of each image it lists, by ID.
+func (c *cluster) imageSizes(t testing.TB) map[string]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := c.node.ImageClient().ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	if err != nil {
+		t.Fatalf("list images: %v", err)
+	}
+	sizes := make(map[string]int64, len(resp.GetImages()))
+	for _, img := range resp.GetImages() {
+		sizes[img.GetId()] = int64(img.GetSize())
+	}
+	return sizes
+}
