@@ -181,8 +181,7 @@ type imageExplainer struct {
 	// imageRanking is the planner's ranking and each image's users;
 	// byID indexes the ranking.
 	imageRanking
-	byID    map[string]int
-	records map[string]model.ImageRecord
+	byID map[string]int
 	// removeAt is the index of an image's removal in the plan.
 	removeAt map[string]int
 	keeps    map[string]model.ImageKeep
@@ -193,9 +192,11 @@ type imageExplainer struct {
 
 // imageRanking is the snapshot's images ranked as the planner ranks
 // them (entries, rankImages's), with the names of each image's users
-// (firstOf and usedBy, imageUsedBy's).
+// (firstOf and usedBy, imageUsedBy's) and the snapshot's records by
+// image ID (imageRecords).
 type imageRanking struct {
 	entries []imageEntry
+	records map[string]model.ImageRecord
 	firstOf map[string]int
 	usedBy  [][]string
 }
@@ -204,7 +205,8 @@ type imageRanking struct {
 // users, from one walk of the containers.
 func rankImagesForRows(s model.Snapshot, now time.Time, pods map[string]string) imageRanking {
 	users, firstOf, usedBy := imageUsedBy(s, pods)
-	return imageRanking{entries: rankImagesUsing(s, now, users), firstOf: firstOf, usedBy: usedBy}
+	records := imageRecords(s.ImageRecords)
+	return imageRanking{entries: rankImagesUsing(s, now, users, records), records: records, firstOf: firstOf, usedBy: usedBy}
 }
 
 // newImageExplainer takes the planner's ranking of the snapshot's images
@@ -214,12 +216,6 @@ func newImageExplainer(s model.Snapshot, p model.Plan, pods map[string]string, r
 	x.byID = make(map[string]int, len(x.entries))
 	for i, e := range x.entries {
 		x.byID[e.img.ID] = i
-	}
-	x.records = make(map[string]model.ImageRecord, len(s.ImageRecords))
-	for _, r := range s.ImageRecords {
-		if _, dup := x.records[r.ID]; !dup {
-			x.records[r.ID] = r
-		}
 	}
 	x.removeAt = make(map[string]int, len(p.ImageGC.Remove))
 	for i, r := range p.ImageGC.Remove {

@@ -536,17 +536,24 @@ func inUseDetail(s model.Snapshot, pods map[string]string, users imageUse) strin
 // rankImages joins images with their records and their users and returns
 // them in LRU order. Duplicate image IDs keep their first occurrence.
 func rankImages(s model.Snapshot, now time.Time) []imageEntry {
-	return rankImagesUsing(s, now, imageUsers(s.Images, s.Containers))
+	return rankImagesUsing(s, now, imageUsers(s.Images, s.Containers), imageRecords(s.ImageRecords))
 }
 
-// rankImagesUsing is rankImages with the snapshot's imageUsers.
-func rankImagesUsing(s model.Snapshot, now time.Time, users []imageUse) []imageEntry {
-	records := make(map[string]model.ImageRecord, len(s.ImageRecords))
-	for _, r := range s.ImageRecords {
+// imageRecords indexes records by image ID; a duplicate ID keeps its
+// first record.
+func imageRecords(rs []model.ImageRecord) map[string]model.ImageRecord {
+	records := make(map[string]model.ImageRecord, len(rs))
+	for _, r := range rs {
 		if _, dup := records[r.ID]; !dup {
 			records[r.ID] = r
 		}
 	}
+	return records
+}
+
+// rankImagesUsing is rankImages with the snapshot's imageUsers and
+// imageRecords.
+func rankImagesUsing(s model.Snapshot, now time.Time, users []imageUse, records map[string]model.ImageRecord) []imageEntry {
 	sandboxRefs := s.Runtime.SandboxImages
 	seen := make(map[string]bool, len(s.Images))
 	entries := make([]imageEntry, 0, len(s.Images))
